@@ -1,0 +1,44 @@
+// Package domain is the contract between fleetsim and each simulated
+// subsystem (rack, datacenter, clusters): what a subsystem is built from and
+// what it must serve.
+package domain
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+)
+
+// Env is what every simulated domain is built from.
+type Env struct {
+	Spec   *spec.Spec
+	Faults *faults.Registry
+	// DatabaseURL is the PostgreSQL database where simulated Nexus instances
+	// keep their sagas (like the real CockroachDB).
+	DatabaseURL string
+	Log         zerolog.Logger
+}
+
+// Scale turns a real-world device duration into simulated wall time.
+func (e Env) Scale(d time.Duration) time.Duration { return e.Spec.Scale(d) }
+
+// Domain is one simulated subsystem.
+type Domain interface {
+	// Name is the domain's key under /truth.
+	Name() string
+	// Mount registers the domain's API routes (under its prefix) and its
+	// truth route GET /truth/{Name}.
+	Mount(mux *http.ServeMux)
+	// Truth returns a JSON-encodable snapshot of the domain's real state.
+	Truth() any
+	// Close stops background work (deliveries, claim loops).
+	Close() error
+}
+
+// Constructor builds a domain.
+type Constructor func(ctx context.Context, env Env) (Domain, error)

@@ -1,0 +1,107 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+)
+
+// Rack is one Oxide-style rack: two MGS instances (one per scrimlet) that can
+// each reach every SP, and its sleds.
+type Rack struct {
+	ID string `json:"id"`
+	// MGSSleds names the cubby of the sled each MGS instance runs on
+	// (index = MGS instance). That MGS refuses to reset its own sled's SP.
+	MGSSleds []int  `json:"mgsSleds"`
+	Sleds    []Sled `json:"sleds"`
+}
+
+// Sled is one compute sled: its SP, its host boot flash and its zones.
+type Sled struct {
+	ID     uuid.UUID `json:"id"`
+	Cubby  int       `json:"cubby"` // the SP slot in MGS paths: /sp/sled/{cubby}
+	Serial string    `json:"serial"`
+	Part   string    `json:"part"`
+	// SP firmware: active and inactive slot versions (caboose VERS).
+	SP SPFirmware `json:"sp"`
+	// Host boot flash: versions of slot 0 and 1 and the active slot.
+	Host HostFlash `json:"host"`
+	// Zones running on the sled, at ledgered config generation Generation.
+	Generation int64  `json:"generation"`
+	Zones      []Zone `json:"zones"`
+}
+
+// SPFirmware is the SP's two firmware slots.
+type SPFirmware struct {
+	Active   string `json:"active"`
+	Inactive string `json:"inactive"`
+}
+
+// HostFlash is the host boot flash: two slots, one active.
+type HostFlash struct {
+	Slots      [2]string `json:"slots"`
+	ActiveSlot int       `json:"activeSlot"`
+}
+
+// Zone is one service zone on a sled (omicron's OmicronZoneConfig subset).
+type Zone struct {
+	ID   uuid.UUID `json:"id"`
+	Kind string    `json:"kind"` // e.g. nexus, crucible, internal_dns, ntp
+}
+
+// ZoneKindNexus is the zone kind whose sagas must be reassigned on expunge.
+const ZoneKindNexus = "nexus"
+
+func validateRacks(racks []Rack) error {
+	var errs []error
+	sleds := map[uuid.UUID]bool{}
+	zones := map[uuid.UUID]bool{}
+	for ri, r := range racks {
+		if r.ID == "" {
+			errs = append(errs, fmt.Errorf("racks[%d]: id is required", ri))
+		}
+		if len(r.MGSSleds) != 2 {
+			errs = append(errs, fmt.Errorf("rack %q: mgsSleds must name exactly 2 cubbies, got %d", r.ID, len(r.MGSSleds)))
+		}
+		cubbies := map[int]bool{}
+		for si, s := range r.Sleds {
+			where := fmt.Sprintf("rack %q sleds[%d]", r.ID, si)
+			if s.ID == uuid.Nil {
+				errs = append(errs, fmt.Errorf("%s: id is required", where))
+			}
+			if sleds[s.ID] {
+				errs = append(errs, fmt.Errorf("%s: duplicate sled id %s", where, s.ID))
+			}
+			sleds[s.ID] = true
+			if cubbies[s.Cubby] {
+				errs = append(errs, fmt.Errorf("%s: duplicate cubby %d", where, s.Cubby))
+			}
+			cubbies[s.Cubby] = true
+			if s.Serial == "" || s.SP.Active == "" {
+				errs = append(errs, fmt.Errorf("%s: serial and sp.active are required", where))
+			}
+			if s.Host.ActiveSlot != 0 && s.Host.ActiveSlot != 1 {
+				errs = append(errs, fmt.Errorf("%s: host.activeSlot must be 0 or 1", where))
+			}
+			for zi, z := range s.Zones {
+				if z.ID == uuid.Nil || z.Kind == "" {
+					errs = append(errs, fmt.Errorf("%s zones[%d]: id and kind are required", where, zi))
+				}
+				if zones[z.ID] {
+					errs = append(errs, fmt.Errorf("%s zones[%d]: duplicate zone id %s", where, zi, z.ID))
+				}
+				zones[z.ID] = true
+			}
+		}
+		for _, c := range r.MGSSleds {
+			if !cubbies[c] {
+				errs = append(errs, fmt.Errorf("rack %q: mgsSleds names cubby %d, which has no sled", r.ID, c))
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errors.Join(errs...)
+}
