@@ -1,0 +1,205 @@
+// Package config is fleetsaga's configuration: flags with environment
+// fallbacks (the Temporal SDK's standard TEMPORAL_* names where they exist),
+// validated at start so bad configuration is one clear line, not a stack
+// trace.
+package config
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/fleetsaga/fleetsaga/fleet"
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+// Temporal says how to reach the Temporal server.
+type Temporal struct {
+	Address    string
+	Namespace  string
+	TaskQueue  string
+	TLSCert    string
+	TLSKey     string
+	TLSCA      string
+	ServerName string
+}
+
+// Bind registers the Temporal flags on fs.
+func (t *Temporal) Bind(fs *pflag.FlagSet) {
+	fs.StringVar(&t.Address, "address", env("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
+	fs.StringVar(&t.Namespace, "namespace", env("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	fs.StringVar(&t.TaskQueue, "task-queue", env("FLEETSAGA_TASK_QUEUE", workflows.TaskQueue), "task queue (env FLEETSAGA_TASK_QUEUE)")
+	fs.StringVar(&t.TLSCert, "tls-cert", env("TEMPORAL_TLS_CLIENT_CERT_PATH", ""), "client certificate for mTLS (env TEMPORAL_TLS_CLIENT_CERT_PATH)")
+	fs.StringVar(&t.TLSKey, "tls-key", env("TEMPORAL_TLS_CLIENT_KEY_PATH", ""), "client key for mTLS (env TEMPORAL_TLS_CLIENT_KEY_PATH)")
+	fs.StringVar(&t.TLSCA, "tls-ca", env("TEMPORAL_TLS_SERVER_CA_CERT_PATH", ""), "CA that signed the server certificate (env TEMPORAL_TLS_SERVER_CA_CERT_PATH)")
+	fs.StringVar(&t.ServerName, "tls-server-name", env("TEMPORAL_TLS_SERVER_NAME", ""), "expected server name in its certificate (env TEMPORAL_TLS_SERVER_NAME)")
+}
+
+// Validate checks the Temporal settings without contacting the server.
+func (t *Temporal) Validate() error {
+	if err := ValidateHostPort(t.Address); err != nil {
+		return fmt.Errorf("--address: %w", err)
+	}
+	if t.Namespace == "" {
+		return errors.New("--namespace must not be empty")
+	}
+	if t.TaskQueue == "" {
+		return errors.New("--task-queue must not be empty")
+	}
+	if (t.TLSCert == "") != (t.TLSKey == "") {
+		return errors.New("--tls-cert and --tls-key must be given together")
+	}
+	for flag, path := range map[string]string{"--tls-cert": t.TLSCert, "--tls-key": t.TLSKey, "--tls-ca": t.TLSCA} {
+		if path == "" {
+			continue
+		}
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("%s: %v", flag, err)
+		}
+	}
+	return nil
+}
+
+// ValidateHostPort checks a host:port address.
+func ValidateHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %v", addr, err)
+	}
+	if host == "" {
+		return fmt.Errorf("%q has no host", addr)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("%q has a bad port %q", addr, port)
+	}
+	return nil
+}
+
+// ClientOptions builds the SDK client options, loading TLS material.
+func (t *Temporal) ClientOptions(logger tlog.Logger) (client.Options, error) {
+	opts := client.Options{HostPort: t.Address, Namespace: t.Namespace, Logger: logger}
+	if t.TLSCert == "" && t.TLSCA == "" {
+		return opts, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
+	if t.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(t.TLSCert, t.TLSKey)
+		if err != nil {
+			return opts, fmt.Errorf("load client certificate: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	if t.TLSCA != "" {
+		pem, err := os.ReadFile(t.TLSCA)
+		if err != nil {
+			return opts, fmt.Errorf("read CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return opts, fmt.Errorf("CA file %s holds no PEM certificate", t.TLSCA)
+		}
+		tc.RootCAs = pool
+	}
+	opts.ConnectionOptions.TLS = tc
+	return opts, nil
+}
+
+// Logging is the log settings.
+type Logging struct {
+	Level  string
+	Format string
+}
+
+// Bind registers the logging flags on fs.
+func (l *Logging) Bind(fs *pflag.FlagSet) {
+	fs.StringVar(&l.Level, "log-level", env("FLEETSAGA_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env FLEETSAGA_LOG_LEVEL)")
+	fs.StringVar(&l.Format, "log-format", env("FLEETSAGA_LOG_FORMAT", "auto"), "log format: auto, json, console (env FLEETSAGA_LOG_FORMAT)")
+}
+
+// ValidateDatabaseURL checks a PostgreSQL URL without connecting.
+func ValidateDatabaseURL(raw string) error {
+	if raw == "" {
+		return errors.New("--database-url is required (env DATABASE_URL)")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("--database-url is not a URL: %v", err)
+	}
+	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		return fmt.Errorf("--database-url must be a postgres:// URL, got scheme %q", u.Scheme)
+	}
+	return nil
+}
+
+// Fleet says where the fleet's APIs are: a fleetsim base URL, or each API.
+type Fleet struct {
+	Fleetsim  string
+	MGS       string
+	SledAgent string
+	NexusDB   string
+	CNAPI     string
+	SAPI      string
+	IMGAPI    string
+	Kube      string
+}
+
+// Bind registers the fleet endpoint flags on fs.
+func (f *Fleet) Bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.Fleetsim, "fleetsim", env("FLEETSIM_URL", ""), "fleetsim base URL; derives every API below (env FLEETSIM_URL)")
+	fs.StringVar(&f.MGS, "mgs", env("FLEETSAGA_MGS_URLS", ""), "comma-separated MGS base URLs (env FLEETSAGA_MGS_URLS)")
+	fs.StringVar(&f.SledAgent, "sled-agent", env("FLEETSAGA_SLED_AGENT_URL", ""), "sled-agent URL template with {sled} (env FLEETSAGA_SLED_AGENT_URL)")
+	fs.StringVar(&f.NexusDB, "nexus-db-url", env("NEXUS_DATABASE_URL", ""), "database holding Nexus sagas (env NEXUS_DATABASE_URL)")
+	fs.StringVar(&f.CNAPI, "cnapi", env("FLEETSAGA_CNAPI_URL", ""), "CNAPI base URL (env FLEETSAGA_CNAPI_URL)")
+	fs.StringVar(&f.SAPI, "sapi", env("FLEETSAGA_SAPI_URL", ""), "SAPI base URL (env FLEETSAGA_SAPI_URL)")
+	fs.StringVar(&f.IMGAPI, "imgapi", env("FLEETSAGA_IMGAPI_URL", ""), "IMGAPI base URL (env FLEETSAGA_IMGAPI_URL)")
+	fs.StringVar(&f.Kube, "kube", env("FLEETSAGA_KUBE_URL", ""), "Kubernetes API URL for MachineSets (env FLEETSAGA_KUBE_URL)")
+}
+
+// Endpoints resolves and validates the endpoints; explicit flags override
+// what --fleetsim derives.
+func (f *Fleet) Endpoints() (fleet.Endpoints, error) {
+	var e fleet.Endpoints
+	if f.Fleetsim != "" {
+		e = fleet.FromFleetsim(f.Fleetsim, f.NexusDB)
+	}
+	if f.MGS != "" {
+		e.MGS = strings.Split(f.MGS, ",")
+	}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&e.SledAgent, f.SledAgent)
+	set(&e.NexusDB, f.NexusDB)
+	set(&e.CNAPI, f.CNAPI)
+	set(&e.SAPI, f.SAPI)
+	set(&e.IMGAPI, f.IMGAPI)
+	set(&e.Kube, f.Kube)
+	if err := e.Validate(); err != nil {
+		return e, err
+	}
+	if e.NexusDB != "" {
+		if err := ValidateDatabaseURL(e.NexusDB); err != nil {
+			return e, fmt.Errorf("--nexus-db-url: %w", err)
+		}
+	}
+	return e, nil
+}

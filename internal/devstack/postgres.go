@@ -1,0 +1,246 @@
+// Package devstack brings up what fleetsaga needs on a developer machine or a
+// CI runner without Docker: a PostgreSQL it finds or starts itself, a pinned
+// Temporal dev server with its Web UI, fleetsim and workers.
+package devstack
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/lib/pq" // PostgreSQL driver
+	"github.com/rs/zerolog"
+
+	"github.com/fleetsaga/fleetsaga/ledger"
+)
+
+// Postgres is a database server the stack uses: either the one DATABASE_URL
+// names or a private cluster this package started.
+type Postgres struct {
+	// URL is an admin connection URL (database "postgres" for a private cluster).
+	URL     string
+	Private bool
+	dir     string
+	binDir  string
+}
+
+// Ping reports whether url answers within a few seconds.
+func Ping(ctx context.Context, url string) error {
+	db, err := sql.Open("postgres", url)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	return db.PingContext(ctx)
+}
+
+// FindOrStartPostgres uses DATABASE_URL when it answers; otherwise it starts
+// (or reuses) a private cluster in dir from the machine's PostgreSQL binaries.
+func FindOrStartPostgres(ctx context.Context, dir string, log zerolog.Logger) (*Postgres, error) {
+	if url := os.Getenv("DATABASE_URL"); url != "" {
+		err := Ping(ctx, url)
+		if err == nil {
+			log.Info().Str("url", ledger.RedactURL(url)).Msg("using PostgreSQL from DATABASE_URL")
+			return &Postgres{URL: url}, nil
+		}
+		log.Warn().Err(err).Str("url", ledger.RedactURL(url)).Msg("DATABASE_URL does not answer; starting a private PostgreSQL")
+	}
+	binDir, err := postgresBinDir(log)
+	if err != nil {
+		return nil, err
+	}
+	pg := &Postgres{Private: true, dir: dir, binDir: binDir}
+	if err := pg.start(ctx, log); err != nil {
+		return nil, err
+	}
+	return pg, nil
+}
+
+// postgresBinDir finds initdb/pg_ctl, installing Debian's postgresql package
+// when none is present and we are root.
+func postgresBinDir(log zerolog.Logger) (string, error) {
+	if dir := newestPGBin(); dir != "" {
+		return dir, nil
+	}
+	if os.Geteuid() == 0 {
+		if _, err := exec.LookPath("apt-get"); err == nil {
+			log.Info().Msg("PostgreSQL binaries not found; installing Debian's postgresql package")
+			cmd := exec.Command("sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return "", fmt.Errorf("install postgresql: %v: %s", err, lastLines(out, 5))
+			}
+			if dir := newestPGBin(); dir != "" {
+				return dir, nil
+			}
+		}
+	}
+	return "", errors.New("no PostgreSQL server binaries found: set DATABASE_URL to a database that answers, or install them (Debian: apt-get install postgresql)")
+}
+
+func newestPGBin() string {
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	sort.Slice(matches, func(i, j int) bool { return pgMajor(matches[i]) > pgMajor(matches[j]) })
+	if len(matches) > 0 {
+		return filepath.Dir(matches[0])
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p)
+	}
+	return ""
+}
+
+func pgMajor(initdb string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(initdb))))
+	return n
+}
+
+func (pg *Postgres) start(ctx context.Context, log zerolog.Logger) error {
+	dataDir := filepath.Join(pg.dir, "data")
+	if err := os.MkdirAll(pg.dir, 0o755); err != nil {
+		return err
+	}
+	// initdb refuses to run as root: run the private cluster as "postgres".
+	var owner *user.User
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return errors.New("running as root and there is no 'postgres' user to own the private cluster")
+		}
+		owner = u
+		if err := chownR(pg.dir, u); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); err != nil {
+		log.Info().Str("dir", dataDir).Msg("initialising a private PostgreSQL cluster")
+		if out, err := pg.run(ctx, owner, "initdb", "-D", dataDir, "-A", "trust", "-U", "postgres", "--no-sync"); err != nil {
+			return fmt.Errorf("initdb: %v: %s", err, lastLines(out, 5))
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	pg.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300", port, pg.dir)
+	out, err := pg.run(ctx, owner, "pg_ctl", "-D", dataDir, "-o", opts, "-l", filepath.Join(pg.dir, "postgres.log"), "-w", "-t", "60", "start")
+	if err != nil {
+		return fmt.Errorf("pg_ctl start: %v: %s (log: %s)", err, lastLines(out, 5), filepath.Join(pg.dir, "postgres.log"))
+	}
+	log.Info().Int("port", port).Msg("private PostgreSQL started")
+	return nil
+}
+
+// Stop stops a private cluster (a DATABASE_URL server is left alone).
+func (pg *Postgres) Stop() error {
+	if !pg.Private {
+		return nil
+	}
+	var owner *user.User
+	if os.Geteuid() == 0 {
+		owner, _ = user.Lookup("postgres")
+	}
+	out, err := pg.run(context.Background(), owner, "pg_ctl", "-D", filepath.Join(pg.dir, "data"), "-m", "fast", "-w", "stop")
+	if err != nil {
+		return fmt.Errorf("pg_ctl stop: %v: %s", err, lastLines(out, 3))
+	}
+	return nil
+}
+
+// Restart stops and starts a private cluster on the same port (chaos tests).
+func (pg *Postgres) Restart(ctx context.Context) error {
+	if !pg.Private {
+		return errors.New("cannot restart a PostgreSQL this stack did not start")
+	}
+	var owner *user.User
+	if os.Geteuid() == 0 {
+		owner, _ = user.Lookup("postgres")
+	}
+	out, err := pg.run(ctx, owner, "pg_ctl", "-D", filepath.Join(pg.dir, "data"), "-m", "fast", "-w", "restart")
+	if err != nil {
+		return fmt.Errorf("pg_ctl restart: %v: %s", err, lastLines(out, 3))
+	}
+	return nil
+}
+
+func (pg *Postgres) run(ctx context.Context, owner *user.User, prog string, args ...string) ([]byte, error) {
+	path := filepath.Join(pg.binDir, prog)
+	var cmd *exec.Cmd
+	if owner != nil {
+		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", owner.Username, "--", path}, args...)...)
+	} else {
+		cmd = exec.CommandContext(ctx, path, args...)
+	}
+	cmd.Dir = "/"
+	return cmd.CombinedOutput()
+}
+
+// CreateDatabase creates a fresh database on the server adminURL points to
+// and returns its URL.
+func CreateDatabase(ctx context.Context, adminURL, name string) (string, error) {
+	db, err := sql.Open("postgres", adminURL)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `CREATE DATABASE `+quoteIdent(name)); err != nil {
+		var exists bool
+		if qerr := db.QueryRowContext(ctx, `SELECT true FROM pg_database WHERE datname = $1`, name).Scan(&exists); qerr != nil || !exists {
+			return "", fmt.Errorf("create database %s: %w", name, err)
+		}
+	}
+	return withDatabase(adminURL, name)
+}
+
+// DropDatabase drops a database created by CreateDatabase.
+func DropDatabase(ctx context.Context, adminURL, name string) error {
+	db, err := sql.Open("postgres", adminURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.ExecContext(ctx, `DROP DATABASE IF EXISTS `+quoteIdent(name)+` WITH (FORCE)`)
+	return err
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+func chownR(dir string, u *user.User) error {
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func lastLines(b []byte, n int) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}

@@ -1,0 +1,182 @@
+// Package testenv gives integration tests the real stack: a PostgreSQL
+// database of their own, a real Temporal dev server, in-process workers and
+// fleetsim. `make test` starts PostgreSQL and Temporal once and passes them
+// in DATABASE_URL and TEMPORAL_ADDRESS; a plain `go test` starts them itself.
+package testenv
+
+import (
+	"context"
+
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/fleetsaga/fleetsaga/fleet"
+	"github.com/fleetsaga/fleetsaga/fleetsim"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/devstack"
+	"github.com/fleetsaga/fleetsaga/internal/logging"
+	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/workerapp"
+)
+
+var shared struct {
+	once     sync.Once
+	err      error
+	pg       *devstack.Postgres
+	dir      string
+	temporal *testsuite.DevServer
+	address  string
+}
+
+// Main wraps a package's tests and stops what they started. Use it as
+// func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if shared.temporal != nil {
+		_ = shared.temporal.Stop()
+	}
+	if shared.pg != nil {
+		_ = shared.pg.Stop()
+	}
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir)
+	}
+	return code
+}
+
+func start() error {
+	ctx := context.Background()
+	log := zerolog.New(zerolog.NewTestWriter(nil)).Level(zerolog.Disabled)
+	dir, err := os.MkdirTemp("", "fleetsaga-test-")
+	if err != nil {
+		return err
+	}
+	_ = os.Chmod(dir, 0o755)
+	shared.dir = dir
+	if shared.pg, err = devstack.FindOrStartPostgres(ctx, filepath.Join(dir, "pg"), log); err != nil {
+		return err
+	}
+	if addr := os.Getenv("TEMPORAL_ADDRESS"); addr != "" {
+		shared.address = addr
+		return nil
+	}
+	shared.temporal, err = devstack.StartTemporal(ctx, devstack.TemporalOptions{}, log)
+	if err != nil {
+		return err
+	}
+	shared.address = shared.temporal.FrontendHostPort()
+	return nil
+}
+
+// Env is one test's slice of the stack.
+type Env struct {
+	T           testing.TB
+	DatabaseURL string
+	Store       *ledger.Store
+	Client      client.Client
+	TaskQueue   string
+	Log         zerolog.Logger
+}
+
+// New gives the test a fresh migrated database, a Temporal client and a
+// task queue of its own. It fails the test if the stack cannot start.
+func New(t testing.TB) *Env {
+	t.Helper()
+	shared.once.Do(func() { shared.err = start() })
+	if shared.err != nil {
+		t.Fatalf("testenv: %v", shared.err)
+	}
+	ctx := context.Background()
+	name := "fs_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
+	url, err := devstack.CreateDatabase(ctx, shared.pg.URL, name)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	t.Cleanup(func() { _ = devstack.DropDatabase(context.Background(), shared.pg.URL, name) })
+	store, err := ledger.Open(ctx, url)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	if _, err := store.Migrate(ctx); err != nil {
+		t.Fatalf("testenv: migrate: %v", err)
+	}
+	log, _ := logging.New(zerolog.NewTestWriter(t), envOr("FLEETSAGA_TEST_LOG_LEVEL", "warn"), logging.FormatJSON)
+	c, err := client.Dial(client.Options{HostPort: shared.address, Namespace: "default", Logger: logging.Temporal(log)})
+	if err != nil {
+		t.Fatalf("testenv: dial Temporal at %s: %v", shared.address, err)
+	}
+	t.Cleanup(c.Close)
+	return &Env{T: t, DatabaseURL: url, Store: store, Client: c, TaskQueue: "test-" + uuid.NewString()[:8], Log: log}
+}
+
+// TemporalAddress is the dev server's frontend address.
+func (e *Env) TemporalAddress() string { return shared.address }
+
+// StartFleetsim serves a simulated fleet for this test; its Nexus instances
+// use the test's database.
+func (e *Env) StartFleetsim(s *spec.Spec) *fleetsim.Server {
+	e.T.Helper()
+	srv, err := fleetsim.Start(context.Background(), fleetsim.Env{
+		Spec: s, DatabaseURL: e.DatabaseURL, Log: e.Log.With().Str("component", "fleetsim").Logger(),
+	}, "127.0.0.1:0")
+	if err != nil {
+		e.T.Fatalf("testenv: start fleetsim: %v", err)
+	}
+	e.T.Cleanup(func() { _ = srv.Close() })
+	return srv
+}
+
+// Endpoints points the fleet clients at a fleetsim.
+func (e *Env) Endpoints(sim *fleetsim.Server) fleet.Endpoints {
+	return fleet.FromFleetsim(sim.URL, e.DatabaseURL)
+}
+
+// StartWorker runs an in-process worker on the test's task queue until the
+// test ends (or stop is called). Missing deps default to the test's ledger.
+func (e *Env) StartWorker(d workerapp.Deps) (stop func()) {
+	e.T.Helper()
+	if d.Ledger == nil {
+		d.Ledger = e.Store
+	}
+	if d.HTTP == nil {
+		d.HTTP = &http.Client{Timeout: 10 * time.Second}
+	}
+	if d.Identity == "" {
+		d.Identity = "test-worker-" + uuid.NewString()[:4]
+	}
+	d.Log = e.Log
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- workerapp.Run(ctx, e.Client, workerapp.Options{TaskQueue: e.TaskQueue, Identity: d.Identity, StopTimeout: time.Second}, d)
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				e.T.Errorf("worker: %v", err)
+			}
+		})
+	}
+	e.T.Cleanup(stop)
+	return stop
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,152 @@
+// Command worker runs a fleetsaga worker: it migrates the ledger, connects to
+// Temporal and executes update workflows and their activities. Run several on
+// different control-plane nodes; any may die at any moment.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/fleetsaga/fleetsaga/internal/config"
+	"github.com/fleetsaga/fleetsaga/internal/logging"
+	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/workerapp"
+)
+
+// usageError marks bad configuration (exit code 2).
+type usageError struct{ error }
+
+func main() {
+	if err := newCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	var (
+		tc          config.Temporal
+		lc          config.Logging
+		fc          config.Fleet
+		dbURL       string
+		metricsAddr string
+		identity    string
+		maxActs     int
+		stopTimeout time.Duration
+	)
+	hostname, _ := os.Hostname()
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run a fleetsaga worker",
+		Example: `  worker --database-url postgres://fleetsaga@db/fleetsaga --fleetsim http://127.0.0.1:8470
+  TEMPORAL_ADDRESS=temporal:7233 DATABASE_URL=postgres://... worker --mgs http://mgs0:12225,http://mgs1:12225`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := tc.Validate(); err != nil {
+				return usageError{err}
+			}
+			if err := config.ValidateDatabaseURL(dbURL); err != nil {
+				return usageError{err}
+			}
+			endpoints, err := fc.Endpoints()
+			if err != nil {
+				return usageError{err}
+			}
+			log, err := logging.New(os.Stderr, lc.Level, logging.Format(lc.Format))
+			if err != nil {
+				return usageError{err}
+			}
+			if maxActs < 0 {
+				return usageError{errors.New("--max-concurrent-activities must be >= 0")}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+
+			store, err := ledger.Open(ctx, dbURL)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			applied, err := store.Migrate(ctx)
+			if err != nil {
+				return err
+			}
+			if len(applied) > 0 {
+				log.Info().Ints("versions", applied).Msg("ledger migrated")
+			}
+
+			metrics, err := workerapp.NewMetrics()
+			if err != nil {
+				return err
+			}
+			if metricsAddr != "" {
+				addr, closeMetrics, err := metrics.Serve(metricsAddr)
+				if err != nil {
+					return err
+				}
+				defer closeMetrics() //nolint:errcheck
+				log.Info().Str("addr", "http://"+addr+"/metrics").Msg("serving Prometheus metrics")
+			}
+
+			opts, err := tc.ClientOptions(logging.Temporal(log))
+			if err != nil {
+				return usageError{err}
+			}
+			opts.Identity = identity
+			opts.MetricsHandler = metrics.SDK
+			dialCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			defer cancel()
+			c, err := client.DialContext(dialCtx, opts)
+			if err != nil {
+				return fmt.Errorf("cannot reach Temporal at %s: %w", tc.Address, err)
+			}
+			defer c.Close()
+
+			return workerapp.Run(ctx, c, workerapp.Options{
+				TaskQueue:               tc.TaskQueue,
+				Identity:                identity,
+				StopTimeout:             stopTimeout,
+				MaxConcurrentActivities: maxActs,
+			}, workerapp.Deps{
+				Ledger:   store,
+				Fleet:    endpoints,
+				HTTP:     &http.Client{Timeout: 30 * time.Second},
+				Log:      log,
+				Identity: identity,
+			})
+		},
+	}
+	fs := cmd.Flags()
+	tc.Bind(fs)
+	lc.Bind(fs)
+	fc.Bind(fs)
+	fs.StringVar(&dbURL, "database-url", os.Getenv("DATABASE_URL"), "ledger PostgreSQL URL (env DATABASE_URL)")
+	fs.StringVar(&metricsAddr, "metrics-listen", envOr("FLEETSAGA_METRICS_LISTEN", "127.0.0.1:9464"), "Prometheus /metrics address; empty disables (env FLEETSAGA_METRICS_LISTEN)")
+	fs.StringVar(&identity, "identity", fmt.Sprintf("%s:%d", hostname, os.Getpid()), "worker identity in Temporal and the ledger")
+	fs.IntVar(&maxActs, "max-concurrent-activities", 0, "bound on concurrent activity executions (0 = SDK default)")
+	fs.DurationVar(&stopTimeout, "stop-timeout", 20*time.Second, "on SIGTERM, how long running activities may finish before they are handed back")
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	return cmd
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

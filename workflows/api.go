@@ -1,0 +1,122 @@
+// Package workflows holds fleetsaga's Temporal workflows: one file per update
+// kind, plus this contract file (task queue, names, IDs, search attributes,
+// retry policies) and the saga helper. Workflow code is deterministic: all
+// I/O happens in activities (package activities).
+package workflows
+
+import (
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// TaskQueue is the default task queue the workers poll.
+const TaskQueue = "fleetsaga"
+
+// ProgressQuery is the query every fleetsaga workflow answers.
+const ProgressQuery = "progress"
+
+// Kind names an update kind. It is the first part of a workflow ID and the
+// value of the FleetsagaKind search attribute.
+type Kind string
+
+const (
+	KindSPFirmware    Kind = "sp-firmware"
+	KindHostFlash     Kind = "host-flash"
+	KindAgentInstall  Kind = "agent-install"
+	KindAgentDrift    Kind = "agent-drift"
+	KindBootImageBump Kind = "bootimage-bump"
+	KindZoneExpunge   Kind = "zone-expunge"
+	KindRollout       Kind = "rollout"
+)
+
+// WorkflowID derives an update's workflow ID from its kind and target, so
+// Temporal refuses a second concurrent start of the same update.
+func WorkflowID(kind Kind, target string) string {
+	return "fleetsaga/" + string(kind) + "/" + target
+}
+
+// ParseWorkflowID splits a fleetsaga workflow ID into kind and target.
+func ParseWorkflowID(id string) (Kind, string, bool) {
+	rest, ok := strings.CutPrefix(id, "fleetsaga/")
+	if !ok {
+		return "", "", false
+	}
+	kind, target, ok := strings.Cut(rest, "/")
+	return Kind(kind), target, ok && kind != "" && target != ""
+}
+
+// Search attributes (Keyword: SQL visibility gives ten slots; keep secrets
+// out of them). The Web UI filters on these, e.g.
+// FleetsagaKind="sp-firmware" AND FleetsagaState="running".
+var (
+	SAKind     = temporal.NewSearchAttributeKeyKeyword("FleetsagaKind")
+	SATarget   = temporal.NewSearchAttributeKeyKeyword("FleetsagaTarget")
+	SAArtifact = temporal.NewSearchAttributeKeyKeyword("FleetsagaArtifact")
+	SAState    = temporal.NewSearchAttributeKeyKeyword("FleetsagaState")
+	SAPhase    = temporal.NewSearchAttributeKeyKeyword("FleetsagaPhase")
+)
+
+// SearchAttributes lists every search attribute fleetsaga registers.
+func SearchAttributes() []temporal.SearchAttributeKeyKeyword {
+	return []temporal.SearchAttributeKeyKeyword{SAKind, SATarget, SAArtifact, SAState, SAPhase}
+}
+
+// StartAttributes are the search attributes a starter sets on a new update.
+func StartAttributes(kind Kind, target, artifact string) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(
+		SAKind.ValueSet(string(kind)),
+		SATarget.ValueSet(target),
+		SAArtifact.ValueSet(artifact),
+		SAState.ValueSet(string(StateRunning)),
+	)
+}
+
+// State is an update's state as operators see it (search attribute and
+// progress query).
+type State string
+
+const (
+	StateRunning   State = "running"
+	StatePaused    State = "paused"
+	StateCompleted State = "completed"
+	StateFailed    State = "failed"
+	StateCancelled State = "cancelled"
+)
+
+// setSearchState publishes the state and phase to the Web UI. Failing to
+// upsert must not fail the update, so the error is only logged.
+func setSearchState(ctx workflow.Context, state State, phase string) {
+	err := workflow.UpsertTypedSearchAttributes(ctx, SAState.ValueSet(string(state)), SAPhase.ValueSet(phase))
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("upsert search attributes failed", "error", err)
+	}
+}
+
+// Retry policies, chosen per kind of activity.
+var (
+	// ledgerRetry: the database may restart; keep trying for a long while.
+	ledgerRetry = &temporal.RetryPolicy{
+		InitialInterval:    500 * time.Millisecond,
+		BackoffCoefficient: 2,
+		MaximumInterval:    30 * time.Second,
+	}
+	// deviceRetry: device/API calls; non-retryable errors are typed by the
+	// activities (see activities/errors.go).
+	deviceRetry = &temporal.RetryPolicy{
+		InitialInterval:    time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    time.Minute,
+	}
+)
+
+// ledgerOptions are the activity options for ledger writes.
+func ledgerOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    30 * time.Second,
+		ScheduleToCloseTimeout: 30 * time.Minute,
+		RetryPolicy:            ledgerRetry,
+	})
+}
