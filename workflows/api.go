@@ -120,3 +120,18 @@ func ledgerOptions(ctx workflow.Context) workflow.Context {
 		RetryPolicy:            ledgerRetry,
 	})
 }
+
+// Operator controls. Fan-outs and rollouts honour pause/resume (running steps
+// finish, no new ones start); approve is an update handler on rollouts.
+const (
+	PauseSignal   = "pause"
+	ResumeSignal  = "resume"
+	ApproveUpdate = "approve"
+)
+
+// Approval is the argument of the approve update: who approved and why
+// (recorded in the ledger).
+type Approval struct {
+	By     string `json:"by"`
+	Reason string `json:"reason"`
+}

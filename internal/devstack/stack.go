@@ -1,0 +1,228 @@
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/testsuite"
+)
+
+// StackOptions say what to bring up.
+type StackOptions struct {
+	// Dir keeps state: the private PostgreSQL cluster, logs, Temporal's DB file.
+	Dir string
+	// BinDir holds the built worker and fleetsim binaries.
+	BinDir string
+	// UIPort for the Temporal Web UI (0 = none).
+	UIPort int
+	// FleetsimSpec starts fleetsim with this spec ("" = no fleetsim).
+	FleetsimSpec string
+	// Workers is how many worker processes to start (needs fleetsim or endpoints).
+	Workers int
+	// PersistTemporal keeps Temporal's history in Dir across restarts.
+	PersistTemporal bool
+}
+
+// Stack is a running dev stack.
+type Stack struct {
+	opts        StackOptions
+	log         zerolog.Logger
+	PG          *Postgres
+	DatabaseURL string
+	Temporal    *testsuite.DevServer
+	UIURL       string
+	FleetsimURL string
+	Fleetsim    *Proc
+	Workers     []*Proc
+}
+
+// Env is the environment a command run against the stack gets.
+func (s *Stack) Env() []string {
+	env := []string{
+		"DATABASE_URL=" + s.DatabaseURL,
+		"TEMPORAL_ADDRESS=" + s.Temporal.FrontendHostPort(),
+	}
+	if s.FleetsimURL != "" {
+		env = append(env, "FLEETSIM_URL="+s.FleetsimURL, "NEXUS_DATABASE_URL="+s.DatabaseURL)
+	}
+	if s.UIURL != "" {
+		env = append(env, "TEMPORAL_UI_URL="+s.UIURL)
+	}
+	return env
+}
+
+// StartStack brings everything up; on error it stops what it started.
+func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (s *Stack, err error) {
+	s = &Stack{opts: o, log: log}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if s.PG, err = FindOrStartPostgres(ctx, filepath.Join(o.Dir, "pg"), log); err != nil {
+		return nil, err
+	}
+	s.DatabaseURL = s.PG.URL
+	if s.PG.Private {
+		if s.DatabaseURL, err = CreateDatabase(ctx, s.PG.URL, "fleetsaga"); err != nil {
+			return nil, err
+		}
+	}
+	tlog, err := os.Create(filepath.Join(o.Dir, "temporal.log"))
+	if err != nil {
+		return nil, err
+	}
+	topts := TemporalOptions{UIPort: o.UIPort, Output: tlog}
+	if o.PersistTemporal {
+		topts.DBFile = filepath.Join(o.Dir, "temporal.db")
+	}
+	if s.Temporal, err = StartTemporal(ctx, topts, log); err != nil {
+		return nil, err
+	}
+	if o.UIPort != 0 {
+		s.UIURL = fmt.Sprintf("http://127.0.0.1:%d", o.UIPort)
+	}
+	log.Info().Str("address", s.Temporal.FrontendHostPort()).Str("ui", s.UIURL).Msg("Temporal dev server up")
+
+	if o.FleetsimSpec != "" {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		s.FleetsimURL = "http://" + addr
+		s.Fleetsim, err = StartProc(filepath.Join(o.Dir, "fleetsim.log"), s.Env(),
+			filepath.Join(o.BinDir, "fleetsim"), "--spec", o.FleetsimSpec, "--listen", addr, "--database-url", s.DatabaseURL)
+		if err != nil {
+			return nil, err
+		}
+		if err := waitHTTP(ctx, s.FleetsimURL+"/healthz", 30*time.Second); err != nil {
+			return nil, fmt.Errorf("fleetsim did not come up (see %s): %w", filepath.Join(o.Dir, "fleetsim.log"), err)
+		}
+		log.Info().Str("url", s.FleetsimURL).Msg("fleetsim up")
+	}
+	for i := range o.Workers {
+		w, err := s.startWorker(i)
+		if err != nil {
+			return nil, err
+		}
+		s.Workers = append(s.Workers, w)
+	}
+	return s, nil
+}
+
+func (s *Stack) startWorker(i int) (*Proc, error) {
+	return StartProc(filepath.Join(s.opts.Dir, fmt.Sprintf("worker-%d.log", i)), s.Env(),
+		filepath.Join(s.opts.BinDir, "worker"), "--identity", fmt.Sprintf("worker-%d", i),
+		"--metrics-listen", "127.0.0.1:0", "--log-format", "json")
+}
+
+// RestartWorker SIGKILLs worker i (if running) and starts it again.
+func (s *Stack) RestartWorker(i int) error {
+	_ = s.Workers[i].Kill()
+	w, err := s.startWorker(i)
+	if err != nil {
+		return err
+	}
+	s.Workers[i] = w
+	return nil
+}
+
+// Stop stops everything this stack started, workers first.
+func (s *Stack) Stop() {
+	for _, w := range s.Workers {
+		_ = w.Terminate(25 * time.Second)
+	}
+	if s.Fleetsim != nil {
+		_ = s.Fleetsim.Terminate(5 * time.Second)
+	}
+	if s.Temporal != nil {
+		_ = s.Temporal.Stop()
+	}
+	if s.PG != nil {
+		if err := s.PG.Stop(); err != nil {
+			s.log.Warn().Err(err).Msg("stop PostgreSQL")
+		}
+	}
+}
+
+// Proc is a child process with its output in a log file.
+type Proc struct {
+	Cmd  *exec.Cmd
+	done chan error
+}
+
+// StartProc starts prog with args, extra env, output appended to logPath.
+func StartProc(logPath string, env []string, prog string, args ...string) (*Proc, error) {
+	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(prog, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("start %s: %w", prog, err)
+	}
+	p := &Proc{Cmd: cmd, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait(); out.Close() }()
+	return p, nil
+}
+
+// Kill SIGKILLs the process.
+func (p *Proc) Kill() error {
+	err := p.Cmd.Process.Kill()
+	<-p.done
+	p.done <- errors.New("killed")
+	return err
+}
+
+// Terminate sends SIGTERM and waits up to grace before SIGKILL.
+func (p *Proc) Terminate(grace time.Duration) error {
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err
+	case <-time.After(grace):
+		return p.Kill()
+	}
+}
+
+func waitHTTP(ctx context.Context, url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return last
+}

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/fleetsaga/fleetsaga/internal/config"
+	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+func init() {
+	commands = append(commands, statusCmd, listCmd, cancelCmd, pauseCmd, resumeCmd, approveCmd, migrateCmd)
+}
+
+// notFound turns Temporal's NotFound into a usage-class error.
+func notFound(id string, err error) error {
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return usageErr("no update with workflow ID %s", id)
+	}
+	return &exitError{exitUnreachable, err}
+}
+
+type statusView struct {
+	WorkflowID string              `json:"workflowId"`
+	RunID      string              `json:"runId"`
+	Status     string              `json:"status"`
+	Started    time.Time           `json:"started"`
+	Closed     *time.Time          `json:"closed,omitempty"`
+	Progress   *workflows.Progress `json:"progress,omitempty"`
+}
+
+func statusCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:     "status WORKFLOW_ID",
+		Short:   "Show an update's state and progress",
+		Example: "  starter status fleetsaga/zone-expunge/zone/3f6d...\n  starter status --json fleetsaga/agent-install/dc/cn-agent",
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := a.dial(ctx)
+			if err != nil {
+				return err
+			}
+			desc, err := c.DescribeWorkflowExecution(ctx, args[0], "")
+			if err != nil {
+				return notFound(args[0], err)
+			}
+			info := desc.WorkflowExecutionInfo
+			v := statusView{WorkflowID: info.GetExecution().GetWorkflowId(), RunID: info.GetExecution().GetRunId(),
+				Status: strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"), Started: info.GetStartTime().AsTime()}
+			if info.GetCloseTime() != nil {
+				t := info.GetCloseTime().AsTime()
+				v.Closed = &t
+			}
+			if p, err := queryProgress(ctx, c, args[0], ""); err == nil {
+				v.Progress = &p
+			}
+			a.print(v, func(w io.Writer) {
+				fmt.Fprintf(w, "%s (run %s): %s since %s\n", v.WorkflowID, v.RunID, v.Status, v.Started.Format(time.RFC3339))
+				if v.Progress != nil {
+					fmt.Fprintln(w, "  "+progressLine(*v.Progress))
+				}
+			})
+			return nil
+		},
+	}
+}
+
+func listCmd(a *app) *cobra.Command {
+	var kind, target string
+	var running bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List updates (newest first)",
+		Example: "  starter list --kind sp-firmware --running\n  starter list --target sp/sled/12 --json",
+		Args:    exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 1 || limit > 1000 {
+				return usageErr("--limit must be within 1..1000")
+			}
+			q := []string{fmt.Sprintf("%s IS NOT NULL", workflows.SAKind.GetName())}
+			if kind != "" {
+				if !knownKind(kind) {
+					return usageErr("unknown --kind %q", kind)
+				}
+				q = append(q, fmt.Sprintf("%s = %q", workflows.SAKind.GetName(), kind))
+			}
+			if target != "" {
+				q = append(q, fmt.Sprintf("%s = %q", workflows.SATarget.GetName(), target))
+			}
+			if running {
+				q = append(q, `ExecutionStatus = "Running"`)
+			}
+			c, err := a.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			resp, err := c.ListWorkflow(cmd.Context(), &workflowservice.ListWorkflowExecutionsRequest{Query: strings.Join(q, " AND "), PageSize: int32(limit)})
+			if err != nil {
+				return &exitError{exitUnreachable, err}
+			}
+			type row struct {
+				WorkflowID string    `json:"workflowId"`
+				Status     string    `json:"status"`
+				State      string    `json:"state"`
+				Phase      string    `json:"phase"`
+				Artifact   string    `json:"artifact"`
+				Started    time.Time `json:"started"`
+			}
+			var rows []row
+			for _, e := range resp.GetExecutions() {
+				sa := e.GetSearchAttributes().GetIndexedFields()
+				rows = append(rows, row{WorkflowID: e.GetExecution().GetWorkflowId(),
+					Status:   strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"),
+					State:    keywordAttr(sa[workflows.SAState.GetName()]),
+					Phase:    keywordAttr(sa[workflows.SAPhase.GetName()]),
+					Artifact: keywordAttr(sa[workflows.SAArtifact.GetName()]),
+					Started:  e.GetStartTime().AsTime()})
+			}
+			a.print(rows, func(w io.Writer) {
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "WORKFLOW ID\tSTATUS\tSTATE\tPHASE\tARTIFACT\tSTARTED")
+				for _, r := range rows {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.WorkflowID, r.Status, r.State, r.Phase, r.Artifact, r.Started.Format(time.RFC3339))
+				}
+				tw.Flush()
+			})
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&kind, "kind", "", "only this update kind")
+	cmd.Flags().StringVar(&target, "target", "", "only this target (e.g. sp/sled/12)")
+	cmd.Flags().BoolVar(&running, "running", false, "only running updates")
+	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many")
+	return cmd
+}
+
+func knownKind(k string) bool {
+	switch workflows.Kind(k) {
+	case workflows.KindSPFirmware, workflows.KindHostFlash, workflows.KindAgentInstall, workflows.KindAgentDrift,
+		workflows.KindBootImageBump, workflows.KindZoneExpunge, workflows.KindRollout:
+		return true
+	}
+	return false
+}
+
+func cancelCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:     "cancel WORKFLOW_ID",
+		Short:   "Cancel an update; its compensations run before it ends",
+		Example: "  starter cancel fleetsaga/bootimage-bump/cluster/prod-east",
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.control(cmd.Context(), args[0], "cancel requested", func(c client.Client) error {
+				return c.CancelWorkflow(cmd.Context(), args[0], "")
+			})
+		},
+	}
+}
+
+func signalCmd(name, signal, short string) func(a *app) *cobra.Command {
+	return func(a *app) *cobra.Command {
+		return &cobra.Command{
+			Use:     name + " WORKFLOW_ID",
+			Short:   short,
+			Example: "  starter " + name + " fleetsaga/rollout/plan/q3-firmware",
+			Args:    exactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return a.control(cmd.Context(), args[0], name+" sent", func(c client.Client) error {
+					return c.SignalWorkflow(cmd.Context(), args[0], "", signal, nil)
+				})
+			},
+		}
+	}
+}
+
+var (
+	pauseCmd  = signalCmd("pause", workflows.PauseSignal, "Pause a rollout or fan-out: running steps finish, no new ones start")
+	resumeCmd = signalCmd("resume", workflows.ResumeSignal, "Resume a paused rollout or fan-out")
+)
+
+func approveCmd(a *app) *cobra.Command {
+	var ap workflows.Approval
+	cmd := &cobra.Command{
+		Use:     "approve WORKFLOW_ID --by NAME --reason TEXT",
+		Short:   "Approve the next stage of a rollout waiting at a gate",
+		Example: `  starter approve fleetsaga/rollout/plan/q3 --by alice --reason "canary sleds healthy"`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(ap.By) == "" || strings.TrimSpace(ap.Reason) == "" {
+				return usageErr("--by and --reason are required: approvals are recorded in the ledger")
+			}
+			return a.control(cmd.Context(), args[0], "approved", func(c client.Client) error {
+				h, err := c.UpdateWorkflow(cmd.Context(), client.UpdateWorkflowOptions{
+					WorkflowID: args[0], UpdateName: workflows.ApproveUpdate, Args: []any{ap},
+					WaitForStage: client.WorkflowUpdateStageCompleted,
+				})
+				if err != nil {
+					return err
+				}
+				return h.Get(cmd.Context(), nil)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&ap.By, "by", os.Getenv("USER"), "who approves")
+	cmd.Flags().StringVar(&ap.Reason, "reason", "", "why")
+	return cmd
+}
+
+// control runs one steering call and reports it.
+func (a *app) control(ctx context.Context, id, done string, call func(client.Client) error) error {
+	c, err := a.dial(ctx)
+	if err != nil {
+		return err
+	}
+	if err := call(c); err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return usageErr("no running update with workflow ID %s", id)
+		}
+		return &exitError{exitFailed, fmt.Errorf("%s: %v", id, err)}
+	}
+	a.print(map[string]string{"workflowId": id, "result": done}, func(w io.Writer) { fmt.Fprintf(w, "%s: %s\n", id, done) })
+	return nil
+}
+
+func migrateCmd(a *app) *cobra.Command {
+	var dbURL string
+	cmd := &cobra.Command{
+		Use:     "migrate",
+		Short:   "Apply the ledger's schema migrations (workers also do this at start)",
+		Example: "  DATABASE_URL=postgres://fleetsaga@db/fleetsaga starter migrate",
+		Args:    exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := config.ValidateDatabaseURL(dbURL); err != nil {
+				return usageErr("%v", err)
+			}
+			store, err := ledger.Open(cmd.Context(), dbURL)
+			if err != nil {
+				return &exitError{exitUnreachable, err}
+			}
+			defer store.Close()
+			applied, err := store.Migrate(cmd.Context())
+			if err != nil {
+				return &exitError{exitFailed, err}
+			}
+			a.print(map[string]any{"applied": applied}, func(w io.Writer) {
+				if len(applied) == 0 {
+					fmt.Fprintln(w, "ledger schema is up to date")
+				} else {
+					fmt.Fprintf(w, "applied migrations %v\n", applied)
+				}
+			})
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dbURL, "database-url", os.Getenv("DATABASE_URL"), "ledger PostgreSQL URL (env DATABASE_URL)")
+	return cmd
+}

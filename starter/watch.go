@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+func init() {
+	commands = append(commands, func(a *app) *cobra.Command {
+		return &cobra.Command{
+			Use:     "watch WORKFLOW_ID",
+			Short:   "Follow an update's progress until it ends; exit with its outcome",
+			Example: "  starter watch fleetsaga/sp-firmware/sp/sled/12",
+			Args:    exactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				c, err := a.dial(cmd.Context())
+				if err != nil {
+					return err
+				}
+				return a.watch(cmd.Context(), c, args[0], "")
+			},
+		}
+	})
+}
+
+// watch renders progress (bars on a TTY, lines otherwise) until the
+// workflow closes, then returns its outcome as an exit code.
+func (a *app) watch(ctx context.Context, c client.Client, id, runID string) error {
+	tty := !a.json && isatty.IsTerminal(os.Stdout.Fd())
+	var r renderer = &lineRenderer{w: a.out, json: a.json}
+	if tty {
+		r = newBarRenderer(a.out)
+	}
+	result := make(chan error, 1)
+	go func() { result <- c.GetWorkflow(ctx, id, runID).Get(ctx, nil) }()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		if p, err := queryProgress(ctx, c, id, runID); err == nil {
+			r.render(p)
+		}
+		select {
+		case err := <-result:
+			if p, qerr := queryProgress(ctx, c, id, runID); qerr == nil {
+				r.render(p)
+			}
+			r.close()
+			return a.outcome(ctx, c, id, err)
+		case <-ctx.Done():
+			r.close()
+			return &exitError{exitFailed, fmt.Errorf("stopped watching %s: %v (the update goes on)", id, ctx.Err())}
+		case <-tick.C:
+		}
+	}
+}
+
+func queryProgress(ctx context.Context, c client.Client, id, runID string) (workflows.Progress, error) {
+	var p workflows.Progress
+	v, err := c.QueryWorkflow(ctx, id, runID, workflows.ProgressQuery)
+	if err != nil {
+		return p, err
+	}
+	return p, v.Get(&p)
+}
+
+// outcome maps a workflow's end to an exit code and one summary line.
+func (a *app) outcome(ctx context.Context, c client.Client, id string, err error) error {
+	if err == nil {
+		fmt.Fprintf(os.Stderr, "%s completed\n", id)
+		return nil
+	}
+	var canceled *temporal.CanceledError
+	if errors.As(err, &canceled) {
+		return &exitError{exitCancelled, fmt.Errorf("%s was cancelled", id)}
+	}
+	if desc, derr := c.DescribeWorkflowExecution(ctx, id, ""); derr == nil &&
+		desc.WorkflowExecutionInfo.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
+		return &exitError{exitCancelled, fmt.Errorf("%s was cancelled", id)}
+	}
+	return &exitError{exitFailed, fmt.Errorf("%s failed: %v", id, rootCause(err))}
+}
+
+func rootCause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+type renderer interface {
+	render(workflows.Progress)
+	close()
+}
+
+// lineRenderer prints one line whenever the phase or the percentage moves
+// (for logs and pipes).
+type lineRenderer struct {
+	w    io.Writer
+	json bool
+	last string
+}
+
+func (l *lineRenderer) render(p workflows.Progress) {
+	line := progressLine(p)
+	if line == l.last {
+		return
+	}
+	l.last = line
+	if l.json {
+		fmt.Fprintf(l.w, "%s\n", mustJSON(p))
+		return
+	}
+	fmt.Fprintf(l.w, "%s %s\n", time.Now().Format(time.TimeOnly), line)
+}
+
+func (l *lineRenderer) close() {}
+
+func progressLine(p workflows.Progress) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s [%s] %s", p.Kind, p.Target, p.State, p.Phase)
+	if p.Total > 0 {
+		fmt.Fprintf(&b, " %d/%d %s (%d%%)", p.Done, p.Total, p.Unit, p.Done*100/p.Total)
+	}
+	if p.Attempt > 1 {
+		fmt.Fprintf(&b, " attempt %d", p.Attempt)
+	}
+	for _, k := range []string{"done", "running", "failed", "skipped"} {
+		if n, ok := p.Counts[k]; ok {
+			fmt.Fprintf(&b, " %s=%d", k, n)
+		}
+	}
+	if len(p.Stragglers) > 0 {
+		fmt.Fprintf(&b, " STRAGGLERS: %s", strings.Join(p.Stragglers, ","))
+	}
+	if !p.ETA.IsZero() {
+		fmt.Fprintf(&b, " eta %s", p.ETA.Format(time.TimeOnly))
+	}
+	if p.Message != "" {
+		fmt.Fprintf(&b, " — %s", p.Message)
+	}
+	return b.String()
+}
+
+// barRenderer draws a live progress bar with the phase, its elapsed time,
+// counts, stragglers and ETA.
+type barRenderer struct {
+	p    *mpb.Progress
+	bar  *mpb.Bar
+	info string
+}
+
+func newBarRenderer(w io.Writer) *barRenderer {
+	r := &barRenderer{p: mpb.New(mpb.WithOutput(w), mpb.WithRefreshRate(200*time.Millisecond))}
+	r.bar = r.p.New(1, mpb.BarStyle(),
+		mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return r.info }, decor.WCSyncSpaceR)),
+		mpb.AppendDecorators(decor.Percentage()))
+	return r
+}
+
+func (r *barRenderer) render(p workflows.Progress) {
+	r.info = progressLine(p)
+	if !p.PhaseSince.IsZero() {
+		r.info += fmt.Sprintf(" (%s in phase)", time.Since(p.PhaseSince).Round(time.Second))
+	}
+	if p.Total > 0 {
+		r.bar.SetTotal(p.Total, false)
+		r.bar.SetCurrent(p.Done)
+	}
+}
+
+func (r *barRenderer) close() {
+	r.bar.SetTotal(-1, true)
+	r.p.Wait()
+}
