@@ -135,3 +135,14 @@ type Approval struct {
 	By     string `json:"by"`
 	Reason string `json:"reason"`
 }
+
+// UpdateInput is what every update kind's input provides, so plans and the
+// starter can validate and start any kind by name.
+type UpdateInput interface {
+	// Target is the canonical target (ledger target, search attribute).
+	Target() string
+	// ArtifactVersion is what the update installs ("" when nothing).
+	ArtifactVersion() string
+	// Validate checks the input without I/O.
+	Validate() error
+}
