@@ -5,6 +5,7 @@
 package workflows
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -57,11 +58,13 @@ var (
 	SAArtifact = temporal.NewSearchAttributeKeyKeyword("FleetsagaArtifact")
 	SAState    = temporal.NewSearchAttributeKeyKeyword("FleetsagaState")
 	SAPhase    = temporal.NewSearchAttributeKeyKeyword("FleetsagaPhase")
+	// SARollout names the rollout plan a child update belongs to.
+	SARollout = temporal.NewSearchAttributeKeyKeyword("FleetsagaRollout")
 )
 
 // SearchAttributes lists every search attribute fleetsaga registers.
 func SearchAttributes() []temporal.SearchAttributeKeyKeyword {
-	return []temporal.SearchAttributeKeyKeyword{SAKind, SATarget, SAArtifact, SAState, SAPhase}
+	return []temporal.SearchAttributeKeyKeyword{SAKind, SATarget, SAArtifact, SAState, SAPhase, SARollout}
 }
 
 // StartAttributes are the search attributes a starter sets on a new update.
@@ -89,6 +92,7 @@ const (
 // setSearchState publishes the state and phase to the Web UI. Failing to
 // upsert must not fail the update, so the error is only logged.
 func setSearchState(ctx workflow.Context, state State, phase string) {
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** — %s", state, phase))
 	err := workflow.UpsertTypedSearchAttributes(ctx, SAState.ValueSet(string(state)), SAPhase.ValueSet(phase))
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("upsert search attributes failed", "error", err)

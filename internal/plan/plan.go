@@ -1,0 +1,95 @@
+// Package plan reads rollout plans: YAML files that list stages of updates.
+// A plan is validated fully (schema, kinds, every update's input, targets,
+// exclusive groups) before anything starts.
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+// File is the YAML shape of a plan. Each update is its kind's input.
+type File struct {
+	Name   string  `json:"name"`
+	Stages []Stage `json:"stages"`
+}
+
+// Stage is one stage in the YAML.
+type Stage struct {
+	Name          string            `json:"name"`
+	Kind          workflows.Kind    `json:"kind"`
+	Concurrency   int               `json:"concurrency"`
+	Approval      bool              `json:"approval"`
+	FailureBudget int               `json:"failureBudget"`
+	Exclusive     [][]string        `json:"exclusive"`
+	Updates       []json.RawMessage `json:"updates"`
+}
+
+// Load reads and validates a plan file.
+func Load(path string) (workflows.RolloutInput, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return workflows.RolloutInput{}, fmt.Errorf("read plan: %w", err)
+	}
+	return Parse(b)
+}
+
+// Parse decodes and validates a plan.
+func Parse(b []byte) (workflows.RolloutInput, error) {
+	var f File
+	if err := yaml.UnmarshalStrict(b, &f); err != nil {
+		return workflows.RolloutInput{}, fmt.Errorf("plan: %w", err)
+	}
+	in := workflows.RolloutInput{Name: f.Name}
+	var errs []error
+	for i, st := range f.Stages {
+		out := workflows.Stage{Name: st.Name, Kind: st.Kind, Concurrency: st.Concurrency, Approval: st.Approval,
+			FailureBudget: st.FailureBudget, Exclusive: st.Exclusive}
+		info, known := workflows.Kinds[st.Kind]
+		for j, raw := range st.Updates {
+			if !known {
+				break // reported by RolloutInput.Validate
+			}
+			u, err := decodeUpdate(info, raw)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("stages[%d] (%s) updates[%d]: %w", i, st.Name, j, err))
+				continue
+			}
+			out.Updates = append(out.Updates, u)
+		}
+		in.Stages = append(in.Stages, out)
+	}
+	if len(errs) == 0 {
+		errs = append(errs, in.Validate())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return in, fmt.Errorf("invalid plan: %w", err)
+	}
+	return in, nil
+}
+
+// decodeUpdate decodes one update strictly into its kind's input and
+// validates it.
+func decodeUpdate(info workflows.KindInfo, raw json.RawMessage) (workflows.PlanUpdate, error) {
+	input := info.NewInput()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(input); err != nil {
+		return workflows.PlanUpdate{}, fmt.Errorf("bad input: %v", err)
+	}
+	if err := input.Validate(); err != nil {
+		return workflows.PlanUpdate{}, err
+	}
+	canonical, err := json.Marshal(input)
+	if err != nil {
+		return workflows.PlanUpdate{}, err
+	}
+	return workflows.PlanUpdate{Target: input.Target(), Artifact: input.ArtifactVersion(), Input: canonical}, nil
+}

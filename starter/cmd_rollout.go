@@ -1,0 +1,36 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/fleetsaga/fleetsaga/internal/plan"
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+func init() {
+	commands = append(commands, func(a *app) *cobra.Command {
+		var sf startFlags
+		cmd := &cobra.Command{
+			Use:   "rollout PLAN.yaml",
+			Short: "Run a rollout plan: stages of updates, in order, with gates",
+			Long: `Runs a YAML plan as one parent workflow. Each stage lists updates of one kind
+(each entry is that kind's input), with a concurrency, an optional approval
+gate (starter approve), a failure budget and exclusive groups of targets that
+never run at once. The plan is validated fully before anything starts.`,
+			Example: `  starter rollout plans/q3-firmware.yaml --wait
+  starter approve fleetsaga/rollout/plan/q3-firmware --by alice --reason "canaries healthy"
+  starter pause fleetsaga/rollout/plan/q3-firmware`,
+			Args: exactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				in, err := plan.Load(args[0])
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				return a.startUpdate(cmd, update{Kind: workflows.KindRollout, Target: "plan/" + in.Name,
+					Workflow: workflows.Rollout, Input: in}, sf)
+			},
+		}
+		sf.bind(cmd)
+		return cmd
+	})
+}
