@@ -84,6 +84,9 @@ func validateRacks(racks []Rack) error {
 			if s.Host.ActiveSlot != 0 && s.Host.ActiveSlot != 1 {
 				errs = append(errs, fmt.Errorf("%s: host.activeSlot must be 0 or 1", where))
 			}
+			if s.Generation < 0 || (s.Generation == 0 && len(s.Zones) > 0) {
+				errs = append(errs, fmt.Errorf("%s: generation must be >= 1 when the sled has zones (got %d)", where, s.Generation))
+			}
 			for zi, z := range s.Zones {
 				if z.ID == uuid.Nil || z.Kind == "" {
 					errs = append(errs, fmt.Errorf("%s zones[%d]: id and kind are required", where, zi))

@@ -1,0 +1,167 @@
+package machineapi
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Action is what the boot image bump does with one MachineSet.
+type Action string
+
+const (
+	// ActionSkip: leave it alone and count it as skipped (not an error).
+	ActionSkip Action = "Skip"
+	// ActionUpToDate: it already boots the golden image.
+	ActionUpToDate Action = "UpToDate"
+	// ActionPatch: patch it to Plan.Desired.
+	ActionPatch Action = "Patch"
+	// ActionRefuse: it must not be patched and that is an error (e.g. the
+	// golden image is for another RHEL major than its OS stream).
+	ActionRefuse Action = "Refuse"
+)
+
+// Reason names why a MachineSet is skipped or refused.
+type Reason string
+
+const (
+	ReasonOwned               Reason = "OwnedByAnotherController"
+	ReasonWindows             Reason = "WindowsTemplate"
+	ReasonUnsupportedOSStream Reason = "UnsupportedOSStream"
+	ReasonNoArch              Reason = "NoArchOnMultiArchCluster"
+	ReasonUnsupportedPlatform Reason = "UnsupportedPlatform"
+	ReasonNoImage             Reason = "NoBootImage"
+	ReasonCustomImage         Reason = "CustomImage"
+	ReasonNoGoldenImage       Reason = "NoGoldenImage"
+	ReasonRHELMajorMismatch   Reason = "RHELMajorMismatch"
+	ReasonMalformed           Reason = "MalformedProviderSpec"
+)
+
+// GoldenGCPProject is the project official RHCOS GCP images live in.
+const GoldenGCPProject = "rhcos-cloud"
+
+// supportedOSStreams are the OS stream labels fleetsaga understands, with
+// their RHEL major.
+var supportedOSStreams = map[string]int{"rhel-9": 9, "rhel-10": 10}
+
+// Plan is the decision for one MachineSet.
+type Plan struct {
+	MachineSet string    `json:"machineSet"`
+	Action     Action    `json:"action"`
+	Reason     Reason    `json:"reason,omitempty"`
+	Detail     string    `json:"detail,omitempty"`
+	Arch       string    `json:"arch,omitempty"`
+	Current    BootImage `json:"current"`
+	Desired    BootImage `json:"desired"`
+}
+
+// PlanMachineSet decides what to do with ms given the golden record, the
+// official images and the cluster. Checks follow the MCO's order: owner
+// reference, OS stream, Windows, architecture, then the platform's image.
+func PlanMachineSet(ms *MachineSet, golden *Golden, known map[string]bool, cs ClusterStatus) Plan {
+	p := Plan{MachineSet: ms.Name}
+	skip := func(r Reason, format string, args ...any) Plan {
+		p.Action, p.Reason, p.Detail = ActionSkip, r, fmt.Sprintf(format, args...)
+		return p
+	}
+	if len(ms.OwnerReferences) > 0 {
+		o := ms.OwnerReferences[0]
+		return skip(ReasonOwned, "owned by %s %s", o.Kind, o.Name)
+	}
+	streamMajor := 0
+	if s := ms.OSStream(); s != "" {
+		m, ok := supportedOSStreams[s]
+		if !ok {
+			return skip(ReasonUnsupportedOSStream, "OS stream %q is not supported", s)
+		}
+		streamMajor = m
+	}
+	if ms.Windows() {
+		return skip(ReasonWindows, "Windows template")
+	}
+	p.Arch = ms.Arch()
+	if p.Arch == "" {
+		if cs.MultiArch {
+			return skip(ReasonNoArch, "multi-arch cluster and no %s annotation", AnnotationCapacityLabels)
+		}
+		p.Arch = cs.ControlPlaneArch
+		if p.Arch == "" {
+			p.Arch = "amd64"
+		}
+	}
+	if ms.Platform == "" {
+		kind, _ := ms.ProviderSpec["kind"].(string)
+		return skip(ReasonUnsupportedPlatform, "providerSpec kind %q", kind)
+	}
+	cur, err := ms.Image()
+	if err != nil {
+		p.Action, p.Reason, p.Detail = ActionRefuse, ReasonMalformed, err.Error()
+		return p
+	}
+	p.Current = cur
+	if cur.Ref() == "" {
+		return skip(ReasonNoImage, "no boot image set")
+	}
+	if !official(cur, known) {
+		return skip(ReasonCustomImage, "image %s is not an official boot image", cur.Ref())
+	}
+	desired, err := golden.Stream.DesiredImage(p.Arch, cur)
+	if err != nil {
+		var ng *ErrNoGoldenImage
+		if errors.As(err, &ng) {
+			return skip(ReasonNoGoldenImage, "%v", err)
+		}
+		p.Action, p.Reason, p.Detail = ActionRefuse, ReasonMalformed, err.Error()
+		return p
+	}
+	p.Desired = desired
+	if streamMajor != 0 {
+		if gm, err := RHELMajor(golden.Stream.OSVersion(p.Arch)); err == nil && gm != streamMajor {
+			p.Action, p.Reason = ActionRefuse, ReasonRHELMajorMismatch
+			p.Detail = fmt.Sprintf("golden image is RHEL %d, MachineSet OS stream is %s", gm, ms.OSStream())
+			return p
+		}
+	}
+	if cur.Equal(desired) {
+		p.Action = ActionUpToDate
+		return p
+	}
+	p.Action = ActionPatch
+	return p
+}
+
+// official: the image is a Red Hat boot image, not a custom one. GCP images
+// must live in the rhcos-cloud project; everything else must be a known
+// image of the golden record or its history. Azure images by resource ID
+// (galleries, custom images) are custom.
+func official(img BootImage, known map[string]bool) bool {
+	switch img.Platform {
+	case PlatformGCP:
+		project, _, ok := ParseGCPImage(img.GCPImage)
+		return ok && project == GoldenGCPProject
+	case PlatformAzure:
+		if img.Azure == nil || img.Azure.ResourceID != "" {
+			return false
+		}
+	}
+	return known[img.Ref()]
+}
+
+// RHELMajor is the RHEL major of an RHCOS build ("9.6.20250523-0" → 9;
+// old-style "418.94.2025..." → 9: the digits after the OCP x.y).
+func RHELMajor(osVersion string) (int, error) {
+	head, rest, ok := strings.Cut(osVersion, ".")
+	n, err := strconv.Atoi(head)
+	if !ok || err != nil || n <= 0 {
+		return 0, fmt.Errorf("OS version %q is not <rhel major>.<minor>.<build>", osVersion)
+	}
+	if n >= 100 { // old scheme: <ocp x><ocp y>.<rhel x><rhel y>.<build>
+		mid, _, _ := strings.Cut(rest, ".")
+		if len(mid) < 2 {
+			return 0, fmt.Errorf("OS version %q is not <ocp>.<rhel>.<build>", osVersion)
+		}
+		return strconv.Atoi(mid[:len(mid)-1])
+	}
+	return n, nil
+}

@@ -1,0 +1,144 @@
+// Package nexusdb is fleetsaga's access to the Nexus saga table: moving the
+// unfinished sagas of an expunged Nexus to a live one, and counting what is
+// left. The table follows omicron's `saga` (id, name, saga_state,
+// current_sec, adopt_generation, adopt_time); fleetsim keeps it in PostgreSQL
+// as fleetsim.saga (against a real rack it is omicron.public.saga: pass the
+// table to New).
+package nexusdb
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+
+	"github.com/google/uuid"
+	_ "github.com/lib/pq" // PostgreSQL driver
+)
+
+// DefaultTable is where fleetsim's Nexus instances keep their sagas.
+const DefaultTable = "fleetsim.saga"
+
+// unfinished is the SQL condition for a saga some Nexus must still drive.
+const unfinished = "saga_state NOT IN ('done', 'abandoned')"
+
+// DB is the saga table in a Nexus database.
+type DB struct {
+	db    *sql.DB
+	table string
+	owned bool
+}
+
+// Open connects to the Nexus database at url (lib/pq URL or DSN).
+func Open(url string) (*DB, error) {
+	if url == "" {
+		return nil, errors.New("nexusdb: database URL is empty")
+	}
+	db, err := sql.Open("postgres", url)
+	if err != nil {
+		return nil, fmt.Errorf("nexusdb: open: %w", err)
+	}
+	db.SetMaxOpenConns(4)
+	return &DB{db: db, table: DefaultTable, owned: true}, nil
+}
+
+// New wraps an existing connection pool; table "" means DefaultTable.
+func New(db *sql.DB, table string) (*DB, error) {
+	if table == "" {
+		table = DefaultTable
+	}
+	if !validTable.MatchString(table) {
+		return nil, fmt.Errorf("nexusdb: invalid table name %q", table)
+	}
+	return &DB{db: db, table: table}, nil
+}
+
+var validTable = regexp.MustCompile(`^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*){0,2}$`)
+
+// Close closes the pool if Open created it.
+func (d *DB) Close() error {
+	if d.owned {
+		return d.db.Close()
+	}
+	return nil
+}
+
+// Reassignment is the result of ReassignSagas.
+type Reassignment struct {
+	// Sagas are the IDs moved, in ID order.
+	Sagas []uuid.UUID
+	// Remaining is the count of unfinished sagas still on `from` after the
+	// move, read in the same transaction (0 unless something is wrong).
+	Remaining int64
+}
+
+// ReassignSagas moves every unfinished saga whose current_sec is from to to,
+// bumping adopt_generation and setting adopt_time, and counts what is left on
+// from, in one transaction. Repeating it is harmless: the second call finds
+// nothing to move.
+//
+// Callers must only do this once `from` is proven gone (DOMAIN.md §E): a
+// running Nexus can claim new sagas right after.
+func (d *DB) ReassignSagas(ctx context.Context, from, to uuid.UUID) (Reassignment, error) {
+	var res Reassignment
+	if from == uuid.Nil || to == uuid.Nil {
+		return res, errors.New("nexusdb: reassign: from and to are required")
+	}
+	if from == to {
+		return res, fmt.Errorf("nexusdb: reassign: from and to are the same Nexus %s", from)
+	}
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return res, fmt.Errorf("nexusdb: reassign: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+
+	// The UPDATE locks each row it moves; a concurrent claim that commits
+	// after its snapshot is not moved, and the count below (a new snapshot
+	// under READ COMMITTED) reports it.
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf(
+		`UPDATE %s SET current_sec = $2, adopt_generation = adopt_generation + 1, adopt_time = now()
+		 WHERE current_sec = $1 AND %s RETURNING id`, d.table, unfinished), from, to)
+	if err != nil {
+		return res, fmt.Errorf("nexusdb: reassign: update: %w", err)
+	}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return res, fmt.Errorf("nexusdb: reassign: scan: %w", err)
+		}
+		res.Sagas = append(res.Sagas, id)
+	}
+	if err := rows.Err(); err != nil {
+		return res, fmt.Errorf("nexusdb: reassign: %w", err)
+	}
+	rows.Close()
+	if err := tx.QueryRowContext(ctx, fmt.Sprintf(
+		`SELECT count(*) FROM %s WHERE current_sec = $1 AND %s`, d.table, unfinished), from).Scan(&res.Remaining); err != nil {
+		return res, fmt.Errorf("nexusdb: reassign: verify: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Reassignment{}, fmt.Errorf("nexusdb: reassign: commit: %w", err)
+	}
+	sortUUIDs(res.Sagas)
+	return res, nil
+}
+
+// CountUnfinished counts the sagas not done whose current_sec is sec.
+func (d *DB) CountUnfinished(ctx context.Context, sec uuid.UUID) (int64, error) {
+	var n int64
+	err := d.db.QueryRowContext(ctx, fmt.Sprintf(
+		`SELECT count(*) FROM %s WHERE current_sec = $1 AND %s`, d.table, unfinished), sec).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("nexusdb: count unfinished sagas of %s: %w", sec, err)
+	}
+	return n, nil
+}
+
+func sortUUIDs(ids []uuid.UUID) {
+	slices.SortFunc(ids, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+}

@@ -1,0 +1,187 @@
+package sledagent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Error codes the sled-agent (and fleetsim) return for the rules fleetsaga
+// depends on (DOMAIN.md §D).
+const (
+	// CodeGenerationOutdated: the PUT's generation is older than the ledger.
+	CodeGenerationOutdated = "GenerationOutdated"
+	// CodeConfigurationChanged: same generation as the ledger, different contents.
+	CodeConfigurationChanged = "ConfigurationChanged"
+	// CodeZoneRemovalFailed: a zone could not be removed; the ledger was not
+	// changed and the same request may be retried.
+	CodeZoneRemovalFailed = "ZoneRemovalFailed"
+)
+
+// maxResponseBytes bounds what the client reads from a sled-agent.
+const maxResponseBytes = 8 << 20
+
+// Error is a non-2xx answer from the sled-agent (Dropshot error body).
+type Error struct {
+	Op         string // e.g. "PUT /omicron-config"
+	StatusCode int
+	ErrorCode  string
+	Message    string
+	RequestID  string
+}
+
+func (e *Error) Error() string {
+	code := e.ErrorCode
+	if code == "" {
+		code = http.StatusText(e.StatusCode)
+	}
+	return fmt.Sprintf("sled-agent %s: %d %s: %s", e.Op, e.StatusCode, code, e.Message)
+}
+
+// Retryable is the one place that decides whether an HTTP error from a
+// sled-agent is worth retrying unchanged: server-side failures (5xx, which
+// includes a failed zone removal), 429 and 408. Other 4xx answers mean the
+// request itself must change (e.g. GenerationOutdated → rebase).
+func (e *Error) Retryable() bool {
+	return e.StatusCode >= 500 || e.StatusCode == http.StatusTooManyRequests ||
+		e.StatusCode == http.StatusRequestTimeout
+}
+
+// ErrBadResponse wraps a 2xx answer whose body does not match the API.
+var ErrBadResponse = errors.New("sled-agent: malformed response")
+
+// IsRetryable reports whether err (from this client) may succeed if the same
+// call is repeated: transport failures and retryable HTTP errors are; a
+// cancelled context, a malformed response and 4xx answers are not.
+func IsRetryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, ErrBadResponse) {
+		return false
+	}
+	var he *Error
+	if errors.As(err, &he) {
+		return he.Retryable()
+	}
+	return true // transport: connection refused, reset, timeout
+}
+
+// HasCode reports whether err is a sled-agent error with error_code code.
+func HasCode(err error, code string) bool {
+	var he *Error
+	return errors.As(err, &he) && he.ErrorCode == code
+}
+
+// IsGenerationOutdated reports a 400 GenerationOutdated (someone ledgered a newer config).
+func IsGenerationOutdated(err error) bool { return HasCode(err, CodeGenerationOutdated) }
+
+// IsConfigurationChanged reports a 400 ConfigurationChanged (same generation, other contents).
+func IsConfigurationChanged(err error) bool { return HasCode(err, CodeConfigurationChanged) }
+
+// Client talks to one sled's sled-agent.
+type Client struct {
+	base string
+	http *http.Client
+}
+
+// New returns a client for the sled-agent at baseURL (e.g.
+// http://127.0.0.1:1234/sled-agent/<sled>). hc nil means http.DefaultClient.
+func New(baseURL string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), http: hc}
+}
+
+// PutOmicronConfig sends the sled's whole config (PUT /omicron-config → 204).
+// It returns once the sled has ledgered it, which (fleetsaga's rule) happens
+// only after every zone left out of it was removed.
+func (c *Client) PutOmicronConfig(ctx context.Context, cfg OmicronSledConfig) error {
+	cfg = cfg.Normalized()
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("sled-agent PUT /omicron-config: invalid config: %w", err)
+	}
+	body, err := json.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("sled-agent PUT /omicron-config: encode: %w", err)
+	}
+	return c.do(ctx, http.MethodPut, "/omicron-config", body, nil)
+}
+
+// Inventory reads the sled's inventory (GET /inventory).
+func (c *Client) Inventory(ctx context.Context) (*Inventory, error) {
+	var inv Inventory
+	if err := c.do(ctx, http.MethodGet, "/inventory", nil, &inv); err != nil {
+		return nil, err
+	}
+	if err := inv.validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadResponse, err)
+	}
+	return &inv, nil
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
+	op := method + " " + path
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return fmt.Errorf("sled-agent %s: %w", op, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("sled-agent %s: %w", op, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		return fmt.Errorf("sled-agent %s: read response: %w", op, err)
+	}
+	if len(raw) > maxResponseBytes {
+		return fmt.Errorf("%w: %s: response over %d bytes", ErrBadResponse, op, maxResponseBytes)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		he := &Error{Op: op, StatusCode: resp.StatusCode}
+		var eb struct {
+			RequestID string `json:"request_id"`
+			ErrorCode string `json:"error_code"`
+			Message   string `json:"message"`
+		}
+		if json.Unmarshal(raw, &eb) == nil && eb.Message != "" {
+			he.ErrorCode, he.Message, he.RequestID = eb.ErrorCode, eb.Message, eb.RequestID
+		} else {
+			he.Message = strings.TrimSpace(string(truncate(raw, 512)))
+		}
+		return he
+	}
+	if out == nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(out); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrBadResponse, op, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: %s: trailing data", ErrBadResponse, op)
+	}
+	return nil
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}

@@ -1,0 +1,137 @@
+package triton
+
+import (
+	"context"
+	"crypto/sha1" //nolint:gosec // IMGAPI manifests carry SHA-1 digests.
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Image types as IMGAPI reports them; agent packages are type "other".
+const (
+	ImageTypeOther = "other"
+	ImageTypeZone  = "zone-dataset"
+)
+
+// Image is an IMGAPI image manifest (the subset fleetsaga uses).
+type Image struct {
+	V           int            `json:"v"`
+	UUID        uuid.UUID      `json:"uuid"`
+	Name        string         `json:"name"`
+	Version     string         `json:"version"`
+	Type        string         `json:"type"`
+	OS          string         `json:"os"`
+	State       string         `json:"state"`
+	PublishedAt *time.Time     `json:"published_at,omitempty"`
+	Tags        map[string]any `json:"tags,omitempty"`
+	Files       []ImageFile    `json:"files"`
+}
+
+// ImageFile describes an image's file.
+type ImageFile struct {
+	SHA1        string `json:"sha1"`
+	Size        int64  `json:"size"`
+	Compression string `json:"compression"`
+}
+
+// IsAgent reports whether the image is an agent package: type other,
+// tagged smartdc_agent.
+func (im Image) IsAgent() bool {
+	v, _ := im.Tags["smartdc_agent"].(bool)
+	return im.Type == ImageTypeOther && v
+}
+
+// IMGAPI is a client of the Images API.
+type IMGAPI struct{ c *client }
+
+// NewIMGAPI returns an IMGAPI client for base.
+func NewIMGAPI(base string, opts ...Option) (*IMGAPI, error) {
+	c, err := newClient("imgapi", base, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &IMGAPI{c: c}, nil
+}
+
+// GetImage returns an image manifest.
+func (i *IMGAPI) GetImage(ctx context.Context, id uuid.UUID) (Image, error) {
+	var out Image
+	err := i.c.get(ctx, "/images/"+id.String(), nil, &out)
+	return out, err
+}
+
+// ListImages lists images, optionally by name.
+func (i *IMGAPI) ListImages(ctx context.Context, name string) ([]Image, error) {
+	q := url.Values{}
+	if name != "" {
+		q.Set("name", name)
+	}
+	var out []Image
+	err := i.c.get(ctx, "/images", q, &out)
+	return out, err
+}
+
+// VerifyFile streams the image's file and checks it against the manifest's
+// size and SHA-1 (without holding the file in memory). A mismatch is a
+// non-retryable *FileMismatchError.
+func (i *IMGAPI) VerifyFile(ctx context.Context, im Image) error {
+	if len(im.Files) != 1 {
+		return &FileMismatchError{Image: im.UUID, Reason: fmt.Sprintf("manifest lists %d files, want 1", len(im.Files))}
+	}
+	want := im.Files[0]
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Minute)
+		defer cancel()
+	}
+	u := i.c.base + "/images/" + im.UUID.String() + "/file"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("User-Agent", i.c.userAgent)
+	resp, err := i.c.hc.Do(req)
+	if err != nil {
+		return &Error{API: "imgapi", Method: "GET", URL: u, Err: err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		e := &Error{API: "imgapi", Method: "GET", URL: u, Status: resp.StatusCode, Message: resp.Status}
+		if resp.StatusCode == http.StatusNotFound {
+			e.Code = CodeResourceNotFound
+		}
+		return e
+	}
+	h := sha1.New() //nolint:gosec
+	n, err := io.Copy(h, io.LimitReader(resp.Body, want.Size+1))
+	if err != nil {
+		return &Error{API: "imgapi", Method: "GET", URL: u, Err: err}
+	}
+	if n != want.Size {
+		got := fmt.Sprintf("%d bytes", n)
+		if n > want.Size {
+			got = "more"
+		}
+		return &FileMismatchError{Image: im.UUID, Reason: fmt.Sprintf("size: manifest says %d bytes, file has %s", want.Size, got)}
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want.SHA1 {
+		return &FileMismatchError{Image: im.UUID, Reason: fmt.Sprintf("sha1: manifest says %s, file is %s", want.SHA1, got)}
+	}
+	return nil
+}
+
+// FileMismatchError is an image whose file does not match its manifest.
+type FileMismatchError struct {
+	Image  uuid.UUID
+	Reason string
+}
+
+func (e *FileMismatchError) Error() string {
+	return fmt.Sprintf("image %s file does not match its manifest: %s", e.Image, e.Reason)
+}

@@ -1,0 +1,491 @@
+// Package mgs simulates the management gateway service (MGS) of each rack:
+// two MGS instances per rack that both reach every SP, the SPs with their
+// firmware slots and update state machine, and each sled's host with its
+// boot flash and phase 2 fetch through the SP.
+//
+// Rack r is served by the MGS instances /mgs/{2r} and /mgs/{2r+1}, each
+// speaking the real MGS API (paths, field names, tagged enums and status
+// codes of mgs-openapi-3.0.0.json) below its prefix. The SP is the source of
+// truth for update state; MGS only delivers images in the background and
+// keeps no update state of its own (DOMAIN.md §A). Truth is at /truth/mgs.
+//
+// Faults consulted (targets in fleetsim/faults):
+//
+//   - mgs_down mgs/<i>: every request to instance i gets 503
+//     ServiceUnavailable; its background deliveries die (the SP then shows no
+//     progress); the SP's phase 2 fetch no longer gets answers from it; a
+//     reset it triggered is not followed by the watchdog disarm, so the SP
+//     rolls back.
+//   - sp_reset_mid_delivery sp/<type>/<slot>: the SP resets once delivery
+//     passes AfterPercent.
+//   - sp_stuck sp/<type>/<slot>: delivery stops making progress at AfterPercent.
+//   - update_failed sp/<type>/<slot>: the SP reports failed{code} at AfterPercent.
+//   - foreign_update sp/<type>/<slot>: at the next update request, someone
+//     else's update (version Fault.Version, or the requested image's version)
+//     starts first, delivered by the other MGS. If Fault.Latency is set, the
+//     foreign actor resets the SP that long after its update completes
+//     (wall-clock); otherwise nobody resets it.
+//   - error_rate with target exactly "api/mgs/<i>/reset-reply": the reset
+//     happens but its reply is lost (the connection is closed without a
+//     response), as when a reply times out.
+//   - latency / error_rate api/mgs/<i>: through faults.Middleware.
+package mgs
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/fleetsaga/fleetsaga/fleetsim/domain"
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+)
+
+// Name is the domain's key under /truth.
+const Name = "mgs"
+
+// Domain is the simulated MGS pairs and their SPs.
+type Domain struct {
+	env    domain.Env
+	log    zerolog.Logger
+	racks  []*rack
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	rngMu sync.Mutex
+	rng   *rand.Rand
+}
+
+type rack struct {
+	d     *Domain
+	index int
+	spec  spec.Rack
+	sps   map[string]*sp // "sled/3"
+	order []*sp
+	mgs   [2]*instance
+}
+
+// instance is one MGS process.
+type instance struct {
+	rack  *rack
+	local int // 0 or 1 within the rack
+	url   int // /mgs/{url}
+
+	mu     sync.Mutex
+	images []*phase2Image          // recovery images cached in memory
+	served map[string]phase2Record // "sled/3" → last phase 2 request this MGS served
+}
+
+type phase2Image struct {
+	SHA256   string    `json:"sha256"`
+	Size     int64     `json:"size"`
+	LastUsed time.Time `json:"last_used"`
+}
+
+// New is the domain constructor (domain.Constructor).
+func New(ctx context.Context, env domain.Env) (domain.Domain, error) {
+	return NewDomain(ctx, env)
+}
+
+// NewDomain builds the simulated MGS instances and SPs from env.Spec.Racks.
+func NewDomain(_ context.Context, env domain.Env) (*Domain, error) {
+	if env.Spec == nil {
+		return nil, fmt.Errorf("mgs: no spec")
+	}
+	if env.Faults == nil {
+		env.Faults = faults.NewRegistry(env.Spec.Seed)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &Domain{
+		env:    env,
+		log:    env.Log.With().Str("domain", Name).Logger(),
+		ctx:    ctx,
+		cancel: cancel,
+		rng:    rand.New(rand.NewSource(env.Spec.Seed ^ 0x6d6773)),
+	}
+	for ri, rs := range env.Spec.Racks {
+		r := &rack{d: d, index: ri, spec: rs, sps: map[string]*sp{}}
+		for i := range r.mgs {
+			r.mgs[i] = &instance{rack: r, local: i, url: 2*ri + i, served: map[string]phase2Record{}}
+		}
+		for _, s := range rs.Sleds {
+			p := newSP(r, s)
+			r.sps[spKey(p.typ, p.slot)] = p
+			r.order = append(r.order, p)
+		}
+		d.racks = append(d.racks, r)
+	}
+	return d, nil
+}
+
+func spKey(typ string, slot int) string { return typ + "/" + strconv.Itoa(slot) }
+
+// Name implements domain.Domain.
+func (d *Domain) Name() string { return Name }
+
+// Close stops every delivery, host boot and phase 2 fetch.
+func (d *Domain) Close() error {
+	d.cancel()
+	d.wg.Wait()
+	return nil
+}
+
+func (d *Domain) newUUID() uuid.UUID {
+	d.rngMu.Lock()
+	defer d.rngMu.Unlock()
+	var u uuid.UUID
+	_, _ = d.rng.Read(u[:])
+	u[6] = (u[6] & 0x0f) | 0x40
+	u[8] = (u[8] & 0x3f) | 0x80
+	return u
+}
+
+// go runs f in the background until Close.
+func (d *Domain) goBackground(f func()) {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		f()
+	}()
+}
+
+// sleep waits for dur or until Close; it reports false on Close.
+func (d *Domain) sleep(dur time.Duration) bool {
+	if dur <= 0 {
+		return d.ctx.Err() == nil
+	}
+	t := time.NewTimer(dur)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-d.ctx.Done():
+		return false
+	}
+}
+
+// mgsDown reports whether instance url is down (without consuming a firing).
+func (d *Domain) mgsDown(url int) bool {
+	_, down := d.env.Faults.Peek(faults.MGSDown, "mgs/"+strconv.Itoa(url))
+	return down
+}
+
+// deliver is the background task of the MGS that accepted update u: it
+// streams the image to the SP chunk by chunk at the flash write rate. It
+// dies (only logged, as in MGS) when the SP no longer accepts its chunks:
+// the SP was reset, the update was aborted or replaced, or its MGS is down.
+func (d *Domain) deliver(s *sp, u *update, m *instance) {
+	s.mu.Lock()
+	epoch := s.epoch
+	s.mu.Unlock()
+	rate := float64(d.env.Spec.Timings.FlashBytesPerSecond) * d.env.Spec.SpeedUp
+	if rate <= 0 {
+		rate = 1 << 30
+	}
+	chunk := int64(rate * deliveryTick.Seconds())
+	if chunk < 1 {
+		chunk = 1
+	}
+	log := d.log.With().Str("sp", s.target()).Str("update_id", u.id.String()).Int("mgs", m.url).Logger()
+	for {
+		if !d.sleep(deliveryTick) {
+			return
+		}
+		now := time.Now()
+		s.mu.Lock()
+		if s.epoch != epoch || s.updates[u.component] != u {
+			s.mu.Unlock()
+			log.Debug().Msg("delivery task ends: SP no longer has this update (InvalidUpdateId)")
+			return
+		}
+		if u.state != StatePreparing && u.state != StateInProgress {
+			s.mu.Unlock()
+			return
+		}
+		if d.mgsDown(m.url) {
+			u.rec.Note = fmt.Sprintf("delivery task died at %d/%d bytes: mgs/%d went down", u.bytes, u.total, m.url)
+			s.mu.Unlock()
+			log.Info().Msg("delivery task dies: MGS down")
+			return
+		}
+		if u.state == StatePreparing {
+			if now.Before(u.prepareUntil) {
+				s.mu.Unlock()
+				continue
+			}
+			u.state = StateInProgress
+		}
+		if u.stuck {
+			s.mu.Unlock()
+			continue
+		}
+		next := min(u.total, u.bytes+chunk)
+		if !u.foreign && d.deliveryFault(s, u, next, now) {
+			s.mu.Unlock()
+			return
+		}
+		if u.stuck {
+			s.mu.Unlock()
+			continue
+		}
+		u.bytes, u.rec.Bytes = next, next
+		if u.bytes >= u.total {
+			s.complete(now, u)
+			after := u.foreignResetAfter
+			s.mu.Unlock()
+			if after > 0 {
+				d.foreignReset(s, u, after)
+			}
+			return
+		}
+		s.mu.Unlock()
+	}
+}
+
+// deliveryFault applies the delivery faults armed for s once the delivery
+// reaches next bytes. It reports true when the delivery ends. Holds s.mu.
+func (d *Domain) deliveryFault(s *sp, u *update, next int64, now time.Time) bool {
+	pct := int(next * 100 / u.total)
+	reg := d.env.Faults
+	if f, ok := reg.Peek(faults.SPResetMidDelivery, s.target()); ok && pct >= f.AfterPercent {
+		reg.Fire(faults.SPResetMidDelivery, s.target())
+		u.bytes, u.rec.Bytes = next, next
+		s.reset(now, "injected sp_reset_mid_delivery")
+		return true
+	}
+	if f, ok := reg.Peek(faults.UpdateFailed, s.target()); ok && pct >= f.AfterPercent {
+		reg.Fire(faults.UpdateFailed, s.target())
+		u.bytes, u.rec.Bytes = next, next
+		u.state, u.code = StateFailed, failedUpdateCode
+		u.end(StateFailed, "injected update_failed", now)
+		return true
+	}
+	if f, ok := reg.Peek(faults.SPStuck, s.target()); ok && pct >= f.AfterPercent {
+		reg.Fire(faults.SPStuck, s.target())
+		u.stuck = true
+		u.rec.Note = fmt.Sprintf("injected sp_stuck at %d/%d bytes", u.bytes, u.total)
+	}
+	return false
+}
+
+// startForeign starts someone else's update of component on s, delivered by
+// the MGS other than accepting. Holds s.mu.
+func (d *Domain) startForeign(s *sp, now time.Time, f faults.Fault, component string, fwSlot int, ours imageInfo, accepting *instance) {
+	h := ImageHeader{Component: component, Version: f.Version}
+	if ours.Header != nil {
+		h.Board, h.Name, h.Phase2 = ours.Header.Board, ours.Header.Name, ours.Header.Phase2
+		if h.Version == "" {
+			h.Version = ours.Header.Version
+		}
+	}
+	info := imageInfo{
+		SHA256: SHA256Hex([]byte("fleetsim-foreign:" + component + "/" + h.Version)),
+		Size:   ours.Size,
+		Header: &h,
+	}
+	other := s.rack.mgs[1-accepting.local]
+	u, err := s.prepare(now, d.newUUID(), component, fwSlot, info, other.url, true)
+	if err != nil {
+		d.log.Debug().Str("sp", s.target()).Str("err", err.Error()).Msg("foreign update not started")
+		return
+	}
+	if delay := f.LatencyDuration(); delay > 0 {
+		u.foreignResetAfter = delay
+		u.rec.Note = "the foreign actor resets the SP " + delay.String() + " after completion"
+	} else {
+		u.rec.Note = "nobody resets the SP after this foreign update"
+	}
+	d.goBackground(func() { d.deliver(s, u, other) })
+}
+
+// foreignReset is the foreign actor resetting the SP after its update.
+func (d *Domain) foreignReset(s *sp, u *update, after time.Duration) {
+	d.goBackground(func() {
+		if !d.sleep(after) {
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if cur := s.updates[u.component]; cur == u && u.state == StateComplete {
+			if u.component == CompSP {
+				s.reset(time.Now(), "foreign actor")
+			} else {
+				s.host.persistent = u.firmwareSlot
+				d.bootHost(s, time.Now(), time.Now())
+			}
+		}
+	})
+}
+
+// bootHost reboots the host: after the host boot time it runs phase 1 from
+// the active boot flash slot, then fetches the phase 2 image that phase 1
+// names through the SP. startAt is when the host starts booting (after an
+// SP reset, when the SP is back). Holds s.mu.
+func (d *Domain) bootHost(s *sp, _ time.Time, startAt time.Time) {
+	s.host.epoch++
+	s.host.boots++
+	s.host.state = HostBooting
+	s.host.attached = -1
+	epoch := s.host.epoch
+	bootAt := startAt.Add(d.env.Scale(d.env.Spec.Timings.HostBootTime.Duration))
+	d.goBackground(func() {
+		if !d.sleep(time.Until(bootAt)) {
+			return
+		}
+		s.mu.Lock()
+		if s.host.epoch != epoch {
+			s.mu.Unlock()
+			return
+		}
+		slot := s.hostActive()
+		s.host.transient = -1
+		s.host.bootedSlot = slot
+		img := s.host.slots[slot]
+		switch {
+		case !img.Valid:
+			s.host.state = HostBootFailed
+			s.host.phase2 = ""
+			s.mu.Unlock()
+			return
+		case img.Phase2 == "":
+			// Phase 2 comes from the local disk (not simulated here).
+			s.host.state = HostRunning
+			s.host.phase2 = ""
+			s.mu.Unlock()
+			return
+		}
+		s.host.state = HostFetching
+		want := img.Phase2
+		s.mu.Unlock()
+		d.fetchPhase2(s, epoch, want)
+	})
+}
+
+// fetchPhase2 is the host fetching its phase 2 image through the SP. The SP
+// asks both MGS instances and sticks with the first that answers until it
+// stops answering; then it tries the other after 500 ms, retries after 1 s
+// and gives up after 6 unanswered tries. The SP records the host's last
+// fetched offset (end of the chunk); each MGS records what it served itself.
+func (d *Domain) fetchPhase2(s *sp, epoch uint64, want string) {
+	rate := float64(d.env.Spec.Timings.Phase2BytesPerSecond) * d.env.Spec.SpeedUp
+	if rate <= 0 {
+		rate = 1 << 30
+	}
+	chunk := uint64(rate * deliveryTick.Seconds())
+	if chunk < 1 {
+		chunk = 1
+	}
+	var offset uint64
+	misses := 0
+	for {
+		s.mu.Lock()
+		if s.host.epoch != epoch {
+			s.mu.Unlock()
+			return
+		}
+		r := s.rack
+		// Candidates: the attached MGS first, else both in the order the
+		// multicast answers arrive (deterministic per SP).
+		var order []int
+		if s.host.attached >= 0 {
+			order = []int{s.host.attached}
+		} else {
+			first := (s.slot + int(d.env.Spec.Seed)) & 1
+			order = []int{first, 1 - first}
+		}
+		served := false
+		for _, li := range order {
+			m := r.mgs[li]
+			if d.mgsDown(m.url) {
+				continue
+			}
+			size, ok := m.image(want)
+			if !ok {
+				continue
+			}
+			end := min(uint64(size), offset+chunk)
+			now := time.Now()
+			rec := phase2Record{Image: want, Offset: end, Total: uint64(size), At: now, MGS: m.url}
+			s.phase2 = &rec
+			m.mu.Lock()
+			m.served[spKey(s.typ, s.slot)] = rec
+			m.mu.Unlock()
+			s.host.attached = li
+			offset = end
+			served = true
+			if end >= uint64(size) {
+				s.host.state = HostRunning
+				s.host.phase2 = want
+				s.mu.Unlock()
+				return
+			}
+			break
+		}
+		if served {
+			misses = 0
+			s.mu.Unlock()
+			if !d.sleep(deliveryTick) {
+				return
+			}
+			continue
+		}
+		misses++
+		wait := phase2Retry
+		if s.host.attached >= 0 {
+			// The attached MGS stopped answering: try the other one soon.
+			s.host.attached = 1 - s.host.attached
+			wait = phase2TryOther
+		}
+		if misses >= phase2Tries {
+			s.host.state = HostPhase2Failed
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		if !d.sleep(d.env.Scale(wait)) {
+			return
+		}
+	}
+}
+
+// image returns the size of a cached recovery image and marks it used.
+func (m *instance) image(sha string) (int64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, img := range m.images {
+		if img.SHA256 == sha {
+			img.LastUsed = time.Now()
+			return img.Size, true
+		}
+	}
+	return 0, false
+}
+
+// addImage caches a recovery image, evicting the least recently used one.
+func (m *instance) addImage(sha string, size int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, img := range m.images {
+		if img.SHA256 == sha {
+			img.LastUsed = time.Now()
+			return
+		}
+	}
+	if len(m.images) >= phase2CachePerMGS {
+		lru := 0
+		for i, img := range m.images {
+			if img.LastUsed.Before(m.images[lru].LastUsed) {
+				lru = i
+			}
+		}
+		m.images = append(m.images[:lru], m.images[lru+1:]...)
+	}
+	m.images = append(m.images, &phase2Image{SHA256: sha, Size: size, LastUsed: time.Now()})
+}

@@ -1,0 +1,169 @@
+package sled_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
+	"github.com/fleetsaga/fleetsaga/fleetsim"
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
+	"github.com/fleetsaga/fleetsaga/fleetsim/sled"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+)
+
+// testSpeedUp turns the default 5 s zone removal into 50 ms.
+const testSpeedUp = 100
+
+// rackSpec builds a one-rack spec whose sleds run the given zone kinds, all
+// at generation 3.
+func rackSpec(t *testing.T, zoneKinds ...[]string) *spec.Spec {
+	t.Helper()
+	s := &spec.Spec{Seed: 7, SpeedUp: testSpeedUp, Timings: spec.DefaultTimings()}
+	rack := spec.Rack{ID: "rack-test", MGSSleds: []int{0, 1}}
+	for i := 0; i < max(2, len(zoneKinds)); i++ {
+		sl := spec.Sled{
+			ID: uuid.New(), Cubby: i, Serial: fmt.Sprintf("BRM0000%02d", i), Part: "913-0000019",
+			SP: spec.SPFirmware{Active: "1.0.0", Inactive: "0.9.0"}, Host: spec.HostFlash{Slots: [2]string{"1.0.0", "0.9.0"}},
+			Generation: 3,
+		}
+		if i < len(zoneKinds) {
+			for _, k := range zoneKinds[i] {
+				sl.Zones = append(sl.Zones, spec.Zone{ID: uuid.New(), Kind: k})
+			}
+		}
+		rack.Sleds = append(rack.Sleds, sl)
+	}
+	s.Racks = []spec.Rack{rack}
+	require.NoError(t, s.Validate())
+	return s
+}
+
+func startSim(t *testing.T, s *spec.Spec, databaseURL string) *fleetsim.Server {
+	t.Helper()
+	srv, err := fleetsim.Start(context.Background(), fleetsim.Env{
+		Spec: s, Faults: faults.NewRegistry(s.Seed), DatabaseURL: databaseURL,
+		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
+	}, "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv
+}
+
+func sledURL(srv *fleetsim.Server, id uuid.UUID) string {
+	return srv.URL + "/sled-agent/" + id.String()
+}
+
+func client(srv *fleetsim.Server, id uuid.UUID) *sledagent.Client {
+	return sledagent.New(sledURL(srv, id), &http.Client{Timeout: 30 * time.Second})
+}
+
+func inventory(t *testing.T, c *sledagent.Client) *sledagent.Inventory {
+	t.Helper()
+	inv, err := c.Inventory(context.Background())
+	require.NoError(t, err)
+	return inv
+}
+
+func truth(t *testing.T, srv *fleetsim.Server) sled.Truth {
+	t.Helper()
+	resp, err := http.Get(srv.URL + "/truth/sled")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var tr sled.Truth
+	dec := json.NewDecoder(resp.Body)
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&tr))
+	return tr
+}
+
+func sledTruth(t *testing.T, srv *fleetsim.Server, id uuid.UUID) sled.SledTruth {
+	t.Helper()
+	for _, s := range truth(t, srv).Sleds {
+		if s.ID == id {
+			return s
+		}
+	}
+	t.Fatalf("sled %s not in truth", id)
+	return sled.SledTruth{}
+}
+
+func nexusTruth(t *testing.T, srv *fleetsim.Server, zone uuid.UUID) sled.NexusTruth {
+	t.Helper()
+	for _, n := range truth(t, srv).Nexus {
+		if n.ZoneID == zone {
+			return n
+		}
+	}
+	t.Fatalf("nexus %s not in truth", zone)
+	return sled.NexusTruth{}
+}
+
+func armFault(t *testing.T, srv *fleetsim.Server, f faults.Fault) int {
+	t.Helper()
+	b, _ := json.Marshal(f)
+	resp, err := http.Post(srv.URL+"/faults", "application/json", bytes.NewReader(b))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	var out struct{ ID int }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	return out.ID
+}
+
+func listFaults(t *testing.T, srv *fleetsim.Server) []faults.Fault {
+	t.Helper()
+	resp, err := http.Get(srv.URL + "/faults")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out []faults.Fault
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	return out
+}
+
+// rawRequest sends body as-is and returns the status and the decoded
+// Dropshot error body (zero when the answer has no body).
+func rawRequest(t *testing.T, method, url, body string) (int, errorBody) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var eb errorBody
+	if len(raw) > 0 && resp.StatusCode >= 400 {
+		require.Equal(t, "application/json", resp.Header.Get("Content-Type"), "error body must be JSON: %s", raw)
+		require.NoError(t, json.Unmarshal(raw, &eb), "error body: %s", raw)
+		require.NotEmpty(t, eb.RequestID)
+		require.NotEmpty(t, eb.Message)
+	}
+	return resp.StatusCode, eb
+}
+
+type errorBody struct {
+	RequestID string `json:"request_id"`
+	ErrorCode string `json:"error_code"`
+	Message   string `json:"message"`
+}
+
+func zoneIDs(s *spec.Spec, sledIdx int) []uuid.UUID {
+	var out []uuid.UUID
+	for _, z := range s.Racks[0].Sleds[sledIdx].Zones {
+		out = append(out, z.ID)
+	}
+	return out
+}

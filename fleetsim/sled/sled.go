@@ -1,0 +1,435 @@
+// Package sled simulates the sled-agents of the racks in the fleet spec and
+// the Nexus instances running in their Nexus zones.
+//
+// Each sled-agent serves, under /sled-agent/{sled}/, the sled-agent API
+// subset fleetsaga drives (shapes from sled-agent-openapi-48.0.0.json):
+//
+//	PUT /omicron-config  the sled's whole config {generation, zones, ...}
+//	GET /inventory       ledgered config, reconciler status, zones present
+//
+// with fleetsaga's stricter rule (DOMAIN.md §D): a zone left out of a new
+// config is removed before the new generation is ledgered. A failed removal
+// fails the request (500 ZoneRemovalFailed) and keeps the old ledger; the
+// same request sent again retries the removal, and a zone already gone
+// counts as removed. Removal takes Timings.ZoneRemovalTime (scaled). The
+// fault zone_removal_failure (target zone/<uuid>, Times = attempts) makes
+// removals fail.
+//
+// Nexus instances (see nexus.go) claim sagas in PostgreSQL while their zone
+// is present on its sled, and stop only once the zone is really removed. With
+// an empty Env.DatabaseURL the Nexus simulation is disabled: Nexus zones are
+// still configured, listed and removed like any other zone, but nothing
+// touches a database.
+//
+// GET /truth/sled reports, per sled, the ledgered generation, the zones
+// present, removal attempts and results per zone; per Nexus, whether it runs,
+// how many sagas it created, claimed, adopted and finished, and when it last
+// claimed one.
+package sled
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
+	"github.com/fleetsaga/fleetsaga/fleetsim/domain"
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
+	"github.com/fleetsaga/fleetsaga/fleetsim/httpx"
+)
+
+// Name is the domain's key under /truth.
+const Name = "sled"
+
+// maxConfigBytes bounds a PUT /omicron-config body.
+const maxConfigBytes = 1 << 20
+
+// requiredConfigFields are OmicronSledConfig's required properties in the
+// OpenAPI document; a real sled-agent rejects a body without them.
+var requiredConfigFields = []string{"datasets", "disks", "generation", "measurements", "zones"}
+
+// Domain is the simulated sled-agents and Nexus instances.
+type Domain struct {
+	env    domain.Env
+	log    zerolog.Logger
+	ctx    context.Context // cancelled by Close: ends removals and claim loops
+	cancel context.CancelFunc
+
+	sleds map[uuid.UUID]*sledAgent
+	order []uuid.UUID
+
+	db      *sql.DB // nil: Nexus simulation disabled
+	nexusMu sync.Mutex
+	nexus   map[uuid.UUID]*nexusSim // by zone ID, every Nexus ever started
+}
+
+var _ domain.Domain = (*Domain)(nil)
+
+// New is the domain.Constructor: one sled-agent per sled of every rack, and
+// a Nexus for every Nexus zone when env.DatabaseURL is set.
+func New(ctx context.Context, env domain.Env) (domain.Domain, error) {
+	return NewDomain(ctx, env)
+}
+
+// NewDomain is New with the concrete type.
+func NewDomain(ctx context.Context, env domain.Env) (*Domain, error) {
+	dctx, cancel := context.WithCancel(context.Background())
+	d := &Domain{
+		env:    env,
+		log:    env.Log.With().Str("domain", Name).Logger(),
+		ctx:    dctx,
+		cancel: cancel,
+		sleds:  map[uuid.UUID]*sledAgent{},
+		nexus:  map[uuid.UUID]*nexusSim{},
+	}
+	if env.DatabaseURL != "" {
+		db, err := openNexusDB(ctx, env.DatabaseURL)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		d.db = db
+	}
+	now := time.Now()
+	for _, rack := range env.Spec.Racks {
+		for _, s := range rack.Sleds {
+			zones := make([]sledagent.OmicronZoneConfig, 0, len(s.Zones))
+			for _, z := range s.Zones {
+				zones = append(zones, sledagent.OmicronZoneConfig{
+					ID: z.ID, ZoneType: sledagent.OmicronZoneType{Type: z.Kind},
+				})
+			}
+			cfg := sledagent.NewSledConfig(uint64(s.Generation), zones...)
+			sa := &sledAgent{
+				d:           d,
+				id:          s.ID,
+				serial:      s.Serial,
+				part:        s.Part,
+				scrimlet:    slices.Contains(rack.MGSSleds, s.Cubby),
+				ledger:      cfg,
+				lastConfig:  cfg,
+				zones:       map[uuid.UUID]*zoneState{},
+				completedAt: now,
+				attempts:    map[uuid.UUID]int{},
+				lastRemoval: map[uuid.UUID]sledagent.ConfigReconcilerInventoryResult{},
+				removedAt:   map[uuid.UUID]time.Time{},
+			}
+			for _, z := range zones {
+				sa.startZone(z)
+			}
+			d.sleds[s.ID] = sa
+			d.order = append(d.order, s.ID)
+		}
+	}
+	slices.SortFunc(d.order, compareUUID)
+	return d, nil
+}
+
+// Name implements domain.Domain.
+func (d *Domain) Name() string { return Name }
+
+// Mount implements domain.Domain.
+func (d *Domain) Mount(mux *http.ServeMux) {
+	wrap := func(h http.HandlerFunc) http.Handler { return d.env.Faults.Middleware("sled-agent", h) }
+	mux.Handle("PUT /sled-agent/{sled}/omicron-config", wrap(d.withSled((*sledAgent).putConfig)))
+	mux.Handle("GET /sled-agent/{sled}/inventory", wrap(d.withSled((*sledAgent).inventory)))
+	// Everything else under the prefix gets a JSON 404/405, not the mux's text.
+	mux.Handle("/sled-agent/", wrap(func(w http.ResponseWriter, r *http.Request) {
+		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+		if len(parts) == 3 && (parts[2] == "omicron-config" || parts[2] == "inventory") {
+			httpx.WriteError(w, http.StatusMethodNotAllowed, "MethodNotAllowed",
+				r.Method+" is not allowed on "+r.URL.Path)
+			return
+		}
+		httpx.WriteError(w, http.StatusNotFound, "NotFound", "no sled-agent route for "+r.Method+" "+r.URL.Path)
+	}))
+	mux.HandleFunc("GET /truth/"+Name, func(w http.ResponseWriter, _ *http.Request) {
+		httpx.WriteJSON(w, http.StatusOK, d.Truth())
+	})
+}
+
+func (d *Domain) withSled(h func(*sledAgent, http.ResponseWriter, *http.Request)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := uuid.Parse(r.PathValue("sled"))
+		if err != nil {
+			httpx.WriteError(w, http.StatusBadRequest, "InvalidRequest", "sled id must be a UUID: "+err.Error())
+			return
+		}
+		sa := d.sleds[id]
+		if sa == nil {
+			httpx.WriteError(w, http.StatusNotFound, "NotFound", "no sled "+id.String())
+			return
+		}
+		h(sa, w, r)
+	}
+}
+
+// Close implements domain.Domain: stops removals and every Nexus.
+func (d *Domain) Close() error {
+	d.cancel()
+	d.nexusMu.Lock()
+	all := make([]*nexusSim, 0, len(d.nexus))
+	for _, n := range d.nexus {
+		all = append(all, n)
+	}
+	d.nexusMu.Unlock()
+	for _, n := range all {
+		n.stop()
+	}
+	if d.db != nil {
+		return d.db.Close()
+	}
+	return nil
+}
+
+// sledAgent is one simulated sled-agent.
+type sledAgent struct {
+	d        *Domain
+	id       uuid.UUID
+	serial   string
+	part     string
+	scrimlet bool
+
+	// put serializes PUT /omicron-config, like the real ledger writer.
+	put sync.Mutex
+
+	mu     sync.Mutex // guards everything below
+	ledger sledagent.OmicronSledConfig
+	// zones are the zones present on the sled: running, or failed to shut down.
+	zones map[uuid.UUID]*zoneState
+	// lastConfig is the config of the last reconciliation attempt.
+	lastConfig sledagent.OmicronSledConfig
+	// running is the config being reconciled now (nil when idle).
+	running     *sledagent.OmicronSledConfig
+	startedAt   time.Time
+	completedAt time.Time
+	ranFor      time.Duration
+	attempts    map[uuid.UUID]int // removal attempts per zone
+	lastRemoval map[uuid.UUID]sledagent.ConfigReconcilerInventoryResult
+	removedAt   map[uuid.UUID]time.Time
+}
+
+type zoneState struct {
+	cfg    sledagent.OmicronZoneConfig
+	result sledagent.ConfigReconcilerInventoryResult
+}
+
+// startZone makes z present and running (starting a Nexus when it is one).
+// Zone start never fails in the simulation. Caller must not hold s.mu.
+func (s *sledAgent) startZone(z sledagent.OmicronZoneConfig) {
+	s.mu.Lock()
+	s.zones[z.ID] = &zoneState{cfg: z, result: sledagent.ConfigReconcilerInventoryResult{Result: sledagent.ResultOK}}
+	delete(s.removedAt, z.ID)
+	s.mu.Unlock()
+	if z.ZoneType.Type == sledagent.ZoneTypeNexus {
+		s.d.startNexus(s.id, z.ID)
+	}
+}
+
+func (s *sledAgent) putConfig(w http.ResponseWriter, r *http.Request) {
+	var raw json.RawMessage
+	if !httpx.ReadJSON(w, r, &raw, maxConfigBytes) {
+		return
+	}
+	cfg, err := decodeSledConfig(raw)
+	if err != nil {
+		httpx.WriteError(w, http.StatusBadRequest, "InvalidRequest", err.Error())
+		return
+	}
+
+	s.put.Lock()
+	defer s.put.Unlock()
+	s.mu.Lock()
+	ledger := s.ledger
+	s.mu.Unlock()
+	switch {
+	case cfg.Generation < ledger.Generation:
+		httpx.WriteError(w, http.StatusBadRequest, sledagent.CodeGenerationOutdated, fmt.Sprintf(
+			"sled config generation %d is older than the ledgered generation %d", cfg.Generation, ledger.Generation))
+		return
+	case cfg.Generation == ledger.Generation:
+		same, err := sledagent.SameContents(cfg, ledger)
+		if err != nil {
+			httpx.WriteError(w, http.StatusInternalServerError, "Internal", err.Error())
+			return
+		}
+		if !same {
+			httpx.WriteError(w, http.StatusBadRequest, sledagent.CodeConfigurationChanged, fmt.Sprintf(
+				"sled config generation %d is already ledgered with different contents", cfg.Generation))
+			return
+		}
+	}
+	if err := s.reconcile(cfg); err != nil {
+		httpx.WriteError(w, http.StatusInternalServerError, sledagent.CodeZoneRemovalFailed, err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// decodeSledConfig strictly decodes an OmicronSledConfig: required fields
+// present, no unknown fields, zone keys matching zone IDs.
+func decodeSledConfig(raw json.RawMessage) (sledagent.OmicronSledConfig, error) {
+	var cfg sledagent.OmicronSledConfig
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return cfg, errors.New("body must be a JSON object (OmicronSledConfig)")
+	}
+	for _, f := range requiredConfigFields {
+		if v, ok := fields[f]; !ok || string(v) == "null" {
+			return cfg, fmt.Errorf("missing required field %q", f)
+		}
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return cfg, fmt.Errorf("bad OmicronSledConfig: %v", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	return cfg.Normalized(), nil
+}
+
+// reconcile makes the sled match cfg: remove zones absent from it (each must
+// succeed), start zones it adds, then ledger it. A failed removal leaves the
+// ledger untouched and returns the error.
+func (s *sledAgent) reconcile(cfg sledagent.OmicronSledConfig) error {
+	start := time.Now()
+	s.mu.Lock()
+	s.running, s.startedAt = &cfg, start
+	var remove []uuid.UUID
+	for id := range s.zones {
+		if _, keep := cfg.Zones[id]; !keep {
+			remove = append(remove, id)
+		}
+	}
+	var add []sledagent.OmicronZoneConfig
+	for _, id := range cfg.ZoneIDs() {
+		if z, ok := s.zones[id]; ok {
+			// Kept (again): a zone whose shutdown failed earlier stays up.
+			z.cfg = cfg.Zones[id]
+			z.result = sledagent.ConfigReconcilerInventoryResult{Result: sledagent.ResultOK}
+		} else {
+			add = append(add, cfg.Zones[id])
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(remove, compareUUID)
+
+	var errs []error
+	for _, id := range remove {
+		if err := s.removeZone(id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, z := range add {
+		s.startZone(z)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastConfig, s.running = cfg, nil
+	s.completedAt, s.ranFor = time.Now(), time.Since(start)
+	if len(errs) > 0 {
+		return fmt.Errorf("sled %s keeps ledgered generation %d: %w", s.id, s.ledger.Generation, errors.Join(errs...))
+	}
+	if cfg.Generation >= s.ledger.Generation {
+		s.ledger = cfg
+	}
+	return nil
+}
+
+// removeZone shuts zone id down and removes it, taking ZoneRemovalTime. A
+// Nexus in it is stopped (and has stopped) before the zone counts as gone.
+func (s *sledAgent) removeZone(id uuid.UUID) error {
+	s.mu.Lock()
+	s.attempts[id]++
+	attempt := s.attempts[id]
+	s.mu.Unlock()
+
+	t := time.NewTimer(s.d.env.Scale(s.d.env.Spec.Timings.ZoneRemovalTime.Duration))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.d.ctx.Done():
+		return fmt.Errorf("zone %s: removal interrupted: sled-agent shutting down", id)
+	}
+
+	if _, fail := s.d.env.Faults.Fire(faults.ZoneRemovalFailure, "zone/"+id.String()); fail {
+		msg := fmt.Sprintf("failed to remove zone %s (attempt %d): zone halt failed (injected fault)", id, attempt)
+		s.mu.Lock()
+		res := sledagent.ConfigReconcilerInventoryResult{Result: sledagent.ResultErr, Message: msg}
+		if z := s.zones[id]; z != nil {
+			z.result = res
+		}
+		s.lastRemoval[id] = res
+		s.mu.Unlock()
+		s.d.log.Info().Str("sled", s.id.String()).Str("zone", id.String()).Int("attempt", attempt).Msg("zone removal failed (fault)")
+		return errors.New(msg)
+	}
+
+	s.d.stopNexus(id)
+	s.mu.Lock()
+	delete(s.zones, id)
+	s.removedAt[id] = time.Now()
+	s.lastRemoval[id] = sledagent.ConfigReconcilerInventoryResult{Result: sledagent.ResultOK}
+	s.mu.Unlock()
+	s.d.log.Info().Str("sled", s.id.String()).Str("zone", id.String()).Int("attempt", attempt).Msg("zone removed")
+	return nil
+}
+
+func (s *sledAgent) inventory(w http.ResponseWriter, _ *http.Request) {
+	httpx.WriteJSON(w, http.StatusOK, s.snapshotInventory())
+}
+
+func (s *sledAgent) snapshotInventory() sledagent.Inventory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	role := "gimlet"
+	if s.scrimlet {
+		role = "scrimlet"
+	}
+	ledger := s.ledger.Clone()
+	inv := sledagent.Inventory{
+		SledID:             s.id,
+		SledRole:           role,
+		BaseboardID:        &sledagent.BaseboardID{PartNumber: s.part, SerialNumber: s.serial},
+		LedgeredSledConfig: &ledger,
+		LastReconciliation: &sledagent.ConfigReconcilerInventory{
+			LastReconciledConfig: s.lastConfig.Clone(),
+			Zones:                make(map[uuid.UUID]sledagent.ConfigReconcilerInventoryResult, len(s.zones)),
+			Datasets:             map[string]sledagent.ConfigReconcilerInventoryResult{},
+			ExternalDisks:        map[string]sledagent.ConfigReconcilerInventoryResult{},
+			OrphanedDatasets:     []json.RawMessage{},
+		},
+	}
+	for id, z := range s.zones {
+		inv.LastReconciliation.Zones[id] = z.result
+	}
+	if s.running != nil {
+		cfg := s.running.Clone()
+		started := s.startedAt
+		inv.ReconcilerStatus = sledagent.ConfigReconcilerInventoryStatus{
+			Status: sledagent.StatusRunning, Config: &cfg, StartedAt: &started,
+			RunningFor: sledagent.NewDuration(time.Since(started)),
+		}
+	} else {
+		done := s.completedAt
+		inv.ReconcilerStatus = sledagent.ConfigReconcilerInventoryStatus{
+			Status: sledagent.StatusIdle, CompletedAt: &done, RanFor: sledagent.NewDuration(s.ranFor),
+		}
+	}
+	return inv
+}
+
+func compareUUID(a, b uuid.UUID) int { return strings.Compare(a.String(), b.String()) }

@@ -1,0 +1,115 @@
+package sled
+
+import (
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
+)
+
+// Truth is GET /truth/sled: the simulated sleds' and Nexus instances' real state.
+type Truth struct {
+	// NexusEnabled is false when fleetsim runs without a database: Nexus
+	// zones exist but claim nothing.
+	NexusEnabled bool         `json:"nexus_enabled"`
+	Sleds        []SledTruth  `json:"sleds"`
+	Nexus        []NexusTruth `json:"nexus"`
+}
+
+// SledTruth is one sled-agent's state.
+type SledTruth struct {
+	ID                 uuid.UUID `json:"id"`
+	LedgeredGeneration uint64    `json:"ledgered_generation"`
+	// Zones are the zones present on the sled (running, or failed to shut down).
+	Zones []ZoneTruth `json:"zones"`
+	// RemovalAttempts counts removal attempts per zone.
+	RemovalAttempts map[uuid.UUID]int `json:"removal_attempts"`
+	// LastRemoval is the result of the last removal attempt per zone.
+	LastRemoval map[uuid.UUID]sledagent.ConfigReconcilerInventoryResult `json:"last_removal"`
+	// RemovedAt is when each removed zone was gone (its Nexus stopped).
+	RemovedAt map[uuid.UUID]time.Time `json:"removed_at"`
+	// Reconciling is true while a PUT /omicron-config is being applied.
+	Reconciling bool `json:"reconciling"`
+}
+
+// ZoneTruth is one zone present on a sled.
+type ZoneTruth struct {
+	ID     uuid.UUID                                 `json:"id"`
+	Kind   string                                    `json:"kind"`
+	Result sledagent.ConfigReconcilerInventoryResult `json:"result"`
+}
+
+// NexusTruth is one Nexus instance (running or stopped).
+type NexusTruth struct {
+	ZoneID        uuid.UUID  `json:"zone_id"`
+	SledID        uuid.UUID  `json:"sled_id"`
+	Running       bool       `json:"running"`
+	StartedAt     time.Time  `json:"started_at"`
+	StoppedAt     *time.Time `json:"stopped_at,omitempty"`
+	SagasCreated  int64      `json:"sagas_created"`
+	SagasClaimed  int64      `json:"sagas_claimed"`
+	SagasAdopted  int64      `json:"sagas_adopted"`
+	SagasFinished int64      `json:"sagas_finished"`
+	LastClaimAt   *time.Time `json:"last_claim_at,omitempty"`
+	LastError     string     `json:"last_error,omitempty"`
+}
+
+// Truth implements domain.Domain.
+func (d *Domain) Truth() any { return d.Snapshot() }
+
+// Snapshot returns the typed truth.
+func (d *Domain) Snapshot() Truth {
+	t := Truth{NexusEnabled: d.db != nil, Sleds: []SledTruth{}, Nexus: []NexusTruth{}}
+	for _, id := range d.order {
+		s := d.sleds[id]
+		s.mu.Lock()
+		st := SledTruth{
+			ID:                 s.id,
+			LedgeredGeneration: s.ledger.Generation,
+			Zones:              []ZoneTruth{},
+			RemovalAttempts:    make(map[uuid.UUID]int, len(s.attempts)),
+			LastRemoval:        make(map[uuid.UUID]sledagent.ConfigReconcilerInventoryResult, len(s.lastRemoval)),
+			RemovedAt:          make(map[uuid.UUID]time.Time, len(s.removedAt)),
+			Reconciling:        s.running != nil,
+		}
+		for zid, z := range s.zones {
+			st.Zones = append(st.Zones, ZoneTruth{ID: zid, Kind: z.cfg.ZoneType.Type, Result: z.result})
+		}
+		for k, v := range s.attempts {
+			st.RemovalAttempts[k] = v
+		}
+		for k, v := range s.lastRemoval {
+			st.LastRemoval[k] = v
+		}
+		for k, v := range s.removedAt {
+			st.RemovedAt[k] = v
+		}
+		s.mu.Unlock()
+		slices.SortFunc(st.Zones, func(a, b ZoneTruth) int { return compareUUID(a.ID, b.ID) })
+		t.Sleds = append(t.Sleds, st)
+	}
+	d.nexusMu.Lock()
+	for _, n := range d.nexus {
+		n.mu.Lock()
+		nt := NexusTruth{
+			ZoneID: n.zone, SledID: n.sled, Running: n.running, StartedAt: n.startedAt,
+			SagasCreated: n.created, SagasClaimed: n.claimed, SagasAdopted: n.adopted,
+			SagasFinished: n.finished, LastError: n.lastErr,
+		}
+		if !n.stoppedAt.IsZero() {
+			at := n.stoppedAt
+			nt.StoppedAt = &at
+		}
+		if !n.lastClaim.IsZero() {
+			at := n.lastClaim
+			nt.LastClaimAt = &at
+		}
+		n.mu.Unlock()
+		t.Nexus = append(t.Nexus, nt)
+	}
+	d.nexusMu.Unlock()
+	slices.SortFunc(t.Nexus, func(a, b NexusTruth) int { return compareUUID(a.ZoneID, b.ZoneID) })
+	return t
+}

@@ -1,0 +1,101 @@
+package spec
+
+import (
+	"fmt"
+	"math/rand"
+
+	"github.com/google/uuid"
+)
+
+// Versions the generated racks start from. A rollout to a newer version
+// (e.g. "1.1.0") finds every SP and host one step behind.
+const (
+	GeneratedSPActive     = "1.0.0"
+	GeneratedSPInactive   = "0.9.0"
+	GeneratedHostActive   = "1.0.0"
+	GeneratedHostInactive = "0.9.0"
+	// GeneratedPart is the sled SP part number (MGS reports it as "model").
+	GeneratedPart = "913-0000019"
+)
+
+// nexusZonesPerFleet is how many Nexus zones a generated fleet has (a real
+// rack runs three).
+const nexusZonesPerFleet = 3
+
+// GenerateRacks builds one rack holding nSleds sleds (cubbies 0..nSleds-1),
+// all reached through one MGS pair, so a benchmark-sized fleet is addressed
+// with fleet.FromFleetsim's two MGS URLs. (A real rack holds 32 sleds; the
+// simulator does not enforce that.) Every UUID and serial follows seed.
+//
+// Each sled runs an ntp, an internal_dns and a crucible zone; three sleds
+// spread over the rack also run a Nexus zone. SPs start at
+// GeneratedSPActive/GeneratedSPInactive and host boot flash slot 0 (active)
+// at GeneratedHostActive, slot 1 at GeneratedHostInactive. The MGS
+// instances run on cubbies 14 and 16 as in a real rack, or on the first two
+// sleds of a smaller rack.
+func GenerateRacks(nSleds int, seed int64) []Rack {
+	if nSleds <= 0 {
+		return nil
+	}
+	rng := rand.New(rand.NewSource(seed))
+	newID := func() uuid.UUID {
+		var u uuid.UUID
+		_, _ = rng.Read(u[:])
+		u[6] = (u[6] & 0x0f) | 0x40 // version 4
+		u[8] = (u[8] & 0x3f) | 0x80 // RFC 4122 variant
+		return u
+	}
+	rack := Rack{ID: fmt.Sprintf("rack-%04d", seed%10000)}
+	switch {
+	case nSleds > 16:
+		rack.MGSSleds = []int{14, 16}
+	case nSleds > 1:
+		rack.MGSSleds = []int{0, 1}
+	default:
+		rack.MGSSleds = []int{0, 0}
+	}
+	nexusAt := map[int]bool{}
+	for i := 0; i < nexusZonesPerFleet; i++ {
+		// Spread the Nexus zones over the rack (several on one sled when
+		// there are fewer sleds than Nexus zones).
+		nexusAt[i*nSleds/nexusZonesPerFleet] = true
+	}
+	nexusCount := func(cubby int) int {
+		n := 0
+		for i := 0; i < nexusZonesPerFleet; i++ {
+			if i*nSleds/nexusZonesPerFleet == cubby {
+				n++
+			}
+		}
+		return n
+	}
+	// Serials are unique per sled: a seeded prefix and the cubby.
+	serialPrefix := 10 + rng.Intn(90)
+	rack.Sleds = make([]Sled, 0, nSleds)
+	for c := 0; c < nSleds; c++ {
+		s := Sled{
+			ID:     newID(),
+			Cubby:  c,
+			Serial: fmt.Sprintf("BRM%02d%06d", serialPrefix, c),
+			Part:   GeneratedPart,
+			SP:     SPFirmware{Active: GeneratedSPActive, Inactive: GeneratedSPInactive},
+			Host: HostFlash{
+				Slots:      [2]string{GeneratedHostActive, GeneratedHostInactive},
+				ActiveSlot: 0,
+			},
+			Generation: 2,
+		}
+		s.Zones = append(s.Zones,
+			Zone{ID: newID(), Kind: "ntp"},
+			Zone{ID: newID(), Kind: "internal_dns"},
+			Zone{ID: newID(), Kind: "crucible"},
+		)
+		if nexusAt[c] {
+			for i := 0; i < nexusCount(c); i++ {
+				s.Zones = append(s.Zones, Zone{ID: newID(), Kind: ZoneKindNexus})
+			}
+		}
+		rack.Sleds = append(rack.Sleds, s)
+	}
+	return []Rack{rack}
+}
