@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -81,6 +84,7 @@ func queryProgress(ctx context.Context, c client.Client, id, runID string) (work
 // outcome maps a workflow's end to an exit code and one summary line.
 func (a *app) outcome(ctx context.Context, c client.Client, id string, err error) error {
 	if err == nil {
+		a.printResult(ctx, c, id)
 		fmt.Fprintf(os.Stderr, "%s completed\n", id)
 		return nil
 	}
@@ -92,7 +96,35 @@ func (a *app) outcome(ctx context.Context, c client.Client, id string, err error
 		desc.WorkflowExecutionInfo.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
 		return &exitError{exitCancelled, fmt.Errorf("%s was cancelled", id)}
 	}
+	a.printResult(ctx, c, id)
 	return &exitError{exitFailed, fmt.Errorf("%s failed: %v", id, rootCause(err))}
+}
+
+// printResult shows the workflow's result: a table of outcomes for a
+// rollout, the result JSON otherwise.
+func (a *app) printResult(ctx context.Context, c client.Client, id string) {
+	var res json.RawMessage
+	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		if kind, _, _ := workflows.ParseWorkflowID(id); kind != workflows.KindRollout {
+			return
+		}
+		// A failed rollout has no result; its outcomes are in the progress query.
+	}
+	var ro workflows.RolloutResult
+	if kind, _, _ := workflows.ParseWorkflowID(id); kind == workflows.KindRollout && json.Unmarshal(res, &ro) == nil && len(ro.Outcomes) > 0 && !a.json {
+		tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "STAGE\tTARGET\tSTATE\tOUTCOME")
+		for _, o := range ro.Outcomes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", o.Stage, o.Target, o.State, strings.TrimSpace(o.Outcome+" "+o.Error))
+		}
+		tw.Flush()
+		return
+	}
+	if len(res) > 0 && string(res) != "null" {
+		var buf bytes.Buffer
+		_ = json.Indent(&buf, res, "", "  ")
+		fmt.Fprintln(a.out, buf.String())
+	}
 }
 
 func rootCause(err error) error {

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func buildWorker(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "worker")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, string(out))
+	return bin
+}
+
+// Bad configuration is one clear line on stderr and a non-zero exit, never
+// a stack trace.
+func TestBadConfigurationFailsWithOneLine(t *testing.T) {
+	bin := buildWorker(t)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"malformed address", []string{"--address", "temporal", "--database-url", "postgres://x@127.0.0.1/x"}, 2, `--address: "temporal" is not host:port`},
+		{"bad port", []string{"--address", "h:99999", "--database-url", "postgres://x@127.0.0.1/x"}, 2, "bad port"},
+		{"no database", []string{"--database-url", ""}, 2, "--database-url is required"},
+		{"not postgres", []string{"--database-url", "mysql://x"}, 2, "must be a postgres:// URL"},
+		{"bad log level", []string{"--database-url", "postgres://x@127.0.0.1/x", "--log-level", "loud"}, 2, "bad log level"},
+		{"bad endpoint", []string{"--database-url", "postgres://x@127.0.0.1/x", "--cnapi", "ftp://x"}, 2, "not an http(s) URL"},
+		{"unknown flag", []string{"--frobnicate"}, 2, "unknown flag"},
+		{"unreachable database", []string{"--database-url", "postgres://postgres@127.0.0.1:1/x?sslmode=disable"}, 1, "does not answer"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin, tc.args...)
+			cmd.Env = append(os.Environ(), "DATABASE_URL=")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee)
+			require.Equal(t, tc.code, ee.ExitCode(), stderr.String())
+			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			require.Len(t, lines, 1, "exactly one line: %q", stderr.String())
+			require.Contains(t, lines[0], tc.want)
+			require.True(t, strings.HasPrefix(lines[0], "worker: "))
+		})
+	}
+}
