@@ -61,6 +61,9 @@ func FindOrStartPostgres(ctx context.Context, dir string, log zerolog.Logger) (*
 	if err != nil {
 		return nil, err
 	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, err
+	}
 	pg := &Postgres{Private: true, dir: dir, binDir: binDir}
 	if err := pg.start(ctx, log); err != nil {
 		return nil, err

@@ -62,8 +62,8 @@ func (s *Stack) Env() []string {
 }
 
 // StartStack brings everything up; on error it stops what it started.
-func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (s *Stack, err error) {
-	s = &Stack{opts: o, log: log}
+func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Stack, err error) {
+	s := &Stack{opts: o, log: log}
 	defer func() {
 		if err != nil {
 			s.Stop()
