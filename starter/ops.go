@@ -35,6 +35,7 @@ func notFound(id string, err error) error {
 
 type statusView struct {
 	WorkflowID string              `json:"workflowId"`
+	Attempts   []attemptView       `json:"attempts,omitempty"`
 	RunID      string              `json:"runId"`
 	Status     string              `json:"status"`
 	Started    time.Time           `json:"started"`
@@ -43,7 +44,8 @@ type statusView struct {
 }
 
 func statusCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var dbURL string
+	cmd := &cobra.Command{
 		Use:     "status WORKFLOW_ID",
 		Short:   "Show an update's state and progress",
 		Example: "  starter status fleetsaga/zone-expunge/zone/3f6d...\n  starter status --json fleetsaga/agent-install/dc/cn-agent",
@@ -68,19 +70,62 @@ func statusCmd(a *app) *cobra.Command {
 			if p, err := queryProgress(ctx, c, args[0], ""); err == nil {
 				v.Progress = &p
 			}
+			if dbURL != "" {
+				if v.Attempts, err = ledgerAttempts(ctx, dbURL, args[0]); err != nil {
+					return err
+				}
+			}
 			a.print(v, func(w io.Writer) {
 				fmt.Fprintf(w, "%s (run %s): %s since %s\n", v.WorkflowID, v.RunID, v.Status, v.Started.Format(time.RFC3339))
 				if v.Progress != nil {
 					fmt.Fprintln(w, "  "+progressLine(*v.Progress))
 				}
+				for _, at := range v.Attempts {
+					fmt.Fprintf(w, "  attempt %d %s: %s %s %s\n", at.Attempt.Attempt, at.ID, at.State, at.Outcome, at.Error)
+					for _, e := range at.Events {
+						fmt.Fprintf(w, "    %s %-10s %-10s %s (%s)\n", e.At.Format(time.TimeOnly), e.Step, e.State, e.Message, e.Worker)
+					}
+				}
 			})
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&dbURL, "database-url", os.Getenv("DATABASE_URL"), "ledger PostgreSQL URL to show attempts and the event log (env DATABASE_URL)")
+	return cmd
+}
+
+type attemptView struct {
+	ledger.Attempt
+	Events []ledger.Event `json:"events"`
+}
+
+// ledgerAttempts reads an update's attempts and their event logs.
+func ledgerAttempts(ctx context.Context, dbURL, id string) ([]attemptView, error) {
+	if err := config.ValidateDatabaseURL(dbURL); err != nil {
+		return nil, usageErr("%v", err)
+	}
+	store, err := ledger.Open(ctx, dbURL)
+	if err != nil {
+		return nil, &exitError{exitUnreachable, err}
+	}
+	defer store.Close()
+	attempts, err := store.Attempts(ctx, id)
+	if err != nil {
+		return nil, &exitError{exitUnreachable, err}
+	}
+	out := make([]attemptView, 0, len(attempts))
+	for _, at := range attempts {
+		events, err := store.Events(ctx, at.ID)
+		if err != nil {
+			return nil, &exitError{exitUnreachable, err}
+		}
+		out = append(out, attemptView{Attempt: at, Events: events})
+	}
+	return out, nil
 }
 
 func listCmd(a *app) *cobra.Command {
-	var kind, target string
+	var kind, target, state, rollout string
 	var running bool
 	var limit int
 	cmd := &cobra.Command{
@@ -104,6 +149,12 @@ func listCmd(a *app) *cobra.Command {
 			}
 			if running {
 				q = append(q, `ExecutionStatus = "Running"`)
+			}
+			if state != "" {
+				q = append(q, fmt.Sprintf("%s = %q", workflows.SAState.GetName(), state))
+			}
+			if rollout != "" {
+				q = append(q, fmt.Sprintf("%s = %q", workflows.SARollout.GetName(), rollout))
 			}
 			c, err := a.dial(cmd.Context())
 			if err != nil {
@@ -145,6 +196,8 @@ func listCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&kind, "kind", "", "only this update kind")
 	cmd.Flags().StringVar(&target, "target", "", "only this target (e.g. sp/sled/12)")
 	cmd.Flags().BoolVar(&running, "running", false, "only running updates")
+	cmd.Flags().StringVar(&state, "state", "", "only this state (running, paused, completed, failed, cancelled)")
+	cmd.Flags().StringVar(&rollout, "rollout", "", "only updates started by this rollout plan")
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many")
 	return cmd
 }
