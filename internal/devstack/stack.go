@@ -31,6 +31,10 @@ type StackOptions struct {
 	Workers int
 	// PersistTemporal keeps Temporal's history in Dir across restarts.
 	PersistTemporal bool
+	// Database names a database to create and use on the server (tests use
+	// a fresh one each); empty uses DATABASE_URL's, or "fleetsaga" on a
+	// private cluster.
+	Database string
 }
 
 // Stack is a running dev stack.
@@ -76,8 +80,12 @@ func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Sta
 		return nil, err
 	}
 	s.DatabaseURL = s.PG.URL
-	if s.PG.Private {
-		if s.DatabaseURL, err = CreateDatabase(ctx, s.PG.URL, "fleetsaga"); err != nil {
+	db := o.Database
+	if db == "" && s.PG.Private {
+		db = "fleetsaga"
+	}
+	if db != "" {
+		if s.DatabaseURL, err = CreateDatabase(ctx, s.PG.URL, db); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/devstack"
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+// The Web UI of the dev stack finds a rollout by its search attribute. The
+// screenshot is kept under e2e/artifacts/ (or $FLEETSAGA_ARTIFACTS).
+func TestWebUIFindsRolloutBySearchAttribute(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	browser, err := exec.LookPath("chromium")
+	require.NoError(t, err, "the Web UI test needs Debian's chromium (make test installs it when run as root)")
+
+	s, err := spec.Generate(spec.GenerateOptions{Servers: 2, Seed: 5, SpeedUp: 1})
+	require.NoError(t, err)
+	s.Timings.AgentInstallTime = spec.Duration{Duration: 10 * time.Minute} // keep it running while we look
+	uiPort := freePort(t)
+	stack := startStack(t, s, 1, uiPort)
+
+	c, err := client.Dial(client.Options{HostPort: stack.Temporal.FrontendHostPort()})
+	require.NoError(t, err)
+	defer c.Close()
+	img, _ := s.Datacenter.ImageFor("vm-agent", spec.GeneratedNewVersion)
+	in := workflows.AgentInstallInput{Agents: []activities.AgentRequest{{Name: "vm-agent", ImageUUID: img.UUID}},
+		Selection: activities.ServerSelection{All: true}}
+	raw, err := json.Marshal(in)
+	require.NoError(t, err)
+	plan := workflows.RolloutInput{Name: "webui-e2e", Stages: []workflows.Stage{{Name: "agents", Kind: workflows.KindAgentInstall,
+		Concurrency: 1, Updates: []workflows.PlanUpdate{{Target: in.Target(), Artifact: in.ArtifactVersion(), Input: raw}}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.RolloutWorkflowID(plan.Name), TaskQueue: workflows.TaskQueue,
+		TypedSearchAttributes: workflows.StartAttributes(workflows.KindRollout, "plan/"+plan.Name, "")}, workflows.Rollout, plan)
+	require.NoError(t, err)
+
+	// The child update carries FleetsagaRollout; wait until visibility has it.
+	query := fmt.Sprintf(`%s = %q`, workflows.SARollout.GetName(), plan.Name)
+	childID := workflows.WorkflowID(workflows.KindAgentInstall, in.Target())
+	require.Eventually(t, func() bool {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		return err == nil && len(resp.GetExecutions()) > 0 && resp.GetExecutions()[0].GetExecution().GetWorkflowId() == childID
+	}, time.Minute, 500*time.Millisecond)
+
+	page := fmt.Sprintf("http://127.0.0.1:%d/namespaces/default/workflows?query=%s", uiPort, url.QueryEscape(query))
+	artifacts := os.Getenv("FLEETSAGA_ARTIFACTS")
+	if artifacts == "" {
+		root, err := devstack.RepoRoot()
+		require.NoError(t, err)
+		artifacts = filepath.Join(root, "e2e", "artifacts")
+	}
+	require.NoError(t, os.MkdirAll(artifacts, 0o755))
+	shot := filepath.Join(artifacts, "webui-rollout.png")
+	var dom string
+	require.Eventually(t, func() bool {
+		dom = headless(t, browser, "--dump-dom", page)
+		return strings.Contains(dom, childID)
+	}, time.Minute, time.Second, "the Web UI lists %s for %s", childID, query)
+	headless(t, browser, "--screenshot="+shot, "--window-size=1500,900", page)
+	st, err := os.Stat(shot)
+	require.NoError(t, err)
+	require.Greater(t, st.Size(), int64(10_000), "screenshot %s looks empty", shot)
+	t.Logf("Web UI screenshot: %s", shot)
+}
+
+// headless runs Debian's chromium headless, offline-safe, on one page.
+func headless(t *testing.T, browser string, args ...string) string {
+	t.Helper()
+	profile := t.TempDir()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + profile, "--virtual-time-budget=15000"}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, browser, append(base, args...)...).Output()
+	return string(out)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
