@@ -1,0 +1,59 @@
+// Package replay guards workflow determinism: histories recorded from real
+// runs (workflows/testdata/histories/*.json) are replayed against the
+// current code, so an edit that changes a running workflow's commands fails
+// the tests until it is versioned with workflow.GetVersion.
+package replay
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+)
+
+// RecordEnv is the variable that makes Record write histories.
+const RecordEnv = "FLEETSAGA_RECORD_HISTORIES"
+
+// Record writes the history of a finished workflow to path when
+// FLEETSAGA_RECORD_HISTORIES=1 (otherwise it does nothing).
+func Record(t *testing.T, c client.Client, workflowID, runID, path string) {
+	t.Helper()
+	if os.Getenv(RecordEnv) != "1" {
+		return
+	}
+	iter := c.GetWorkflowHistory(context.Background(), workflowID, runID, false, 0)
+	hist := &historypb.History{}
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		hist.Events = append(hist.Events, ev)
+	}
+	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	t.Logf("recorded %s", path)
+}
+
+// Check replays every history in dir against the given workflows.
+func Check(t *testing.T, dir string, workflows ...any) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no recorded histories in %s", dir)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			for _, w := range workflows {
+				r.RegisterWorkflow(w)
+			}
+			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f), "replaying %s", f)
+		})
+	}
+}

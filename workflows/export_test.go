@@ -1,0 +1,11 @@
+package workflows
+
+// Test hooks for the external test package (workflows_test), whose
+// integration tests use the real stack.
+var (
+	TestUpdate  = testUpdate
+	KindTest    = kindTest
+	TestUpdates = updates
+)
+
+type TestInput = testInput
