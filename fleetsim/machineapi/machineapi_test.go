@@ -248,3 +248,35 @@ func TestGenerateClusters(t *testing.T) {
 	}
 	assert.Equal(t, 250, total)
 }
+
+// TestOddPatchesNeverPanic: odd but well-formed JSON never crashes the
+// server and never yields a 5xx.
+func TestOddPatchesNeverPanic(t *testing.T) {
+	base := start(t, spec.SampleCluster("c1", spec.PlatformGCP, false)) + "/kube/clusters/c1"
+	targets := []string{
+		base + "/apis/machine.openshift.io/v1beta1/namespaces/openshift-machine-api/machinesets/c1-worker-a",
+		base + "/apis/machine.openshift.io/v1beta1/namespaces/openshift-machine-api/machinesets/c1-worker-a/status",
+		base + "/api/v1/namespaces/openshift-machine-config-operator/configmaps/coreos-bootimages",
+		base + "/apis/operator.openshift.io/v1/machineconfigurations/cluster/status",
+		base + "/apis/config.openshift.io/v1/clusterversions/version/status",
+	}
+	bodies := []string{`{}`, `{"metadata":"x"}`, `{"metadata":null}`, `{"kind":null}`, `{"apiVersion":"v2"}`,
+		`{"spec":"x"}`, `{"spec":null}`, `{"spec":{"template":"x"}}`, `{"spec":{"template":{"spec":{"providerSpec":{"value":"x"}}}}}`,
+		`{"status":"x"}`, `{"status":null}`, `{"data":{"stream":5}}`, `{"data":null}`, `{"metadata":{"labels":{"a":1}}}`,
+		`{"metadata":{"resourceVersion":null}}`, `{"spec":{"replicas":null}}`, `{"spec":{"template":{"spec":{"providerSpec":{"value":{"disks":5}}}}}}`}
+	for _, u := range targets {
+		for _, b := range bodies {
+			code, body := do(t, "PATCH", u, "application/merge-patch+json", b)
+			assert.Less(t, code, 500, "%s %s: %s", u, b, body)
+			if code >= 400 {
+				var st metav1.Status
+				assert.NoError(t, json.Unmarshal(body, &st), "%s", body)
+				assert.Equal(t, "Status", st.Kind)
+			}
+		}
+	}
+	// The sim still answers, and the truth still renders.
+	code, _ := do(t, "GET", targets[0], "", "")
+	assert.Equal(t, 200, code)
+	truth(t, strings.TrimSuffix(base, "/kube/clusters/c1"))
+}

@@ -1,0 +1,577 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/fleetsaga/fleetsaga/fleet/machineapi"
+)
+
+// Application error types of the boot image activities (non-retryable).
+const (
+	ErrTypeBootImagePrecondition = "BootImagePreconditionTimeout" // cluster kept upgrading / golden record not stamped
+	ErrTypeBootImageRelease      = "BootImageReleaseMismatch"     // the cluster runs another release than asked
+	ErrTypeBootImageMalformed    = "BootImageMalformed"           // an object has an unexpected shape
+	ErrTypeBootImageNotFound     = "BootImageNotFound"            // MachineSet / record / cluster missing
+	ErrTypeBootImageInvalid      = "BootImageInvalidRequest"
+	ErrTypeBootImageReplicas     = "BootImageReplicasChanged" // someone else scaled the canary MachineSet
+)
+
+// conflictRetries bounds fresh-read retries of a patch inside one activity
+// execution; beyond it the activity fails (retryably) and Temporal backs off.
+const conflictRetries = 5
+
+// BootImageActivities drive the machine API of clusters for the boot image
+// bump. Every activity is idempotent: it re-reads the live state and acts
+// only on what still needs doing.
+type BootImageActivities struct {
+	// KubeBase is the multi-cluster API root ({KubeBase}/clusters/{name}).
+	KubeBase string
+	HTTP     *http.Client
+
+	mu      sync.Mutex
+	clients map[string]*machineapi.Client
+}
+
+func (a *BootImageActivities) client(cluster string) (*machineapi.Client, error) {
+	if cluster == "" {
+		return nil, temporal.NewNonRetryableApplicationError("cluster is required", ErrTypeBootImageInvalid, nil)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c := a.clients[cluster]; c != nil {
+		return c, nil
+	}
+	c, err := machineapi.ForCluster(a.KubeBase, cluster, a.HTTP)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBootImageInvalid, err)
+	}
+	if a.clients == nil {
+		a.clients = map[string]*machineapi.Client{}
+	}
+	a.clients[cluster] = c
+	return c, nil
+}
+
+// classify decides retry vs fatal for machine API errors in one place.
+func classifyKube(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case machineapi.IsMalformed(err):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBootImageMalformed, err)
+	case machineapi.IsNotFound(err):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBootImageNotFound, err)
+	}
+	return err // transient, conflicts, unknown: retry with backoff
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// BootImagePreconditionsInput asks to wait until the cluster can be bumped.
+type BootImagePreconditionsInput struct {
+	Cluster string `json:"cluster"`
+	// Release, when set, must be the cluster's desired release.
+	Release string `json:"release,omitempty"`
+	// Deadline bounds the whole wait across activity retries.
+	Deadline     time.Time     `json:"deadline"`
+	PollInterval time.Duration `json:"pollInterval"`
+}
+
+// BootImageSnapshot is the cluster as the bump starts.
+type BootImageSnapshot struct {
+	Status  machineapi.ClusterStatus `json:"status"`
+	Release string                   `json:"release"`
+	// OSVersion is the golden RHCOS build (control plane arch).
+	OSVersion             string                     `json:"osVersion"`
+	SkewLimitOCPVersion   string                     `json:"skewLimitOCPVersion,omitempty"`
+	SkewLimitRHCOSVersion string                     `json:"skewLimitRHCOSVersion,omitempty"`
+	Record                machineapi.BootImageRecord `json:"record"`
+	Waited                []string                   `json:"waited,omitempty"`
+}
+
+// WaitBootImagePreconditions polls (heartbeating) until the cluster is not
+// installing/upgrading and the golden record is stamped for its current
+// release, or fails non-retryably at the deadline.
+func (a *BootImageActivities) WaitBootImagePreconditions(ctx context.Context, in BootImagePreconditionsInput) (BootImageSnapshot, error) {
+	c, err := a.client(in.Cluster)
+	if err != nil {
+		return BootImageSnapshot{}, err
+	}
+	poll := in.PollInterval
+	if poll <= 0 {
+		poll = 5 * time.Second
+	}
+	var waited []string
+	note := func(s string) {
+		if len(waited) == 0 || waited[len(waited)-1] != s {
+			waited = append(waited, s)
+		}
+	}
+	for {
+		why, snap, err := a.preconditions(ctx, c, in.Release)
+		if err != nil {
+			if errors.Is(err, errReleaseMismatch) {
+				return BootImageSnapshot{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBootImageRelease, nil)
+			}
+			if cerr := classifyKube(err); cerr != err {
+				return BootImageSnapshot{}, cerr
+			}
+			why = "machine API: " + err.Error() // transient: keep waiting
+		}
+		if why == "" {
+			snap.Waited = waited
+			return snap, nil
+		}
+		note(why)
+		activity.RecordHeartbeat(ctx, why)
+		if !in.Deadline.IsZero() && time.Now().After(in.Deadline) {
+			return BootImageSnapshot{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("cluster %s: gave up waiting at %s: %s", in.Cluster, in.Deadline.UTC().Format(time.RFC3339), why),
+				ErrTypeBootImagePrecondition, nil)
+		}
+		if err := sleepCtx(ctx, poll); err != nil {
+			return BootImageSnapshot{}, err
+		}
+	}
+}
+
+var errReleaseMismatch = errors.New("release mismatch")
+
+// preconditions returns why the bump must wait ("" = go) and the snapshot.
+func (a *BootImageActivities) preconditions(ctx context.Context, c *machineapi.Client, release string) (string, BootImageSnapshot, error) {
+	var snap BootImageSnapshot
+	st, err := c.ClusterStatus(ctx)
+	if err != nil {
+		return "", snap, err
+	}
+	if st.Upgrading() {
+		return fmt.Sprintf("cluster is installing or upgrading to %s (history[0].state %q)", st.DesiredVersion, st.LatestState), snap, nil
+	}
+	if release != "" && st.DesiredVersion != release {
+		return "", snap, fmt.Errorf("%w: cluster %s runs %s, the bump asked for %s", errReleaseMismatch, c.Cluster, st.DesiredVersion, release)
+	}
+	g, err := c.GoldenRecord(ctx)
+	if err != nil {
+		return "", snap, err
+	}
+	if !g.StampedFor(st.DesiredVersion) {
+		return fmt.Sprintf("golden boot image record is stamped for %s/%s, not the current release %s",
+			g.ReleaseVersion, g.MCOReleaseImageVersion, st.DesiredVersion), snap, nil
+	}
+	rec, err := c.BootImageRecord(ctx)
+	if err != nil {
+		return "", snap, err
+	}
+	arch := st.ControlPlaneArch
+	if arch == "" {
+		arch = "amd64"
+	}
+	osv := g.Stream.OSVersion(arch)
+	if osv == "" {
+		osv = g.Stream.AnyOSVersion()
+	}
+	return "", BootImageSnapshot{
+		Status: st, Release: st.DesiredVersion, OSVersion: osv,
+		SkewLimitOCPVersion: g.SkewLimitOCPVersion, SkewLimitRHCOSVersion: g.SkewLimitRHCOSVersion,
+		Record: rec,
+	}, nil
+}
+
+// BootImagePlanInput selects the MachineSets to plan.
+type BootImagePlanInput struct {
+	Cluster string `json:"cluster"`
+	Release string `json:"release"`
+	// Selection: All, Partial (Selector) or None.
+	Selection string `json:"selection"`
+	Selector  string `json:"selector,omitempty"`
+}
+
+// BootImagePlanResult is one plan per selected MachineSet, sorted by name.
+type BootImagePlanResult struct {
+	Plans []machineapi.Plan `json:"plans"`
+}
+
+// PlanBootImages lists the selected MachineSets and decides for each.
+func (a *BootImageActivities) PlanBootImages(ctx context.Context, in BootImagePlanInput) (BootImagePlanResult, error) {
+	var out BootImagePlanResult
+	c, err := a.client(in.Cluster)
+	if err != nil {
+		return out, err
+	}
+	var selector string
+	switch in.Selection {
+	case "All":
+	case "Partial":
+		selector = in.Selector
+		if selector == "" {
+			return out, temporal.NewNonRetryableApplicationError("Partial selection needs a label selector", ErrTypeBootImageInvalid, nil)
+		}
+	case "None":
+		return out, nil
+	default:
+		return out, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown selection %q", in.Selection), ErrTypeBootImageInvalid, nil)
+	}
+	golden, known, st, err := a.readContext(ctx, c, in.Release)
+	if err != nil {
+		return out, err
+	}
+	sets, bad, err := c.ListMachineSets(ctx, selector)
+	if err != nil {
+		if machineapi.IsTransient(err) || machineapi.IsConflict(err) {
+			return out, err
+		}
+		// A bad selector is the operator's error, not a transient one.
+		return out, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBootImageInvalid, err)
+	}
+	for _, ms := range sets {
+		out.Plans = append(out.Plans, machineapi.PlanMachineSet(ms, golden, known, st))
+	}
+	for name, perr := range bad {
+		out.Plans = append(out.Plans, machineapi.Plan{MachineSet: name, Action: machineapi.ActionRefuse, Reason: machineapi.ReasonMalformed, Detail: perr.Error()})
+	}
+	sort.Slice(out.Plans, func(i, j int) bool { return out.Plans[i].MachineSet < out.Plans[j].MachineSet })
+	return out, nil
+}
+
+// readContext reads the golden record (which must still be stamped for
+// release), the official images and the cluster status.
+func (a *BootImageActivities) readContext(ctx context.Context, c *machineapi.Client, release string) (*machineapi.Golden, map[string]bool, machineapi.ClusterStatus, error) {
+	st, err := c.ClusterStatus(ctx)
+	if err != nil {
+		return nil, nil, st, classifyKube(err)
+	}
+	golden, err := c.GoldenRecord(ctx)
+	if err != nil {
+		return nil, nil, st, classifyKube(err)
+	}
+	if !golden.StampedFor(release) || st.DesiredVersion != release {
+		return nil, nil, st, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("cluster %s moved on: runs %s, golden record stamped for %s, bump is for %s", c.Cluster, st.DesiredVersion, golden.ReleaseVersion, release),
+			ErrTypeBootImageRelease, nil)
+	}
+	known, err := c.KnownImages(ctx, golden)
+	if err != nil {
+		return nil, nil, st, classifyKube(err)
+	}
+	return golden, known, st, nil
+}
+
+// BootImageReconcileInput reconciles one MachineSet.
+type BootImageReconcileInput struct {
+	Cluster    string `json:"cluster"`
+	MachineSet string `json:"machineSet"`
+	Release    string `json:"release"`
+	// CheckOnly: report whether a patch is needed, do not patch (the
+	// hot-loop guard's last look).
+	CheckOnly bool `json:"checkOnly,omitempty"`
+}
+
+// Reconcile outcomes beyond the plan actions.
+const (
+	ReconcilePatched    = "Patched"
+	ReconcileNeedsPatch = "NeedsPatch"
+)
+
+// BootImageReconcileResult says what happened.
+type BootImageReconcileResult struct {
+	// Action: Patched, NeedsPatch (CheckOnly), or the plan's UpToDate / Skip / Refuse.
+	Action    string          `json:"action"`
+	Plan      machineapi.Plan `json:"plan"`
+	Conflicts int             `json:"conflicts,omitempty"`
+}
+
+// ReconcileBootImage re-reads the MachineSet, re-plans it and patches it to
+// the golden image if it still differs, with the read resourceVersion; a
+// conflict is retried on a fresh read.
+func (a *BootImageActivities) ReconcileBootImage(ctx context.Context, in BootImageReconcileInput) (BootImageReconcileResult, error) {
+	var res BootImageReconcileResult
+	c, err := a.client(in.Cluster)
+	if err != nil {
+		return res, err
+	}
+	golden, known, st, err := a.readContext(ctx, c, in.Release)
+	if err != nil {
+		return res, err
+	}
+	for try := 0; try < conflictRetries; try++ {
+		ms, err := c.GetMachineSet(ctx, in.MachineSet)
+		if err != nil {
+			return res, classifyKube(err)
+		}
+		res.Plan = machineapi.PlanMachineSet(ms, golden, known, st)
+		if res.Plan.Action != machineapi.ActionPatch {
+			res.Action = string(res.Plan.Action)
+			return res, nil
+		}
+		if in.CheckOnly {
+			res.Action = ReconcileNeedsPatch
+			return res, nil
+		}
+		_, err = c.PatchImage(ctx, ms, res.Plan.Desired)
+		if machineapi.IsConflict(err) {
+			res.Conflicts++
+			activity.RecordHeartbeat(ctx, fmt.Sprintf("conflict %d on %s, re-reading", res.Conflicts, in.MachineSet))
+			continue
+		}
+		if err != nil {
+			return res, classifyKube(err)
+		}
+		res.Action = ReconcilePatched
+		return res, nil
+	}
+	return res, fmt.Errorf("machineset %s: still conflicting after %d fresh reads", in.MachineSet, conflictRetries)
+}
+
+// BootImageRestoreInput puts a MachineSet back on its previous image.
+type BootImageRestoreInput struct {
+	Cluster    string               `json:"cluster"`
+	MachineSet string               `json:"machineSet"`
+	Previous   machineapi.BootImage `json:"previous"`
+	Applied    machineapi.BootImage `json:"applied"`
+}
+
+// Restore outcomes.
+const (
+	RestoreDone      = "restored"
+	RestoreUnchanged = "unchanged"       // it already boots the previous image (our patch never landed or was reverted)
+	RestoreLeft      = "left-as-is"      // someone else changed it since: not ours to undo
+	RestoreGone      = "machineset-gone" // deleted meanwhile
+)
+
+// RestoreBootImage restores Previous when the MachineSet still has the image
+// this run applied; anything else is left alone and reported.
+func (a *BootImageActivities) RestoreBootImage(ctx context.Context, in BootImageRestoreInput) (string, error) {
+	c, err := a.client(in.Cluster)
+	if err != nil {
+		return "", err
+	}
+	for try := 0; try < conflictRetries; try++ {
+		ms, err := c.GetMachineSet(ctx, in.MachineSet)
+		if machineapi.IsNotFound(err) {
+			return RestoreGone, nil
+		}
+		if err != nil {
+			return "", classifyKube(err)
+		}
+		cur, err := ms.Image()
+		if err != nil {
+			return "", classifyKube(err)
+		}
+		switch {
+		case cur.Equal(in.Previous):
+			return RestoreUnchanged, nil
+		case !cur.Equal(in.Applied):
+			return RestoreLeft, nil
+		}
+		_, err = c.PatchImage(ctx, ms, in.Previous)
+		if machineapi.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return "", classifyKube(err)
+		}
+		return RestoreDone, nil
+	}
+	return "", fmt.Errorf("machineset %s: restore still conflicting after %d fresh reads", in.MachineSet, conflictRetries)
+}
+
+// CanaryBaseline is a MachineSet's replicas and machines before a canary.
+type CanaryBaseline struct {
+	Replicas int32    `json:"replicas"`
+	Machines []string `json:"machines"`
+}
+
+// BootImageCanaryInput names the canary MachineSet.
+type BootImageCanaryInput struct {
+	Cluster    string `json:"cluster"`
+	MachineSet string `json:"machineSet"`
+}
+
+// CanaryBaseline reads the canary MachineSet's replicas and machines.
+func (a *BootImageActivities) CanaryBaseline(ctx context.Context, in BootImageCanaryInput) (CanaryBaseline, error) {
+	var out CanaryBaseline
+	c, err := a.client(in.Cluster)
+	if err != nil {
+		return out, err
+	}
+	ms, err := c.GetMachineSet(ctx, in.MachineSet)
+	if err != nil {
+		return out, classifyKube(err)
+	}
+	machines, err := c.Machines(ctx, in.MachineSet)
+	if err != nil {
+		return out, classifyKube(err)
+	}
+	out.Replicas = ms.Replicas
+	out.Machines = []string{}
+	for _, m := range machines {
+		out.Machines = append(out.Machines, m.Name)
+	}
+	return out, nil
+}
+
+// BootImageScaleInput moves spec.replicas From → To.
+type BootImageScaleInput struct {
+	Cluster    string `json:"cluster"`
+	MachineSet string `json:"machineSet"`
+	From       int32  `json:"from"`
+	To         int32  `json:"to"`
+}
+
+// ScaleMachineSet sets replicas From → To; already at To is success (a retry
+// after a lost reply), anything but From or To means someone else scaled it.
+func (a *BootImageActivities) ScaleMachineSet(ctx context.Context, in BootImageScaleInput) error {
+	c, err := a.client(in.Cluster)
+	if err != nil {
+		return err
+	}
+	for try := 0; try < conflictRetries; try++ {
+		ms, err := c.GetMachineSet(ctx, in.MachineSet)
+		if err != nil {
+			return classifyKube(err)
+		}
+		switch ms.Replicas {
+		case in.To:
+			return nil
+		case in.From:
+		default:
+			return temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("machineset %s has %d replicas, expected %d (someone else scaled it)", in.MachineSet, ms.Replicas, in.From),
+				ErrTypeBootImageReplicas, nil)
+		}
+		_, err = c.SetReplicas(ctx, ms, in.To)
+		if machineapi.IsConflict(err) {
+			continue
+		}
+		return classifyKube(err)
+	}
+	return fmt.Errorf("machineset %s: scale still conflicting after %d fresh reads", in.MachineSet, conflictRetries)
+}
+
+// BootImageCanaryWaitInput waits for a new machine to join.
+type BootImageCanaryWaitInput struct {
+	Cluster    string               `json:"cluster"`
+	MachineSet string               `json:"machineSet"`
+	Baseline   []string             `json:"baseline"`
+	Image      machineapi.BootImage `json:"image"`
+	Deadline   time.Time            `json:"deadline"`
+	// PollInterval between looks at the machines.
+	PollInterval time.Duration `json:"pollInterval"`
+}
+
+// CanaryResult is how the canary went.
+type CanaryResult struct {
+	Joined  bool   `json:"joined"`
+	Machine string `json:"machine,omitempty"`
+	Phase   string `json:"phase,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// WaitCanaryJoin polls (heartbeating) until a machine that was not in the
+// baseline, booting Image, has joined as a node; a machine that failed, or
+// the deadline, ends the wait with Joined false.
+func (a *BootImageActivities) WaitCanaryJoin(ctx context.Context, in BootImageCanaryWaitInput) (CanaryResult, error) {
+	c, err := a.client(in.Cluster)
+	if err != nil {
+		return CanaryResult{}, err
+	}
+	poll := in.PollInterval
+	if poll <= 0 {
+		poll = 5 * time.Second
+	}
+	old := map[string]bool{}
+	for _, m := range in.Baseline {
+		old[m] = true
+	}
+	for {
+		machines, err := c.Machines(ctx, in.MachineSet)
+		if err != nil {
+			if cerr := classifyKube(err); cerr != err {
+				return CanaryResult{}, cerr
+			}
+		}
+		var last CanaryResult
+		for _, m := range machines {
+			if old[m.Name] || !m.Image.Equal(in.Image) {
+				continue
+			}
+			last = CanaryResult{Machine: m.Name, Phase: m.Phase, Detail: m.Error}
+			if m.Joined() {
+				last.Joined = true
+				last.Detail = "joined as node " + m.NodeRef
+				return last, nil
+			}
+			if m.Phase == "Failed" {
+				if last.Detail == "" {
+					last.Detail = "machine failed"
+				}
+				return last, nil
+			}
+		}
+		activity.RecordHeartbeat(ctx, last)
+		if time.Now().After(in.Deadline) {
+			if last.Machine == "" {
+				last.Detail = "no new machine with the new image appeared"
+			} else {
+				last.Detail = fmt.Sprintf("machine %s still %s at the deadline", last.Machine, last.Phase)
+			}
+			return last, nil
+		}
+		if err := sleepCtx(ctx, poll); err != nil {
+			return CanaryResult{}, err
+		}
+	}
+}
+
+// BootImageRecordInput records the cluster's boot image version.
+type BootImageRecordInput struct {
+	Cluster      string `json:"cluster"`
+	Mode         string `json:"mode"`
+	OCPVersion   string `json:"ocpVersion"`
+	RHCOSVersion string `json:"rhcosVersion"`
+}
+
+// RecordBootImage writes MachineConfiguration status.bootImageSkewEnforcementStatus.
+func (a *BootImageActivities) RecordBootImage(ctx context.Context, in BootImageRecordInput) error {
+	c, err := a.client(in.Cluster)
+	if err != nil {
+		return err
+	}
+	return classifyKube(c.RecordBootImage(ctx, in.Mode, in.OCPVersion, in.RHCOSVersion))
+}
+
+// BootImageUpgradeableInput sets the Upgradeable condition.
+type BootImageUpgradeableInput struct {
+	Cluster     string `json:"cluster"`
+	Upgradeable bool   `json:"upgradeable"`
+	Reason      string `json:"reason"`
+	Message     string `json:"message"`
+}
+
+// SetBootImageUpgradeable writes the Upgradeable condition.
+func (a *BootImageActivities) SetBootImageUpgradeable(ctx context.Context, in BootImageUpgradeableInput) error {
+	c, err := a.client(in.Cluster)
+	if err != nil {
+		return err
+	}
+	return classifyKube(c.SetUpgradeable(ctx, in.Upgradeable, in.Reason, in.Message))
+}

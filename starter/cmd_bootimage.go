@@ -1,0 +1,67 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+func init() {
+	commands = append(commands, func(a *app) *cobra.Command {
+		var (
+			sf            startFlags
+			in            workflows.BootImageBumpInput
+			canary        bool
+			canaryMS      string
+			canaryTimeout time.Duration
+		)
+		cmd := &cobra.Command{
+			Use:   "bootimage-bump --cluster NAME",
+			Short: "Bring a cluster's MachineSets to its release's boot images and enforce the skew",
+			Long: `Waits (bounded) until the cluster is not upgrading and the golden boot image
+record (ConfigMap coreos-bootimages) is stamped for its release, then patches
+each selected MachineSet whose official boot image differs from the golden one
+(JSON merge patch with its resourceVersion). Owned, Windows, custom-image,
+unsupported-OS-stream and unknown-arch MachineSets are skipped and counted; a
+RHEL major mismatch is refused. A MachineSet another actor keeps reverting is
+reported after the same patch was applied 3 times. The cluster's boot image
+version is recorded only when nothing was skipped or failed; the skew check
+then sets the Upgradeable condition. With --canary, one patched MachineSet is
+scaled up by one machine; if it does not join, every MachineSet patched by the
+run is restored (also on cancel).`,
+			Example: `  starter bootimage-bump --cluster prod-east --wait
+  starter bootimage-bump --cluster prod-east --selection Partial --selector fleetsaga.io/pool=a --canary
+  starter bootimage-bump --cluster lab --skew Manual --manual-ocp-version 4.16.0`,
+			Args: exactArgs(0),
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				if canary || canaryMS != "" || cmd.Flags().Changed("canary-timeout") {
+					in.Canary = &workflows.BootImageCanary{MachineSet: canaryMS, Timeout: canaryTimeout}
+				}
+				if err := in.Validate(); err != nil {
+					return usageErr("%v", err)
+				}
+				return a.startUpdate(cmd, update{Kind: workflows.KindBootImageBump, Target: in.Target(),
+					Artifact: in.ArtifactVersion(), Workflow: workflows.BootImageBump, Input: in}, sf)
+			},
+		}
+		f := cmd.Flags()
+		f.StringVar(&in.Cluster, "cluster", "", "cluster name (required)")
+		f.StringVar(&in.Release, "release", "", "refuse unless the cluster runs this release (x.y.z)")
+		f.StringVar(&in.Selection, "selection", "All", "MachineSets to manage: All, Partial (with --selector) or None")
+		f.StringVar(&in.Selector, "selector", "", "label selector for --selection Partial")
+		f.StringVar(&in.Skew, "skew", "Automatic", "skew enforcement: Automatic, Manual or None")
+		f.StringVar(&in.ManualOCPVersion, "manual-ocp-version", "", "with --skew Manual: the boot image release version (x.y.z)")
+		f.StringVar(&in.ManualRHCOSVersion, "manual-rhcos-version", "", "with --skew Manual: the boot image RHCOS version (major.minor)")
+		f.BoolVar(&canary, "canary", false, "prove the new image boots by scaling one patched MachineSet up by one")
+		f.StringVar(&canaryMS, "canary-machineset", "", "the canary MachineSet (default: the first patched); implies --canary")
+		f.DurationVar(&canaryTimeout, "canary-timeout", 20*time.Minute, "how long the canary machine may take to join")
+		f.IntVar(&in.Concurrency, "concurrency", 10, "MachineSets reconciled at once")
+		f.DurationVar(&in.PreconditionTimeout, "precondition-timeout", 30*time.Minute, "how long to wait for an upgrade to finish and the golden record to be stamped")
+		f.DurationVar(&in.SettleInterval, "settle", 10*time.Second, "how long after a patch to look for another actor reverting it")
+		f.IntVar(&in.HotLoopLimit, "hot-loop-limit", 3, "patches of the same image before a reverting actor is reported")
+		sf.bind(cmd)
+		return cmd
+	})
+}

@@ -1,0 +1,289 @@
+// Package bootimageit holds the BootImageBump integration tests: the real
+// workflow and activities on in-process workers against a real Temporal dev
+// server, PostgreSQL (the ledger) and fleetsim's machine API. It is a
+// package of its own so its TestMain does not collide with other kinds'.
+package bootimageit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/fleetsaga/fleetsaga/fleetsim"
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
+	simapi "github.com/fleetsaga/fleetsaga/fleetsim/machineapi"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
+	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/workerapp"
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+// speedUp makes MachineBootTime (4 min) take 200 ms.
+const speedUp = 1200
+
+type bumpEnv struct {
+	*testenv.Env
+	sim *fleetsim.Server
+}
+
+func setup(t *testing.T, clusters ...spec.Cluster) *bumpEnv {
+	t.Helper()
+	env := testenv.New(t)
+	s := &spec.Spec{Seed: 1, SpeedUp: speedUp, Timings: spec.DefaultTimings(), Clusters: clusters}
+	require.NoError(t, s.Validate())
+	return &bumpEnv{Env: env, sim: env.StartFleetsim(s)}
+}
+
+func (e *bumpEnv) worker() (stop func()) {
+	return e.StartWorker(workerapp.Deps{Fleet: e.Endpoints(e.sim)})
+}
+
+func (e *bumpEnv) arm(f faults.Fault) {
+	_, err := e.sim.Env.Faults.Arm(f)
+	require.NoError(e.T, err)
+}
+
+func (e *bumpEnv) truth() simapi.ClusterTruth {
+	resp, err := http.Get(e.sim.URL + "/truth/machineapi")
+	require.NoError(e.T, err)
+	defer resp.Body.Close()
+	var tr simapi.Truth
+	require.NoError(e.T, json.NewDecoder(resp.Body).Decode(&tr))
+	return tr.Clusters["c1"]
+}
+
+func fastInput() workflows.BootImageBumpInput {
+	return workflows.BootImageBumpInput{
+		Cluster:        "c1",
+		SettleInterval: 300 * time.Millisecond,
+		PollInterval:   100 * time.Millisecond,
+	}
+}
+
+func (e *bumpEnv) start(in workflows.BootImageBumpInput) client.WorkflowRun {
+	e.T.Helper()
+	run, err := e.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID:                    workflows.BootImageBumpWorkflowID(in.Cluster),
+		TaskQueue:             e.TaskQueue,
+		TypedSearchAttributes: workflows.StartAttributes(workflows.KindBootImageBump, in.Target(), in.ArtifactVersion()),
+	}, workflows.BootImageBump, in)
+	require.NoError(e.T, err)
+	return run
+}
+
+// wait returns the result, also when the workflow failed (from the error's details).
+func (e *bumpEnv) wait(run client.WorkflowRun) (workflows.BootImageBumpResult, error) {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var res workflows.BootImageBumpResult
+	err := run.Get(ctx, &res)
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.HasDetails() {
+		require.NoError(e.T, app.Details(&res))
+	}
+	return res, err
+}
+
+func (e *bumpEnv) attempt(run client.WorkflowRun) ledger.Attempt {
+	e.T.Helper()
+	as, err := e.Store.Attempts(context.Background(), run.GetID())
+	require.NoError(e.T, err)
+	require.Len(e.T, as, 1)
+	return as[0]
+}
+
+var golden = spec.SampleBootImages()[2]
+var install = spec.SampleBootImages()[0]
+
+// Happy path: waits for the upgrade to finish and the golden record to be
+// stamped, patches both MachineSets, proves the image with a canary that
+// joins and goes away again, records the boot image version.
+func TestBumpHappyPathWithCanary(t *testing.T) {
+	c := spec.SampleCluster("c1", spec.PlatformAWS, false)
+	c.Upgrading = true
+	c.UpgradeCompletesAfter = spec.Duration{Duration: 10 * time.Minute} // 0.5 s
+	c.GoldenStampedRelease = spec.SampleMidRelease
+	c.GoldenStampAfter = spec.Duration{Duration: 20 * time.Minute} // 1 s
+	e := setup(t, c)
+	e.worker()
+	in := fastInput()
+	in.Release = spec.SampleCurrentRelease
+	in.Canary = &workflows.BootImageCanary{MachineSet: "c1-worker-a", Timeout: time.Minute}
+	run := e.start(in)
+	res, err := e.wait(run)
+	require.NoError(t, err, "%+v", res)
+
+	assert.Equal(t, "Reconciled", res.Outcome)
+	assert.Equal(t, []string{"c1-worker-a", "c1-worker-b"}, res.Patched)
+	assert.NotEmpty(t, res.Waited, "it waited for the upgrade and the golden record")
+	assert.True(t, res.Recorded)
+	require.NotNil(t, res.Canary)
+	assert.True(t, res.Canary.Joined, "%+v", res.Canary)
+	assert.True(t, res.Skew.Upgradeable)
+
+	tr := e.truth()
+	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
+		assert.Equal(t, golden.Images["amd64"].AWS["us-east-1"], tr.MachineSets[ms].Image, ms)
+		assert.Equal(t, 1, tr.MachineSets[ms].ImagePatches, ms)
+	}
+	a := tr.MachineSets["c1-worker-a"]
+	assert.Equal(t, int64(1), a.Replicas, "the canary was scaled back down")
+	require.Len(t, a.Machines, 1)
+	assert.Equal(t, install.Images["amd64"].AWS["us-east-1"], a.Machines[0].Image, "the original machine stays")
+	assert.Equal(t, spec.SampleCurrentRelease, tr.BootImage.OCPVersion)
+	assert.Equal(t, "True", tr.Upgradeable.Status)
+
+	at := e.attempt(run)
+	assert.Equal(t, ledger.StateCompleted, at.State)
+	assert.Equal(t, "cluster/c1", at.Target)
+	evs, err := e.Store.Events(context.Background(), at.ID)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, len(evs), 6, "intent, preconditions, plan, patches, canary, record, skew, finish")
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-happy-canary.json")
+}
+
+// Another actor reverts one MachineSet after every patch: the hot-loop guard
+// stops after 3 patches and reports it; nothing is recorded.
+func TestBumpRevertingActor(t *testing.T) {
+	e := setup(t, spec.SampleCluster("c1", spec.PlatformVSphere, false))
+	e.arm(faults.Fault{Kind: faults.MachineSetRevert, Target: "machineset/c1/c1-worker-b"})
+	e.worker()
+	run := e.start(fastInput())
+	res, err := e.wait(run)
+	require.Error(t, err)
+	assert.Equal(t, "Failed", res.Outcome)
+	assert.Equal(t, []string{"c1-worker-b"}, res.HotLoop)
+	assert.Equal(t, []string{"c1-worker-a"}, res.Patched)
+	assert.False(t, res.Recorded)
+
+	tr := e.truth()
+	b := tr.MachineSets["c1-worker-b"]
+	assert.Equal(t, 3, b.ImagePatches, "stopped after the same patch was applied 3 times")
+	assert.Equal(t, 3, b.Reverts)
+	assert.Equal(t, "rhcos-"+install.OSVersion, b.Image)
+	assert.Equal(t, "rhcos-"+golden.OSVersion, tr.MachineSets["c1-worker-a"].Image)
+	assert.Equal(t, spec.SampleInstallRelease, tr.BootImage.OCPVersion, "record unchanged")
+	assert.Equal(t, ledger.StateFailed, e.attempt(run).State)
+}
+
+// Patch conflicts are retried on a fresh read.
+func TestBumpPatchConflict(t *testing.T) {
+	e := setup(t, spec.SampleCluster("c1", spec.PlatformGCP, false))
+	e.arm(faults.Fault{Kind: faults.PatchConflict, Target: "machineset/c1/c1-worker-a", Times: 3})
+	e.worker()
+	res, err := e.wait(e.start(fastInput()))
+	require.NoError(t, err, "%+v", res)
+	assert.True(t, res.Recorded)
+	tr := e.truth()
+	a := tr.MachineSets["c1-worker-a"]
+	assert.Equal(t, 3, a.Conflicts)
+	assert.Equal(t, 1, a.ImagePatches)
+	assert.Equal(t, "projects/rhcos-cloud/global/images/"+golden.Images["amd64"].GCP.Name, a.Image)
+}
+
+// A canary that never joins rolls back every MachineSet patched in this run
+// and scales the canary back down.
+func TestBumpCanaryFailureRollsBack(t *testing.T) {
+	e := setup(t, spec.SampleCluster("c1", spec.PlatformAzure, true))
+	e.arm(faults.Fault{Kind: faults.MachineBootFailure, Target: "machineset/c1/c1-worker-a"})
+	e.worker()
+	in := fastInput()
+	in.Canary = &workflows.BootImageCanary{MachineSet: "c1-worker-a", Timeout: 3 * time.Second}
+	run := e.start(in)
+	res, err := e.wait(run)
+	require.Error(t, err)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, "BootImageBumpCanaryFailed", app.Type())
+	assert.Equal(t, "CanaryFailed", res.Outcome)
+	assert.ElementsMatch(t, []string{"c1-arm64", "c1-worker-a", "c1-worker-b"}, res.Patched)
+	assert.Len(t, res.Skipped, 3, "custom, owned, windows")
+
+	tr := e.truth()
+	for _, ms := range []string{"c1-worker-a", "c1-worker-b", "c1-arm64"} {
+		m := tr.MachineSets[ms]
+		assert.Equal(t, 2, m.ImagePatches, "%s: patched, then restored", ms)
+	}
+	g1 := install.Images["amd64"].Azure.Gen1
+	assert.Equal(t, g1.Publisher+":"+g1.Offer+":"+g1.SKU+":"+g1.Version, tr.MachineSets["c1-worker-a"].Image)
+	g2 := install.Images["amd64"].Azure.Gen2
+	assert.Equal(t, g2.Publisher+":"+g2.Offer+":"+g2.SKU+":"+g2.Version, tr.MachineSets["c1-worker-b"].Image)
+	a := tr.MachineSets["c1-worker-a"]
+	assert.Equal(t, int64(1), a.Replicas, "canary scaled back down")
+	assert.Len(t, a.Machines, 1)
+	assert.Equal(t, spec.SampleInstallRelease, tr.BootImage.OCPVersion)
+	assert.Equal(t, ledger.StateFailed, e.attempt(run).State)
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-canary-rollback.json")
+}
+
+// A worker dies mid-run (while the canary boots); another worker finishes
+// the bump from where it was, without patching anything twice.
+func TestBumpSurvivesWorkerKill(t *testing.T) {
+	e := setup(t, spec.SampleCluster("c1", spec.PlatformAWS, false))
+	stop1 := e.worker()
+	in := fastInput()
+	in.SettleInterval = time.Second
+	in.Canary = &workflows.BootImageCanary{Timeout: time.Minute}
+	run := e.start(in)
+
+	// Wait until it is patching, then kill the worker.
+	require.Eventually(t, func() bool {
+		v, err := e.Client.QueryWorkflow(context.Background(), run.GetID(), run.GetRunID(), workflows.ProgressQuery)
+		if err != nil {
+			return false
+		}
+		var p workflows.BootImageProgress
+		return v.Get(&p) == nil && (p.Phase == "Patching" || p.Phase == "Canary")
+	}, 30*time.Second, 50*time.Millisecond)
+	stop1()
+	time.Sleep(500 * time.Millisecond)
+	e.worker()
+
+	res, err := e.wait(run)
+	require.NoError(t, err, "%+v", res)
+	assert.True(t, res.Recorded)
+	assert.True(t, res.Canary.Joined)
+	tr := e.truth()
+	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
+		assert.Equal(t, 1, tr.MachineSets[ms].ImagePatches, "%s patched exactly once", ms)
+		assert.Equal(t, golden.Images["amd64"].AWS["us-east-1"], tr.MachineSets[ms].Image)
+	}
+	assert.Equal(t, int64(1), tr.MachineSets["c1-worker-a"].Replicas)
+	assert.Equal(t, ledger.StateCompleted, e.attempt(run).State)
+}
+
+// Cancelling mid-run restores what this run patched.
+func TestBumpCancelRestores(t *testing.T) {
+	e := setup(t, spec.SampleCluster("c1", spec.PlatformAWS, false))
+	e.worker()
+	in := fastInput()
+	in.SettleInterval = time.Hour
+	run := e.start(in)
+	require.Eventually(t, func() bool {
+		tr := e.truth()
+		return tr.MachineSets["c1-worker-a"].ImagePatches == 1 && tr.MachineSets["c1-worker-b"].ImagePatches == 1
+	}, 30*time.Second, 50*time.Millisecond)
+	require.NoError(t, e.Client.CancelWorkflow(context.Background(), run.GetID(), run.GetRunID()))
+	_, err := e.wait(run)
+	require.Error(t, err)
+	assert.True(t, temporal.IsCanceledError(err), "%v", err)
+	tr := e.truth()
+	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
+		assert.Equal(t, install.Images["amd64"].AWS["us-east-1"], tr.MachineSets[ms].Image, "%s restored", ms)
+	}
+	assert.Equal(t, ledger.StateCancelled, e.attempt(run).State)
+}
