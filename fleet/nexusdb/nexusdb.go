@@ -139,6 +139,25 @@ func (d *DB) CountUnfinished(ctx context.Context, sec uuid.UUID) (int64, error) 
 	return n, nil
 }
 
+// UnfinishedSagas lists the sagas not done whose current_sec is sec, in ID order.
+func (d *DB) UnfinishedSagas(ctx context.Context, sec uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := d.db.QueryContext(ctx, fmt.Sprintf(
+		`SELECT id FROM %s WHERE current_sec = $1 AND %s ORDER BY id`, d.table, unfinished), sec)
+	if err != nil {
+		return nil, fmt.Errorf("nexusdb: unfinished sagas of %s: %w", sec, err)
+	}
+	defer rows.Close()
+	var out []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("nexusdb: unfinished sagas of %s: %w", sec, err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
 func sortUUIDs(ids []uuid.UUID) {
 	slices.SortFunc(ids, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
 }

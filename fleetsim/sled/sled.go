@@ -83,6 +83,9 @@ func New(ctx context.Context, env domain.Env) (domain.Domain, error) {
 
 // NewDomain is New with the concrete type.
 func NewDomain(ctx context.Context, env domain.Env) (*Domain, error) {
+	if env.Faults == nil {
+		env.Faults = faults.NewRegistry(env.Spec.Seed)
+	}
 	dctx, cancel := context.WithCancel(context.Background())
 	d := &Domain{
 		env:    env,
