@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/fleetsaga/fleetsaga/ledger"
@@ -21,6 +23,9 @@ type LedgerActivities struct {
 	Store *ledger.Store
 	// Identity names this worker in the event log.
 	Identity string
+	// Temporal, when set, lets RecordIntent release an attempt whose
+	// workflow was terminated (or timed out) without finishing it.
+	Temporal client.Client
 }
 
 // RecordIntent writes an attempt before any device is touched. A target that
@@ -28,6 +33,9 @@ type LedgerActivities struct {
 func (a *LedgerActivities) RecordIntent(ctx context.Context, at ledger.Attempt) error {
 	err := a.Store.RecordIntent(ctx, at)
 	var busy *ledger.ErrTargetBusy
+	if errors.As(err, &busy) && a.releaseAbandoned(ctx, busy) {
+		err = a.Store.RecordIntent(ctx, at)
+	}
 	if errors.As(err, &busy) {
 		return temporal.NewNonRetryableApplicationError(busy.Error(), ErrTypeTargetBusy, nil, busy.UpdateID)
 	}
@@ -62,6 +70,31 @@ func (a *LedgerActivities) AppendEvent(ctx context.Context, e ledger.Event) erro
 		e.Worker = a.identity(ctx)
 	}
 	return a.Store.AppendEvent(ctx, e)
+}
+
+// releaseAbandoned ends the active attempt of busy when its workflow run is
+// closed: a terminated or timed-out workflow never ran its compensations or
+// its ledger writes, and its attempt would otherwise block the target
+// forever. A running owner, or one Temporal cannot tell about, keeps it.
+func (a *LedgerActivities) releaseAbandoned(ctx context.Context, busy *ledger.ErrTargetBusy) bool {
+	if a.Temporal == nil || busy.WorkflowID == "" {
+		return false
+	}
+	desc, err := a.Temporal.DescribeWorkflowExecution(ctx, busy.WorkflowID, busy.RunID)
+	if err != nil {
+		return false
+	}
+	status := desc.GetWorkflowExecutionInfo().GetStatus()
+	if status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || status == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED {
+		return false
+	}
+	why := "abandoned: workflow run " + busy.RunID + " ended (" + status.String() + ") without finishing this attempt"
+	if err := a.Store.FinishAttempt(ctx, ledger.Finish{AttemptID: busy.ActiveID, State: ledger.StateFailed, Outcome: "abandoned", Error: why}); err != nil {
+		return false
+	}
+	_ = a.Store.AppendEvent(ctx, ledger.Event{AttemptID: busy.ActiveID, Step: "abandoned", State: string(ledger.StateFailed),
+		Message: why, Worker: a.identity(ctx)})
+	return true
 }
 
 func (a *LedgerActivities) identity(ctx context.Context) string {

@@ -73,6 +73,9 @@ type ErrTargetBusy struct {
 	Target   string
 	ActiveID uuid.UUID
 	UpdateID string
+	// WorkflowID and RunID own the active attempt.
+	WorkflowID string
+	RunID      string
 }
 
 func (e *ErrTargetBusy) Error() string {
@@ -130,11 +133,12 @@ func (s *Store) RecordIntent(ctx context.Context, a Attempt) error {
 	if errors.As(err, &pqErr) && pqErr.Code == "23505" {
 		if pqErr.Constraint == "update_attempt_one_active_per_target" {
 			if active, aerr := s.ActiveForTarget(ctx, a.Target); aerr == nil && active != nil {
-				return &ErrTargetBusy{Target: a.Target, ActiveID: active.ID, UpdateID: active.UpdateID}
+				return &ErrTargetBusy{Target: a.Target, ActiveID: active.ID, UpdateID: active.UpdateID,
+					WorkflowID: active.WorkflowID, RunID: active.RunID}
 			}
 			return &ErrTargetBusy{Target: a.Target}
 		}
-		return fmt.Errorf("ledger: attempt %d of %s already recorded with another id", a.Attempt, a.UpdateID)
+		return fmt.Errorf("ledger: attempt %d of run %s of %s already recorded with another id", a.Attempt, a.RunID, a.WorkflowID)
 	}
 	if err != nil {
 		return fmt.Errorf("ledger: record intent: %w", err)
@@ -256,9 +260,11 @@ func (s *Store) ActiveForTarget(ctx context.Context, target string) (*Attempt, e
 	return a, nil
 }
 
-// Attempts returns an update's attempts in order.
+// Attempts returns the attempts of an update (by update ID or workflow
+// ID), oldest first.
 func (s *Store) Attempts(ctx context.Context, updateID string) ([]Attempt, error) {
-	return s.queryAttempts(ctx, `SELECT `+attemptColumns+` FROM update_attempt WHERE update_id = $1 ORDER BY attempt`, updateID)
+	return s.queryAttempts(ctx, `SELECT `+attemptColumns+` FROM update_attempt
+		WHERE update_id = $1 OR workflow_id = $1 ORDER BY created_at, attempt`, updateID)
 }
 
 // ListFilter selects attempts for List.

@@ -19,7 +19,7 @@ CREATE TABLE update_attempt (
     created_at     timestamptz NOT NULL DEFAULT now(),
     updated_at     timestamptz NOT NULL DEFAULT now(),
     finished_at    timestamptz,
-    UNIQUE (update_id, attempt)
+    UNIQUE (workflow_id, run_id, attempt)
 );
 
 -- One active update per target, whatever Temporal does.
@@ -28,6 +28,7 @@ CREATE UNIQUE INDEX update_attempt_one_active_per_target
 
 CREATE INDEX update_attempt_by_target ON update_attempt (target, created_at DESC);
 CREATE INDEX update_attempt_by_update ON update_attempt (update_id, attempt);
+CREATE INDEX update_attempt_by_workflow ON update_attempt (workflow_id);
 
 -- Append-only: what happened to an attempt, step by step. (attempt_id, step)
 -- is the idempotency key for retried activities.

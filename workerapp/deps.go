@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/client"
 
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/ledger"
@@ -21,4 +22,7 @@ type Deps struct {
 	Log  zerolog.Logger
 	// Identity names this worker (host:pid) in the ledger's event log.
 	Identity string
+	// Temporal is the worker's own client (set by Run), for activities that
+	// must ask Temporal about other workflows.
+	Temporal client.Client
 }

@@ -31,6 +31,7 @@ func Run(ctx context.Context, c client.Client, o Options, d Deps) error {
 		WorkerStopTimeout:                  o.StopTimeout,
 		MaxConcurrentActivityExecutionSize: o.MaxConcurrentActivities,
 	})
+	d.Temporal = c
 	if err := Register(w, d); err != nil {
 		return fmt.Errorf("register: %w", err)
 	}
