@@ -1,0 +1,299 @@
+package activities_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/fleet"
+	"github.com/fleetsaga/fleetsaga/fleet/triton"
+	"github.com/fleetsaga/fleetsaga/fleetsim"
+	"github.com/fleetsaga/fleetsaga/fleetsim/domain"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+)
+
+func servers(names ...string) []triton.Server {
+	out := make([]triton.Server, len(names))
+	for i, n := range names {
+		out[i] = triton.Server{UUID: uuid.NewSHA1(uuid.NameSpaceDNS, []byte(n)), Hostname: n, Status: triton.StatusRunning, Setup: true,
+			Traits: map[string]any{"rack": map[bool]string{true: "r1", false: "r2"}[i%2 == 0]}}
+	}
+	return out
+}
+
+func hosts(ss []triton.Server) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.Hostname
+	}
+	return out
+}
+
+func TestSelectServers(t *testing.T) {
+	all := servers("cn0", "cn1", "cn2", "cn3", "cn4")
+	cases := []struct {
+		name     string
+		sel      activities.ServerSelection
+		exclude  []string
+		want     []string
+		excluded int
+		err      string
+	}{
+		{name: "all", sel: activities.ServerSelection{All: true}, want: []string{"cn0", "cn1", "cn2", "cn3", "cn4"}},
+		{name: "all minus excluded by name and uuid", sel: activities.ServerSelection{All: true},
+			exclude: []string{"cn1", all[3].UUID.String()}, want: []string{"cn0", "cn2", "cn4"}, excluded: 2},
+		{name: "list keeps its order and dedupes", sel: activities.ServerSelection{Servers: []string{"cn3", all[0].UUID.String(), "cn3"}},
+			want: []string{"cn3", "cn0"}},
+		{name: "traits", sel: activities.ServerSelection{Traits: map[string]string{"rack": "r1"}}, want: []string{"cn0", "cn2", "cn4"}},
+		{name: "traits minus excluded", sel: activities.ServerSelection{Traits: map[string]string{"rack": "r1"}}, exclude: []string{"cn2"},
+			want: []string{"cn0", "cn4"}, excluded: 1},
+		{name: "unknown listed server fails everything", sel: activities.ServerSelection{Servers: []string{"cn1", "cn9", uuid.NewString()}},
+			err: "unknown servers"},
+		{name: "unknown exclusion fails too", sel: activities.ServerSelection{All: true}, exclude: []string{"cn-typo"}, err: "cn-typo"},
+		{name: "no selection", sel: activities.ServerSelection{}, err: "exactly one"},
+		{name: "two selections", sel: activities.ServerSelection{All: true, Servers: []string{"cn1"}}, err: "exactly one"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, excluded, err := activities.SelectServers(all, c.sel, c.exclude)
+			if c.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), c.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.want, hosts(got))
+			assert.Equal(t, c.excluded, excluded)
+		})
+	}
+}
+
+func TestSkipReasonOrderAgentsCompareVersions(t *testing.T) {
+	assert.Empty(t, activities.SkipReason(triton.Server{Status: "running", Setup: true}))
+	assert.Contains(t, activities.SkipReason(triton.Server{Status: "unknown", Setup: true}), "offline")
+	assert.Equal(t, "not set up", activities.SkipReason(triton.Server{Status: "running"}))
+
+	in := []activities.PlannedAgent{{Name: "vm-agent"}, {Name: "cn-agent"}, {Name: "amon-agent"}, {Name: "agents_core"}, {Name: "config-agent"}}
+	var names []string
+	for _, a := range activities.OrderAgents(in) {
+		names = append(names, a.Name)
+	}
+	assert.Equal(t, []string{"agents_core", "config-agent", "cn-agent", "amon-agent", "vm-agent"}, names)
+	assert.True(t, activities.IsCoreAgent("cn-agent"))
+	assert.False(t, activities.IsCoreAgent("vm-agent"))
+
+	assert.Equal(t, 1, activities.CompareVersions("1.10.0", "1.9.9"))
+	assert.Equal(t, -1, activities.CompareVersions("1.1", "1.1.1"))
+	assert.Equal(t, 0, activities.CompareVersions("2.0.0", "2.0.0"))
+	assert.Equal(t, 1, activities.CompareVersions("1.0.0-b", "1.0.0-a"))
+}
+
+// simEnv runs a fleetsim datacenter and agent activities against it.
+type simEnv struct {
+	dc   spec.Datacenter
+	url  string
+	acts *activities.AgentActivities
+	act  *testsuite.TestActivityEnvironment
+}
+
+func newSim(t *testing.T, d spec.Datacenter) *simEnv {
+	t.Helper()
+	sp := &spec.Spec{Seed: 1, SpeedUp: 1000, Timings: spec.DefaultTimings(), Datacenter: d}
+	srv, err := fleetsim.Start(context.Background(), domain.Env{Spec: sp}, "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	acts, err := activities.NewAgentActivities(fleet.FromFleetsim(srv.URL, ""), nil, nil, "test")
+	require.NoError(t, err)
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(acts)
+	return &simEnv{dc: d, url: srv.URL, acts: acts, act: env}
+}
+
+func planned(t *testing.T, d spec.Datacenter, name string) activities.PlannedAgent {
+	im, ok := d.ImageFor(name, spec.GeneratedNewVersion)
+	require.True(t, ok)
+	for _, s := range d.Services {
+		if s.Name == name {
+			return activities.PlannedAgent{Name: name, ImageUUID: im.UUID, Version: im.Version, ServiceUUID: s.UUID}
+		}
+	}
+	t.Fatalf("no service %s", name)
+	return activities.PlannedAgent{}
+}
+
+func errType(err error) string {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		return ae.Type()
+	}
+	return ""
+}
+
+func TestInstallAgentImageAgainstFleetsim(t *testing.T) {
+	d := spec.GenerateDatacenter(3, 2)
+	d.Servers[2].Status = spec.ServerUnknown
+	e := newSim(t, d)
+	vm := planned(t, d, "vm-agent")
+	req := activities.InstallAgentRequest{Server: d.Servers[0].UUID, Agent: vm}
+
+	v, err := e.act.ExecuteActivity(e.acts.InstallAgentImage, req)
+	require.NoError(t, err)
+	var res activities.InstallAgentResult
+	require.NoError(t, v.Get(&res))
+	assert.NotEmpty(t, res.TaskID)
+	assert.False(t, res.AlreadyInstalled)
+
+	// A retry after the task finished installs nothing.
+	v, err = e.act.ExecuteActivity(e.acts.InstallAgentImage, req)
+	require.NoError(t, err)
+	require.NoError(t, v.Get(&res))
+	assert.True(t, res.AlreadyInstalled)
+
+	_, err = e.act.ExecuteActivity(e.acts.InstallAgentImage, activities.InstallAgentRequest{Server: d.Servers[2].UUID, Agent: vm})
+	assert.Equal(t, activities.ErrTypeServerNotRunning, errType(err), err)
+
+	bad := vm
+	bad.Name = "net-agent" // the image is vm-agent: cn-agent's task refuses it
+	_, err = e.act.ExecuteActivity(e.acts.InstallAgentImage, activities.InstallAgentRequest{Server: d.Servers[1].UUID, Agent: bad})
+	assert.Equal(t, activities.ErrTypeAgentTaskFailed, errType(err), err)
+}
+
+func TestRefreshAndIntentAgainstFleetsim(t *testing.T) {
+	d := spec.GenerateDatacenter(3, 4)
+	d.Servers[0].StaleRefresh = true
+	e := newSim(t, d)
+	ctx := context.Background()
+	vm := planned(t, d, "vm-agent")
+	srv := d.Servers[0].UUID
+
+	_, err := e.act.ExecuteActivity(e.acts.InstallAgentImage, activities.InstallAgentRequest{Server: srv, Agent: vm})
+	require.NoError(t, err)
+	s, err := e.acts.CNAPI.GetServer(ctx, srv)
+	require.NoError(t, err)
+	stale, _ := s.Agent("vm-agent")
+	require.NotEqual(t, vm.ImageUUID, stale.ImageUUID, "StaleRefresh leaves the record behind")
+
+	v, err := e.act.ExecuteActivity(e.acts.RefreshServerAgents, activities.RefreshAgentRequest{Server: srv, Agent: vm})
+	require.NoError(t, err)
+	var entry triton.Agent
+	require.NoError(t, v.Get(&entry))
+	assert.Equal(t, vm.ImageUUID, entry.ImageUUID)
+	assert.Equal(t, stale.UUID, entry.UUID, "the agent keeps its instance UUID")
+	s, err = e.acts.CNAPI.GetServer(ctx, srv)
+	require.NoError(t, err)
+	rec, _ := s.Agent("vm-agent")
+	assert.Equal(t, vm.ImageUUID, rec.ImageUUID)
+
+	// Intent: the existing instance (same UUID as the agent) is updated.
+	v, err = e.act.ExecuteActivity(e.acts.SetAgentIntent, activities.SetAgentIntentRequest{Server: srv, Agent: vm, InstanceUUID: entry.UUID})
+	require.NoError(t, err)
+	var ir activities.SetAgentIntentResult
+	require.NoError(t, v.Get(&ir))
+	assert.Equal(t, activities.SetAgentIntentResult{InstanceUUID: entry.UUID, Changed: true}, ir)
+	v, err = e.act.ExecuteActivity(e.acts.SetAgentIntent, activities.SetAgentIntentRequest{Server: srv, Agent: vm, InstanceUUID: entry.UUID})
+	require.NoError(t, err)
+	ir = activities.SetAgentIntentResult{}
+	require.NoError(t, v.Get(&ir))
+	assert.False(t, ir.Changed, "idempotent")
+
+	// A missing instance is created with the agent's UUID, once.
+	srv1 := d.Servers[1]
+	agent1 := srv1.Agents[3]
+	require.Equal(t, "vm-agent", agent1.Name)
+	require.NoError(t, e.acts.SAPI.DeleteInstance(ctx, agent1.UUID))
+	for i := range 2 {
+		v, err = e.act.ExecuteActivity(e.acts.SetAgentIntent, activities.SetAgentIntentRequest{Server: srv1.UUID, Agent: vm, InstanceUUID: agent1.UUID})
+		require.NoError(t, err)
+		ir = activities.SetAgentIntentResult{}
+		require.NoError(t, v.Get(&ir))
+		assert.Equal(t, agent1.UUID, ir.InstanceUUID)
+		assert.Equal(t, i == 0, ir.Created)
+	}
+	insts, err := e.acts.SAPI.ListInstances(ctx, vm.ServiceUUID)
+	require.NoError(t, err)
+	n := 0
+	for _, in := range insts {
+		if in.Params.ServerUUID == srv1.UUID {
+			n++
+			assert.Equal(t, vm.ImageUUID, in.Params.ImageUUID)
+		}
+	}
+	assert.Equal(t, 1, n)
+
+	// An instance UUID that belongs to another agent is not touched.
+	other := d.Servers[2].Agents[4] // net-agent on server 2
+	v, err = e.act.ExecuteActivity(e.acts.SetAgentIntent, activities.SetAgentIntentRequest{Server: d.Servers[2].UUID, Agent: vm, InstanceUUID: other.UUID})
+	require.NoError(t, err)
+	require.NoError(t, v.Get(&ir))
+	assert.Equal(t, d.Servers[2].Agents[3].UUID, ir.InstanceUUID)
+	netInst, err := e.acts.SAPI.GetInstance(ctx, other.UUID)
+	require.NoError(t, err)
+	assert.Equal(t, other.ImageUUID, netInst.Params.ImageUUID)
+}
+
+func TestFindAgentDriftAgainstFleetsim(t *testing.T) {
+	d := spec.GenerateDatacenter(6, 9)
+	d.Servers[5].Status = spec.ServerUnknown
+	e := newSim(t, d)
+	ctx := context.Background()
+	vm := planned(t, d, "vm-agent")
+	vmOld := d.Servers[0].Agents[3]
+	require.Equal(t, "vm-agent", vmOld.Name)
+
+	// 0: intent moved ahead of actual (install needed).
+	_, err := e.acts.SAPI.SetInstanceImage(ctx, d.Servers[0].Agents[3].UUID, d.Servers[0].UUID, vm.ImageUUID)
+	require.NoError(t, err)
+	// 1: actual moved (new image is the service's target), intent did not.
+	_, err = e.act.ExecuteActivity(e.acts.InstallAgentImage, activities.InstallAgentRequest{Server: d.Servers[1].UUID, Agent: vm})
+	require.NoError(t, err)
+	_, err = e.acts.SAPI.SetServiceImage(ctx, vm.ServiceUUID, vm.ImageUUID)
+	require.NoError(t, err)
+	// 2: instance missing.
+	require.NoError(t, e.acts.SAPI.DeleteInstance(ctx, d.Servers[2].Agents[3].UUID))
+	// 3: duplicate instance.
+	_, err = e.acts.SAPI.CreateInstance(ctx, triton.CreateInstanceRequest{ServiceUUID: vm.ServiceUUID,
+		Params: triton.InstanceParams{ServerUUID: d.Servers[3].UUID, ImageUUID: vmOld.ImageUUID}})
+	require.NoError(t, err)
+
+	v, err := e.act.ExecuteActivity(e.acts.FindAgentDrift, activities.FindAgentDriftRequest{Agents: []string{"vm-agent"},
+		Selection: activities.ServerSelection{All: true}})
+	require.NoError(t, err)
+	var rep activities.AgentDriftReport
+	require.NoError(t, v.Get(&rep))
+	assert.Equal(t, 5, rep.Checked)
+	assert.Equal(t, 1, rep.Unreachable)
+	got := map[string][2]string{}
+	for _, dr := range rep.Drift {
+		got[dr.Hostname] = [2]string{dr.Kind, dr.Repair}
+	}
+	assert.Equal(t, map[string][2]string{
+		"cn00000": {activities.DriftMismatch, activities.RepairInstall},
+		"cn00001": {activities.DriftMismatch, activities.RepairIntent},
+		"cn00002": {activities.DriftMissingInstance, activities.RepairIntent},
+		"cn00003": {activities.DriftDuplicateInstance, activities.RepairManual},
+	}, got)
+
+	v, err = e.act.ExecuteActivity(e.acts.RepairAgentIntents, rep.Drift)
+	require.NoError(t, err)
+	var fixed int
+	require.NoError(t, v.Get(&fixed))
+	assert.Equal(t, 2, fixed)
+	v, err = e.act.ExecuteActivity(e.acts.FindAgentDrift, activities.FindAgentDriftRequest{Agents: []string{"vm-agent"},
+		Selection: activities.ServerSelection{All: true}})
+	require.NoError(t, err)
+	rep = activities.AgentDriftReport{}
+	require.NoError(t, v.Get(&rep))
+	assert.Equal(t, map[string]int{activities.DriftMismatch: 1, activities.DriftDuplicateInstance: 1}, rep.Counts)
+
+	_, err = e.act.ExecuteActivity(e.acts.FindAgentDrift, activities.FindAgentDriftRequest{Agents: []string{"nope"},
+		Selection: activities.ServerSelection{All: true}})
+	assert.Equal(t, activities.ErrTypeInvalidAgentRequest, errType(err))
+}

@@ -1,0 +1,324 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/ledger"
+)
+
+// Per-server outcomes.
+const (
+	AgentOutcomeInstalled = "installed" // at least one agent was installed
+	AgentOutcomeVerified  = "verified"  // every agent already ran its image: nothing installed
+	AgentOutcomeFailed    = "failed"
+	AgentOutcomeCancelled = "cancelled"
+)
+
+// Timing of one server's install.
+const (
+	// agentTaskTimeout is cn-agent's own bound on a task (1 h) plus room to
+	// notice it.
+	agentTaskTimeout = 75 * time.Minute
+	// serverBusyWait bounds how long a server waits for another update on
+	// it (e.g. another agent's rollout) to finish.
+	serverBusyWait = 30 * time.Minute
+	// defaultAgentPoll is how long one cn-agent task wait lasts between
+	// heartbeats.
+	defaultAgentPoll = 5 * time.Second
+)
+
+// AgentServerInput is one server of a rollout (the child workflow's input).
+type AgentServerInput struct {
+	RolloutID uuid.UUID                 `json:"rolloutId"`
+	Seq       int                       `json:"seq"`
+	Server    uuid.UUID                 `json:"server"`
+	Hostname  string                    `json:"hostname"`
+	Agents    []activities.PlannedAgent `json:"agents"`
+	// PollInterval is the task wait between heartbeats (default 5 s).
+	PollInterval time.Duration `json:"pollInterval,omitempty"`
+}
+
+// AgentStep is what happened to one agent on one server.
+type AgentStep struct {
+	Agent   string `json:"agent"`
+	Outcome string `json:"outcome"` // installed, verified, absent (only-if-present), failed
+	TaskID  string `json:"taskId,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// AgentServerResult is how one server ended.
+type AgentServerResult struct {
+	Server    uuid.UUID   `json:"server"`
+	Hostname  string      `json:"hostname"`
+	Outcome   string      `json:"outcome"`
+	Error     string      `json:"error,omitempty"`
+	ErrorType string      `json:"errorType,omitempty"`
+	Steps     []AgentStep `json:"steps,omitempty"`
+	// Duration is the server's wall time in workflow time.
+	Duration time.Duration `json:"duration"`
+}
+
+// ServerTarget is the ledger target of a server: every agent install on a
+// server shares it, so the ledger never lets two run there at once.
+func ServerTarget(server uuid.UUID) string { return "server/" + server.String() }
+
+// AgentInstallServer installs a rollout's agents on one server, one agent
+// at a time (core agents first), as a saga ordered so that nothing needs
+// undoing: for each agent, install (the actual state moves; cn-agent
+// restores its backup if the install fails) → make CNAPI's server.agents
+// show it → only then move the SAPI intent. A failure or a cancel leaves the
+// intent at the previous image; the ledger attempt is ended on a
+// disconnected context either way.
+func AgentInstallServer(ctx workflow.Context, in AgentServerInput) (AgentServerResult, error) {
+	s := &agentServer{in: in}
+	if err := s.setup(ctx); err != nil {
+		return s.res, err
+	}
+	return s.run(ctx)
+}
+
+type agentServer struct {
+	in        AgentServerInput
+	res       AgentServerResult
+	progress  Progress
+	attemptID uuid.UUID
+	started   time.Time
+}
+
+// Activity references for the agent workflows (nil receivers: only the
+// method names matter).
+var (
+	agentActs   *activities.AgentActivities
+	agentLedger *activities.LedgerActivities
+)
+
+func (s *agentServer) setup(ctx workflow.Context) error {
+	if s.in.PollInterval <= 0 {
+		s.in.PollInterval = defaultAgentPoll
+	}
+	s.started = workflow.Now(ctx)
+	s.res = AgentServerResult{Server: s.in.Server, Hostname: s.in.Hostname}
+	labels := make([]string, len(s.in.Agents))
+	for i, ag := range s.in.Agents {
+		labels[i] = ag.Label()
+	}
+	s.progress = Progress{Kind: KindAgentInstall, Target: ServerTarget(s.in.Server), Artifact: strings.Join(labels, ","),
+		State: StateRunning, Phase: "starting", PhaseSince: s.started, Started: s.started,
+		Total: int64(len(s.in.Agents)), Unit: "agents"}
+	return workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return s.progress, nil })
+}
+
+func (s *agentServer) phase(ctx workflow.Context, p string) {
+	s.progress.Phase, s.progress.PhaseSince = p, workflow.Now(ctx)
+	setSearchState(ctx, s.progress.State, p)
+}
+
+func (s *agentServer) run(ctx workflow.Context) (AgentServerResult, error) {
+	err := s.steps(ctx)
+	s.res.Duration = workflow.Now(ctx).Sub(s.started)
+	switch {
+	case err == nil:
+		s.finish(ctx, ledger.StateCompleted, s.res.Outcome, "")
+		return s.res, nil
+	case temporal.IsCanceledError(err) || ctx.Err() != nil:
+		s.res.Outcome, s.res.Error = AgentOutcomeCancelled, "cancelled"
+		s.finish(ctx, ledger.StateCancelled, AgentOutcomeCancelled, "cancelled")
+		return s.res, temporal.NewCanceledError("agent install cancelled")
+	default:
+		s.res.Outcome, s.res.Error = AgentOutcomeFailed, err.Error()
+		var ae *temporal.ApplicationError
+		if errors.As(err, &ae) {
+			s.res.ErrorType = ae.Type()
+		}
+		s.finish(ctx, ledger.StateFailed, AgentOutcomeFailed, s.res.Error)
+		// A failed server is a result, not a workflow failure: the parent
+		// counts it against the failure budget.
+		return s.res, nil
+	}
+}
+
+// finish ends the ledger attempt and the plan row (on a disconnected
+// context, so it also runs after a cancel).
+func (s *agentServer) finish(ctx workflow.Context, st ledger.State, outcome, msg string) {
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	err := workflow.ExecuteActivity(ledgerOptions(dctx), agentActs.FinishAgentServer, activities.FinishAgentServerRequest{
+		RolloutID: s.in.RolloutID, Server: s.in.Server, AttemptID: s.attemptID, State: st,
+		Outcome: outcome, Error: msg, DurationMS: s.res.Duration.Milliseconds(),
+	}).Get(dctx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Error("could not record the server's end in the ledger", "server", s.in.Server, "error", err)
+	}
+	s.progress.State = map[ledger.State]State{ledger.StateCompleted: StateCompleted, ledger.StateFailed: StateFailed,
+		ledger.StateCancelled: StateCancelled}[st]
+	s.progress.Outcome = outcome
+	s.phase(dctx, "done")
+}
+
+func (s *agentServer) steps(ctx workflow.Context) error {
+	if err := s.recordIntent(ctx); err != nil {
+		return err
+	}
+	st, err := s.prepare(ctx)
+	if err != nil {
+		return err
+	}
+	installed := false
+	for _, ag := range s.in.Agents {
+		step, err := s.agent(ctx, ag, st)
+		s.res.Steps = append(s.res.Steps, step)
+		if err != nil {
+			return err
+		}
+		installed = installed || step.Outcome == AgentOutcomeInstalled
+		s.progress.Done++
+	}
+	s.res.Outcome = AgentOutcomeVerified
+	if installed {
+		s.res.Outcome = AgentOutcomeInstalled
+	}
+	return nil
+}
+
+// recordIntent writes the server's attempt before anything is touched. The
+// server's ledger target is shared by every agent install, so another
+// update active on the server makes this one wait (bounded).
+func (s *agentServer) recordIntent(ctx workflow.Context) error {
+	s.phase(ctx, "recording intent")
+	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return uuid.New() }).Get(&s.attemptID); err != nil {
+		return err
+	}
+	info := workflow.GetInfo(ctx)
+	at := ledger.Attempt{ID: s.attemptID, UpdateID: info.WorkflowExecution.ID, Attempt: 1, Kind: string(KindAgentInstall),
+		Target: ServerTarget(s.in.Server), Artifact: s.progress.Artifact,
+		WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
+	deadline := workflow.Now(ctx).Add(serverBusyWait)
+	wait := 5 * time.Second
+	for {
+		err := workflow.ExecuteActivity(ledgerOptions(ctx), agentLedger.RecordIntent, at).Get(ctx, nil)
+		var ae *temporal.ApplicationError
+		if err == nil {
+			return nil
+		}
+		if !errors.As(err, &ae) || ae.Type() != activities.ErrTypeTargetBusy || !workflow.Now(ctx).Before(deadline) {
+			if ae != nil && ae.Type() == activities.ErrTypeTargetBusy {
+				s.attemptID = uuid.Nil // nothing of ours to end
+			}
+			return err
+		}
+		s.phase(ctx, "waiting: another update is active on this server")
+		if err := workflow.Sleep(ctx, wait); err != nil {
+			return err
+		}
+		wait = min(wait*2, time.Minute)
+	}
+}
+
+func (s *agentServer) apiOptions(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    time.Minute,
+		ScheduleToCloseTimeout: 15 * time.Minute,
+		RetryPolicy:            deviceRetry,
+		Summary:                summary,
+	})
+}
+
+// prepare checks the server is running and set up (it may have gone away
+// since the plan) and marks it running in the plan.
+func (s *agentServer) prepare(ctx workflow.Context) (activities.AgentServerState, error) {
+	s.phase(ctx, "checking server")
+	var st activities.AgentServerState
+	err := workflow.ExecuteActivity(s.apiOptions(ctx, "check server "+s.in.Hostname), agentActs.PrepareAgentServer,
+		activities.PrepareAgentServerRequest{RolloutID: s.in.RolloutID, Server: s.in.Server, AttemptID: s.attemptID}).Get(ctx, &st)
+	if st.Hostname != "" {
+		s.res.Hostname = st.Hostname
+	}
+	return st, err
+}
+
+// agent runs the saga of one agent on the server.
+func (s *agentServer) agent(ctx workflow.Context, ag activities.PlannedAgent, st activities.AgentServerState) (AgentStep, error) {
+	step := AgentStep{Agent: ag.Name}
+	var cur *activities.PlannedAgent
+	for _, have := range st.Agents {
+		if have.Name == ag.Name {
+			cur = &activities.PlannedAgent{Name: have.Name, ImageUUID: have.ImageUUID}
+		}
+	}
+	if ag.OnlyIfPresent && cur == nil {
+		step.Outcome = "absent"
+		return step, nil
+	}
+	step.Outcome = AgentOutcomeVerified
+	if cur == nil || cur.ImageUUID != ag.ImageUUID {
+		s.phase(ctx, "installing "+ag.Label())
+		opts := workflow.ActivityOptions{
+			StartToCloseTimeout:    agentTaskTimeout,
+			ScheduleToCloseTimeout: 2 * agentTaskTimeout,
+			HeartbeatTimeout:       4*s.in.PollInterval + 5*time.Second,
+			RetryPolicy:            deviceRetry,
+			Summary:                fmt.Sprintf("install %s on %s", ag.Label(), s.in.Hostname),
+		}
+		var res activities.InstallAgentResult
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), agentActs.InstallAgentImage,
+			activities.InstallAgentRequest{Server: s.in.Server, Agent: ag, PollInterval: s.in.PollInterval}).Get(ctx, &res)
+		s.event(ctx, "install:"+ag.Name, err, "installed "+ag.Label()+" (task "+res.TaskID+")")
+		if err != nil {
+			step.Outcome, step.Error = AgentOutcomeFailed, err.Error()
+			return step, err
+		}
+		step.TaskID = res.TaskID
+		if !res.AlreadyInstalled {
+			step.Outcome = AgentOutcomeInstalled
+		}
+	}
+	// The actual state moved (or already was there): now CNAPI's record,
+	// then the intent.
+	s.phase(ctx, "recording "+ag.Label())
+	var entry struct {
+		UUID uuid.UUID `json:"uuid"`
+	}
+	err := workflow.ExecuteActivity(s.apiOptions(ctx, "refresh server.agents of "+s.in.Hostname), agentActs.RefreshServerAgents,
+		activities.RefreshAgentRequest{Server: s.in.Server, Agent: ag}).Get(ctx, &entry)
+	if err != nil {
+		step.Outcome, step.Error = AgentOutcomeFailed, err.Error()
+		s.event(ctx, "refresh:"+ag.Name, err, "")
+		return step, err
+	}
+	var intent activities.SetAgentIntentResult
+	err = workflow.ExecuteActivity(s.apiOptions(ctx, "set SAPI intent of "+ag.Name+" on "+s.in.Hostname), agentActs.SetAgentIntent,
+		activities.SetAgentIntentRequest{Server: s.in.Server, Agent: ag, InstanceUUID: entry.UUID}).Get(ctx, &intent)
+	msg := fmt.Sprintf("SAPI instance %s at %s", intent.InstanceUUID, ag.Label())
+	if intent.Created {
+		msg += " (created)"
+	}
+	s.event(ctx, "intent:"+ag.Name, err, msg)
+	if err != nil {
+		step.Outcome, step.Error = AgentOutcomeFailed, err.Error()
+		return step, err
+	}
+	return step, nil
+}
+
+// event appends a step to the attempt's log (best effort: the ledger
+// activity retries on its own; a failure here does not fail the install).
+func (s *agentServer) event(ctx workflow.Context, step string, stepErr error, msg string) {
+	if s.attemptID == uuid.Nil {
+		return
+	}
+	e := ledger.Event{AttemptID: s.attemptID, Step: step, State: "ok", Message: msg}
+	if stepErr != nil {
+		e.State, e.Message = "error", stepErr.Error()
+	}
+	if err := workflow.ExecuteActivity(ledgerOptions(ctx), agentLedger.AppendEvent, e).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("could not append ledger event", "step", step, "error", err)
+	}
+}
