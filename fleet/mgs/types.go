@@ -142,7 +142,7 @@ type UpdateStatus struct {
 
 func (s UpdateStatus) String() string {
 	switch s.State {
-	case UpdateNone:
+	case UpdateNone, "":
 		return "none"
 	case UpdateInProgress:
 		return fmt.Sprintf("in_progress{%s, %d/%d}", s.ID, s.BytesReceived, s.TotalBytes)
@@ -155,11 +155,12 @@ func (s UpdateStatus) String() string {
 	}
 }
 
-// MarshalJSON writes the tagged shape MGS uses.
+// MarshalJSON writes the tagged shape MGS uses (the zero value is none).
 func (s UpdateStatus) MarshalJSON() ([]byte, error) {
 	m := map[string]any{"state": s.State}
 	switch s.State {
-	case UpdateNone:
+	case UpdateNone, "":
+		m["state"] = UpdateNone
 	case UpdatePreparing:
 		m["id"], m["progress"] = s.ID, s.Progress
 	case UpdateInProgress:

@@ -83,7 +83,9 @@ func start(t *testing.T, mutate ...func(*spec.Spec)) *harness {
 	return h
 }
 
-func sled(slot int) fmgs.SpIdentifier { return fmgs.SpIdentifier{Type: fmgs.SpTypeSled, Slot: uint16(slot)} }
+func sled(slot int) fmgs.SpIdentifier {
+	return fmgs.SpIdentifier{Type: fmgs.SpTypeSled, Slot: uint16(slot)}
+}
 
 func spImage(version string) []byte {
 	return mgs.MakeImage(mgs.ImageHeader{Component: mgs.CompSP, Version: version}, imageSize)

@@ -177,6 +177,14 @@ func (d *Domain) mgsDown(url int) bool {
 	return down
 }
 
+// pace picks the tick of a transfer expected to take secs seconds: about
+// 50 steps, but no faster than deliveryTick and no slower than a second, so
+// a thousand concurrent transfers do not wake the process needlessly.
+func pace(secs float64) time.Duration {
+	t := time.Duration(secs * float64(time.Second) / 50)
+	return min(max(t, deliveryTick), time.Second)
+}
+
 // deliver is the background task of the MGS that accepted update u: it
 // streams the image to the SP chunk by chunk at the flash write rate. It
 // dies (only logged, as in MGS) when the SP no longer accepts its chunks:
@@ -189,13 +197,14 @@ func (d *Domain) deliver(s *sp, u *update, m *instance) {
 	if rate <= 0 {
 		rate = 1 << 30
 	}
-	chunk := int64(rate * deliveryTick.Seconds())
+	tick := pace(float64(u.total) / rate)
+	chunk := int64(rate * tick.Seconds())
 	if chunk < 1 {
 		chunk = 1
 	}
 	log := d.log.With().Str("sp", s.target()).Str("update_id", u.id.String()).Int("mgs", m.url).Logger()
 	for {
-		if !d.sleep(deliveryTick) {
+		if !d.sleep(tick) {
 			return
 		}
 		now := time.Now()
@@ -378,10 +387,8 @@ func (d *Domain) fetchPhase2(s *sp, epoch uint64, want string) {
 	if rate <= 0 {
 		rate = 1 << 30
 	}
-	chunk := uint64(rate * deliveryTick.Seconds())
-	if chunk < 1 {
-		chunk = 1
-	}
+	var tick time.Duration
+	var chunk uint64
 	var offset uint64
 	misses := 0
 	for {
@@ -410,6 +417,10 @@ func (d *Domain) fetchPhase2(s *sp, epoch uint64, want string) {
 			if !ok {
 				continue
 			}
+			if chunk == 0 {
+				tick = pace(float64(size) / rate)
+				chunk = max(1, uint64(rate*tick.Seconds()))
+			}
 			end := min(uint64(size), offset+chunk)
 			now := time.Now()
 			rec := phase2Record{Image: want, Offset: end, Total: uint64(size), At: now, MGS: m.url}
@@ -431,7 +442,7 @@ func (d *Domain) fetchPhase2(s *sp, epoch uint64, want string) {
 		if served {
 			misses = 0
 			s.mu.Unlock()
-			if !d.sleep(deliveryTick) {
+			if !d.sleep(tick) {
 				return
 			}
 			continue

@@ -1,0 +1,169 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/fleet/mgs"
+)
+
+func init() {
+	Kinds[KindHostFlash] = KindInfo{Workflow: HostFlashUpdate, NewInput: func() UpdateInput { return &HostFlashInput{} }}
+}
+
+// HostFlashInput is one host boot flash update (DESIGN.md §3.2): phase 1
+// goes to the inactive host-boot-flash slot, phase 2 is what the host
+// fetches through the SP when it boots.
+type HostFlashInput struct {
+	Sled   SPTarget `json:"sled"`
+	Phase1 Artifact `json:"phase1"`
+	Phase2 Artifact `json:"phase2"`
+	// ExpectedActive / ExpectedInactive, when set, must match the phase 1
+	// versions of the active and inactive slots (NoValidVersion allowed).
+	ExpectedActive   string    `json:"expectedActive,omitempty"`
+	ExpectedInactive string    `json:"expectedInactive,omitempty"`
+	Timing           MGSTiming `json:"timing,omitzero"`
+}
+
+// HostFlashTarget is the ledger target of a sled's host ("host/sled/12").
+func HostFlashTarget(slot uint16) string { return "host/sled/" + strconv.Itoa(int(slot)) }
+
+// Target implements UpdateInput.
+func (in HostFlashInput) Target() string { return HostFlashTarget(in.Sled.Slot) }
+
+// ArtifactVersion implements UpdateInput.
+func (in HostFlashInput) ArtifactVersion() string { return in.Phase1.Version }
+
+// Validate implements UpdateInput.
+func (in HostFlashInput) Validate() error {
+	var errs []error
+	errs = append(errs, in.Sled.validate("host-flash sled"))
+	if in.Sled.Type != "" && in.Sled.Type != mgs.SpTypeSled {
+		errs = append(errs, fmt.Errorf("host-flash sled: only sled SPs have a host (got %q)", in.Sled.Type))
+	}
+	errs = append(errs, validateArtifact("host-flash phase1", in.Phase1), validateArtifact("host-flash phase2", in.Phase2),
+		in.Timing.validate("host-flash"))
+	return errors.Join(errs...)
+}
+
+// HostFlashUpdate writes phase 1 to the inactive host boot flash slot
+// (attempts as in SPFirmwareUpdate), sets it active with persist, makes the
+// phase 2 image available on every MGS, power-cycles the host and follows
+// its phase 2 fetch through the SP's record of the host's last fetched
+// offset (via any MGS). Done when the host booted the new slot with the new
+// phase 2; a bounded wait, else HostBootTimeout.
+func HostFlashUpdate(ctx workflow.Context, in HostFlashInput) (MGSUpdateResult, error) {
+	if err := in.Validate(); err != nil {
+		return MGSUpdateResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidMGSInput, nil)
+	}
+	u, err := newMGSUpdate(ctx, KindHostFlash, in.Target(), in.Sled.id(), mgs.ComponentHostBootFlash, in.Phase1,
+		in.Timing.withDefaults(30*time.Minute))
+	if err != nil {
+		return MGSUpdateResult{}, err
+	}
+	res, err := (&hostFlash{mgsUpdate: u, in: in}).run(ctx)
+	if err != nil {
+		return u.end(ctx, err)
+	}
+	return res, nil
+}
+
+type hostFlash struct {
+	*mgsUpdate
+	in HostFlashInput
+}
+
+func (w *hostFlash) run(ctx workflow.Context) (MGSUpdateResult, error) {
+	pre, err := w.precheck(ctx, []Artifact{w.in.Phase1, w.in.Phase2})
+	if err != nil {
+		return w.result, err
+	}
+	w.result.PreviousVersion = slotVersion(pre.Active)
+	if err := checkIdentity(w.in.Sled, pre); err != nil {
+		return w.result, err
+	}
+	if strings.EqualFold(pre.Active.SHA256, w.in.Phase1.SHA256) {
+		return w.succeed(ctx, MGSOutcomeNoChangeNeeded, uuid.Nil)
+	}
+	if err := checkVersions(w.in.Phase1.Version, w.in.ExpectedActive, w.in.ExpectedInactive, pre); err != nil {
+		return w.result, err
+	}
+	newSlot := pre.Inactive.Slot
+
+	why := ""
+	for {
+		if err := w.newAttempt(ctx, why); err != nil {
+			return w.result, err
+		}
+		if err := w.startOrWait(ctx, newSlot); err != nil {
+			return w.result, err
+		}
+		wr, err := w.wait(ctx, w.attemptID, true)
+		if err != nil {
+			return w.result, err
+		}
+		if wr.Outcome != activities.WaitComplete {
+			why = waitReason(wr)
+			continue
+		}
+
+		// Activate: phase 2 on every MGS, slot active (persist), power cycle.
+		w.phase(ctx, MGSPhasePostUpdate)
+		if err := workflow.ExecuteActivity(w.longOpts(ctx, 30*time.Minute), mgsActs.HostPostUpdate, activities.HostPostUpdateInput{
+			SP: w.sp, AttemptID: w.attemptID, NewSlot: newSlot, Phase2: w.in.Phase2,
+		}).Get(ctx, nil); err != nil {
+			return w.result, err
+		}
+		if err := w.waitBoot(ctx, newSlot); err != nil {
+			return w.result, err
+		}
+		return w.succeed(ctx, MGSOutcomeCompletedUpdate, w.attemptID)
+	}
+}
+
+// startOrWait starts the attempt; another update of the host flash (or of
+// another component) is waited out first. A host flash accepts a new
+// update after a complete one, so there is nothing to take over.
+func (w *hostFlash) startOrWait(ctx workflow.Context, slot uint16) error {
+	for {
+		sr, err := w.start(ctx, slot)
+		if err != nil || sr.Started {
+			return err
+		}
+		if _, _, err := w.watchConcurrent(ctx, sr.Current); err != nil {
+			return err
+		}
+	}
+}
+
+// waitBoot follows the host's boot in checkpointed, heartbeating waits.
+func (w *hostFlash) waitBoot(ctx workflow.Context, slot uint16) error {
+	w.phase(ctx, MGSPhaseHostBoot)
+	w.progress.Done, w.progress.Total = 0, 0
+	in := activities.HostWaitBootInput{
+		SP: w.sp, AttemptID: w.attemptID, NewSlot: slot, Phase2SHA256: w.in.Phase2.SHA256,
+		Timeout: w.timing.NewVersionTimeout, PollInterval: w.timing.PollInterval, CheckpointEvery: w.timing.CheckpointEvery,
+	}
+	for n := 0; ; n++ {
+		if n >= maxCheckpoints {
+			in.CheckpointEvery = 0
+		}
+		var res activities.HostWaitBootResult
+		if err := workflow.ExecuteActivity(w.longOpts(ctx, w.timing.NewVersionTimeout), mgsActs.HostWaitBoot, in).Get(ctx, &res); err != nil {
+			return err
+		}
+		w.progress.Done, w.progress.Total = int64(res.Offset), int64(res.Total)
+		if res.Booted {
+			return nil
+		}
+		in.Since = res.Since
+	}
+}
