@@ -211,8 +211,7 @@ func TestSPPostUpdateLostReplyIsNotRepeated(t *testing.T) {
 	id := uuid.New()
 	m.start(m.artifact("1.1.0"), id)
 	require.Equal(t, activities.WaitComplete, m.wait(id, true).Outcome)
-	m.reg.Arm(faults.Fault{Kind: faults.ErrorRate, Target: "api/mgs/0/reset-reply", Rate: 1, Times: 1})
-	m.reg.Arm(faults.Fault{Kind: faults.ErrorRate, Target: "api/mgs/1/reset-reply", Rate: 1, Times: 1})
+	m.reg.Arm(faults.Fault{Kind: faults.ResetReplyLost, Target: "sp/sled/2", Times: 2})
 	pr, err := exec[activities.PostUpdateResult](m, m.a.SPPostUpdate, activities.PostUpdateInput{
 		SP: sled2, UpdateID: id, TargetVersion: "1.1.0", ResetRetryInterval: 100 * time.Millisecond,
 		NewVersionTimeout: 5 * time.Second, PollInterval: 10 * time.Millisecond})

@@ -311,8 +311,7 @@ func TestSPFirmwareAgainstFleetsimResetOfLocalSled(t *testing.T) {
 // version and does not reset a second time.
 func TestSPFirmwareAgainstFleetsimLostResetReply(t *testing.T) {
 	st := newMGSStack(t)
-	st.arm(faults.Fault{Kind: faults.ErrorRate, Target: "api/mgs/0/reset-reply", Rate: 1, Times: 1})
-	st.arm(faults.Fault{Kind: faults.ErrorRate, Target: "api/mgs/1/reset-reply", Rate: 1, Times: 1})
+	st.arm(faults.Fault{Kind: faults.ResetReplyLost, Target: "sp/sled/2", Times: 2})
 	run := st.startWF(workflows.KindSPFirmware, st.spInput(2, "1.1.0"), workflows.SPFirmwareUpdate)
 	res, err := st.result(run)
 	require.NoError(t, err)

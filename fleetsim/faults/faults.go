@@ -21,6 +21,7 @@ const (
 	SPStuck            Kind = "sp_stuck"              // sp/<type>/<slot>: delivery stops making progress
 	UpdateFailed       Kind = "update_failed"         // sp/<type>/<slot>: the SP reports failed{code} at AfterPercent
 	ForeignUpdate      Kind = "foreign_update"        // sp/<type>/<slot>: someone else starts an update (Version) before ours
+	ResetReplyLost     Kind = "reset_reply_lost"      // sp/<type>/<slot>: the SP resets but the reset call's reply is lost
 	ZoneRemovalFailure Kind = "zone_removal_failure"  // zone/<uuid>: removing the zone fails (Times attempts)
 	ServerOffline      Kind = "server_offline"        // server/<uuid>: the server stops answering (status unknown)
 	TaskFailure        Kind = "task_failure"          // server/<uuid>: the next install task fails
@@ -33,7 +34,7 @@ const (
 
 var catalogue = map[Kind]bool{
 	SPResetMidDelivery: true, MGSDown: true, SPStuck: true, UpdateFailed: true,
-	ForeignUpdate: true, ZoneRemovalFailure: true, ServerOffline: true, TaskFailure: true,
+	ForeignUpdate: true, ResetReplyLost: true, ZoneRemovalFailure: true, ServerOffline: true, TaskFailure: true,
 	PatchConflict: true, MachineSetRevert: true, MachineBootFailure: true, Latency: true, ErrorRate: true,
 }
 

@@ -169,7 +169,7 @@ func TestFaultResetReplyLost(t *testing.T) {
 	_, err := h.start(0, sledA, mgs.CompSP, 0, spImage("1.1.0"))
 	require.NoError(t, err)
 	h.waitStatus(sledA, mgs.CompSP, fmgs.UpdateComplete)
-	h.arm(faults.Fault{Kind: faults.ErrorRate, Target: "api/mgs/1/reset-reply", Rate: 1, Times: 1})
+	h.arm(faults.Fault{Kind: faults.ResetReplyLost, Target: spTarget(sledA), Times: 1})
 	err = h.mgs[1].Reset(ctx, sled(sledA), mgs.CompSP)
 	require.Error(t, err)
 	var e *fmgs.Error

@@ -559,8 +559,7 @@ func (m *instance) reset(w http.ResponseWriter, r *http.Request) {
 		resetError(w, http.StatusServiceUnavailable, "ServiceUnavailable", fmt.Sprintf("mgs/%d went down during the reset", m.url))
 		return
 	}
-	replyTarget := fmt.Sprintf("api/mgs/%d/reset-reply", m.url)
-	if f, armed := d.env.Faults.Peek(faults.ErrorRate, replyTarget); armed && f.Target == replyTarget && d.env.Faults.Chance(faults.ErrorRate, replyTarget) {
+	if _, lost := d.env.Faults.Fire(faults.ResetReplyLost, fmt.Sprintf("sp/%s/%d", s.typ, s.slot)); lost {
 		loseReply(w)
 		return
 	}

@@ -25,9 +25,9 @@
 //     starts first, delivered by the other MGS. If Fault.Latency is set, the
 //     foreign actor resets the SP that long after its update completes
 //     (wall-clock); otherwise nobody resets it.
-//   - error_rate with target exactly "api/mgs/<i>/reset-reply": the reset
-//     happens but its reply is lost (the connection is closed without a
-//     response), as when a reply times out.
+//   - reset_reply_lost sp/<type>/<slot>: the reset happens but its reply is
+//     lost (the connection is closed without a response), as when a reply
+//     times out.
 //   - latency / error_rate api/mgs/<i>: through faults.Middleware.
 package mgs
 

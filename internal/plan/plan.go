@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 
 	"sigs.k8s.io/yaml"
 
@@ -79,6 +80,19 @@ func Parse(b []byte) (workflows.RolloutInput, error) {
 // validates it.
 func decodeUpdate(info workflows.KindInfo, raw json.RawMessage) (workflows.PlanUpdate, error) {
 	input := info.NewInput()
+	var generic any
+	gdec := json.NewDecoder(bytes.NewReader(raw))
+	gdec.UseNumber()
+	if err := gdec.Decode(&generic); err != nil {
+		return workflows.PlanUpdate{}, fmt.Errorf("bad input: %v", err)
+	}
+	generic, err := durationsToNanos(generic, reflect.TypeOf(input))
+	if err != nil {
+		return workflows.PlanUpdate{}, fmt.Errorf("bad input: %v", err)
+	}
+	if raw, err = json.Marshal(generic); err != nil {
+		return workflows.PlanUpdate{}, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(input); err != nil {

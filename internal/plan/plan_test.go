@@ -1,0 +1,69 @@
+package plan
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+const sha = "d3982a5654ce3f50b22acfa59dea84af84786f86b84615170c3fba4605a91336"
+
+func TestParseDecodesEachKindAndDurations(t *testing.T) {
+	in, err := Parse([]byte(`
+name: q3
+stages:
+- name: sp
+  kind: sp-firmware
+  concurrency: 2
+  exclusive: [[sp/sled/0, sp/sled/1]]
+  updates:
+  - sp: {type: sled, slot: 0, serial: S0}
+    artifact: {version: 1.1.0, sha256: ` + sha + `, path: /a/sp.img}
+    timing: {attemptDelay: 2s, pollInterval: 500ms}
+  - sp: {type: sled, slot: 1, serial: S1}
+    artifact: {version: 1.1.0, sha256: ` + sha + `, path: /a/sp.img}
+- name: cluster
+  kind: bootimage-bump
+  concurrency: 1
+  approval: true
+  updates:
+  - {cluster: prod, settleInterval: 1m}
+`))
+	require.NoError(t, err)
+	require.Len(t, in.Stages, 2)
+	sp := in.Stages[0]
+	require.Equal(t, "sp/sled/0", sp.Updates[0].Target)
+	require.Equal(t, "1.1.0", sp.Updates[0].Artifact)
+	var spIn workflows.SPFirmwareInput
+	require.NoError(t, json.Unmarshal(sp.Updates[0].Input, &spIn))
+	require.Equal(t, 2*time.Second, spIn.Timing.AttemptDelay)
+	require.Equal(t, 500*time.Millisecond, spIn.Timing.PollInterval)
+	var bi workflows.BootImageBumpInput
+	require.NoError(t, json.Unmarshal(in.Stages[1].Updates[0].Input, &bi))
+	require.Equal(t, time.Minute, bi.SettleInterval)
+	require.True(t, in.Stages[1].Approval)
+}
+
+func TestParseRejectsBadPlansWithOneClearError(t *testing.T) {
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"unknown top field":   {"name: x\nstagez: []\n", `unknown field "stagez"`},
+		"unknown kind":        {"name: x\nstages: [{name: s, kind: nope, concurrency: 1, updates: [{}]}]\n", `unknown or unavailable kind "nope"`},
+		"unknown input field": {"name: x\nstages: [{name: s, kind: bootimage-bump, concurrency: 1, updates: [{cluster: c, colour: red}]}]\n", `unknown field "colour"`},
+		"invalid input":       {"name: x\nstages: [{name: s, kind: sp-firmware, concurrency: 1, updates: [{sp: {type: sled, slot: 1}}]}]\n", "sha256"},
+		"bad duration":        {"name: x\nstages: [{name: s, kind: bootimage-bump, concurrency: 1, updates: [{cluster: c, pollInterval: soon}]}]\n", `"soon" is not a duration`},
+		"no concurrency":      {"name: x\nstages: [{name: s, kind: bootimage-bump, updates: [{cluster: c}]}]\n", "concurrency must be >= 1"},
+		"duplicate target":    {"name: x\nstages: [{name: s, kind: bootimage-bump, concurrency: 1, updates: [{cluster: c}, {cluster: c}]}]\n", "appears twice"},
+		"foreign exclusive":   {"name: x\nstages: [{name: s, kind: bootimage-bump, concurrency: 1, exclusive: [[cluster/c, cluster/d]], updates: [{cluster: c}]}]\n", "cluster/d is not a target"},
+		"not yaml":            {"name: [\n", "plan:"},
+		"no stages":           {"name: x\n", "no stages"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml))
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
