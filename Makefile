@@ -62,7 +62,7 @@ lint: $(WFCHECK)
 # The demo: the whole stack, a rollout over every update kind, a summary.
 demo: tools build
 	bin/devstack run --dir .stack/demo --ui-port $(UI_PORT) --workers 2 \
-	  --fleetsim-spec fleetsim/specs/demo.yaml -- bin/starter demo
+	  --fleetsim-spec fleetsim/specs/demo.yaml -- demo/run.sh
 
 # Keep the stack running for interactive use (Web UI on :$(UI_PORT)).
 up: tools build
@@ -71,6 +71,14 @@ up: tools build
 
 down: bin/devstack
 	bin/devstack down --dir .stack/up
+
+# The fleet-scale benchmark (issue 10): N SP firmware updates and N agent
+# installs at concurrency P on the real stack, against the physical limit and
+# a plain loop. BENCH_N=100,1000 BENCH_P=100; BENCH_LARGE=1 adds N=5000;
+# BENCH_FLAGS for the rest (bin/bench --help). Results: bench/results/.
+bench: tools bin/worker bin/fleetsim
+	$(GO) build -o bin/bench ./bench/cmd/bench
+	bin/bench --dir .stack/bench --bin bin --out bench/results $(BENCH_FLAGS)
 
 clean:
 	rm -rf bin .stack

@@ -119,7 +119,9 @@ var (
 // ledgerOptions are the activity options for ledger writes.
 func ledgerOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:    30 * time.Second,
+		// A ledger write takes milliseconds; a short timeout bounds how long
+		// a write lost with a dead worker waits before it is retried.
+		StartToCloseTimeout:    10 * time.Second,
 		ScheduleToCloseTimeout: 30 * time.Minute,
 		RetryPolicy:            ledgerRetry,
 	})

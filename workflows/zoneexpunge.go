@@ -425,7 +425,9 @@ func (w *zoneExpunge) commit(ctx workflow.Context) error {
 
 func (w *zoneExpunge) deviceOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:    2 * time.Minute,
+		// One HTTP or SQL call (the worker's HTTP client gives up after 30 s):
+		// a call lost with a dead worker is retried after this.
+		StartToCloseTimeout:    45 * time.Second,
 		ScheduleToCloseTimeout: 15 * time.Minute,
 		RetryPolicy:            deviceRetry,
 		Summary:                summary,
