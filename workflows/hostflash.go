@@ -3,7 +3,6 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -33,8 +32,10 @@ type HostFlashInput struct {
 	Timing           MGSTiming `json:"timing,omitzero"`
 }
 
-// HostFlashTarget is the ledger target of a sled's host ("host/sled/12").
-func HostFlashTarget(slot uint16) string { return "host/sled/" + strconv.Itoa(int(slot)) }
+// HostFlashTarget is the ledger target of a sled's host flash: the sled's
+// SP ("sp/sled/12"), the same target as its SP firmware, because the SP
+// takes one component update at a time and a host flash resets the SP.
+func HostFlashTarget(slot uint16) string { return SPFirmwareTarget(mgs.SpTypeSled, slot) }
 
 // Target implements UpdateInput.
 func (in HostFlashInput) Target() string { return HostFlashTarget(in.Sled.Slot) }

@@ -70,7 +70,7 @@ func TestHostFlashHappyPath(t *testing.T) {
 	assert.Equal(t, MGSPhaseHostBoot, during.Phase)
 	assert.EqualValues(t, 40, during.Done, "phase 2 progress from the SP's record")
 	assert.EqualValues(t, 100, during.Total)
-	assert.Equal(t, "host/sled/2", m.records[0].Next.Target)
+	assert.Equal(t, "sp/sled/2", m.records[0].Next.Target)
 }
 
 func TestHostFlashNoChangeNeeded(t *testing.T) {
