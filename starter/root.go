@@ -35,7 +35,8 @@ func newRoot() *cobra.Command {
 
 Exit codes: 0 success, 1 failed, 2 usage/invalid input, 3 cancelled,
 4 Temporal unreachable, 5 refused (target busy).`,
-		Example: `  starter sp-firmware --sled 12 --artifact sp-1.0.5.zip --version 1.0.5 --wait
+		Example: `  starter sp-firmware --sled 12 --serial BRM42000012 --artifact sp-1.0.5.img --version 1.0.5 --wait
+  starter rollout plans/q3.yaml --wait
   starter status fleetsaga/sp-firmware/sp/sled/12
   starter list --kind sp-firmware --running`,
 		SilenceUsage:  true,
