@@ -74,18 +74,6 @@ func classifyKube(err error) error {
 	return err // transient, conflicts, unknown: retry with backoff
 }
 
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // BootImagePreconditionsInput asks to wait until the cluster can be bumped.
 type BootImagePreconditionsInput struct {
 	Cluster string `json:"cluster"`

@@ -353,20 +353,9 @@ func (a *MGSActivities) hostSlotHash(ctx context.Context, set *mgs.Set, sp mgs.S
 			return "", fmt.Errorf("host flash slot %d: hashing did not finish within 2m", slot)
 		}
 		activity.RecordHeartbeat(ctx, "hashing")
-		if err := mgsSleep(ctx, 50*time.Millisecond); err != nil {
+		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
 			return "", err
 		}
-	}
-}
-
-func mgsSleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
@@ -475,7 +464,7 @@ func (a *MGSActivities) MGSStartUpdate(ctx context.Context, in StartUpdateInput)
 	// heartbeats, rather than in the workflow.
 	for mgs.HasCode(err, mgs.CodeOtherComponentUpdateInProgress) {
 		activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "other-component-busy"})
-		if err := mgsSleep(ctx, in.PollInterval); err != nil {
+		if err := sleepCtx(ctx, in.PollInterval); err != nil {
 			return out, err
 		}
 		c, err = send()
@@ -687,7 +676,7 @@ func (a *MGSActivities) MGSWaitUpdate(ctx context.Context, in WaitUpdateInput) (
 				pw.write(ctx, phase, out.Bytes, out.Total, false)
 			}
 		}
-		if err := mgsSleep(ctx, in.PollInterval); err != nil {
+		if err := sleepCtx(ctx, in.PollInterval); err != nil {
 			return out, err
 		}
 	}
@@ -799,7 +788,7 @@ func (a *MGSActivities) SPPostUpdate(ctx context.Context, in PostUpdateInput) (P
 			if time.Now().After(deadline) {
 				return out, fmt.Errorf("SP %s did not come back with version %s within %s: %w", in.SP, in.TargetVersion, in.NewVersionTimeout, err)
 			}
-			if err := mgsSleep(ctx, in.PollInterval); err != nil {
+			if err := sleepCtx(ctx, in.PollInterval); err != nil {
 				return out, err
 			}
 			continue
@@ -811,7 +800,7 @@ func (a *MGSActivities) SPPostUpdate(ctx context.Context, in PostUpdateInput) (P
 			if mgs.Classify(err) == mgs.ClassFatal {
 				return out, mgsErr(err, "read update status")
 			}
-			if err := mgsSleep(ctx, in.PollInterval); err != nil {
+			if err := sleepCtx(ctx, in.PollInterval); err != nil {
 				return out, err
 			}
 			continue
@@ -835,7 +824,7 @@ func (a *MGSActivities) SPPostUpdate(ctx context.Context, in PostUpdateInput) (P
 			// The reset may or may not have happened (lost reply, MGS down).
 			// Wait, then re-check before resetting again.
 			a.event(ctx, in.AttemptID, fmt.Sprintf("reset-%d", out.Resets), "", "reset reply lost: "+err.Error())
-			if err := mgsSleep(ctx, in.ResetRetryInterval); err != nil {
+			if err := sleepCtx(ctx, in.ResetRetryInterval); err != nil {
 				return out, err
 			}
 			deadline = time.Now().Add(in.NewVersionTimeout)
@@ -1012,7 +1001,7 @@ func (a *MGSActivities) HostWaitBoot(ctx context.Context, in HostWaitBootInput) 
 		}
 		activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "phase2-fetch", Done: int64(out.Offset), Total: int64(out.Total)})
 		pw.write(ctx, "host-boot", int64(out.Offset), int64(out.Total), false)
-		if err := mgsSleep(ctx, in.PollInterval); err != nil {
+		if err := sleepCtx(ctx, in.PollInterval); err != nil {
 			return out, err
 		}
 	}

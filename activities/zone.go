@@ -392,7 +392,7 @@ func (a *ZoneActivities) PutConfigWithoutZone(ctx context.Context, in ZonePutInp
 				in.Sled, in.ExpungedAsOf, in.Zone, in.Deadline.Format(time.RFC3339), hb.Attempts, hb.LastError),
 				ErrTypeZoneRemovalTimedOut, err, hb.Attempts)
 		}
-		if err := zoneSleep(ctx, delay); err != nil {
+		if err := sleepCtx(ctx, delay); err != nil {
 			return ZonePutResult{}, err
 		}
 		delay = min(delay*2, max(in.RetryMax, in.RetryInitial))
@@ -452,7 +452,7 @@ func (a *ZoneActivities) AwaitZoneGone(ctx context.Context, in ZoneGoneInput) (Z
 				"inventory of sled %s never proved zone %s gone at generation >= %d by %s (last: %s)",
 				in.Sled, in.Zone, in.ExpungedAsOf, in.Deadline.Format(time.RFC3339), last)
 		}
-		if err := zoneSleep(ctx, every); err != nil {
+		if err := sleepCtx(ctx, every); err != nil {
 			return ZoneGoneResult{}, err
 		}
 	}
@@ -588,16 +588,4 @@ func (a *ZoneActivities) CommitZoneExpunge(ctx context.Context, in ZoneCommitInp
 	}
 	return *z, a.event(ctx, in.AttemptID, "zone.committed", "", fmt.Sprintf(
 		"zone %s expunge committed: %d sagas moved to %s", in.Zone, z.SagasMoved, z.SagaNewOwner))
-}
-
-// zoneSleep waits d or until ctx ends.
-func zoneSleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -1,0 +1,19 @@
+package activities
+
+import (
+	"context"
+	"time"
+)
+
+// sleepCtx waits d or until ctx ends (a poll loop's pause that a cancelled
+// or timed-out activity leaves at once).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
