@@ -268,19 +268,7 @@ func (r *agentRollout) setup(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
-	pause := workflow.GetSignalChannel(ctx, PauseSignal)
-	resume := workflow.GetSignalChannel(ctx, ResumeSignal)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			sel := workflow.NewSelector(ctx)
-			sel.AddReceive(pause, func(ch workflow.ReceiveChannel, _ bool) { ch.Receive(ctx, nil); r.setPaused(ctx, true) })
-			sel.AddReceive(resume, func(ch workflow.ReceiveChannel, _ bool) { ch.Receive(ctx, nil); r.setPaused(ctx, false) })
-			sel.Select(ctx)
-			if ctx.Err() != nil {
-				return
-			}
-		}
-	})
+	listenPauseResume(ctx, r.setPaused)
 	return nil
 }
 

@@ -106,19 +106,7 @@ func (r *rollout) setup(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return r.progress, nil }); err != nil {
 		return err
 	}
-	pause := workflow.GetSignalChannel(ctx, PauseSignal)
-	resume := workflow.GetSignalChannel(ctx, ResumeSignal)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			sel := workflow.NewSelector(ctx)
-			sel.AddReceive(pause, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); r.setPaused(ctx, true) })
-			sel.AddReceive(resume, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); r.setPaused(ctx, false) })
-			sel.Select(ctx)
-			if ctx.Err() != nil {
-				return
-			}
-		}
-	})
+	listenPauseResume(ctx, r.setPaused)
 	return workflow.SetUpdateHandlerWithOptions(ctx, ApproveUpdate, func(ctx workflow.Context, ap Approval) error {
 		return r.recordApproval(ctx, ap)
 	}, workflow.UpdateHandlerOptions{Validator: func(ap Approval) error {
