@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/fleetsaga/fleetsaga/fleet"
@@ -39,21 +40,45 @@ type Temporal struct {
 	TLSKey     string
 	TLSCA      string
 	ServerName string
+	// profileErr is a broken Temporal config profile, reported by Validate.
+	profileErr error
 }
 
-// Bind registers the Temporal flags on fs.
+// Bind registers the Temporal flags on fs. Their defaults come from the
+// Temporal SDK's environment configuration: the profile TEMPORAL_PROFILE of
+// the config file TEMPORAL_CONFIG_FILE (default
+// ~/.config/temporalio/temporal.toml), overridden by the standard TEMPORAL_*
+// variables — the same settings the temporal CLI uses.
 func (t *Temporal) Bind(fs *pflag.FlagSet) {
-	fs.StringVar(&t.Address, "address", env("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
-	fs.StringVar(&t.Namespace, "namespace", env("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	prof, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{})
+	if err != nil {
+		t.profileErr = fmt.Errorf("Temporal config profile: %w", err)
+	}
+	tlsCfg := prof.TLS
+	if tlsCfg == nil {
+		tlsCfg = &envconfig.ClientConfigTLS{}
+	}
+	fs.StringVar(&t.Address, "address", or(prof.Address, "127.0.0.1:7233"), "Temporal frontend host:port (env TEMPORAL_ADDRESS, or the config profile)")
+	fs.StringVar(&t.Namespace, "namespace", or(prof.Namespace, "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	fs.StringVar(&t.TaskQueue, "task-queue", env("FLEETSAGA_TASK_QUEUE", workflows.TaskQueue), "task queue (env FLEETSAGA_TASK_QUEUE)")
-	fs.StringVar(&t.TLSCert, "tls-cert", env("TEMPORAL_TLS_CLIENT_CERT_PATH", ""), "client certificate for mTLS (env TEMPORAL_TLS_CLIENT_CERT_PATH)")
-	fs.StringVar(&t.TLSKey, "tls-key", env("TEMPORAL_TLS_CLIENT_KEY_PATH", ""), "client key for mTLS (env TEMPORAL_TLS_CLIENT_KEY_PATH)")
-	fs.StringVar(&t.TLSCA, "tls-ca", env("TEMPORAL_TLS_SERVER_CA_CERT_PATH", ""), "CA that signed the server certificate (env TEMPORAL_TLS_SERVER_CA_CERT_PATH)")
-	fs.StringVar(&t.ServerName, "tls-server-name", env("TEMPORAL_TLS_SERVER_NAME", ""), "expected server name in its certificate (env TEMPORAL_TLS_SERVER_NAME)")
+	fs.StringVar(&t.TLSCert, "tls-cert", tlsCfg.ClientCertPath, "client certificate for mTLS (env TEMPORAL_TLS_CLIENT_CERT_PATH)")
+	fs.StringVar(&t.TLSKey, "tls-key", tlsCfg.ClientKeyPath, "client key for mTLS (env TEMPORAL_TLS_CLIENT_KEY_PATH)")
+	fs.StringVar(&t.TLSCA, "tls-ca", tlsCfg.ServerCACertPath, "CA that signed the server certificate (env TEMPORAL_TLS_SERVER_CA_CERT_PATH)")
+	fs.StringVar(&t.ServerName, "tls-server-name", tlsCfg.ServerName, "expected server name in its certificate (env TEMPORAL_TLS_SERVER_NAME)")
+}
+
+func or(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
 }
 
 // Validate checks the Temporal settings without contacting the server.
 func (t *Temporal) Validate() error {
+	if t.profileErr != nil {
+		return t.profileErr
+	}
 	if err := ValidateHostPort(t.Address); err != nil {
 		return fmt.Errorf("--address: %w", err)
 	}
