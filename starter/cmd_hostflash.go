@@ -44,7 +44,7 @@ booted the new slot with the new phase 2; otherwise HostBootTimeout after
 					return usageErr("%v", err)
 				}
 				return a.startUpdate(cmd, update{Kind: workflows.KindHostFlash, Target: in.Target(), Artifact: in.Phase1.Version,
-					Workflow: workflows.HostFlashUpdate, Input: in}, sf)
+					Workflow: workflows.HostBootFlashUpdate, Input: in}, sf)
 			},
 		}
 		f := cmd.Flags()

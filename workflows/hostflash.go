@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	Kinds[KindHostFlash] = KindInfo{Workflow: HostFlashUpdate, NewInput: func() UpdateInput { return &HostFlashInput{} }}
+	Kinds[KindHostFlash] = KindInfo{Workflow: HostBootFlashUpdate, NewInput: func() UpdateInput { return &HostFlashInput{} }}
 }
 
 // HostFlashInput is one host boot flash update (DESIGN.md §3.2): phase 1
@@ -55,13 +55,13 @@ func (in HostFlashInput) Validate() error {
 	return errors.Join(errs...)
 }
 
-// HostFlashUpdate writes phase 1 to the inactive host boot flash slot
+// HostBootFlashUpdate writes phase 1 to the inactive host boot flash slot
 // (attempts as in SPFirmwareUpdate), sets it active with persist, makes the
 // phase 2 image available on every MGS, power-cycles the host and follows
 // its phase 2 fetch through the SP's record of the host's last fetched
 // offset (via any MGS). Done when the host booted the new slot with the new
 // phase 2; a bounded wait, else HostBootTimeout.
-func HostFlashUpdate(ctx workflow.Context, in HostFlashInput) (MGSUpdateResult, error) {
+func HostBootFlashUpdate(ctx workflow.Context, in HostFlashInput) (MGSUpdateResult, error) {
 	if err := in.Validate(); err != nil {
 		return MGSUpdateResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidMGSInput, nil)
 	}

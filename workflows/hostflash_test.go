@@ -33,7 +33,7 @@ func hostAt(active uint16, v, sha string) func(context.Context, activities.Prech
 }
 
 func (m *mgsTest) runHost(in HostFlashInput) (MGSUpdateResult, error) {
-	m.env.ExecuteWorkflow(HostFlashUpdate, in)
+	m.env.ExecuteWorkflow(HostBootFlashUpdate, in)
 	require.True(m.t, m.env.IsWorkflowCompleted())
 	var res MGSUpdateResult
 	err := m.env.GetWorkflowError()

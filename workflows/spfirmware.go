@@ -19,7 +19,7 @@ import (
 // workflows and their activities on a worker.
 func RegisterMGSUpdates(r worker.Registry, a *activities.MGSActivities) {
 	r.RegisterWorkflow(SPFirmwareUpdate)
-	r.RegisterWorkflow(HostFlashUpdate)
+	r.RegisterWorkflow(HostBootFlashUpdate)
 	r.RegisterActivity(a)
 }
 

@@ -384,7 +384,7 @@ func TestHostFlashAgainstFleetsimPhase2ViaOtherMGS(t *testing.T) {
 	st := newMGSStack(t)
 	st.arm(faults.Fault{Kind: faults.MGSDown, Target: "mgs/0"})
 	in := st.hostInput(3)
-	run := st.startWF(workflows.KindHostFlash, in, workflows.HostFlashUpdate)
+	run := st.startWF(workflows.KindHostFlash, in, workflows.HostBootFlashUpdate)
 	res, err := st.result(run)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.MGSOutcomeCompletedUpdate, res.Outcome)
@@ -426,7 +426,7 @@ func TestHostFlashAgainstFleetsimBootTimeout(t *testing.T) {
 	in.Timing.NewVersionTimeout = 2 * time.Second
 	// Both MGS lose the phase 2 image: the host can never fetch it.
 	st.arm(faults.Fault{Kind: faults.MGSDown, Target: "mgs/0"})
-	run := st.startWF(workflows.KindHostFlash, in, workflows.HostFlashUpdate)
+	run := st.startWF(workflows.KindHostFlash, in, workflows.HostBootFlashUpdate)
 	// Once the power cycle is done, take mgs/1 down too.
 	require.Eventually(t, func() bool { return st.truth(2).Host.Boots >= 1 }, 30*time.Second, 5*time.Millisecond)
 	st.arm(faults.Fault{Kind: faults.MGSDown, Target: "mgs/1", Times: 0})

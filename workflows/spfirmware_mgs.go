@@ -17,7 +17,7 @@ import (
 )
 
 // This file is the driver shared by the two MGS update kinds
-// (SPFirmwareUpdate, HostFlashUpdate): attempts with workflow-generated
+// (SPFirmwareUpdate, HostBootFlashUpdate): attempts with workflow-generated
 // UUIDs written to the ledger before the device sees them, start with
 // failover, one heartbeating wait per attempt, concurrent updates watched
 // and taken over, progress, search attributes and cancellation.

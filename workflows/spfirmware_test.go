@@ -58,7 +58,7 @@ func newMGSTest(t *testing.T) *mgsTest {
 	var s testsuite.WorkflowTestSuite
 	m := &mgsTest{t: t, env: s.NewTestWorkflowEnvironment(), a: &activities.MGSActivities{}, scripts: map[string][]any{}, calls: map[string]int{}}
 	m.env.RegisterWorkflow(SPFirmwareUpdate)
-	m.env.RegisterWorkflow(HostFlashUpdate)
+	m.env.RegisterWorkflow(HostBootFlashUpdate)
 	m.env.RegisterActivity(m.a)
 	m.env.SetTestTimeout(30 * time.Second)
 
