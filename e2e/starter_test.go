@@ -148,6 +148,12 @@ func TestStarterStartsAttachesRefusesAndCancels(t *testing.T) {
 	require.NotEmpty(t, list)
 	require.Equal(t, first.WorkflowID, list[0]["workflowId"])
 	require.Equal(t, "Canceled", list[0]["status"])
+
+	var attempts []map[string]any
+	op.json(&attempts, "list", "--ledger", "--target", "sp/sled/2")
+	require.Len(t, attempts, 1, "one attempt, recorded before the device was touched")
+	require.Equal(t, updateID, attempts[0]["id"])
+	require.Equal(t, "cancelled", attempts[0]["state"])
 }
 
 // Pause holds new servers of a fan-out (running ones finish); resume lets

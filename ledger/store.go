@@ -271,6 +271,7 @@ func (s *Store) Attempts(ctx context.Context, updateID string) ([]Attempt, error
 type ListFilter struct {
 	Kind   string
 	Target string
+	State  State
 	Active bool
 	Limit  int
 }
@@ -282,7 +283,8 @@ func (s *Store) List(ctx context.Context, f ListFilter) ([]Attempt, error) {
 	}
 	return s.queryAttempts(ctx, `SELECT `+attemptColumns+` FROM update_attempt
 		WHERE ($1 = '' OR kind = $1) AND ($2 = '' OR target = $2) AND (NOT $3 OR state IN ('pending', 'running'))
-		ORDER BY created_at DESC LIMIT $4`, f.Kind, f.Target, f.Active, f.Limit)
+		  AND ($5 = '' OR state = $5)
+		ORDER BY created_at DESC LIMIT $4`, f.Kind, f.Target, f.Active, f.Limit, string(f.State))
 }
 
 func (s *Store) queryAttempts(ctx context.Context, q string, args ...any) ([]Attempt, error) {

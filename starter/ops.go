@@ -125,23 +125,31 @@ func ledgerAttempts(ctx context.Context, dbURL, id string) ([]attemptView, error
 }
 
 func listCmd(a *app) *cobra.Command {
-	var kind, target, state, rollout string
-	var running bool
+	var kind, target, state, rollout, dbURL string
+	var running, fromLedger bool
 	var limit int
 	cmd := &cobra.Command{
-		Use:     "list",
-		Short:   "List updates (newest first)",
-		Example: "  starter list --kind sp-firmware --running\n  starter list --target sp/sled/12 --json",
-		Args:    exactArgs(0),
+		Use:   "list",
+		Short: "List updates (newest first), from Temporal or from the ledger",
+		Example: `  starter list --kind sp-firmware --running
+  starter list --rollout q3-firmware --state failed
+  starter list --ledger --target sp/sled/12 --json     # every attempt the ledger holds`,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 1 || limit > 1000 {
 				return usageErr("--limit must be within 1..1000")
 			}
+			if kind != "" && !knownKind(kind) {
+				return usageErr("unknown --kind %q", kind)
+			}
+			if fromLedger {
+				if rollout != "" {
+					return usageErr("--rollout is a Temporal search attribute: drop --ledger")
+				}
+				return a.listLedger(cmd.Context(), dbURL, ledger.ListFilter{Kind: kind, Target: target, State: ledger.State(state), Active: running, Limit: limit})
+			}
 			q := []string{fmt.Sprintf("%s IS NOT NULL", workflows.SAKind.GetName())}
 			if kind != "" {
-				if !knownKind(kind) {
-					return usageErr("unknown --kind %q", kind)
-				}
 				q = append(q, fmt.Sprintf("%s = %q", workflows.SAKind.GetName(), kind))
 			}
 			if target != "" {
@@ -198,8 +206,36 @@ func listCmd(a *app) *cobra.Command {
 	cmd.Flags().BoolVar(&running, "running", false, "only running updates")
 	cmd.Flags().StringVar(&state, "state", "", "only this state (running, paused, completed, failed, cancelled)")
 	cmd.Flags().StringVar(&rollout, "rollout", "", "only updates started by this rollout plan")
+	cmd.Flags().BoolVar(&fromLedger, "ledger", false, "list attempts from the ledger (needs --database-url) instead of Temporal's visibility")
+	cmd.Flags().StringVar(&dbURL, "database-url", os.Getenv("DATABASE_URL"), "ledger PostgreSQL URL (env DATABASE_URL)")
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many")
 	return cmd
+}
+
+// listLedger prints the ledger's attempts, newest first.
+func (a *app) listLedger(ctx context.Context, dbURL string, f ledger.ListFilter) error {
+	if err := config.ValidateDatabaseURL(dbURL); err != nil {
+		return usageErr("%v", err)
+	}
+	store, err := ledger.Open(ctx, dbURL)
+	if err != nil {
+		return &exitError{exitUnreachable, err}
+	}
+	defer store.Close()
+	rows, err := store.List(ctx, f)
+	if err != nil {
+		return &exitError{exitUnreachable, err}
+	}
+	a.print(rows, func(w io.Writer) {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TARGET\tKIND\tATTEMPT\tSTATE\tPHASE\tOUTCOME\tARTIFACT\tUPDATED\tWORKFLOW ID")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Target, r.Kind, r.Attempt, r.State, r.Phase,
+				r.Outcome, r.Artifact, r.UpdatedAt.Format(time.RFC3339), r.WorkflowID)
+		}
+		tw.Flush()
+	})
+	return nil
 }
 
 func knownKind(k string) bool {
