@@ -118,7 +118,7 @@ func (w *hostFlash) run(ctx workflow.Context) (MGSUpdateResult, error) {
 
 		// Activate: phase 2 on every MGS, slot active (persist), power cycle.
 		w.phase(ctx, MGSPhasePostUpdate)
-		if err := workflow.ExecuteActivity(w.longOpts(ctx, 30*time.Minute), mgsActs.HostPostUpdate, activities.HostPostUpdateInput{
+		if err := workflow.ExecuteActivity(w.longOpts(ctx, 30*time.Minute, "activate the new slot, boot the host"), mgsActs.HostPostUpdate, activities.HostPostUpdateInput{
 			SP: w.sp, AttemptID: w.attemptID, NewSlot: newSlot, Phase2: w.in.Phase2,
 		}).Get(ctx, nil); err != nil {
 			return w.result, err
@@ -158,7 +158,7 @@ func (w *hostFlash) waitBoot(ctx workflow.Context, slot uint16) error {
 			in.CheckpointEvery = 0
 		}
 		var res activities.HostWaitBootResult
-		if err := workflow.ExecuteActivity(w.longOpts(ctx, w.timing.NewVersionTimeout), mgsActs.HostWaitBoot, in).Get(ctx, &res); err != nil {
+		if err := workflow.ExecuteActivity(w.longOpts(ctx, w.timing.NewVersionTimeout, "follow the phase 2 fetch and the boot"), mgsActs.HostWaitBoot, in).Get(ctx, &res); err != nil {
 			return err
 		}
 		w.progress.Done, w.progress.Total = int64(res.Offset), int64(res.Total)

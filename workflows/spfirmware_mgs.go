@@ -244,29 +244,37 @@ func (u *mgsUpdate) phase(ctx workflow.Context, p string) {
 
 var mgsActs *activities.MGSActivities
 
-func (u *mgsUpdate) shortOpts(ctx workflow.Context) workflow.Context {
+// shortOpts and longOpts set a step's options; step names it in the Web
+// UI's timeline ("reset SP sled 14").
+func (u *mgsUpdate) shortOpts(ctx workflow.Context, step string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    5 * time.Minute,
 		ScheduleToCloseTimeout: 30 * time.Minute,
 		HeartbeatTimeout:       2 * u.timing.HeartbeatTimeout,
 		RetryPolicy:            deviceRetry,
+		Summary:                u.summary(step),
 	})
 }
 
-func (u *mgsUpdate) longOpts(ctx workflow.Context, bound time.Duration) workflow.Context {
+func (u *mgsUpdate) longOpts(ctx workflow.Context, bound time.Duration, step string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    bound + 10*time.Minute,
 		ScheduleToCloseTimeout: 4*bound + time.Hour,
 		HeartbeatTimeout:       u.timing.HeartbeatTimeout,
 		RetryPolicy:            deviceRetry,
+		Summary:                u.summary(step),
 	})
+}
+
+func (u *mgsUpdate) summary(step string) string {
+	return fmt.Sprintf("%s: %s of SP %s %d", step, u.component, u.sp.Type, u.sp.Slot)
 }
 
 // --- steps ---
 
 func (u *mgsUpdate) precheck(ctx workflow.Context, arts []Artifact) (activities.PrecheckResult, error) {
 	var pre activities.PrecheckResult
-	err := workflow.ExecuteActivity(u.shortOpts(ctx), mgsActs.MGSPrecheck,
+	err := workflow.ExecuteActivity(u.shortOpts(ctx, "precheck"), mgsActs.MGSPrecheck,
 		activities.PrecheckInput{SP: u.sp, Component: u.component, Artifacts: arts}).Get(ctx, &pre)
 	return pre, err
 }
@@ -378,7 +386,7 @@ func (u *mgsUpdate) finishLedger(ctx workflow.Context, state ledger.State, outco
 func (u *mgsUpdate) start(ctx workflow.Context, fwSlot uint16) (activities.StartUpdateResult, error) {
 	u.phase(ctx, MGSPhaseUpdating)
 	var sr activities.StartUpdateResult
-	err := workflow.ExecuteActivity(u.longOpts(ctx, 15*time.Minute), mgsActs.MGSStartUpdate, activities.StartUpdateInput{
+	err := workflow.ExecuteActivity(u.longOpts(ctx, 15*time.Minute, "start the update"), mgsActs.MGSStartUpdate, activities.StartUpdateInput{
 		SP: u.sp, Component: u.component, FirmwareSlot: fwSlot, UpdateID: u.attemptID, Artifact: u.artifact,
 		PollInterval: u.timing.PollInterval,
 	}).Get(ctx, &sr)
@@ -419,7 +427,7 @@ func (u *mgsUpdate) wait(ctx workflow.Context, id uuid.UUID, ours bool) (activit
 			in.CheckpointEvery = 0
 		}
 		var wr activities.WaitUpdateResult
-		if err := workflow.ExecuteActivity(u.longOpts(ctx, 6*bound), mgsActs.MGSWaitUpdate, in).Get(ctx, &wr); err != nil {
+		if err := workflow.ExecuteActivity(u.longOpts(ctx, 6*bound, "wait for the update"), mgsActs.MGSWaitUpdate, in).Get(ctx, &wr); err != nil {
 			return wr, err
 		}
 		if ours {
@@ -491,7 +499,7 @@ func (u *mgsUpdate) watchConcurrent(ctx workflow.Context, cur mgs.UpdateStatus) 
 func (u *mgsUpdate) postUpdateSP(ctx workflow.Context, id uuid.UUID, want string) (activities.PostUpdateResult, error) {
 	u.phase(ctx, MGSPhasePostUpdate)
 	var pr activities.PostUpdateResult
-	err := workflow.ExecuteActivity(u.longOpts(ctx, 4*u.timing.NewVersionTimeout), mgsActs.SPPostUpdate, activities.PostUpdateInput{
+	err := workflow.ExecuteActivity(u.longOpts(ctx, 4*u.timing.NewVersionTimeout, "reset, wait for the new version"), mgsActs.SPPostUpdate, activities.PostUpdateInput{
 		SP: u.sp, UpdateID: id, AttemptID: u.attemptID, TargetVersion: want,
 		ResetRetryInterval: u.timing.ResetRetryInterval, NewVersionTimeout: u.timing.NewVersionTimeout,
 		PollInterval: u.timing.PollInterval,
