@@ -171,7 +171,10 @@ func (pg *Postgres) Restart(ctx context.Context) error {
 	if os.Geteuid() == 0 {
 		owner, _ = user.Lookup("postgres")
 	}
-	out, err := pg.run(ctx, owner, "pg_ctl", "-D", filepath.Join(pg.dir, "data"), "-m", "fast", "-w", "restart")
+	// -l: a restarted server must not inherit our output pipe (the call
+	// would never return).
+	out, err := pg.run(ctx, owner, "pg_ctl", "-D", filepath.Join(pg.dir, "data"), "-l", filepath.Join(pg.dir, "postgres.log"),
+		"-m", "fast", "-w", "restart")
 	if err != nil {
 		return fmt.Errorf("pg_ctl restart: %v: %s", err, lastLines(out, 3))
 	}
