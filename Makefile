@@ -80,5 +80,15 @@ bench: tools bin/worker bin/fleetsim
 	$(GO) build -o bin/bench ./bench/cmd/bench
 	bin/bench --dir .stack/bench --bin bin --out bench/results $(BENCH_FLAGS)
 
+# Chaos (issue 9): the real stack, a rollout over every update kind (>= 200
+# targets), worker SIGKILLs, a PostgreSQL and a Temporal restart, random
+# fleetsim faults; then the invariants against fleetsim's truth and the
+# ledger. Seeded: SEED=N replays a run; CHAOS_FLAGS for the rest
+# (bin/chaos --help). Exits non-zero on any violation.
+SEED ?= 1
+chaos: tools bin/worker bin/fleetsim
+	$(GO) build -o bin/chaos ./chaos/cmd/chaos
+	bin/chaos --bin-dir bin --dir .stack/chaos --seed $(SEED) $(CHAOS_FLAGS)
+
 clean:
 	rm -rf bin .stack

@@ -150,7 +150,7 @@ type ZonePrecheck struct {
 // is already expunged, and (Nexus) that another in-service Nexus remains.
 func (a *ZoneActivities) PrecheckZoneExpunge(ctx context.Context, in ZonePrecheckInput) (ZonePrecheck, error) {
 	var out ZonePrecheck
-	inv, err := a.sled(in.Sled).Inventory(ctx)
+	inv, err := a.sled(in.Sled).InventoryOf(ctx, in.Sled)
 	if err != nil {
 		return out, sledAgentErr(in.Sled, err)
 	}
@@ -224,7 +224,7 @@ type nexusZone struct {
 func (a *ZoneActivities) nexusZones(ctx context.Context, sled uuid.UUID, rack []uuid.UUID) ([]nexusZone, error) {
 	var out []nexusZone
 	for _, s := range rackSleds(sled, rack) {
-		inv, err := a.sled(s).Inventory(ctx)
+		inv, err := a.sled(s).InventoryOf(ctx, s)
 		if err != nil {
 			return nil, sledAgentErr(s, err)
 		}
@@ -350,9 +350,13 @@ func (a *ZoneActivities) PutConfigWithoutZone(ctx context.Context, in ZonePutInp
 	}
 	c := a.sled(in.Sled)
 	delay := max(in.RetryInitial, 10*time.Millisecond)
+	// accepted: the last PUT (or a concurrent change) was accepted, so the
+	// next inventory read should show the sled moved on. If it does not,
+	// the re-reads are paced and bounded by the deadline, not a tight loop.
+	accepted := false
 	for {
 		activity.RecordHeartbeat(ctx, hb)
-		inv, err := c.Inventory(ctx)
+		inv, err := c.InventoryOf(ctx, in.Sled)
 		if err == nil {
 			gen := inv.LedgeredGeneration()
 			_, inConfig := zoneKind(inv, in.Zone)
@@ -369,23 +373,31 @@ func (a *ZoneActivities) PutConfigWithoutZone(ctx context.Context, in ZonePutInp
 			if inv.LedgeredSledConfig == nil {
 				return ZonePutResult{}, zoneFail(ErrTypeSledAgent, "sled %s has no ledgered config to remove zone %s from", in.Sled, in.Zone)
 			}
-			hb.Attempts++
-			err = c.PutOmicronConfig(ctx, inv.LedgeredSledConfig.WithoutZone(in.ExpungedAsOf, in.Zone))
-			if err == nil || sledagent.IsGenerationOutdated(err) || sledagent.IsConfigurationChanged(err) {
+			if !accepted {
+				hb.Attempts++
+				err = c.PutOmicronConfig(ctx, inv.LedgeredSledConfig.WithoutZone(in.ExpungedAsOf, in.Zone))
 				// Ledgered, or someone else moved the sled on meanwhile:
 				// the next inventory read tells which.
-				continue
+				accepted = err == nil || sledagent.IsGenerationOutdated(err) || sledagent.IsConfigurationChanged(err)
+				if accepted {
+					continue
+				}
+			} else {
+				accepted = false
+				hb.LastError = fmt.Sprintf("sled accepted generation %d but its inventory still shows %d", in.ExpungedAsOf, gen)
 			}
 		}
-		if ctx.Err() != nil {
-			return ZonePutResult{}, ctx.Err()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ZonePutResult{}, ctx.Err()
+			}
+			if !sledagent.IsRetryable(err) {
+				return ZonePutResult{}, sledAgentErr(in.Sled, err)
+			}
+			hb.LastError = err.Error()
+			activity.GetLogger(ctx).Info("sled config PUT failed; retrying", "sled", in.Sled, "zone", in.Zone,
+				"attempt", hb.Attempts, "error", err)
 		}
-		if !sledagent.IsRetryable(err) {
-			return ZonePutResult{}, sledAgentErr(in.Sled, err)
-		}
-		hb.LastError = err.Error()
-		activity.GetLogger(ctx).Info("sled config PUT failed; retrying", "sled", in.Sled, "zone", in.Zone,
-			"attempt", hb.Attempts, "error", err)
 		if time.Now().Add(delay).After(in.Deadline) {
 			return ZonePutResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 				"sled %s did not ledger generation %d without zone %s by %s (%d PUT attempts, last error: %s); the expunge is recorded and can be resumed",
@@ -424,7 +436,7 @@ func (a *ZoneActivities) AwaitZoneGone(ctx context.Context, in ZoneGoneInput) (Z
 	var last string
 	for {
 		activity.RecordHeartbeat(ctx, last)
-		inv, err := c.Inventory(ctx)
+		inv, err := c.InventoryOf(ctx, in.Sled)
 		switch {
 		case err == nil:
 			gen := inv.LedgeredGeneration()

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/google/uuid"
 )
 
 // Error codes the sled-agent (and fleetsim) return for the rules fleetsaga
@@ -124,6 +126,21 @@ func (c *Client) Inventory(ctx context.Context) (*Inventory, error) {
 		return nil, fmt.Errorf("%w: %v", ErrBadResponse, err)
 	}
 	return &inv, nil
+}
+
+// InventoryOf reads the inventory and checks that it is sled's: an endpoint
+// that answers for another sled (misrouted, or a stale address) must never
+// count as proof about this one. The mismatch is an ErrBadResponse (not
+// retryable).
+func (c *Client) InventoryOf(ctx context.Context, sled uuid.UUID) (*Inventory, error) {
+	inv, err := c.Inventory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if inv.SledID != sled {
+		return nil, fmt.Errorf("%w: asked sled %s, the inventory is sled %s's", ErrBadResponse, sled, inv.SledID)
+	}
+	return inv, nil
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
