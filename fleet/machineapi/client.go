@@ -43,28 +43,44 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// Namespaces, names and labels of the OpenShift objects involved.
+// Namespaces, names and labels of the OpenShift objects involved (fleetsim
+// serves the same ones).
 const (
-	NamespaceMachineAPI      = "openshift-machine-api"
-	NamespaceMCO             = "openshift-machine-config-operator"
-	GoldenConfigMap          = "coreos-bootimages"
-	HistoryConfigMap         = "coreos-bootimages-history"
+	NamespaceMachineAPI = "openshift-machine-api"
+	NamespaceMCO        = "openshift-machine-config-operator"
+	// GoldenConfigMap is the golden boot image record (CoreOS stream JSON,
+	// releaseVersion, MCOReleaseImageVersion), written by the MCO.
+	GoldenConfigMap = "coreos-bootimages"
+	// HistoryConfigMap (fleetsaga convention) holds the CoreOS streams of
+	// earlier releases, one data key per release version. An image in any of
+	// them, or in the golden record, is an official boot image; anything else
+	// is custom.
+	HistoryConfigMap = "coreos-bootimages-history"
+	// MachineConfigurationName is the cluster-scoped MachineConfiguration
+	// (operator.openshift.io/v1) whose status records the cluster's boot image
+	// version (status.bootImageSkewEnforcementStatus) and the Upgradeable
+	// condition set by skew enforcement.
 	MachineConfigurationName = "cluster"
 	ClusterVersionName       = "version"
 	InfrastructureName       = "cluster"
 
+	// Keys of the golden ConfigMap. The skew limit keys are a fleetsaga
+	// addition: the release's oldest acceptable boot image.
 	KeyStream                = "stream"
 	KeyReleaseVersion        = "releaseVersion"
 	KeyMCOReleaseImage       = "MCOReleaseImageVersion"
 	KeySkewLimitOCPVersion   = "bootImageSkewLimitOCPVersion"
 	KeySkewLimitRHCOSVersion = "bootImageSkewLimitRHCOSVersion"
 
+	// Labels and annotations on MachineSets and nodes.
 	AnnotationCapacityLabels = "capacity.cluster-autoscaler.kubernetes.io/labels"
 	LabelOSID                = "machine.openshift.io/os-id"
 	LabelOSStream            = "machineconfiguration.openshift.io/os-stream"
 	LabelMachineSet          = "machine.openshift.io/cluster-api-machineset"
+	LabelCluster             = "machine.openshift.io/cluster-api-cluster"
 	LabelArch                = "kubernetes.io/arch"
 	LabelControlPlane        = "node-role.kubernetes.io/control-plane"
+	LabelWorker              = "node-role.kubernetes.io/worker"
 )
 
 // GVRs used.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	fm "github.com/fleetsaga/fleetsaga/fleet/machineapi"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/httpx"
 )
@@ -311,9 +312,9 @@ func (s *Sim) patch(w http.ResponseWriter, r *http.Request, c *cluster, rt route
 		writeStatus(w, apierrors.NewNotFound(gr, rt.name))
 		return
 	}
-	isMS := rt.res.gvr == GVRMachineSets && rt.sub == ""
+	isMS := rt.res.gvr == fm.GVRMachineSets && rt.sub == ""
 	conflict := func(why string) {
-		if st := c.stats[rt.name]; st != nil && rt.res.gvr == GVRMachineSets {
+		if st := c.stats[rt.name]; st != nil && rt.res.gvr == fm.GVRMachineSets {
 			st.Conflicts++
 		}
 		writeStatus(w, apierrors.NewConflict(gr, rt.name, errors.New(why)))
@@ -375,7 +376,7 @@ func (s *Sim) patch(w http.ResponseWriter, r *http.Request, c *cluster, rt route
 			delete(next.Object, "status")
 		}
 	}
-	if rt.res.gvr == GVRMachineSets {
+	if rt.res.gvr == fm.GVRMachineSets {
 		if errs := validateMachineSet(next); len(errs) > 0 {
 			writeStatus(w, apierrors.NewInvalid(schema.GroupKind{Group: gr.Group, Kind: rt.res.kind}, rt.name, errs))
 			return
@@ -422,7 +423,7 @@ func (s *Sim) afterMachineSetPatch(c *cluster, old, next *unstructured.Unstructu
 			_ = unstructured.SetNestedField(reverted.Object, oldPS, "spec", "template", "spec", "providerSpec")
 			reverted.SetGeneration(next.GetGeneration() + 1)
 			c.bump(reverted)
-			c.put(gvKey(GVRMachineSets), reverted)
+			c.put(gvKey(fm.GVRMachineSets), reverted)
 			st.Reverts++
 			c.event(fmt.Sprintf("machineset %s: another actor reverted the image to %s", next.GetName(), oldImg))
 			next = reverted

@@ -51,6 +51,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	fm "github.com/fleetsaga/fleetsaga/fleet/machineapi"
 	"github.com/fleetsaga/fleetsaga/fleetsim/domain"
 	"github.com/fleetsaga/fleetsaga/fleetsim/httpx"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
@@ -136,23 +137,23 @@ func (s *Sim) buildCluster(cs *spec.Cluster) (*cluster, error) {
 		key string
 		m   map[string]any
 	}{
-		{gvKey(GVRConfigMaps), goldenConfigMap(cs, golden)},
-		{gvKey(GVRConfigMaps), historyConfigMap(cs)},
-		{gvKey(GVRClusterVersions), clusterVersion(cs, install)},
-		{gvKey(GVRInfrastructures), infrastructure(cs)},
-		{gvKey(GVRMachineConfigurations), machineConfiguration(cs, install)},
+		{gvKey(fm.GVRConfigMaps), goldenConfigMap(cs, golden)},
+		{gvKey(fm.GVRConfigMaps), historyConfigMap(cs)},
+		{gvKey(fm.GVRClusterVersions), clusterVersion(cs, install)},
+		{gvKey(fm.GVRInfrastructures), infrastructure(cs)},
+		{gvKey(fm.GVRMachineConfigurations), machineConfiguration(cs, install)},
 	}
 	for i := range 3 {
 		objs = append(objs, struct {
 			key string
 			m   map[string]any
-		}{gvKey(GVRNodes), node(cs, fmt.Sprintf("%s-master-%d", cs.Name, i), cpArch, true, "")})
+		}{gvKey(fm.GVRNodes), node(cs, fmt.Sprintf("%s-master-%d", cs.Name, i), cpArch, true, "")})
 	}
 	for i := range cs.MachineSets {
 		objs = append(objs, struct {
 			key string
 			m   map[string]any
-		}{gvKey(GVRMachineSets), machineSet(cs, &cs.MachineSets[i], install)})
+		}{gvKey(fm.GVRMachineSets), machineSet(cs, &cs.MachineSets[i], install)})
 		c.stats[cs.MachineSets[i].Name] = &MachineSetStats{}
 	}
 	for _, o := range objs {
@@ -162,7 +163,7 @@ func (s *Sim) buildCluster(cs *spec.Cluster) (*cluster, error) {
 	}
 	// Existing replicas are running machines already.
 	for i := range cs.MachineSets {
-		ms := c.get(gvKey(GVRMachineSets), NamespaceMachineAPI, cs.MachineSets[i].Name)
+		ms := c.get(gvKey(fm.GVRMachineSets), fm.NamespaceMachineAPI, cs.MachineSets[i].Name)
 		for range cs.MachineSets[i].Replicas {
 			m := c.newMachine(ms)
 			c.join(m, s.env.Faults)
@@ -216,7 +217,7 @@ func (s *Sim) after(d time.Duration, f func()) {
 // completeUpgrade marks the latest ClusterVersion history entry Completed
 // (as the cluster version operator does). Called with s.mu held.
 func (s *Sim) completeUpgrade(c *cluster) {
-	cv := c.get(gvKey(GVRClusterVersions), "", ClusterVersionName)
+	cv := c.get(gvKey(fm.GVRClusterVersions), "", fm.ClusterVersionName)
 	if cv == nil {
 		return
 	}
@@ -231,7 +232,7 @@ func (s *Sim) completeUpgrade(c *cluster) {
 	}
 	_ = unstructured.SetNestedSlice(cv.Object, []any{map[string]any{"type": "Progressing", "status": "False"}}, "status", "conditions")
 	c.bump(cv)
-	c.put(gvKey(GVRClusterVersions), cv)
+	c.put(gvKey(fm.GVRClusterVersions), cv)
 	c.event("clusterversion: upgrade to " + c.spec.Release + " completed")
 }
 
@@ -243,7 +244,7 @@ func (s *Sim) stampGolden(c *cluster) {
 		return
 	}
 	c.bump(u)
-	c.put(gvKey(GVRConfigMaps), u)
+	c.put(gvKey(fm.GVRConfigMaps), u)
 	c.event("golden record stamped for " + c.spec.Release)
 }
 

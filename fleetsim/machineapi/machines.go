@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	fm "github.com/fleetsaga/fleetsaga/fleet/machineapi"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 )
 
@@ -30,12 +31,12 @@ func (c *cluster) newMachine(ms *unstructured.Unstructured) *unstructured.Unstru
 	for k, v := range labels {
 		lm[k] = v
 	}
-	lm[LabelMachineSet] = ms.GetName()
-	lm[LabelCluster] = c.name
+	lm[fm.LabelMachineSet] = ms.GetName()
+	lm[fm.LabelCluster] = c.name
 	m := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
 		"metadata": map[string]any{
-			"name": name, "namespace": NamespaceMachineAPI, "uid": uidFor(c.name, "machine", name),
+			"name": name, "namespace": fm.NamespaceMachineAPI, "uid": uidFor(c.name, "machine", name),
 			"labels":            lm,
 			"creationTimestamp": time.Now().UTC().Format(time.RFC3339),
 			"ownerReferences": []any{map[string]any{
@@ -46,13 +47,13 @@ func (c *cluster) newMachine(ms *unstructured.Unstructured) *unstructured.Unstru
 		"spec":   map[string]any{"providerSpec": map[string]any{"value": value}},
 		"status": map[string]any{"phase": PhaseProvisioning},
 	}}
-	c.put(gvKey(GVRMachines), m)
+	c.put(gvKey(fm.GVRMachines), m)
 	return m
 }
 
 // machineArch is the arch a machine of ms runs (annotation, else control plane).
 func (c *cluster) machineSetArch(ms *unstructured.Unstructured) string {
-	if a := archAnnotation(ms.GetAnnotations()[AnnotationCapacityLabels]); a != "" {
+	if a := archAnnotation(ms.GetAnnotations()[fm.AnnotationCapacityLabels]); a != "" {
 		return a
 	}
 	if c.spec.ControlPlaneArch != "" {
@@ -65,7 +66,7 @@ func (c *cluster) machineSetArch(ms *unstructured.Unstructured) string {
 // image is bootable and no machine_boot_failure fires; else it stays
 // Provisioned (boot failure) or Failed (unknown image). Caller holds s.mu.
 func (c *cluster) join(m *unstructured.Unstructured, reg *faults.Registry) {
-	msName := m.GetLabels()[LabelMachineSet]
+	msName := m.GetLabels()[fm.LabelMachineSet]
 	value, _, _ := unstructured.NestedMap(m.Object, "spec", "providerSpec", "value")
 	_, image := imageOf(value)
 	switch {
@@ -78,14 +79,14 @@ func (c *cluster) join(m *unstructured.Unstructured, reg *faults.Registry) {
 		_ = unstructured.SetNestedField(m.Object, PhaseProvisioned, "status", "phase")
 		c.event(fmt.Sprintf("machine %s: instance up but never joined (machine_boot_failure)", m.GetName()))
 	default:
-		ms := c.get(gvKey(GVRMachineSets), NamespaceMachineAPI, msName)
+		ms := c.get(gvKey(fm.GVRMachineSets), fm.NamespaceMachineAPI, msName)
 		arch := "amd64"
 		if ms != nil {
 			arch = c.machineSetArch(ms)
 		}
 		n, err := normalize(node(c.spec, m.GetName(), arch, false, m.GetName()))
 		if err == nil {
-			c.put(gvKey(GVRNodes), n)
+			c.put(gvKey(fm.GVRNodes), n)
 		}
 		_ = unstructured.SetNestedField(m.Object, PhaseRunning, "status", "phase")
 		_ = unstructured.SetNestedMap(m.Object, map[string]any{"kind": "Node", "name": m.GetName()}, "status", "nodeRef")
@@ -104,8 +105,8 @@ func firedBootFailure(reg *faults.Registry, cluster, ms string) bool {
 // machinesOf lists ms's machines, oldest first.
 func (c *cluster) machinesOf(ms string) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
-	for _, m := range c.list(gvKey(GVRMachines)) {
-		if m.GetLabels()[LabelMachineSet] == ms {
+	for _, m := range c.list(gvKey(fm.GVRMachines)) {
+		if m.GetLabels()[fm.LabelMachineSet] == ms {
 			out = append(out, m)
 		}
 	}
@@ -152,20 +153,20 @@ func (s *Sim) reconcileReplicas(c *cluster, ms *unstructured.Unstructured) {
 		c.event(fmt.Sprintf("machineset %s: created machine %s", ms.GetName(), m.GetName()))
 		name := m.GetName()
 		s.after(s.env.Spec.Timings.MachineBootTime.Duration, func() {
-			cur := c.get(gvKey(GVRMachines), NamespaceMachineAPI, name)
+			cur := c.get(gvKey(fm.GVRMachines), fm.NamespaceMachineAPI, name)
 			if cur == nil {
 				return // deleted before it booted
 			}
 			c.join(cur, s.env.Faults)
-			if ms := c.get(gvKey(GVRMachineSets), NamespaceMachineAPI, cur.GetLabels()[LabelMachineSet]); ms != nil {
+			if ms := c.get(gvKey(fm.GVRMachineSets), fm.NamespaceMachineAPI, cur.GetLabels()[fm.LabelMachineSet]); ms != nil {
 				c.updateMachineSetStatus(ms)
 			}
 		})
 	}
 	for i := len(machines) - 1; i >= 0 && int64(i) >= want; i-- {
 		m := machines[i]
-		c.del(gvKey(GVRMachines), NamespaceMachineAPI, m.GetName())
-		c.del(gvKey(GVRNodes), "", m.GetName())
+		c.del(gvKey(fm.GVRMachines), fm.NamespaceMachineAPI, m.GetName())
+		c.del(gvKey(fm.GVRNodes), "", m.GetName())
 		c.event(fmt.Sprintf("machineset %s: deleted machine %s", ms.GetName(), m.GetName()))
 	}
 	c.updateMachineSetStatus(ms)

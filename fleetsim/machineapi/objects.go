@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	fm "github.com/fleetsaga/fleetsaga/fleet/machineapi"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 )
 
@@ -96,19 +97,19 @@ func streamJSON(b spec.BootImageRelease) string {
 func goldenConfigMap(c *spec.Cluster, release string) map[string]any {
 	b, _ := c.ReleaseImages(release)
 	data := map[string]any{
-		KeyStream:          streamJSON(b),
-		KeyReleaseVersion:  release,
-		KeyMCOReleaseImage: release,
+		fm.KeyStream:          streamJSON(b),
+		fm.KeyReleaseVersion:  release,
+		fm.KeyMCOReleaseImage: release,
 	}
 	if b.SkewLimit.OCPVersion != "" {
-		data[KeySkewLimitOCPVersion] = b.SkewLimit.OCPVersion
+		data[fm.KeySkewLimitOCPVersion] = b.SkewLimit.OCPVersion
 	}
 	if b.SkewLimit.RHCOSVersion != "" {
-		data[KeySkewLimitRHCOSVersion] = b.SkewLimit.RHCOSVersion
+		data[fm.KeySkewLimitRHCOSVersion] = b.SkewLimit.RHCOSVersion
 	}
 	return map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": GoldenConfigMap, "namespace": NamespaceMCO, "uid": uidFor(c.Name, "cm", GoldenConfigMap)},
+		"metadata": map[string]any{"name": fm.GoldenConfigMap, "namespace": fm.NamespaceMCO, "uid": uidFor(c.Name, "cm", fm.GoldenConfigMap)},
 		"data":     data,
 	}
 }
@@ -120,7 +121,7 @@ func historyConfigMap(c *spec.Cluster) map[string]any {
 	}
 	return map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": HistoryConfigMap, "namespace": NamespaceMCO, "uid": uidFor(c.Name, "cm", HistoryConfigMap)},
+		"metadata": map[string]any{"name": fm.HistoryConfigMap, "namespace": fm.NamespaceMCO, "uid": uidFor(c.Name, "cm", fm.HistoryConfigMap)},
 		"data":     data,
 	}
 }
@@ -145,7 +146,7 @@ func clusterVersion(c *spec.Cluster, install string) map[string]any {
 	}
 	return map[string]any{
 		"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
-		"metadata": map[string]any{"name": ClusterVersionName, "uid": uidFor(c.Name, "clusterversion")},
+		"metadata": map[string]any{"name": fm.ClusterVersionName, "uid": uidFor(c.Name, "clusterversion")},
 		"spec":     map[string]any{"clusterID": uidFor(c.Name, "clusterid"), "channel": "stable-" + strings.TrimPrefix(streamName(c.Release), "rhcos-")},
 		"status": map[string]any{
 			"desired":    map[string]any{"version": c.Release, "image": image(c.Release), "architecture": arch},
@@ -172,7 +173,7 @@ func platformType(p string) string {
 func infrastructure(c *spec.Cluster) map[string]any {
 	return map[string]any{
 		"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
-		"metadata": map[string]any{"name": InfrastructureName, "uid": uidFor(c.Name, "infrastructure")},
+		"metadata": map[string]any{"name": fm.InfrastructureName, "uid": uidFor(c.Name, "infrastructure")},
 		"spec":     map[string]any{"platformSpec": map[string]any{"type": platformType(c.Platform)}},
 		"status": map[string]any{
 			"infrastructureName": c.Name,
@@ -186,7 +187,7 @@ func machineConfiguration(c *spec.Cluster, install string) map[string]any {
 	b, _ := c.ReleaseImages(install)
 	return map[string]any{
 		"apiVersion": "operator.openshift.io/v1", "kind": "MachineConfiguration",
-		"metadata": map[string]any{"name": MachineConfigurationName, "uid": uidFor(c.Name, "machineconfiguration")},
+		"metadata": map[string]any{"name": fm.MachineConfigurationName, "uid": uidFor(c.Name, "machineconfiguration")},
 		"spec":     map[string]any{"managementState": "Managed"},
 		"status": map[string]any{
 			"bootImageSkewEnforcementStatus": map[string]any{
@@ -202,16 +203,16 @@ func machineConfiguration(c *spec.Cluster, install string) map[string]any {
 }
 
 func node(c *spec.Cluster, name, arch string, controlPlane bool, machine string) map[string]any {
-	labels := map[string]any{LabelArch: arch, "kubernetes.io/os": "linux", "kubernetes.io/hostname": name}
+	labels := map[string]any{fm.LabelArch: arch, "kubernetes.io/os": "linux", "kubernetes.io/hostname": name}
 	if controlPlane {
-		labels[LabelControlPlane] = ""
+		labels[fm.LabelControlPlane] = ""
 		labels["node-role.kubernetes.io/master"] = ""
 	} else {
-		labels[LabelWorker] = ""
+		labels[fm.LabelWorker] = ""
 	}
 	md := map[string]any{"name": name, "uid": uidFor(c.Name, "node", name), "labels": labels}
 	if machine != "" {
-		md["annotations"] = map[string]any{"machine.openshift.io/machine": NamespaceMachineAPI + "/" + machine}
+		md["annotations"] = map[string]any{"machine.openshift.io/machine": fm.NamespaceMachineAPI + "/" + machine}
 	}
 	return map[string]any{
 		"apiVersion": "v1", "kind": "Node", "metadata": md,
@@ -322,16 +323,16 @@ func providerSpec(c *spec.Cluster, m *spec.MachineSet, install string) map[strin
 }
 
 func machineSet(c *spec.Cluster, m *spec.MachineSet, install string) map[string]any {
-	labels := map[string]any{LabelCluster: c.Name}
+	labels := map[string]any{fm.LabelCluster: c.Name}
 	for k, v := range m.Labels {
 		labels[k] = v
 	}
 	md := map[string]any{
-		"name": m.Name, "namespace": NamespaceMachineAPI, "uid": uidFor(c.Name, "machineset", m.Name),
+		"name": m.Name, "namespace": fm.NamespaceMachineAPI, "uid": uidFor(c.Name, "machineset", m.Name),
 		"labels": labels, "generation": 1, "creationTimestamp": "2024-06-01T00:00:00Z",
 	}
 	if m.Arch != "" {
-		md["annotations"] = map[string]any{AnnotationCapacityLabels: LabelArch + "=" + m.Arch}
+		md["annotations"] = map[string]any{fm.AnnotationCapacityLabels: fm.LabelArch + "=" + m.Arch}
 	}
 	if len(m.OwnerReferences) > 0 {
 		var refs []any
@@ -341,15 +342,15 @@ func machineSet(c *spec.Cluster, m *spec.MachineSet, install string) map[string]
 		md["ownerReferences"] = refs
 	}
 	tmplLabels := map[string]any{
-		LabelCluster: c.Name, LabelMachineSet: m.Name,
+		fm.LabelCluster: c.Name, fm.LabelMachineSet: m.Name,
 		"machine.openshift.io/cluster-api-machine-role": "worker",
 		"machine.openshift.io/cluster-api-machine-type": "worker",
 	}
 	if m.Windows {
-		tmplLabels[LabelOSID] = "Windows"
+		tmplLabels[fm.LabelOSID] = "Windows"
 	}
 	if m.OSStream != "" {
-		tmplLabels[LabelOSStream] = m.OSStream
+		tmplLabels[fm.LabelOSStream] = m.OSStream
 	}
 	return map[string]any{
 		"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
@@ -357,7 +358,7 @@ func machineSet(c *spec.Cluster, m *spec.MachineSet, install string) map[string]
 		"spec": map[string]any{
 			"replicas":     m.Replicas,
 			"deletePolicy": "Newest",
-			"selector":     map[string]any{"matchLabels": map[string]any{LabelCluster: c.Name, LabelMachineSet: m.Name}},
+			"selector":     map[string]any{"matchLabels": map[string]any{fm.LabelCluster: c.Name, fm.LabelMachineSet: m.Name}},
 			"template": map[string]any{
 				"metadata": map[string]any{"labels": tmplLabels},
 				"spec":     map[string]any{"providerSpec": map[string]any{"value": providerSpec(c, m, install)}},

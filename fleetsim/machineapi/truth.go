@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	fm "github.com/fleetsaga/fleetsaga/fleet/machineapi"
 )
 
 // Truth is GET /truth/machineapi: the simulated clusters' real state.
@@ -73,16 +75,16 @@ func (s *Sim) Snapshot() Truth {
 		c := s.clusters[name]
 		ct := ClusterTruth{Release: c.spec.Release, MachineSets: map[string]MachineSetTruth{}}
 		ct.Events = append([]string(nil), c.events...)
-		if cv := c.get(gvKey(GVRClusterVersions), "", ClusterVersionName); cv != nil {
+		if cv := c.get(gvKey(fm.GVRClusterVersions), "", fm.ClusterVersionName); cv != nil {
 			hist, _, _ := unstructured.NestedSlice(cv.Object, "status", "history")
 			if len(hist) > 0 {
 				ct.UpgradeState, _, _ = unstructured.NestedString(asMap(hist[0]), "state")
 			}
 		}
-		if cm := c.get(gvKey(GVRConfigMaps), NamespaceMCO, GoldenConfigMap); cm != nil {
-			ct.GoldenRelease, _, _ = unstructured.NestedString(cm.Object, "data", KeyReleaseVersion)
+		if cm := c.get(gvKey(fm.GVRConfigMaps), fm.NamespaceMCO, fm.GoldenConfigMap); cm != nil {
+			ct.GoldenRelease, _, _ = unstructured.NestedString(cm.Object, "data", fm.KeyReleaseVersion)
 		}
-		if mc := c.get(gvKey(GVRMachineConfigurations), "", MachineConfigurationName); mc != nil {
+		if mc := c.get(gvKey(fm.GVRMachineConfigurations), "", fm.MachineConfigurationName); mc != nil {
 			st, _, _ := unstructured.NestedMap(mc.Object, "status", "bootImageSkewEnforcementStatus")
 			ct.BootImage.Mode, _, _ = unstructured.NestedString(st, "mode")
 			sub := "automatic"
@@ -101,7 +103,7 @@ func (s *Sim) Snapshot() Truth {
 				}
 			}
 		}
-		for _, ms := range c.list(gvKey(GVRMachineSets)) {
+		for _, ms := range c.list(gvKey(fm.GVRMachineSets)) {
 			value, _, _ := unstructured.NestedMap(ms.Object, "spec", "template", "spec", "providerSpec", "value")
 			platform, image := imageOf(value)
 			replicas, _, _ := unstructured.NestedInt64(ms.Object, "spec", "replicas")
@@ -135,7 +137,7 @@ func (s *Sim) Snapshot() Truth {
 func archAnnotation(v string) string {
 	for _, kv := range strings.Split(v, ",") {
 		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if ok && k == LabelArch {
+		if ok && k == fm.LabelArch {
 			return strings.TrimSpace(val)
 		}
 	}
