@@ -2,11 +2,7 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -119,7 +115,7 @@ func (st *runStack) startFleetsim(ctx context.Context) error {
 		_ = st.fleetsim.Terminate(5 * time.Second)
 		st.fleetsim = nil
 	}
-	port, err := freePort()
+	port, err := devstack.FreePort()
 	if err != nil {
 		return err
 	}
@@ -133,7 +129,7 @@ func (st *runStack) startFleetsim(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := waitHTTP(ctx, st.fleetsimURL+"/healthz", 60*time.Second); err != nil {
+	if err := devstack.WaitHTTP(ctx, st.fleetsimURL+"/healthz", 60*time.Second); err != nil {
 		return fmt.Errorf("fleetsim did not come up (see %s): %w", filepath.Join(st.dir, "fleetsim.log"), err)
 	}
 	return nil
@@ -142,7 +138,7 @@ func (st *runStack) startFleetsim(ctx context.Context) error {
 func (st *runStack) endpoints() fleet.Endpoints { return fleet.FromFleetsim(st.fleetsimURL, "") }
 
 func (st *runStack) startWorker(i int) (*workerProc, error) {
-	port, err := freePort()
+	port, err := devstack.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -249,36 +245,4 @@ func newChild(before map[int]bool, prefix string) int {
 		}
 	}
 	return 0
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func waitHTTP(ctx context.Context, url string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	last := errors.New("not tried")
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(url)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("status %s", resp.Status)
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return last
 }

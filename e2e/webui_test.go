@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -35,7 +34,8 @@ func TestWebUIFindsRolloutBySearchAttribute(t *testing.T) {
 	s, err := spec.Generate(spec.GenerateOptions{Servers: 2, Seed: 5, SpeedUp: 1})
 	require.NoError(t, err)
 	s.Timings.AgentInstallTime = spec.Duration{Duration: 10 * time.Minute} // keep it running while we look
-	uiPort := freePort(t)
+	uiPort, err := devstack.FreePort()
+	require.NoError(t, err)
 	stack := startStack(t, s, 1, uiPort)
 
 	c, err := client.Dial(client.Options{HostPort: stack.Temporal.FrontendHostPort()})
@@ -94,12 +94,4 @@ func headless(t *testing.T, browser string, args ...string) string {
 	defer cancel()
 	out, _ := exec.CommandContext(ctx, browser, append(base, args...)...).Output()
 	return string(out)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -132,7 +132,7 @@ func (pg *Postgres) start(ctx context.Context, log zerolog.Logger) error {
 			return fmt.Errorf("initdb: %v: %s", err, lastLines(out, 5))
 		}
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -234,7 +234,8 @@ func chownR(dir string, u *user.User) error {
 	})
 }
 
-func freePort() (int, error) {
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -106,7 +106,7 @@ func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Sta
 	log.Info().Str("address", s.Temporal.FrontendHostPort()).Str("ui", s.UIURL).Msg("Temporal dev server up")
 
 	if o.FleetsimSpec != "" {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +117,7 @@ func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Sta
 		if err != nil {
 			return nil, err
 		}
-		if err := waitHTTP(ctx, s.FleetsimURL+"/healthz", 30*time.Second); err != nil {
+		if err := WaitHTTP(ctx, s.FleetsimURL+"/healthz", 30*time.Second); err != nil {
 			return nil, fmt.Errorf("fleetsim did not come up (see %s): %w", filepath.Join(o.Dir, "fleetsim.log"), err)
 		}
 		log.Info().Str("url", s.FleetsimURL).Msg("fleetsim up")
@@ -212,7 +212,8 @@ func (p *Proc) Terminate(grace time.Duration) error {
 	}
 }
 
-func waitHTTP(ctx context.Context, url string, timeout time.Duration) error {
+// WaitHTTP waits until url answers 200 (a process just started), up to timeout.
+func WaitHTTP(ctx context.Context, url string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for time.Now().Before(deadline) {

@@ -112,7 +112,7 @@ func StartTemporal(ctx context.Context, o TemporalOptions, log zerolog.Logger) (
 		return nil, err
 	}
 	if o.Port == 0 {
-		if o.Port, err = freePort(); err != nil {
+		if o.Port, err = FreePort(); err != nil {
 			return nil, err
 		}
 	}
