@@ -1,0 +1,149 @@
+// Package openapi holds the real services' OpenAPI documents (vendored from
+// oxidecomputer/omicron, see specs/NOTICE.md) and checks HTTP traffic against
+// them: the fleet clients' requests in their tests, fleetsim's responses in
+// the integration suite. A drift in either fails a test instead of a rack.
+package openapi
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+)
+
+//go:embed specs/*.json
+var specs embed.FS
+
+// The vendored documents.
+const (
+	MGS       = "mgs-openapi-3.0.0.json"
+	SledAgent = "sled-agent-openapi-48.0.0.json"
+)
+
+// Contract is one API document, ready to check requests and responses.
+type Contract struct {
+	Name   string
+	doc    *openapi3.T
+	router routers.Router
+}
+
+var (
+	loadMu sync.Mutex
+	loaded = map[string]*Contract{}
+)
+
+// Load parses a vendored document once per process.
+func Load(name string) (*Contract, error) {
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	if c := loaded[name]; c != nil {
+		return c, nil
+	}
+	raw, err := specs.ReadFile("specs/" + name)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: no vendored document %q", name)
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(raw)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: parse %s: %w", name, err)
+	}
+	doc.Servers = nil // match any host: fleetsim and test servers listen anywhere
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: routes of %s: %w", name, err)
+	}
+	c := &Contract{Name: name, doc: doc, router: router}
+	loaded[name] = c
+	return c, nil
+}
+
+// MustLoad is Load for tests and package variables.
+func MustLoad(name string) *Contract {
+	c, err := Load(name)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+var options = &openapi3filter.Options{
+	AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+	MultiError:         true,
+	// The documents' integer formats (uint8, uint32, …) and uuid are
+	// checked as the JSON types they are.
+}
+
+// route finds the operation for req, whose path may carry a prefix that the
+// real service does not have (fleetsim serves each MGS below /mgs/N).
+func (c *Contract) route(req *http.Request, prefix string) (*openapi3filter.RequestValidationInput, error) {
+	r := req.Clone(req.Context())
+	if prefix != "" {
+		p, ok := strings.CutPrefix(r.URL.Path, prefix)
+		if !ok {
+			return nil, fmt.Errorf("%s %s: path outside prefix %q", req.Method, req.URL.Path, prefix)
+		}
+		u := *r.URL
+		u.Path, u.RawPath = p, ""
+		r.URL = &u
+	}
+	route, params, err := c.router.FindRoute(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s %s: no such operation: %v", c.Name, req.Method, r.URL.Path, err)
+	}
+	return &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route, Options: options}, nil
+}
+
+// ValidateRequest checks method, path, query and body of a request as the
+// client sends it. body is the request body (nil for none).
+func (c *Contract) ValidateRequest(req *http.Request, prefix string, body []byte) error {
+	in, err := c.route(req, prefix)
+	if err != nil {
+		return err
+	}
+	in.Request.Body = io.NopCloser(bytes.NewReader(body))
+	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+		return fmt.Errorf("%s: request %s %s: %w", c.Name, req.Method, in.Request.URL.Path, err)
+	}
+	return nil
+}
+
+// ValidateResponse checks a response (status, content type, body) to req
+// against the operation's documented responses, including dropshot's error
+// body for 4xx/5xx.
+func (c *Contract) ValidateResponse(req *http.Request, prefix string, status int, header http.Header, body []byte) error {
+	in, err := c.route(req, prefix)
+	if err != nil {
+		return err
+	}
+	in.Options = &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true, ExcludeRequestBody: true}
+	out := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in,
+		Status:                 status,
+		Header:                 header,
+		Body:                   io.NopCloser(bytes.NewReader(body)),
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+		return fmt.Errorf("%s: response %d to %s %s: %w", c.Name, status, req.Method, in.Request.URL.Path, err)
+	}
+	return nil
+}
+
+// Operation names the document's operationId for a request, or "".
+func (c *Contract) Operation(req *http.Request, prefix string) string {
+	in, err := c.route(req, prefix)
+	if err != nil || in.Route.Operation == nil {
+		return ""
+	}
+	return in.Route.Operation.OperationID
+}
+
