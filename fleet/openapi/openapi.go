@@ -146,4 +146,3 @@ func (c *Contract) Operation(req *http.Request, prefix string) string {
 	}
 	return in.Route.Operation.OperationID
 }
-
