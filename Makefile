@@ -39,7 +39,7 @@ $(WFCHECK):
 # Temporal dev server and PostgreSQL (DATABASE_URL if it answers, else a
 # private cluster), all started and stopped here.
 test: tools build lint browser
-	bin/devstack run --dir .stack/test --ui-port 0 -- $(GO) test $(TEST_FLAGS) ./...
+	bin/devstack run --dir .stack/test --ui-port 0 --database fleetsaga_test -- $(GO) test $(TEST_FLAGS) ./...
 
 # The Web UI end-to-end test drives Debian's headless chromium.
 browser:
@@ -61,12 +61,12 @@ lint: $(WFCHECK)
 
 # The demo: the whole stack, a rollout over every update kind, a summary.
 demo: tools build
-	bin/devstack run --dir .stack/demo --ui-port $(UI_PORT) --workers 2 \
+	bin/devstack run --dir .stack/demo --ui-port $(UI_PORT) --workers 2 --database fleetsaga_demo \
 	  --fleetsim-spec fleetsim/specs/demo.yaml -- demo/run.sh
 
 # Keep the stack running for interactive use (Web UI on :$(UI_PORT)).
 up: tools build
-	bin/devstack up --dir .stack/up --ui-port $(UI_PORT) --workers 2 --persist \
+	bin/devstack up --dir .stack/up --ui-port $(UI_PORT) --workers 2 --persist --database fleetsaga_up \
 	  --fleetsim-spec fleetsim/specs/demo.yaml
 
 down: bin/devstack

@@ -32,6 +32,15 @@ done
 status=0
 wait "$watch_pid" || status=$?
 
+# "Ended as expected" means each update's outcome, not only the rollout's
+# exit: an update that found its work already done would pass that.
+final=.stack/demo/outcomes.txt
+$starter watch "$id" 2>/dev/null | grep -E '^[a-z-]+ +[a-z]+/' | tr -s ' ' | sort >"$final" || true
+if ! diff -u demo/expected-outcomes.txt "$final"; then
+  echo "== demo: outcomes differ from demo/expected-outcomes.txt (above)"
+  [ "$status" -ne 0 ] || status=1
+fi
+
 echo
 echo "== every update of the rollout (Temporal visibility):"
 $starter list --rollout demo --limit 100

@@ -64,12 +64,7 @@ func (e *buildError) Error() string { return "build " + e.pkg + ": " + e.err.Err
 // startStack brings up a whole stack for one test with the given fleet.
 func startStack(t *testing.T, s *spec.Spec, workers, uiPort int) *devstack.Stack {
 	t.Helper()
-	// Not t.TempDir(): its parent is private, and the private PostgreSQL
-	// cluster runs as the postgres user.
-	dir, err := os.MkdirTemp("", "fleetsaga-e2e-")
-	require.NoError(t, err)
-	require.NoError(t, os.Chmod(dir, 0o755))
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := t.TempDir()
 	b, err := yaml.Marshal(s)
 	require.NoError(t, err)
 	specPath := filepath.Join(dir, "fleet.yaml")

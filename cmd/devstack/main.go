@@ -35,7 +35,8 @@ func main() {
 		c.Flags().IntVar(&o.UIPort, "ui-port", 8233, "Temporal Web UI port (0 = none)")
 		c.Flags().StringVar(&o.FleetsimSpec, "fleetsim-spec", "", "start fleetsim with this spec")
 		c.Flags().IntVar(&o.Workers, "workers", 0, "worker processes to start")
-		c.Flags().BoolVar(&o.PersistTemporal, "persist", false, "keep Temporal history in the state directory")
+		c.Flags().BoolVar(&o.PersistTemporal, "persist", false, "keep Temporal history in a file in the state directory")
+		c.Flags().StringVar(&o.Database, "database", "", "the stack's own database, created afresh at every start (empty: the named server's database as it is)")
 	}
 	run := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS...]",
@@ -125,7 +126,8 @@ func upBackground(o devstack.StackOptions) error {
 		return err
 	}
 	cmd := exec.Command(self, "serve", "--dir", o.Dir, "--bin", o.BinDir, "--ui-port", strconv.Itoa(o.UIPort),
-		"--fleetsim-spec", o.FleetsimSpec, "--workers", strconv.Itoa(o.Workers), "--persist="+strconv.FormatBool(o.PersistTemporal))
+		"--fleetsim-spec", o.FleetsimSpec, "--workers", strconv.Itoa(o.Workers), "--persist="+strconv.FormatBool(o.PersistTemporal),
+		"--database", o.Database)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

@@ -24,14 +24,17 @@ import (
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
-// Postgres is a database server the stack uses: either the one DATABASE_URL
-// names or a private cluster this package started.
+// Postgres is a database server the stack uses: the one DATABASE_URL or the
+// libpq variables name, or a private cluster this package started.
 type Postgres struct {
 	// URL is an admin connection URL (database "postgres" for a private cluster).
 	URL     string
 	Private bool
-	dir     string
-	binDir  string
+	// Source says where the server came from, for the one log line that
+	// tells the user which one was chosen.
+	Source string
+	dir    string
+	binDir string
 }
 
 // Ping reports whether url answers within a few seconds.
@@ -46,16 +49,25 @@ func Ping(ctx context.Context, url string) error {
 	return db.PingContext(ctx)
 }
 
-// FindOrStartPostgres uses DATABASE_URL when it answers; otherwise it starts
-// (or reuses) a private cluster in dir from the machine's PostgreSQL binaries.
+// FindOrStartPostgres uses what the machine offers, in the order a user
+// expects: DATABASE_URL; otherwise the standard libpq variables (PGHOST,
+// PGPORT, …) where the user set them; otherwise a private cluster for the
+// stack whose state lives in dir. A server the user did not name is never
+// written to.
 func FindOrStartPostgres(ctx context.Context, dir string, log zerolog.Logger) (*Postgres, error) {
-	if url := os.Getenv("DATABASE_URL"); url != "" {
-		err := Ping(ctx, url)
-		if err == nil {
-			log.Info().Str("url", ledger.RedactURL(url)).Msg("using PostgreSQL from DATABASE_URL")
-			return &Postgres{URL: url}, nil
+	for _, named := range []struct{ source, url string }{
+		{"DATABASE_URL", os.Getenv("DATABASE_URL")},
+		{"the libpq environment (" + strings.Join(libpqVarsSet(), ", ") + ")", libpqURL()},
+	} {
+		if named.url == "" {
+			continue
 		}
-		log.Warn().Err(err).Str("url", ledger.RedactURL(url)).Msg("DATABASE_URL does not answer; starting a private PostgreSQL")
+		if err := Ping(ctx, named.url); err != nil {
+			log.Warn().Err(err).Str("url", ledger.RedactURL(named.url)).Msgf("PostgreSQL from %s does not answer; trying the next option", named.source)
+			continue
+		}
+		log.Info().Str("url", ledger.RedactURL(named.url)).Msgf("PostgreSQL: using the server named by %s", named.source)
+		return &Postgres{URL: named.url, Source: named.source}, nil
 	}
 	binDir, err := postgresBinDir(log)
 	if err != nil {
@@ -64,10 +76,12 @@ func FindOrStartPostgres(ctx context.Context, dir string, log zerolog.Logger) (*
 	if dir, err = filepath.Abs(dir); err != nil {
 		return nil, err
 	}
-	pg := &Postgres{Private: true, dir: dir, binDir: binDir}
+	ReapLeftovers(log)
+	pg := &Postgres{Private: true, Source: "a private cluster", dir: privateClusterDir(dir), binDir: binDir}
 	if err := pg.start(ctx, log); err != nil {
 		return nil, err
 	}
+	log.Info().Str("url", pg.URL).Str("dir", pg.dir).Msg("PostgreSQL: using a private cluster (no DATABASE_URL or PGHOST/PGPORT/… set)")
 	return pg, nil
 }
 
@@ -110,27 +124,24 @@ func pgMajor(initdb string) int {
 }
 
 func (pg *Postgres) start(ctx context.Context, log zerolog.Logger) error {
-	dataDir := filepath.Join(pg.dir, "data")
-	if err := os.MkdirAll(pg.dir, 0o755); err != nil {
+	owner, err := serverUser()
+	if err != nil {
 		return err
 	}
-	// initdb refuses to run as root: run the private cluster as "postgres".
-	var owner *user.User
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			return errors.New("running as root and there is no 'postgres' user to own the private cluster")
-		}
-		owner = u
-		if err := chownR(pg.dir, u); err != nil {
-			return err
-		}
+	if err := claimPrivateDir(pg.dir, owner); err != nil {
+		return err
 	}
-	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); err != nil {
-		log.Info().Str("dir", dataDir).Msg("initialising a private PostgreSQL cluster")
-		if out, err := pg.run(ctx, owner, "initdb", "-D", dataDir, "-A", "trust", "-U", "postgres", "--no-sync"); err != nil {
-			return fmt.Errorf("initdb: %v: %s", err, lastLines(out, 5))
-		}
+	if err := pg.initAndStart(ctx, owner); err != nil {
+		_ = reap(pg.dir)
+		return err
+	}
+	return nil
+}
+
+func (pg *Postgres) initAndStart(ctx context.Context, owner *user.User) error {
+	dataDir := filepath.Join(pg.dir, "data")
+	if out, err := pg.run(ctx, owner, "initdb", "-D", dataDir, "-A", "trust", "-U", "postgres", "--no-sync"); err != nil {
+		return fmt.Errorf("initdb: %v: %s", err, lastLines(out, 5))
 	}
 	port, err := FreePort()
 	if err != nil {
@@ -142,24 +153,35 @@ func (pg *Postgres) start(ctx context.Context, log zerolog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("pg_ctl start: %v: %s (log: %s)", err, lastLines(out, 5), filepath.Join(pg.dir, "postgres.log"))
 	}
-	log.Info().Int("port", port).Msg("private PostgreSQL started")
 	return nil
 }
 
-// Stop stops a private cluster (a DATABASE_URL server is left alone).
+// serverUser is who runs the private cluster: initdb refuses root, so as
+// root it is the "postgres" user (nil: ourselves).
+func serverUser() (*user.User, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, errors.New("running as root and there is no 'postgres' user to own the private cluster")
+	}
+	return u, nil
+}
+
+// Stop stops a private cluster and removes it: the next start is fresh, so
+// the ledger never outlives the simulated fleet it describes. A server the
+// user named is left alone.
 func (pg *Postgres) Stop() error {
 	if !pg.Private {
 		return nil
 	}
-	var owner *user.User
-	if os.Geteuid() == 0 {
-		owner, _ = user.Lookup("postgres")
-	}
+	owner, _ := serverUser()
 	out, err := pg.run(context.Background(), owner, "pg_ctl", "-D", filepath.Join(pg.dir, "data"), "-m", "fast", "-w", "stop")
 	if err != nil {
 		return fmt.Errorf("pg_ctl stop: %v: %s", err, lastLines(out, 3))
 	}
-	return nil
+	return os.RemoveAll(pg.dir)
 }
 
 // Restart stops and starts a private cluster on the same port (chaos tests).
@@ -167,10 +189,7 @@ func (pg *Postgres) Restart(ctx context.Context) error {
 	if !pg.Private {
 		return errors.New("cannot restart a PostgreSQL this stack did not start")
 	}
-	var owner *user.User
-	if os.Geteuid() == 0 {
-		owner, _ = user.Lookup("postgres")
-	}
+	owner, _ := serverUser()
 	// -l: a restarted server must not inherit our output pipe (the call
 	// would never return).
 	out, err := pg.run(ctx, owner, "pg_ctl", "-D", filepath.Join(pg.dir, "data"), "-l", filepath.Join(pg.dir, "postgres.log"),
@@ -190,6 +209,13 @@ func (pg *Postgres) run(ctx context.Context, owner *user.User, prog string, args
 		cmd = exec.CommandContext(ctx, path, args...)
 	}
 	cmd.Dir = "/"
+	// The server is private: the user's libpq variables (PGPORT, PGDATA, …)
+	// are for clients and must not steer it.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PG") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	return cmd.CombinedOutput()
 }
 
@@ -222,17 +248,6 @@ func DropDatabase(ctx context.Context, adminURL, name string) error {
 }
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
-
-func chownR(dir string, u *user.User) error {
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, gid)
-	})
-}
 
 // FreePort returns a loopback TCP port that was free a moment ago.
 func FreePort() (int, error) {

@@ -29,11 +29,13 @@ type StackOptions struct {
 	FleetsimSpec string
 	// Workers is how many worker processes to start (needs fleetsim or endpoints).
 	Workers int
-	// PersistTemporal keeps Temporal's history in Dir across restarts.
+	// PersistTemporal keeps Temporal's history in a file in Dir, so it
+	// survives a restart of the Temporal server within one run (chaos).
 	PersistTemporal bool
-	// Database names a database to create and use on the server (tests use
-	// a fresh one each); empty uses DATABASE_URL's, or "fleetsaga" on a
-	// private cluster.
+	// Database is the stack's own database on the server, dropped and
+	// created afresh at every start: the simulated fleet starts fresh too,
+	// and a ledger kept from an earlier run would disagree with it. Empty
+	// uses the named server's database as it is (tests make their own).
 	Database string
 }
 
@@ -80,12 +82,11 @@ func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Sta
 		return nil, err
 	}
 	s.DatabaseURL = s.PG.URL
-	db := o.Database
-	if db == "" && s.PG.Private {
-		db = "fleetsaga"
-	}
-	if db != "" {
-		if s.DatabaseURL, err = CreateDatabase(ctx, s.PG.URL, db); err != nil {
+	if o.Database != "" {
+		if err := DropDatabase(ctx, s.PG.URL, o.Database); err != nil {
+			return nil, fmt.Errorf("drop the stack's old database %s: %w", o.Database, err)
+		}
+		if s.DatabaseURL, err = CreateDatabase(ctx, s.PG.URL, o.Database); err != nil {
 			return nil, err
 		}
 	}
@@ -96,6 +97,11 @@ func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Sta
 	topts := TemporalOptions{UIPort: o.UIPort, Output: tlog}
 	if o.PersistTemporal {
 		topts.DBFile = filepath.Join(o.Dir, "temporal.db")
+		// History of an earlier run would name updates the fresh fleet and
+		// ledger never saw.
+		if err := os.Remove(topts.DBFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
 	}
 	if s.Temporal, err = StartTemporal(ctx, topts, log); err != nil {
 		return nil, err

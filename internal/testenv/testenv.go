@@ -6,6 +6,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 
 	"net/http"
 	"os"
@@ -33,7 +34,6 @@ var shared struct {
 	once     sync.Once
 	err      error
 	pg       *devstack.Postgres
-	dir      string
 	temporal *testsuite.DevServer
 	address  string
 }
@@ -48,22 +48,17 @@ func Main(m *testing.M) int {
 	if shared.pg != nil {
 		_ = shared.pg.Stop()
 	}
-	if shared.dir != "" {
-		_ = os.RemoveAll(shared.dir)
-	}
 	return code
 }
 
 func start() error {
 	ctx := context.Background()
 	log := zerolog.New(zerolog.NewTestWriter(nil)).Level(zerolog.Disabled)
-	dir, err := os.MkdirTemp("", "fleetsaga-test-")
-	if err != nil {
-		return err
-	}
-	_ = os.Chmod(dir, 0o755)
-	shared.dir = dir
-	if shared.pg, err = devstack.FindOrStartPostgres(ctx, filepath.Join(dir, "pg"), log); err != nil {
+	// The private cluster (when no server is named) is keyed by this test
+	// binary; if it is killed, the next start removes what it left.
+	var err error
+	key := filepath.Join(os.TempDir(), fmt.Sprintf("fleetsaga-test-%d", os.Getpid()))
+	if shared.pg, err = devstack.FindOrStartPostgres(ctx, key, log); err != nil {
 		return err
 	}
 	if addr := os.Getenv("TEMPORAL_ADDRESS"); addr != "" {
