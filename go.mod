@@ -3,6 +3,7 @@ module github.com/fleetsaga/fleetsaga
 go 1.26.0
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/google/uuid v1.6.0
 	github.com/lib/pq v1.12.3

@@ -623,7 +623,9 @@ func (a *MGSActivities) MGSWaitUpdate(ctx context.Context, in WaitUpdateInput) (
 			if progress != out.LastBytes {
 				out.LastBytes, out.LastChange = progress, now
 			}
-			out.Bytes, out.Total = int64(st.BytesReceived), int64(st.TotalBytes)
+			if st.TotalBytes > 0 { // complete{id} carries no byte counts: keep the last ones
+				out.Bytes, out.Total = int64(st.BytesReceived), int64(st.TotalBytes)
+			}
 			switch st.State {
 			case mgs.UpdateComplete:
 				if in.Ours || in.Component != mgs.ComponentSP {

@@ -67,7 +67,11 @@ func statusCmd(a *app) *cobra.Command {
 				t := info.GetCloseTime().AsTime()
 				v.Closed = &t
 			}
-			if p, err := queryProgress(ctx, c, args[0], ""); err == nil {
+			store := liveLedger(ctx, dbURL)
+			if store != nil {
+				defer store.Close()
+			}
+			if p, err := currentProgress(ctx, c, store, args[0], ""); err == nil {
 				v.Progress = &p
 			}
 			if dbURL != "" {

@@ -24,10 +24,12 @@ type app struct {
 	out      io.Writer
 	log      zerolog.Logger
 	client   client.Client
+	// liveDB is the ledger that watch reads live progress from ("" = none).
+	liveDB string
 }
 
 func newRoot() *cobra.Command {
-	a := &app{out: os.Stdout}
+	a := &app{out: os.Stdout, liveDB: os.Getenv("DATABASE_URL")}
 	root := &cobra.Command{
 		Use:   "starter",
 		Short: "Start, watch and steer fleetsaga updates",

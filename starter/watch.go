@@ -25,10 +25,10 @@ import (
 
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
-		return &cobra.Command{
+		cmd := &cobra.Command{
 			Use:     "watch WORKFLOW_ID",
 			Short:   "Follow an update's progress until it ends; exit with its outcome",
-			Example: "  starter watch fleetsaga/sp-firmware/sp/sled/12",
+			Example: "  starter watch fleetsaga/sp-firmware/sp/sled/2",
 			Args:    exactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				c, err := a.dial(cmd.Context())
@@ -38,6 +38,8 @@ func init() {
 				return a.watch(cmd.Context(), c, args[0], "")
 			},
 		}
+		cmd.Flags().StringVar(&a.liveDB, "database-url", os.Getenv("DATABASE_URL"), "ledger PostgreSQL URL for live device progress between the workflow's checkpoints (env DATABASE_URL; optional)")
+		return cmd
 	})
 }
 
@@ -49,12 +51,16 @@ func (a *app) watch(ctx context.Context, c client.Client, id, runID string) erro
 	if tty {
 		r = newBarRenderer(a.out)
 	}
+	store := liveLedger(ctx, a.liveDB)
+	if store != nil {
+		defer store.Close()
+	}
 	result := make(chan error, 1)
 	go func() { result <- c.GetWorkflow(ctx, id, runID).Get(ctx, nil) }()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		if p, err := queryProgress(ctx, c, id, runID); err == nil {
+		if p, err := currentProgress(ctx, c, store, id, runID); err == nil {
 			r.render(p)
 		}
 		select {
@@ -62,10 +68,10 @@ func (a *app) watch(ctx context.Context, c client.Client, id, runID string) erro
 			if p, qerr := queryProgress(ctx, c, id, runID); qerr == nil {
 				r.render(p)
 			}
-			r.close()
+			r.close(err == nil)
 			return a.outcome(ctx, c, id, err)
 		case <-ctx.Done():
-			r.close()
+			r.close(false)
 			return &exitError{exitFailed, fmt.Errorf("stopped watching %s: %v (the update goes on)", id, ctx.Err())}
 		case <-tick.C:
 		}
@@ -139,7 +145,8 @@ func rootCause(err error) error {
 
 type renderer interface {
 	render(workflows.Progress)
-	close()
+	// close ends the display; a completed update's bar ends full.
+	close(completed bool)
 }
 
 // lineRenderer prints one line whenever the phase or the percentage moves
@@ -163,7 +170,7 @@ func (l *lineRenderer) render(p workflows.Progress) {
 	fmt.Fprintf(l.w, "%s %s\n", time.Now().Format(time.TimeOnly), line)
 }
 
-func (l *lineRenderer) close() {}
+func (l *lineRenderer) close(bool) {}
 
 func progressLine(p workflows.Progress) string {
 	var b strings.Builder
@@ -194,14 +201,16 @@ func progressLine(p workflows.Progress) string {
 // barRenderer draws a live progress bar with the phase, its elapsed time,
 // counts, stragglers and ETA.
 type barRenderer struct {
-	p    *mpb.Progress
-	bar  *mpb.Bar
-	info string
+	p     *mpb.Progress
+	bar   *mpb.Bar
+	info  string
+	total int64
 }
 
 func newBarRenderer(w io.Writer) *barRenderer {
 	r := &barRenderer{p: mpb.New(mpb.WithOutput(w), mpb.WithRefreshRate(200*time.Millisecond))}
-	r.bar = r.p.New(1, mpb.BarStyle(),
+	// Total 0: mpb honours SetTotal only on a bar built without a total.
+	r.bar = r.p.New(0, mpb.BarStyle(),
 		mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return r.info }, decor.WCSyncSpaceR)),
 		mpb.AppendDecorators(decor.Percentage()))
 	return r
@@ -213,12 +222,22 @@ func (r *barRenderer) render(p workflows.Progress) {
 		r.info += fmt.Sprintf(" (%s in phase)", time.Since(p.PhaseSince).Round(time.Second))
 	}
 	if p.Total > 0 {
+		r.total = p.Total
 		r.bar.SetTotal(p.Total, false)
 		r.bar.SetCurrent(p.Done)
 	}
 }
 
-func (r *barRenderer) close() {
-	r.bar.SetTotal(-1, true)
+func (r *barRenderer) close(completed bool) {
+	if completed {
+		// A completed update is all done, whatever the last answer counted
+		// (a no-op update moves no bytes).
+		total := max(r.total, 1)
+		r.bar.SetTotal(total, false)
+		r.bar.SetCurrent(total)
+		r.bar.SetTotal(-1, true)
+	} else {
+		r.bar.Abort(false) // stays on screen where it stopped
+	}
 	r.p.Wait()
 }

@@ -431,7 +431,9 @@ func (u *mgsUpdate) wait(ctx workflow.Context, id uuid.UUID, ours bool) (activit
 			return wr, err
 		}
 		if ours {
-			u.progress.Done, u.progress.Total = wr.Bytes, wr.Total
+			if wr.Total > 0 { // a checkpoint or the end; a leg that saw no bytes keeps the last count
+				u.progress.Done, u.progress.Total = wr.Bytes, wr.Total
+			}
 			if wr.Outcome == activities.WaitComplete {
 				// Too late to abort a complete update: nothing to compensate.
 				u.saga = Saga{}
