@@ -25,19 +25,24 @@ import (
 
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
+		var untilGate bool
 		cmd := &cobra.Command{
 			Use:     "watch WORKFLOW_ID",
 			Short:   "Follow an update's progress until it ends; exit with its outcome",
-			Example: "  starter watch fleetsaga/sp-firmware/sp/sled/2",
+			Example: "  starter watch fleetsaga/sp-firmware/sp/sled/2\n  starter watch fleetsaga/rollout/plan/demo --until-gate && starter approve fleetsaga/rollout/plan/demo --by alice --reason \"SP stage healthy\"",
 			Args:    exactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				c, err := a.dial(cmd.Context())
 				if err != nil {
 					return err
 				}
+				if untilGate {
+					return a.watchUntilGate(cmd.Context(), c, args[0])
+				}
 				return a.watch(cmd.Context(), c, args[0], "")
 			},
 		}
+		cmd.Flags().BoolVar(&untilGate, "until-gate", false, "return (exit 0) as soon as the rollout waits at an approval gate, so a script can approve; if it ends first, exit with its outcome")
 		cmd.Flags().StringVar(&a.liveDB, "database-url", os.Getenv("DATABASE_URL"), "ledger PostgreSQL URL for live device progress between the workflow's checkpoints (env DATABASE_URL; optional)")
 		return cmd
 	})
@@ -46,6 +51,24 @@ func init() {
 // watch renders progress (bars on a TTY, lines otherwise) until the
 // workflow closes, then returns its outcome as an exit code.
 func (a *app) watch(ctx context.Context, c client.Client, id, runID string) error {
+	return a.watchUntil(ctx, c, id, runID, nil)
+}
+
+// watchUntilGate watches a rollout until it waits at an approval gate.
+func (a *app) watchUntilGate(ctx context.Context, c client.Client, id string) error {
+	if kind, _, _ := workflows.ParseWorkflowID(id); kind != workflows.KindRollout {
+		return usageErr("--until-gate is for rollouts (fleetsaga/rollout/plan/NAME); %s has no approval gates", id)
+	}
+	return a.watchUntil(ctx, c, id, "", func(p workflows.Progress) bool { return atGate(p) })
+}
+
+// atGate says whether a rollout's progress shows it waiting for approval.
+func atGate(p workflows.Progress) bool {
+	return p.State == workflows.StateRunning && strings.HasPrefix(p.Phase, "awaiting approval")
+}
+
+// watchUntil is watch that also returns nil once stop(progress) holds.
+func (a *app) watchUntil(ctx context.Context, c client.Client, id, runID string, stop func(workflows.Progress) bool) error {
 	tty := !a.json && isatty.IsTerminal(os.Stdout.Fd())
 	var r renderer = &lineRenderer{w: a.out, json: a.json}
 	if tty {
@@ -62,6 +85,11 @@ func (a *app) watch(ctx context.Context, c client.Client, id, runID string) erro
 	for {
 		if p, err := currentProgress(ctx, c, store, id, runID); err == nil {
 			r.render(p)
+			if stop != nil && stop(p) {
+				r.close(false)
+				fmt.Fprintf(os.Stderr, "%s: %s\n", id, p.Phase)
+				return nil
+			}
 		}
 		select {
 		case err := <-result:

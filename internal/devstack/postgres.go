@@ -77,7 +77,7 @@ func FindOrStartPostgres(ctx context.Context, dir string, log zerolog.Logger) (*
 		return nil, err
 	}
 	ReapLeftovers(log)
-	pg := &Postgres{Private: true, Source: "a private cluster", dir: privateClusterDir(dir), binDir: binDir}
+	pg := &Postgres{Private: true, Source: "a private cluster", dir: PrivateClusterDir(dir), binDir: binDir}
 	if err := pg.start(ctx, log); err != nil {
 		return nil, err
 	}

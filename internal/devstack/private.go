@@ -24,7 +24,9 @@ import (
 // so a cluster left by a killed run is recognised and removed.
 const privatePrefix = "fleetsaga-pg-"
 
-func privateClusterDir(stateDir string) string {
+// PrivateClusterDir is where the private cluster of the stack whose state
+// lives in stateDir (an absolute path) is kept.
+func PrivateClusterDir(stateDir string) string {
 	sum := sha256.Sum256([]byte(stateDir))
 	return filepath.Join(os.TempDir(), privatePrefix+hex.EncodeToString(sum[:6]))
 }
