@@ -21,7 +21,7 @@ $starter rollout demo/plan.yaml
 $starter watch "$id" &
 watch_pid=$!
 for _ in $(seq 600); do
-  if $starter status --json "$id" | grep -q '"phase": "awaiting approval'; then
+  if $starter status --json "$id" | grep -q '"phase": "awaiting-approval"'; then
     echo "== gate reached: approving the host OS stage"
     $starter approve "$id" --by demo --reason "SP firmware stage healthy"
     break

@@ -158,7 +158,7 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 // awaitApproval holds the rollout at the gate before st until approved.
 func (r *rollout) awaitApproval(ctx workflow.Context, st Stage) error {
 	r.gate = st.Name
-	r.setPhase(ctx, "awaiting approval for stage "+st.Name)
+	r.setPhase(ctx, PhaseAwaitingApproval, "stage "+st.Name)
 	if err := workflow.Await(ctx, func() bool { return r.approval != nil }); err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func (r *rollout) recordApproval(ctx workflow.Context, ap Approval) error {
 // runStage starts the stage's updates in a sliding window and returns how
 // many failed.
 func (r *rollout) runStage(ctx workflow.Context, st Stage) (int, error) {
-	r.setPhase(ctx, "stage "+st.Name)
+	r.setPhase(ctx, PhaseRunningStage, "stage "+st.Name)
 	groupOf := map[string]int{}
 	for i, g := range st.Exclusive {
 		for _, t := range g {
@@ -324,16 +324,18 @@ func (r *rollout) setPaused(ctx workflow.Context, p bool) {
 	r.paused = p
 	if p {
 		r.progress.State = StatePaused
-		setSearchState(ctx, StatePaused, r.progress.Phase)
+		setSearchState(ctx, StatePaused, Phase(r.progress.Phase), r.progress.Message)
 	} else {
 		r.progress.State = StateRunning
-		setSearchState(ctx, StateRunning, r.progress.Phase)
+		setSearchState(ctx, StateRunning, Phase(r.progress.Phase), r.progress.Message)
 	}
 }
 
-func (r *rollout) setPhase(ctx workflow.Context, phase string) {
-	r.progress.Phase, r.progress.PhaseSince = phase, workflow.Now(ctx)
-	setSearchState(ctx, r.progress.State, phase)
+// setPhase announces a phase; detail (the stage) is free text for the
+// progress query and the Web UI's current details.
+func (r *rollout) setPhase(ctx workflow.Context, phase Phase, detail string) {
+	r.progress.Phase, r.progress.PhaseSince, r.progress.Message = string(phase), workflow.Now(ctx), detail
+	setSearchState(ctx, r.progress.State, phase, detail)
 }
 
 // cancelled ends a cancelled rollout (after its children, see runStage):
@@ -352,5 +354,6 @@ func (r *rollout) cancelled(ctx workflow.Context, stage string, err error) error
 
 func (r *rollout) finish(ctx workflow.Context, s State, outcome string) {
 	r.progress.State, r.progress.Outcome = s, outcome
-	setSearchState(ctx, s, "done")
+	r.progress.Phase, r.progress.Message = string(PhaseDone), outcome
+	setSearchState(ctx, s, PhaseDone, outcome)
 }
