@@ -366,6 +366,7 @@ func (r *agentRollout) fanOut(ctx workflow.Context) (more bool, err error) {
 	var buf []ledger.AgentServer
 	exhausted := r.c.Cursor >= r.c.Plan.LastSeq
 	startedHere := 0
+	var planErr error
 	wg := workflow.NewWaitGroup(ctx)
 	checkCtx, stopChecks := workflow.WithCancel(ctx)
 	defer stopChecks()
@@ -379,7 +380,13 @@ func (r *agentRollout) fanOut(ctx workflow.Context) (more bool, err error) {
 			if err := workflow.ExecuteActivity(ledgerOptions(ctx), agentActs.NextAgentServers, activities.NextAgentServersRequest{
 				RolloutID: r.c.RolloutID, After: r.c.Cursor, Limit: min(planPage, r.in.ChildrenPerRun-startedHere),
 			}).Get(ctx, &buf); err != nil {
-				return false, err
+				if workflow.GetVersion(ctx, changeAgentPlanErrorWaits, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+					return false, err
+				}
+				// Servers already started still run: wait for them below,
+				// so the summary sees how they ended.
+				planErr = err
+				break
 			}
 			if len(buf) == 0 {
 				exhausted = true
@@ -419,8 +426,15 @@ func (r *agentRollout) fanOut(ctx workflow.Context) (more bool, err error) {
 	if ctx.Err() != nil {
 		return false, temporal.NewCanceledError("agent rollout cancelled")
 	}
+	if planErr != nil {
+		return false, planErr
+	}
 	return more && !r.stopped, nil
 }
+
+// changeAgentPlanErrorWaits names the change that made a failed read of the
+// plan's next page wait for running servers before the rollout summarises.
+const changeAgentPlanErrorWaits = "agent-install-plan-error-waits-for-servers"
 
 // runServer runs one server's child workflow.
 func (r *agentRollout) runServer(ctx workflow.Context, srv ledger.AgentServer) AgentServerResult {
