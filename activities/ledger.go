@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -72,29 +73,80 @@ func (a *LedgerActivities) AppendEvent(ctx context.Context, e ledger.Event) erro
 	return a.Store.AppendEvent(ctx, e)
 }
 
-// releaseAbandoned ends the active attempt of busy when its workflow run is
-// closed: a terminated or timed-out workflow never ran its compensations or
+// releaseAbandoned ends the active attempt of busy when its owner no longer
+// runs: a terminated or timed-out workflow never ran its compensations or
 // its ledger writes, and its attempt would otherwise block the target
-// forever. A running owner, or one Temporal cannot tell about, keeps it.
+// forever. The owner is the attempt's run chain, not its run: a workflow
+// that continued as new (or was reset) runs on under another run ID, and
+// that current run still owns the attempt. A fresh start under the same
+// workflow ID is a new chain (another first run ID) and does not. A running
+// owner, or one Temporal cannot tell about, keeps the attempt.
 func (a *LedgerActivities) releaseAbandoned(ctx context.Context, busy *ledger.ErrTargetBusy) bool {
 	if a.Temporal == nil || busy.WorkflowID == "" {
 		return false
 	}
-	desc, err := a.Temporal.DescribeWorkflowExecution(ctx, busy.WorkflowID, busy.RunID)
-	if err != nil {
+	closed, why := a.ownerClosed(ctx, busy)
+	if !closed {
 		return false
 	}
-	status := desc.GetWorkflowExecutionInfo().GetStatus()
-	if status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || status == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED {
-		return false
-	}
-	why := "abandoned: workflow run " + busy.RunID + " ended (" + status.String() + ") without finishing this attempt"
+	why = "abandoned: " + why + " without finishing this attempt"
 	if err := a.Store.FinishAttempt(ctx, ledger.Finish{AttemptID: busy.ActiveID, State: ledger.StateFailed, Outcome: "abandoned", Error: why}); err != nil {
 		return false
 	}
 	_ = a.Store.AppendEvent(ctx, ledger.Event{AttemptID: busy.ActiveID, Step: "abandoned", State: string(ledger.StateFailed),
 		Message: why, Worker: a.identity(ctx)})
 	return true
+}
+
+// ownerClosed reports whether the run chain that recorded busy's attempt has
+// ended, and how (for the ledger).
+func (a *LedgerActivities) ownerClosed(ctx context.Context, busy *ledger.ErrTargetBusy) (bool, string) {
+	// The recorded run: its chain's first run ID, and whether it still runs.
+	chain, ended := busy.RunID, "ended"
+	if busy.RunID != "" {
+		desc, err := a.Temporal.DescribeWorkflowExecution(ctx, busy.WorkflowID, busy.RunID)
+		var nf *serviceerror.NotFound
+		switch {
+		case errors.As(err, &nf):
+			// Past retention: long closed. Its chain is unknown; the first
+			// run is the best guess (most attempts are recorded there).
+		case err != nil:
+			return false, ""
+		default:
+			info := desc.GetWorkflowExecutionInfo()
+			if running(info.GetStatus()) {
+				return false, ""
+			}
+			if info.GetFirstRunId() != "" {
+				chain = info.GetFirstRunId()
+			}
+			ended = "ended (" + info.GetStatus().String() + ")"
+		}
+	}
+	// The workflow ID's current run: the same chain still running (after
+	// continue-as-new or a reset) owns the attempt.
+	cur, err := a.Temporal.DescribeWorkflowExecution(ctx, busy.WorkflowID, "")
+	var nf *serviceerror.NotFound
+	if err != nil && !errors.As(err, &nf) {
+		return false, ""
+	}
+	if err == nil {
+		info := cur.GetWorkflowExecutionInfo()
+		sameChain := busy.RunID == "" || info.GetFirstRunId() == chain || info.GetExecution().GetRunId() == busy.RunID
+		if sameChain && running(info.GetStatus()) {
+			return false, ""
+		}
+		if sameChain {
+			return true, "workflow " + busy.WorkflowID + " run " + info.GetExecution().GetRunId() + " ended (" + info.GetStatus().String() + ")"
+		}
+	}
+	return true, "workflow " + busy.WorkflowID + " run " + busy.RunID + " " + ended
+}
+
+// running: the owner may still write the attempt (unspecified is treated as
+// running, to keep the attempt when Temporal cannot tell).
+func running(s enumspb.WorkflowExecutionStatus) bool {
+	return s == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || s == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED
 }
 
 func (a *LedgerActivities) identity(ctx context.Context) string {

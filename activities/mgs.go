@@ -45,6 +45,8 @@ type MGSActivities struct {
 	Store *ledger.Store
 	// Identity names this worker in the ledger's events.
 	Identity string
+	// Ledger records attempts; the worker builds it with its Temporal client so an abandoned attempt is released.
+	Ledger *LedgerActivities
 }
 
 // NewMGSActivities builds the activities from the fleet endpoints.
@@ -374,7 +376,7 @@ type RecordAttemptInput struct {
 
 // MGSRecordAttempt writes attempt transitions to the ledger (idempotent).
 func (a *MGSActivities) MGSRecordAttempt(ctx context.Context, in RecordAttemptInput) error {
-	la := &LedgerActivities{Store: a.Store, Identity: a.Identity}
+	la := a.Ledger
 	if in.Finish != nil {
 		if err := la.FinishAttempt(ctx, *in.Finish); err != nil {
 			return err

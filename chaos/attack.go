@@ -17,6 +17,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // harness runs the chaos against one stack.
@@ -114,7 +115,7 @@ func (h *harness) attack(ctx context.Context, done <-chan struct{}) {
 		if p, err := h.progress(ctx, h.rolloutID); err == nil {
 			phase = p.Phase
 			for i, name := range h.stages {
-				if phase == "stage "+name {
+				if phase == string(workflows.PhaseRunningStage) && p.Message == "stage "+name {
 					stage = i
 				}
 			}

@@ -104,7 +104,7 @@ func TestStarterStartsAttachesRefusesAndCancels(t *testing.T) {
 	op.json(&second, args...)
 	require.True(t, second.Attached, "the same update started twice attaches to the running one")
 
-	other := op.run("sp-firmware", "--sled", "2", "--serial", sled.Serial, "--artifact", img, "--version", "1.2.0", "--sha256", strings.Repeat("a", 64))
+	other := op.run("sp-firmware", "--sled", "2", "--serial", sled.Serial, "--artifact", spImage(t, "1.2.0"), "--version", "1.2.0")
 	require.Equal(t, 5, other.code, other.stderr)
 	require.Contains(t, other.stderr, first.WorkflowID)
 

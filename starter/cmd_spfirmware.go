@@ -38,7 +38,8 @@ over when it completes and nobody resets the SP within --takeover-timeout.
 Cancelling aborts our in-flight update by its ID.
 
 The artifact path must be readable by the workers; without --sha256 the
-starter computes the digest of a local file (a URL needs --sha256).`,
+starter computes the digest of a local file, and a --sha256 that does not
+match a local file is refused (a URL needs --sha256).`,
 			Example: `  starter sp-firmware --sled 12 --serial BRM42000012 --artifact /srv/fw/sp-1.0.5.bin --version 1.0.5 --wait
   starter sp-firmware --switch 0 --serial BRM31000001 --artifact https://depot/sp-1.0.5.bin --version 1.0.5 \
       --sha256 9f2c… --expected-active 1.0.4 --json`,
@@ -146,19 +147,33 @@ func (a *artifactFlags) artifact(flag string) (workflows.Artifact, error) {
 		return out, usageErr("%s: %v", flag, err)
 	}
 	out.Path = abs
-	if out.SHA256 == "" {
-		f, err := os.Open(abs)
-		if err != nil {
-			return out, usageErr("%s: %v", flag, err)
-		}
-		defer f.Close()
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err != nil {
-			return out, usageErr("%s: %v", flag, err)
-		}
-		out.SHA256 = hex.EncodeToString(h.Sum(nil))
+	sum, err := fileSHA256(abs)
+	switch {
+	case err != nil && out.SHA256 == "":
+		return out, usageErr("%s: %v", flag, err)
+	case err != nil:
+		// Not readable here (a path only the workers see): the workers
+		// verify the given digest before anything is written.
+	case out.SHA256 == "":
+		out.SHA256 = sum
+	case out.SHA256 != sum:
+		return out, usageErr("%s %s has SHA-256 %s, not the %s given: wrong file or wrong digest", flag, abs, sum, out.SHA256)
 	}
 	return out, nil
+}
+
+// fileSHA256 is the hex SHA-256 of a local file.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // bindMGSTiming adds the pacing flags of the MGS update kinds (0 = default).

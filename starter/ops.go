@@ -273,12 +273,31 @@ func signalCmd(name, signal, short string) func(a *app) *cobra.Command {
 			Example: "  starter " + name + " fleetsaga/rollout/plan/q3-firmware",
 			Args:    exactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				return a.control(cmd.Context(), args[0], name+" sent", func(c client.Client) error {
-					return c.SignalWorkflow(cmd.Context(), args[0], "", signal, nil)
+				id := args[0]
+				if pausable, known := workflows.Pausable(id); known && !pausable {
+					return notPausable(id)
+				}
+				return a.control(cmd.Context(), id, name+" sent", func(c client.Client) error {
+					if _, known := workflows.Pausable(id); !known {
+						desc, err := c.DescribeWorkflowExecution(cmd.Context(), id, "")
+						if err != nil {
+							return err
+						}
+						if !workflows.PausableType(desc.GetWorkflowExecutionInfo().GetType().GetName()) {
+							return notPausable(id)
+						}
+					}
+					return c.SignalWorkflow(cmd.Context(), id, "", signal, nil)
 				})
 			},
 		}
 	}
+}
+
+// notPausable refuses pause/resume of a workflow that does not listen for
+// them: the signal would be accepted and silently ignored.
+func notPausable(id string) error {
+	return usageErr("%s does not support pause/resume: only rollouts and agent-install fan-outs do (cancel stops an update)", id)
 }
 
 var (
@@ -321,6 +340,10 @@ func (a *app) control(ctx context.Context, id, done string, call func(client.Cli
 		return err
 	}
 	if err := call(c); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return err
+		}
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
 			return usageErr("no running update with workflow ID %s", id)

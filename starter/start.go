@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -9,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -44,9 +49,29 @@ type startResult struct {
 	Kind       string `json:"kind"`
 }
 
-// startUpdate starts u, or attaches to the same update already running.
-// A different update running on the same target is refused (exit 5) with
-// its workflow ID.
+// requestMemo is the memo field holding a digest of the request that
+// started an update: a second start of the same workflow ID attaches only
+// when its request is the same.
+const requestMemo = "fleetsagaRequest"
+
+// requestDigest identifies a request by its kind and input, not by what the
+// workflow resolved later (an agent install's search attribute holds the
+// resolved image, not "newest").
+func requestDigest(u update) string {
+	b, _ := json.Marshal(struct {
+		Kind  workflows.Kind `json:"kind"`
+		Input any            `json:"input"`
+	}{u.Kind, u.Input})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// startUpdate starts u, or attaches to the same request already running
+// under its workflow ID. Temporal decides which, atomically: the start
+// fails with WorkflowExecutionAlreadyStarted when the ID runs, so two
+// starters racing each other start one workflow. A different request
+// running under the ID, or another update running on the same target, is
+// refused (exit 5) with its workflow ID.
 func (a *app) startUpdate(cmd *cobra.Command, u update, f startFlags) error {
 	ctx := cmd.Context()
 	c, err := a.dial(ctx)
@@ -54,18 +79,31 @@ func (a *app) startUpdate(cmd *cobra.Command, u update, f startFlags) error {
 		return err
 	}
 	id := workflows.WorkflowID(u.Kind, u.Target)
-	attached, err := a.checkBusy(ctx, c, id, u)
-	if err != nil {
+	if err := a.checkOtherBusy(ctx, c, id, u); err != nil {
 		return err
 	}
+	digest := requestDigest(u)
+	attached := false
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                a.temporal.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes:    workflows.StartAttributes(u.Kind, u.Target, u.Artifact),
+		// Without it the SDK hands back the running workflow as if started.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		Memo:                                     map[string]any{requestMemo: digest},
+		TypedSearchAttributes:                    workflows.StartAttributes(u.Kind, u.Target, u.Artifact),
 	}, u.Workflow, u.Input)
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &already) {
+		run, err = a.attach(ctx, c, id, already.RunId, digest, u)
+		attached = true
+	}
 	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return err
+		}
 		return &exitError{exitUnreachable, fmt.Errorf("start %s: %v", id, err)}
 	}
 	res := startResult{WorkflowID: run.GetID(), RunID: run.GetRunID(), Attached: attached, Target: u.Target, Kind: string(u.Kind)}
@@ -87,28 +125,42 @@ func (a *app) startUpdate(cmd *cobra.Command, u update, f startFlags) error {
 	return a.watch(ctx, c, run.GetID(), run.GetRunID())
 }
 
-// checkBusy looks for running updates on u.Target. The same update (same
-// workflow ID and artifact) is attached to; anything else refuses.
-func (a *app) checkBusy(ctx context.Context, c client.Client, id string, u update) (attached bool, err error) {
-	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
-	if err == nil && desc.WorkflowExecutionInfo.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		artifact := keywordAttr(desc.WorkflowExecutionInfo.GetSearchAttributes().GetIndexedFields()["FleetsagaArtifact"])
-		if artifact != u.Artifact {
-			return false, &exitError{exitRefused, fmt.Errorf("%s is already running with artifact %q, not %q: cancel it first", id, artifact, u.Artifact)}
-		}
-		return true, nil
+// attach returns the running run of id when it serves the same request,
+// else refuses. A run started by an older starter has no request memo: its
+// artifact search attribute is compared instead.
+func (a *app) attach(ctx context.Context, c client.Client, id, runID, digest string, u update) (client.WorkflowRun, error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, id, runID)
+	if err != nil {
+		return nil, &exitError{exitUnreachable, fmt.Errorf("describe running %s: %v", id, err)}
 	}
+	info := desc.GetWorkflowExecutionInfo()
+	if p, ok := info.GetMemo().GetFields()[requestMemo]; ok {
+		if keywordAttr(p) != digest {
+			return nil, &exitError{exitRefused, fmt.Errorf("%s is already running a different request (artifact %q): wait for it or cancel it first",
+				id, keywordAttr(info.GetSearchAttributes().GetIndexedFields()[workflows.SAArtifact.GetName()]))}
+		}
+	} else if artifact := keywordAttr(info.GetSearchAttributes().GetIndexedFields()[workflows.SAArtifact.GetName()]); artifact != u.Artifact {
+		return nil, &exitError{exitRefused, fmt.Errorf("%s is already running with artifact %q, not %q: cancel it first", id, artifact, u.Artifact)}
+	}
+	return c.GetWorkflow(ctx, id, info.GetExecution().GetRunId()), nil
+}
+
+// checkOtherBusy refuses when another workflow ID runs an update of
+// u.Target (e.g. a host flash of an SP whose firmware is being updated).
+// Visibility lags; the ledger's one-active-attempt-per-target rule is what
+// finally guards the device.
+func (a *app) checkOtherBusy(ctx context.Context, c client.Client, id string, u update) error {
 	query := fmt.Sprintf(`%s = %q AND ExecutionStatus = "Running"`, workflows.SATarget.GetName(), u.Target)
 	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 10})
 	if err != nil {
-		return false, &exitError{exitUnreachable, fmt.Errorf("list running updates: %v", err)}
+		return &exitError{exitUnreachable, fmt.Errorf("list running updates: %v", err)}
 	}
 	for _, e := range resp.GetExecutions() {
 		if other := e.GetExecution().GetWorkflowId(); other != id {
-			return false, &exitError{exitRefused, fmt.Errorf("target %s is busy with %s: wait for it or cancel it", u.Target, other)}
+			return &exitError{exitRefused, fmt.Errorf("target %s is busy with %s: wait for it or cancel it", u.Target, other)}
 		}
 	}
-	return false, nil
+	return nil
 }
 
 // keywordAttr decodes a Keyword search attribute payload ("" when absent).

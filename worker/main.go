@@ -122,6 +122,7 @@ func newCommand() *cobra.Command {
 				Identity:                identity,
 				StopTimeout:             stopTimeout,
 				MaxConcurrentActivities: maxActs,
+				Metrics:                 metrics,
 			}, workerapp.Deps{
 				Ledger:   store,
 				Fleet:    endpoints,

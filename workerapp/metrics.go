@@ -21,6 +21,9 @@ type Metrics struct {
 	Registry *prometheus.Registry
 	// SDK is the handler to put in client.Options.MetricsHandler.
 	SDK client.MetricsHandler
+	// WorkflowPanics counts workflow tasks that panicked, by workflow type
+	// (each blocks its workflow until a fixed worker runs it: alert on it).
+	WorkflowPanics *prometheus.CounterVec
 }
 
 // NewMetrics builds the registry and the SDK metrics handler.
@@ -37,7 +40,12 @@ func NewMetrics() (*Metrics, error) {
 		UseMonotonicCounters: true,
 		OnError:              func(error) {}, // a metrics failure must never fail a workflow task
 	})
-	return &Metrics{Registry: reg, SDK: sdk}, nil
+	panics := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fleetsaga_workflow_panics_total",
+		Help: "Workflow tasks that panicked; each blocks its workflow until a worker with a fix runs it.",
+	}, []string{"workflow_type"})
+	reg.MustRegister(panics)
+	return &Metrics{Registry: reg, SDK: sdk, WorkflowPanics: panics}, nil
 }
 
 // Serve serves /metrics on addr in the background and returns the bound

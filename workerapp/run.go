@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 )
 
@@ -18,22 +19,17 @@ type Options struct {
 	StopTimeout time.Duration
 	// MaxConcurrentActivities bounds activity executions (0 = SDK default).
 	MaxConcurrentActivities int
+	// Metrics, when set, receives the worker's own counters (workflow
+	// panics); the SDK's metrics go through the client's handler.
+	Metrics *Metrics
 }
 
 // Run registers everything and polls TaskQueue until ctx ends, then stops
 // gracefully.
 func Run(ctx context.Context, c client.Client, o Options, d Deps) error {
-	if o.StopTimeout == 0 {
-		o.StopTimeout = 20 * time.Second
-	}
-	w := worker.New(c, o.TaskQueue, worker.Options{
-		Identity:                           o.Identity,
-		WorkerStopTimeout:                  o.StopTimeout,
-		MaxConcurrentActivityExecutionSize: o.MaxConcurrentActivities,
-	})
-	d.Temporal = c
-	if err := Register(w, d); err != nil {
-		return fmt.Errorf("register: %w", err)
+	w, err := NewWorker(c, o, d)
+	if err != nil {
+		return err
 	}
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
@@ -43,4 +39,28 @@ func Run(ctx context.Context, c client.Client, o Options, d Deps) error {
 	d.Log.Info().Dur("stop_timeout", o.StopTimeout).Msg("worker stopping: finishing or handing back in-flight tasks")
 	w.Stop()
 	return nil
+}
+
+// NewWorker builds the worker with every workflow and activity registered
+// (not started): Run's body, separate so tests can add workflows.
+func NewWorker(c client.Client, o Options, d Deps) (worker.Worker, error) {
+	if o.StopTimeout == 0 {
+		o.StopTimeout = 20 * time.Second
+	}
+	watch := &panicWatch{log: d.Log}
+	if o.Metrics != nil {
+		watch.counter = o.Metrics.WorkflowPanics
+	}
+	w := worker.New(c, o.TaskQueue, worker.Options{
+		Identity:                           o.Identity,
+		WorkerStopTimeout:                  o.StopTimeout,
+		MaxConcurrentActivityExecutionSize: o.MaxConcurrentActivities,
+		WorkflowPanicPolicy:                PanicPolicy,
+		Interceptors:                       []interceptor.WorkerInterceptor{watch},
+	})
+	d.Temporal = c
+	if err := Register(w, d); err != nil {
+		return nil, fmt.Errorf("register: %w", err)
+	}
+	return w, nil
 }

@@ -100,15 +100,15 @@ func AgentDriftCheck(ctx workflow.Context, in AgentDriftInput) (AgentDriftResult
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return progress, nil }); err != nil {
 		return AgentDriftResult{}, err
 	}
-	phase := func(p string) {
-		progress.Phase, progress.PhaseSince = p, workflow.Now(ctx)
-		setSearchState(ctx, progress.State, p)
+	phase := func(p Phase, detail ...string) {
+		progress.Phase, progress.PhaseSince, progress.Message = string(p), workflow.Now(ctx), strings.Join(detail, "")
+		setSearchState(ctx, progress.State, p, detail...)
 	}
 	var res AgentDriftResult
-	phase("checking")
+	phase(PhaseCheckingDrift)
 	if err := findDrift(ctx, in, &res.Found); err != nil {
 		progress.State = StateFailed
-		phase("done")
+		phase(PhaseDone)
 		return res, err
 	}
 	total := driftTotal(res.Found.Counts)
@@ -116,17 +116,17 @@ func AgentDriftCheck(ctx workflow.Context, in AgentDriftInput) (AgentDriftResult
 	if total == 0 {
 		res.Outcome = fmt.Sprintf("no drift on %d servers", res.Found.Checked)
 		progress.State, progress.Outcome = StateCompleted, res.Outcome
-		phase("done")
+		phase(PhaseDone)
 		return res, nil
 	}
 	if !in.Repair {
 		res.Outcome = fmt.Sprintf("%d drifts on %d servers (not repaired)", total, res.Found.Checked)
 		progress.State, progress.Outcome = StateCompleted, res.Outcome
-		phase("done")
+		phase(PhaseDone)
 		return res, nil
 	}
 
-	phase("repairing stale intents")
+	phase(PhaseRepairingIntents, "pointing stale intents at the actual images")
 	opts := workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Minute, ScheduleToCloseTimeout: time.Hour,
 		HeartbeatTimeout: time.Minute, RetryPolicy: deviceRetry, Summary: "point stale SAPI intents at the actual images"}
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), agentActs.RepairAgentIntents, res.Found.Drift).
@@ -153,7 +153,7 @@ func AgentDriftCheck(ctx workflow.Context, in AgentDriftInput) (AgentDriftResult
 		groups[k] = append(groups[k], d.Server.String())
 	}
 	for _, k := range order {
-		phase(fmt.Sprintf("installing %s on %d servers behind their intent", k.agent, len(groups[k])))
+		phase(PhaseInstalling, fmt.Sprintf("%s on %d servers behind their intent", k.agent, len(groups[k])))
 		run := AgentRepairRun{Agent: k.agent, ImageUUID: k.image, Servers: len(groups[k])}
 		install := AgentInstallInput{
 			Agents:      []activities.AgentRequest{{Name: k.agent, ImageUUID: k.image}},
@@ -188,18 +188,18 @@ func AgentDriftCheck(ctx workflow.Context, in AgentDriftInput) (AgentDriftResult
 		progress.Done += int64(run.Installed)
 	}
 
-	phase("checking again")
+	phase(PhaseCheckingAgain)
 	var after activities.AgentDriftReport
 	if err := findDrift(ctx, in, &after); err != nil {
 		progress.State = StateFailed
-		phase("done")
+		phase(PhaseDone)
 		return res, err
 	}
 	res.Remaining = &after
 	left := driftTotal(after.Counts)
 	res.Outcome = fmt.Sprintf("%d drifts found, %d left after repair", total, left)
 	progress.State, progress.Outcome = StateCompleted, res.Outcome
-	phase("done")
+	phase(PhaseDone)
 	return res, nil
 }
 

@@ -278,12 +278,14 @@ func (r *agentRollout) setPaused(ctx workflow.Context, p bool) {
 	if p {
 		r.progress.State = StatePaused
 	}
-	setSearchState(ctx, r.progress.State, r.progress.Phase)
+	setSearchState(ctx, r.progress.State, Phase(r.progress.Phase))
 }
 
-func (r *agentRollout) phase(ctx workflow.Context, p string) {
-	r.progress.Phase, r.progress.PhaseSince = p, workflow.Now(ctx)
-	setSearchState(ctx, r.progress.State, p)
+// phase announces a phase; detail is free text for the Web UI's current
+// details, never the search attribute (refresh owns the progress Message).
+func (r *agentRollout) phase(ctx workflow.Context, p Phase, detail ...string) {
+	r.progress.Phase, r.progress.PhaseSince = string(p), workflow.Now(ctx)
+	setSearchState(ctx, r.progress.State, p, detail...)
 }
 
 func (r *agentRollout) run(ctx workflow.Context) (AgentInstallResult, error) {
@@ -298,7 +300,7 @@ func (r *agentRollout) run(ctx workflow.Context) (AgentInstallResult, error) {
 		return r.end(ctx, err)
 	}
 	if more {
-		r.phase(ctx, fmt.Sprintf("continuing as new after %d servers", r.c.Cursor))
+		r.phase(ctx, PhaseContinuingAsNew, fmt.Sprintf("after %d servers", r.c.Cursor))
 		next := r.in
 		next.Carry = r.c
 		return AgentInstallResult{}, workflow.NewContinueAsNewError(ctx, AgentInstall, next)
@@ -309,7 +311,7 @@ func (r *agentRollout) run(ctx workflow.Context) (AgentInstallResult, error) {
 // plan records the rollout's intent and validates and stores its plan
 // before any server is touched.
 func (r *agentRollout) plan(ctx workflow.Context) error {
-	r.phase(ctx, "validating and planning")
+	r.phase(ctx, PhasePlanning)
 	info := workflow.GetInfo(ctx)
 	err := workflow.ExecuteActivity(ledgerOptions(ctx), agentLedger.RecordIntent, ledger.Attempt{
 		ID: r.c.RolloutID, UpdateID: info.WorkflowExecution.ID + "#" + r.c.RolloutID.String(), Attempt: 1,
@@ -360,10 +362,11 @@ func (r *agentRollout) overBudget() bool { return r.c.Failed > r.budget }
 // fanOut runs this run's share of the plan in a sliding window. It reports
 // whether servers remain for the next run.
 func (r *agentRollout) fanOut(ctx workflow.Context) (more bool, err error) {
-	r.phase(ctx, "installing")
+	r.phase(ctx, PhaseInstalling)
 	var buf []ledger.AgentServer
 	exhausted := r.c.Cursor >= r.c.Plan.LastSeq
 	startedHere := 0
+	var planErr error
 	wg := workflow.NewWaitGroup(ctx)
 	checkCtx, stopChecks := workflow.WithCancel(ctx)
 	defer stopChecks()
@@ -377,7 +380,13 @@ func (r *agentRollout) fanOut(ctx workflow.Context) (more bool, err error) {
 			if err := workflow.ExecuteActivity(ledgerOptions(ctx), agentActs.NextAgentServers, activities.NextAgentServersRequest{
 				RolloutID: r.c.RolloutID, After: r.c.Cursor, Limit: min(planPage, r.in.ChildrenPerRun-startedHere),
 			}).Get(ctx, &buf); err != nil {
-				return false, err
+				if workflow.GetVersion(ctx, changeAgentPlanErrorWaits, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+					return false, err
+				}
+				// Servers already started still run: wait for them below,
+				// so the summary sees how they ended.
+				planErr = err
+				break
 			}
 			if len(buf) == 0 {
 				exhausted = true
@@ -406,7 +415,7 @@ func (r *agentRollout) fanOut(ctx workflow.Context) (more bool, err error) {
 	}
 	if r.overBudget() {
 		r.stopped = true
-		r.phase(ctx, fmt.Sprintf("failure budget exceeded (%d failed, budget %d): letting %d running servers finish",
+		r.phase(ctx, PhaseBudgetExceeded, fmt.Sprintf("%d failed, budget %d: letting %d running servers finish",
 			r.c.Failed, r.budget, len(r.running)))
 	}
 	// Let running servers finish, also after a cancel (their children were
@@ -417,8 +426,15 @@ func (r *agentRollout) fanOut(ctx workflow.Context) (more bool, err error) {
 	if ctx.Err() != nil {
 		return false, temporal.NewCanceledError("agent rollout cancelled")
 	}
+	if planErr != nil {
+		return false, planErr
+	}
 	return more && !r.stopped, nil
 }
+
+// changeAgentPlanErrorWaits names the change that made a failed read of the
+// plan's next page wait for running servers before the rollout summarises.
+const changeAgentPlanErrorWaits = "agent-install-plan-error-waits-for-servers"
 
 // runServer runs one server's child workflow.
 func (r *agentRollout) runServer(ctx workflow.Context, srv ledger.AgentServer) AgentServerResult {
@@ -523,7 +539,7 @@ func (r *agentRollout) straggler(ctx workflow.Context, host string, d, med time.
 	if len(r.c.Stragglers) < maxStragglers {
 		r.c.Stragglers = append(r.c.Stragglers, host)
 	}
-	r.phase(ctx, fmt.Sprintf("installing; %d straggler(s), latest %s (%s vs median %s)", len(r.c.Stragglers), host,
+	r.phase(ctx, PhaseInstalling, fmt.Sprintf("%d straggler(s), latest %s (%s vs median %s)", len(r.c.Stragglers), host,
 		d.Round(time.Second), med.Round(time.Second)))
 }
 
@@ -617,7 +633,7 @@ func (r *agentRollout) end(ctx workflow.Context, runErr error) (AgentInstallResu
 func (r *agentRollout) final(ctx workflow.Context, s State, outcome string) {
 	r.refresh(ctx)
 	r.progress.State, r.progress.Outcome = s, outcome
-	r.phase(ctx, "done")
+	r.phase(ctx, PhaseDone)
 }
 
 func (r *agentRollout) finishAttempt(ctx workflow.Context, s ledger.State, outcome, msg string) {

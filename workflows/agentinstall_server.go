@@ -111,14 +111,16 @@ func (s *agentServer) setup(ctx workflow.Context) error {
 		labels[i] = ag.Label()
 	}
 	s.progress = Progress{Kind: KindAgentInstall, Target: ServerTarget(s.in.Server), Artifact: strings.Join(labels, ","),
-		State: StateRunning, Phase: "starting", PhaseSince: s.started, Started: s.started,
+		State: StateRunning, Phase: string(PhaseStarting), PhaseSince: s.started, Started: s.started,
 		Total: int64(len(s.in.Agents)), Unit: "agents"}
 	return workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return s.progress, nil })
 }
 
-func (s *agentServer) phase(ctx workflow.Context, p string) {
-	s.progress.Phase, s.progress.PhaseSince = p, workflow.Now(ctx)
-	setSearchState(ctx, s.progress.State, p)
+// phase announces a phase; detail is free text (progress Message, current
+// details), never the search attribute.
+func (s *agentServer) phase(ctx workflow.Context, p Phase, detail ...string) {
+	s.progress.Phase, s.progress.PhaseSince, s.progress.Message = string(p), workflow.Now(ctx), strings.Join(detail, "")
+	setSearchState(ctx, s.progress.State, p, detail...)
 }
 
 func (s *agentServer) run(ctx workflow.Context) (AgentServerResult, error) {
@@ -192,7 +194,7 @@ func (s *agentServer) steps(ctx workflow.Context) error {
 // server's ledger target is shared by every agent install, so another
 // update active on the server makes this one wait (bounded).
 func (s *agentServer) recordIntent(ctx workflow.Context) error {
-	s.phase(ctx, "recording intent")
+	s.phase(ctx, PhaseRecordingIntent)
 	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return uuid.New() }).Get(&s.attemptID); err != nil {
 		return err
 	}
@@ -214,7 +216,7 @@ func (s *agentServer) recordIntent(ctx workflow.Context) error {
 			}
 			return err
 		}
-		s.phase(ctx, "waiting: another update is active on this server")
+		s.phase(ctx, PhaseWaitingForTarget, "another update is active on this server")
 		if err := workflow.Sleep(ctx, wait); err != nil {
 			return err
 		}
@@ -234,7 +236,7 @@ func (s *agentServer) apiOptions(ctx workflow.Context, summary string) workflow.
 // prepare checks the server is running and set up (it may have gone away
 // since the plan) and marks it running in the plan.
 func (s *agentServer) prepare(ctx workflow.Context) (activities.AgentServerState, error) {
-	s.phase(ctx, "checking server")
+	s.phase(ctx, PhaseCheckingServer)
 	var st activities.AgentServerState
 	err := workflow.ExecuteActivity(s.apiOptions(ctx, "check server "+s.in.Hostname), agentActs.PrepareAgentServer,
 		activities.PrepareAgentServerRequest{RolloutID: s.in.RolloutID, Server: s.in.Server, AttemptID: s.attemptID}).Get(ctx, &st)
@@ -259,7 +261,7 @@ func (s *agentServer) agent(ctx workflow.Context, ag activities.PlannedAgent, st
 	}
 	step.Outcome = AgentOutcomeVerified
 	if cur == nil || cur.ImageUUID != ag.ImageUUID {
-		s.phase(ctx, "installing "+ag.Label())
+		s.phase(ctx, PhaseInstalling, ag.Label())
 		opts := workflow.ActivityOptions{
 			StartToCloseTimeout:    agentTaskTimeout,
 			ScheduleToCloseTimeout: 2 * agentTaskTimeout,
@@ -282,7 +284,7 @@ func (s *agentServer) agent(ctx workflow.Context, ag activities.PlannedAgent, st
 	}
 	// The actual state moved (or already was there): now CNAPI's record,
 	// then the intent.
-	s.phase(ctx, "recording "+ag.Label())
+	s.phase(ctx, PhaseRecordingAgents, ag.Label())
 	var entry struct {
 		UUID uuid.UUID `json:"uuid"`
 	}

@@ -89,12 +89,26 @@ const (
 	StateCancelled State = "cancelled"
 )
 
-// setSearchState publishes the state and phase to the Web UI. Failing to
-// upsert must not fail the update, so the error is only logged.
-func setSearchState(ctx workflow.Context, state State, phase string) {
-	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** — %s", state, phase))
-	err := workflow.UpsertTypedSearchAttributes(ctx, SAState.ValueSet(string(state)), SAPhase.ValueSet(phase))
-	if err != nil {
+// setSearchState publishes the state and phase to the Web UI: the phase,
+// one of a closed set, as the FleetsagaPhase search attribute; free text
+// (detail) only in the workflow's current details. Failing to upsert must
+// not fail the update, so the error is only logged.
+func setSearchState(ctx workflow.Context, state State, phase Phase, detail ...string) {
+	text := fmt.Sprintf("**%s** — %s", state, phase)
+	for _, d := range detail {
+		if d != "" {
+			text += ": " + d
+		}
+	}
+	workflow.SetCurrentDetails(ctx, text)
+	attrs := []temporal.SearchAttributeUpdate{SAState.ValueSet(string(state))}
+	if phase.Known() {
+		attrs = append(attrs, SAPhase.ValueSet(string(phase)))
+	} else {
+		// A bug: an unlisted phase would put free text in a Keyword.
+		workflow.GetLogger(ctx).Error("phase is not in the closed set: not published", "phase", phase)
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx, attrs...); err != nil {
 		workflow.GetLogger(ctx).Warn("upsert search attributes failed", "error", err)
 	}
 }

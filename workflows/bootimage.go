@@ -395,7 +395,7 @@ func bumpWaitOptions(ctx workflow.Context, bound time.Duration, summary string) 
 
 func (b *bootImageBump) setPhase(ctx workflow.Context, phase string) {
 	b.progress.Phase, b.progress.PhaseSince = phase, workflow.Now(ctx)
-	setSearchState(ctx, b.progress.State, phase)
+	setSearchState(ctx, b.progress.State, Phase(phase))
 	var l *activities.LedgerActivities
 	_ = workflow.ExecuteActivity(ledgerOptions(ctx), l.SetProgress, ledger.Progress{
 		AttemptID: b.attemptID, Phase: phase, Done: b.progress.Done, Total: b.progress.Total,

@@ -1,6 +1,10 @@
 package workflows
 
-import "go.temporal.io/sdk/workflow"
+import (
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+)
 
 // listenPauseResume applies the operator's pause and resume signals with
 // setPaused until the workflow ends. Fan-outs and rollouts use it: running
@@ -19,4 +23,35 @@ func listenPauseResume(ctx workflow.Context, setPaused func(workflow.Context, bo
 			}
 		}
 	})
+}
+
+// pausableTypes are the workflow types that call listenPauseResume.
+var pausableTypes = map[string]Kind{"Rollout": KindRollout, "AgentInstall": KindAgentInstall}
+
+// PausableType reports whether workflows of this type honour pause/resume.
+func PausableType(workflowType string) bool { _, ok := pausableTypes[workflowType]; return ok }
+
+// Pausable tells from a workflow ID alone whether that workflow honours
+// pause/resume: a rollout (plan/<name>) and an agent install's parent
+// (dc/<agents>) do; its per-server children and every other kind do not.
+// known is false when the ID is not a fleetsaga update ID (ask Temporal
+// for its type instead).
+func Pausable(workflowID string) (pausable, known bool) {
+	kind, target, ok := ParseWorkflowID(workflowID)
+	if !ok {
+		return false, false
+	}
+	oneLevel := func(prefix string) bool {
+		rest, ok := strings.CutPrefix(target, prefix)
+		return ok && rest != "" && !strings.Contains(rest, "/")
+	}
+	switch kind {
+	case KindRollout:
+		return oneLevel("plan/"), true
+	case KindAgentInstall:
+		return oneLevel("dc/"), true
+	case KindSPFirmware, KindHostFlash, KindAgentDrift, KindBootImageBump, KindZoneExpunge:
+		return false, true
+	}
+	return false, false
 }

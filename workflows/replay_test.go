@@ -19,7 +19,7 @@ func replayWorkflows() []any {
 }
 
 // replayExtra lists child workflows that are not kinds of their own.
-var replayExtra []any
+var replayExtra = []any{AgentInstallServer}
 
 // Recorded histories replay against the current code: a change to a running
 // workflow's logic without workflow.GetVersion fails here.

@@ -81,13 +81,17 @@ func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 }
 
 type rollout struct {
-	in       RolloutInput
-	progress Progress
-	paused   bool
-	gate     string    // stage awaiting approval ("" = none)
-	approval *Approval // the approval received for gate
-	result   RolloutResult
-	running  map[string]bool // targets running now
+	in RolloutInput
+	// cancelWaits: a cancelled rollout waits for its children's
+	// compensations and publishes its cancelled state (workflow version
+	// changeRolloutCancelWaits; older runs ended at once, still "running").
+	cancelWaits bool
+	progress    Progress
+	paused      bool
+	gate        string    // stage awaiting approval ("" = none)
+	approval    *Approval // the approval received for gate
+	result      RolloutResult
+	running     map[string]bool // targets running now
 }
 
 func (r *rollout) setup(ctx workflow.Context) error {
@@ -120,16 +124,26 @@ func (r *rollout) setup(ctx workflow.Context) error {
 	}})
 }
 
+// changeRolloutCancelWaits names the change that made a cancelled rollout
+// wait for its children and end as cancelled.
+const changeRolloutCancelWaits = "rollout-cancel-waits-for-children"
+
 func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
+	r.cancelWaits = workflow.GetVersion(ctx, changeRolloutCancelWaits, workflow.DefaultVersion, 1) == 1
 	for _, st := range r.in.Stages {
 		if st.Approval {
 			if err := r.awaitApproval(ctx, st); err != nil {
-				return r.result, err
+				if r.cancelWaits && temporal.IsCanceledError(err) {
+					for _, u := range st.Updates {
+						r.skip(st.Name, u) // the gated stage never started
+					}
+				}
+				return r.result, r.cancelled(ctx, st.Name, err)
 			}
 		}
 		failed, err := r.runStage(ctx, st)
 		if err != nil {
-			return r.result, err
+			return r.result, r.cancelled(ctx, st.Name, err)
 		}
 		if failed > st.FailureBudget {
 			r.skipRest(st.Name)
@@ -144,7 +158,7 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 // awaitApproval holds the rollout at the gate before st until approved.
 func (r *rollout) awaitApproval(ctx workflow.Context, st Stage) error {
 	r.gate = st.Name
-	r.setPhase(ctx, "awaiting approval for stage "+st.Name)
+	r.setPhase(ctx, PhaseAwaitingApproval, "stage "+st.Name)
 	if err := workflow.Await(ctx, func() bool { return r.approval != nil }); err != nil {
 		return err
 	}
@@ -173,7 +187,7 @@ func (r *rollout) recordApproval(ctx workflow.Context, ap Approval) error {
 // runStage starts the stage's updates in a sliding window and returns how
 // many failed.
 func (r *rollout) runStage(ctx workflow.Context, st Stage) (int, error) {
-	r.setPhase(ctx, "stage "+st.Name)
+	r.setPhase(ctx, PhaseRunningStage, "stage "+st.Name)
 	groupOf := map[string]int{}
 	for i, g := range st.Exclusive {
 		for _, t := range g {
@@ -212,6 +226,9 @@ func (r *rollout) runStage(ctx workflow.Context, st Stage) (int, error) {
 			}
 			return false
 		})
+		if err != nil && r.cancelWaits {
+			break // cancelled: the running updates compensate; wait for them below
+		}
 		if err != nil {
 			return failed, err
 		}
@@ -259,6 +276,9 @@ func (r *rollout) runUpdate(ctx workflow.Context, st Stage, u PlanUpdate) Update
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:        id,
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		// On cancel the child runs its compensations; its result is how
+		// it really ended.
+		WaitForCancellation: r.cancelWaits,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			SAKind.ValueSet(string(st.Kind)), SATarget.ValueSet(u.Target), SAArtifact.ValueSet(u.Artifact),
 			SAState.ValueSet(string(StateRunning)), SARollout.ValueSet(r.in.Name)),
@@ -304,19 +324,36 @@ func (r *rollout) setPaused(ctx workflow.Context, p bool) {
 	r.paused = p
 	if p {
 		r.progress.State = StatePaused
-		setSearchState(ctx, StatePaused, r.progress.Phase)
+		setSearchState(ctx, StatePaused, Phase(r.progress.Phase), r.progress.Message)
 	} else {
 		r.progress.State = StateRunning
-		setSearchState(ctx, StateRunning, r.progress.Phase)
+		setSearchState(ctx, StateRunning, Phase(r.progress.Phase), r.progress.Message)
 	}
 }
 
-func (r *rollout) setPhase(ctx workflow.Context, phase string) {
-	r.progress.Phase, r.progress.PhaseSince = phase, workflow.Now(ctx)
-	setSearchState(ctx, r.progress.State, phase)
+// setPhase announces a phase; detail (the stage) is free text for the
+// progress query and the Web UI's current details.
+func (r *rollout) setPhase(ctx workflow.Context, phase Phase, detail string) {
+	r.progress.Phase, r.progress.PhaseSince, r.progress.Message = string(phase), workflow.Now(ctx), detail
+	setSearchState(ctx, r.progress.State, phase, detail)
+}
+
+// cancelled ends a cancelled rollout (after its children, see runStage):
+// what never started is skipped, and the cancelled state is published on a
+// disconnected context. Other errors pass through.
+func (r *rollout) cancelled(ctx workflow.Context, stage string, err error) error {
+	if !r.cancelWaits || !temporal.IsCanceledError(err) {
+		return err
+	}
+	r.skipRest(stage)
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	r.finish(dctx, StateCancelled, fmt.Sprintf("cancelled in stage %s: %d done, %d skipped", stage, r.progress.Counts["done"], r.result.Skipped))
+	return err
 }
 
 func (r *rollout) finish(ctx workflow.Context, s State, outcome string) {
 	r.progress.State, r.progress.Outcome = s, outcome
-	setSearchState(ctx, s, "done")
+	r.progress.Phase, r.progress.Message = string(PhaseDone), outcome
+	setSearchState(ctx, s, PhaseDone, outcome)
 }

@@ -11,7 +11,14 @@ var planName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 // Validate checks a plan fully before it starts: names, kinds, concurrency,
 // budgets, each update's input (through its kind), duplicate targets, and
 // exclusive groups that name targets outside their stage.
-func (in RolloutInput) Validate() error {
+func (in RolloutInput) Validate() error { return in.ValidateDecoded(nil) }
+
+// ValidateDecoded is Validate for a plan whose reader decoded the updates
+// itself: stages in undecoded lost updates that did not decode (already
+// reported), so the checks that depend on a stage's updates are skipped
+// there rather than reported as wrong follow-ons ("no updates"); a reader
+// cannot decode the updates of a stage of an unknown kind either.
+func (in RolloutInput) ValidateDecoded(undecoded map[int]bool) error {
 	var errs []error
 	if !planName.MatchString(in.Name) {
 		errs = append(errs, fmt.Errorf("plan name %q must be lower-case letters, digits, '.', '_' or '-' (at most 63)", in.Name))
@@ -27,6 +34,7 @@ func (in RolloutInput) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: stage names must be present and unique", where))
 		}
 		stages[st.Name] = true
+		partial := undecoded[i]
 		if _, ok := Kinds[st.Kind]; !ok {
 			errs = append(errs, fmt.Errorf("%s: unknown or unavailable kind %q", where, st.Kind))
 		}
@@ -36,7 +44,7 @@ func (in RolloutInput) Validate() error {
 		if st.FailureBudget < 0 {
 			errs = append(errs, fmt.Errorf("%s: failureBudget must be >= 0", where))
 		}
-		if len(st.Updates) == 0 {
+		if len(st.Updates) == 0 && !partial {
 			errs = append(errs, fmt.Errorf("%s: no updates", where))
 		}
 		total += len(st.Updates)
@@ -56,7 +64,7 @@ func (in RolloutInput) Validate() error {
 				errs = append(errs, fmt.Errorf("%s exclusive[%d]: a group needs at least two targets", where, g))
 			}
 			for _, t := range group {
-				if !targets[t] {
+				if !targets[t] && !partial {
 					errs = append(errs, fmt.Errorf("%s exclusive[%d]: %s is not a target of this stage", where, g, t))
 				}
 				if grouped[t] {

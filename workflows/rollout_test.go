@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -23,6 +24,8 @@ type testInput struct {
 	Name string        `json:"name"`
 	Take time.Duration `json:"take"`
 	Fail bool          `json:"fail"`
+	// Compensate is how long the update's compensation takes when cancelled.
+	Compensate time.Duration `json:"compensate,omitempty"`
 }
 
 func (t *testInput) Target() string          { return "test/" + t.Name }
@@ -41,6 +44,12 @@ var spans []span
 func testUpdate(ctx workflow.Context, in testInput) (map[string]any, error) {
 	start := workflow.Now(ctx)
 	if err := workflow.Sleep(ctx, in.Take); err != nil {
+		if in.Compensate > 0 && temporal.IsCanceledError(err) {
+			// A compensation that takes a while, on a disconnected context.
+			dctx, _ := workflow.NewDisconnectedContext(ctx)
+			_ = workflow.Sleep(dctx, in.Compensate)
+			spans = append(spans, span{in.Name + "/compensated", start, workflow.Now(dctx)})
+		}
 		return nil, err
 	}
 	spans = append(spans, span{in.Name, start, workflow.Now(ctx)})
@@ -189,4 +198,48 @@ func TestRolloutPlanValidation(t *testing.T) {
 	for _, want := range []string{"plan name", "unknown or unavailable kind", "concurrency", "appears twice", "at least two", "not a target"} {
 		require.ErrorContains(t, err, want)
 	}
+}
+
+// A cancelled rollout waits for its running children to finish their
+// compensations before it ends, skips what never started, and publishes
+// the cancelled state (the search attribute no longer says running).
+func TestRolloutCancelWaitsForChildrenAndPublishesCancelled(t *testing.T) {
+	env := newRolloutEnv(t)
+	var states []string
+	var cancelledAt time.Time
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		if v, ok := args.Get(0).(temporal.SearchAttributes).GetKeyword(SAState); ok {
+			states = append(states, v)
+			if v == string(StateCancelled) {
+				cancelledAt = env.Now()
+			}
+		}
+	}).Return(nil)
+	in := RolloutInput{Name: "rc", Stages: []Stage{
+		{Name: "s1", Kind: kindTest, Concurrency: 2, Updates: updates(
+			testInput{Name: "a", Take: time.Hour, Compensate: 10 * time.Minute},
+			testInput{Name: "b", Take: time.Hour, Compensate: 20 * time.Minute},
+			testInput{Name: "c", Take: time.Hour})},
+		{Name: "s2", Kind: kindTest, Concurrency: 1, Updates: updates(testInput{Name: "d"})},
+	}}
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
+	env.ExecuteWorkflow(Rollout, in)
+	require.True(t, env.IsWorkflowCompleted())
+	require.True(t, temporal.IsCanceledError(env.GetWorkflowError()), "%v", env.GetWorkflowError())
+	var done []string
+	for _, s := range spans {
+		done = append(done, s.name)
+	}
+	require.ElementsMatch(t, []string{"a/compensated", "b/compensated"}, done, "both running children compensated")
+	require.NotEmpty(t, states)
+	require.Equal(t, string(StateCancelled), states[len(states)-1])
+	for _, s := range spans {
+		require.False(t, cancelledAt.Before(s.end), "the rollout ended (%v) before %s (%v)", cancelledAt, s.name, s.end)
+	}
+	v, err := env.QueryWorkflow(ProgressQuery)
+	require.NoError(t, err)
+	var p Progress
+	require.NoError(t, v.Get(&p))
+	require.Equal(t, StateCancelled, p.State)
+	require.Equal(t, 2, p.Counts["skipped"], "c and d never started")
 }

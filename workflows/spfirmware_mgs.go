@@ -236,7 +236,7 @@ func (u *mgsUpdate) phase(ctx workflow.Context, p string) {
 	}
 	u.progress.Phase, u.progress.PhaseSince = p, workflow.Now(ctx)
 	if p != MGSPhaseAttemptPause {
-		setSearchState(ctx, StateRunning, p)
+		setSearchState(ctx, StateRunning, Phase(p))
 	}
 }
 
@@ -546,7 +546,7 @@ func (u *mgsUpdate) end(ctx workflow.Context, err error) (MGSUpdateResult, error
 			workflow.GetLogger(ctx).Error("ledger: recording the cancellation failed", "error", lerr)
 		}
 		u.progress.State, u.progress.Outcome, u.progress.Message = StateCancelled, "cancelled", note
-		setSearchState(dctx, StateCancelled, u.progress.Phase)
+		setSearchState(dctx, StateCancelled, Phase(u.progress.Phase))
 		return u.result, temporal.NewCanceledError(note)
 	}
 	// A failed update leaves no update of ours running on the SP either.
@@ -562,7 +562,7 @@ func (u *mgsUpdate) end(ctx workflow.Context, err error) (MGSUpdateResult, error
 		workflow.GetLogger(ctx).Error("ledger: recording the failure failed", "error", lerr)
 	}
 	u.progress.State, u.progress.Outcome, u.progress.Message = StateFailed, "failed", err.Error()
-	setSearchState(ctx, StateFailed, u.progress.Phase)
+	setSearchState(ctx, StateFailed, Phase(u.progress.Phase))
 	return u.result, err
 }
 

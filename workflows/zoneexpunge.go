@@ -439,7 +439,7 @@ func (w *zoneExpunge) setPhase(ctx workflow.Context, phase string) {
 		return
 	}
 	w.progress.Phase, w.progress.PhaseSince = phase, workflow.Now(ctx)
-	setSearchState(ctx, StateRunning, phase)
+	setSearchState(ctx, StateRunning, Phase(phase))
 	if w.attempt != nil {
 		_ = workflow.ExecuteActivity(ledgerOptions(ctx), zxLedger.SetProgress, ledger.Progress{
 			AttemptID: w.attempt.ID, Phase: phase, Done: w.progress.Done, Total: w.progress.Total,
@@ -466,7 +466,7 @@ func (w *zoneExpunge) fail(ctx workflow.Context, err error) {
 	w.progress.State, w.progress.Message = state, err.Error()
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	setSearchState(dctx, state, w.progress.Phase)
+	setSearchState(dctx, state, Phase(w.progress.Phase))
 	if w.attempt == nil {
 		return
 	}

@@ -50,10 +50,14 @@ func Parse(b []byte) (workflows.RolloutInput, error) {
 	}
 	in := workflows.RolloutInput{Name: f.Name}
 	var errs []error
+	// Stages whose updates did not all decode: the error is reported
+	// once, here (or, for an unknown kind, by Validate), with no follow-on.
+	undecoded := map[int]bool{}
 	for i, st := range f.Stages {
 		out := workflows.Stage{Name: st.Name, Kind: st.Kind, Concurrency: st.Concurrency, Approval: st.Approval,
 			FailureBudget: st.FailureBudget, Exclusive: st.Exclusive}
 		info, known := workflows.Kinds[st.Kind]
+		undecoded[i] = !known
 		for j, raw := range st.Updates {
 			if !known {
 				break // reported by RolloutInput.Validate
@@ -61,15 +65,14 @@ func Parse(b []byte) (workflows.RolloutInput, error) {
 			u, err := decodeUpdate(info, raw)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("stages[%d] (%s) updates[%d]: %w", i, st.Name, j, err))
+				undecoded[i] = true
 				continue
 			}
 			out.Updates = append(out.Updates, u)
 		}
 		in.Stages = append(in.Stages, out)
 	}
-	if len(errs) == 0 {
-		errs = append(errs, in.Validate())
-	}
+	errs = append(errs, in.ValidateDecoded(undecoded))
 	if err := errors.Join(errs...); err != nil {
 		return in, fmt.Errorf("invalid plan: %w", err)
 	}

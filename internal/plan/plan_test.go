@@ -2,6 +2,7 @@ package plan
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +65,28 @@ func TestParseRejectsBadPlansWithOneClearError(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml))
 			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// Each real error is one line, and an error never brings a wrong follow-on
+// (an unknown kind leaves its updates undecoded: that is not "no updates").
+func TestParseReportsOneLinePerRealError(t *testing.T) {
+	for name, tc := range map[string]struct {
+		yaml string
+		want []string
+	}{
+		"unknown kind": {"name: x\nstages: [{name: s, kind: nope, concurrency: 1, updates: [{}]}]\n",
+			[]string{`invalid plan: stages[0] (s): unknown or unavailable kind "nope"`}},
+		"unknown kind with exclusive": {"name: x\nstages: [{name: s, kind: nope, concurrency: 1, exclusive: [[a, b]], updates: [{}]}]\n",
+			[]string{`invalid plan: stages[0] (s): unknown or unavailable kind "nope"`}},
+		"bad input and no concurrency": {"name: x\nstages: [{name: s, kind: bootimage-bump, concurrency: 0, updates: [{cluster: c, colour: red}]}]\n",
+			[]string{`invalid plan: stages[0] (s) updates[0]: bad input: json: unknown field "colour"`, "stages[0] (s): concurrency must be >= 1"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml))
+			require.Error(t, err)
+			require.Equal(t, tc.want, strings.Split(err.Error(), "\n"))
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 )
 
 // RecordEnv is the variable that makes Record write histories.
@@ -53,7 +54,18 @@ func Check(t *testing.T, dir string, workflows ...any) {
 			for _, w := range workflows {
 				r.RegisterWorkflow(w)
 			}
-			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f), "replaying %s", f)
+			fh, err := os.Open(f)
+			require.NoError(t, err)
+			defer fh.Close()
+			hist, err := client.HistoryFromJSON(fh, client.HistoryJSONOptions{})
+			require.NoError(t, err, "reading %s", f)
+			// Replay under the recorded workflow ID: workflows that derive
+			// child IDs from their own (agent install) replay as they ran.
+			var opts worker.ReplayWorkflowHistoryOptions
+			if started := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes(); started.GetWorkflowId() != "" {
+				opts.OriginalExecution = workflow.Execution{ID: started.GetWorkflowId(), RunID: started.GetOriginalExecutionRunId()}
+			}
+			require.NoError(t, r.ReplayWorkflowHistoryWithOptions(nil, hist, opts), "replaying %s", f)
 		})
 	}
 }

@@ -1,0 +1,82 @@
+package workerapp
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// PanicPolicy is deliberate: a workflow task that panics blocks its
+// workflow (the task is retried) instead of failing it, so the update's
+// state survives and a worker with the fix resumes it where it stopped.
+// Blocking must not be silent: panicWatch logs each panic at error level
+// and counts it in fleetsaga_workflow_panics_total (alert on any increase).
+const PanicPolicy = worker.BlockWorkflow
+
+// panicWatch is a worker interceptor that observes panics in workflow code
+// (the workflow function, update handlers, and coroutines started with
+// workflow.Go) and passes them on unchanged, so the SDK applies
+// PanicPolicy. It emits no workflow commands.
+type panicWatch struct {
+	interceptor.WorkerInterceptorBase
+	log     zerolog.Logger
+	counter *prometheus.CounterVec // nil: log only
+}
+
+func (p *panicWatch) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
+	return &panicInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, w: p}
+}
+
+// observe is deferred around workflow code: it reports a panic, then
+// panics again with the same value (the SDK's recovery still sees the
+// original stack, which is still on this goroutine).
+func (p *panicWatch) observe(ctx workflow.Context, where string) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	info := workflow.GetInfo(ctx)
+	if p.counter != nil {
+		p.counter.WithLabelValues(info.WorkflowType.Name).Inc()
+	}
+	p.log.Error().Str("workflow_type", info.WorkflowType.Name).Str("workflow_id", info.WorkflowExecution.ID).
+		Str("run_id", info.WorkflowExecution.RunID).Str("in", where).Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).
+		Msg("workflow task panicked: the workflow is blocked until a worker with a fix runs it")
+	panic(r)
+}
+
+type panicInbound struct {
+	interceptor.WorkflowInboundInterceptorBase
+	w *panicWatch
+}
+
+func (i *panicInbound) Init(outbound interceptor.WorkflowOutboundInterceptor) error {
+	return i.Next.Init(&panicOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: outbound}, w: i.w})
+}
+
+func (i *panicInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.ExecuteWorkflowInput) (any, error) {
+	defer i.w.observe(ctx, "workflow")
+	return i.Next.ExecuteWorkflow(ctx, in)
+}
+
+func (i *panicInbound) ExecuteUpdate(ctx workflow.Context, in *interceptor.UpdateInput) (any, error) {
+	defer i.w.observe(ctx, "update "+in.Name)
+	return i.Next.ExecuteUpdate(ctx, in)
+}
+
+type panicOutbound struct {
+	interceptor.WorkflowOutboundInterceptorBase
+	w *panicWatch
+}
+
+func (o *panicOutbound) Go(ctx workflow.Context, name string, f func(ctx workflow.Context)) workflow.Context {
+	return o.Next.Go(ctx, name, func(ctx workflow.Context) {
+		defer o.w.observe(ctx, "coroutine")
+		f(ctx)
+	})
+}

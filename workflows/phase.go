@@ -1,0 +1,59 @@
+package workflows
+
+// Phase names the step an update is in. Phases are a closed set: they are
+// published as the FleetsagaPhase Keyword search attribute, which the Web UI
+// and `starter list` filter on, so free text (hostnames, counts, durations)
+// never goes there; it goes to the progress query's Message and the
+// workflow's current details instead (setSearchState's detail).
+type Phase string
+
+// Phases shared by the fan-outs and the rollout. Each device kind names its
+// own phases beside its workflow (MGSPhase…, ZonePhase…, bumpPhase…).
+const (
+	PhaseStarting         Phase = "starting"
+	PhaseDone             Phase = "done"
+	PhaseAwaitingApproval Phase = "awaiting-approval" // rollout: at a gate (detail: the stage)
+	PhaseRunningStage     Phase = "running-stage"     // rollout: a stage's updates run (detail: the stage)
+	PhasePlanning         Phase = "planning"          // agent install: validate and store the plan
+	PhaseInstalling       Phase = "installing"        // agent install / drift repair (detail: stragglers, agents)
+	PhaseBudgetExceeded   Phase = "failure-budget-exceeded"
+	PhaseContinuingAsNew  Phase = "continuing-as-new"
+	PhaseRecordingIntent  Phase = "recording-intent"
+	PhaseWaitingForTarget Phase = "waiting-for-target" // another update holds the ledger target
+	PhaseCheckingServer   Phase = "checking-server"
+	PhaseRecordingAgents  Phase = "recording-agents" // refresh CNAPI, move the SAPI intent
+	PhaseCheckingDrift    Phase = "checking"
+	PhaseRepairingIntents Phase = "repairing-intents"
+	PhaseCheckingAgain    Phase = "checking-again"
+)
+
+// knownPhases is the closed set setSearchState publishes.
+var knownPhases = map[Phase]bool{}
+
+func init() {
+	for _, p := range []Phase{
+		PhaseStarting, PhaseDone, PhaseAwaitingApproval, PhaseRunningStage, PhasePlanning, PhaseInstalling,
+		PhaseBudgetExceeded, PhaseContinuingAsNew, PhaseRecordingIntent, PhaseWaitingForTarget, PhaseCheckingServer,
+		PhaseRecordingAgents, PhaseCheckingDrift, PhaseRepairingIntents, PhaseCheckingAgain,
+		MGSPhasePrecheck, MGSPhaseUpdating, MGSPhaseConcurrent, MGSPhasePostUpdate, MGSPhaseHostBoot,
+		MGSPhaseAttemptPause, MGSPhaseDone, MGSPhaseCompensating,
+		ZonePhaseValidating, ZonePhaseRecordingIntent, ZonePhaseRemovingZone, ZonePhaseRebasing,
+		ZonePhaseAwaitingInventory, ZonePhaseReassigningSagas, ZonePhaseVerifyingSagas, ZonePhaseCommitting, ZonePhaseDone,
+		bumpPhasePreconditions, bumpPhasePlanning, bumpPhasePatching, bumpPhaseCanary, bumpPhaseRollingBack,
+		bumpPhaseRecording, bumpPhaseSkew, bumpPhaseDone,
+	} {
+		knownPhases[p] = true
+	}
+}
+
+// Known reports whether p belongs to the closed set of phases.
+func (p Phase) Known() bool { return knownPhases[p] }
+
+// Phases lists every phase (for documentation and tests).
+func Phases() []Phase {
+	out := make([]Phase, 0, len(knownPhases))
+	for p := range knownPhases {
+		out = append(out, p)
+	}
+	return out
+}
