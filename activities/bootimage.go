@@ -188,6 +188,10 @@ func (a *BootImageActivities) preconditions(ctx context.Context, c *machineapi.C
 type BootImagePlanInput struct {
 	Cluster string `json:"cluster"`
 	Release string `json:"release"`
+	// FromCluster reads the opt-in from the cluster's MachineConfiguration
+	// (spec.managedBootImages, as the operator resolved it); Selection and
+	// Selector are then ignored. Runs started before this field pass them.
+	FromCluster bool `json:"fromCluster,omitempty"`
 	// Selection: All, Partial (Selector) or None.
 	Selection string `json:"selection"`
 	Selector  string `json:"selector,omitempty"`
@@ -196,6 +200,8 @@ type BootImagePlanInput struct {
 // BootImagePlanResult is one plan per selected MachineSet, sorted by name.
 type BootImagePlanResult struct {
 	Plans []machineapi.Plan `json:"plans"`
+	// OptIn is the selection that was applied.
+	OptIn machineapi.OptIn `json:"optIn"`
 }
 
 // PlanBootImages lists the selected MachineSets and decides for each.
@@ -205,18 +211,23 @@ func (a *BootImageActivities) PlanBootImages(ctx context.Context, in BootImagePl
 	if err != nil {
 		return out, err
 	}
-	var selector string
-	switch in.Selection {
+	out.OptIn = machineapi.OptIn{Mode: in.Selection, Selector: in.Selector, Source: "input"}
+	if in.FromCluster {
+		if out.OptIn, err = c.BootImageOptIn(ctx); err != nil {
+			return out, classifyKube(err)
+		}
+	}
+	selector := out.OptIn.Selector
+	switch out.OptIn.Mode {
 	case "All":
 	case "Partial":
-		selector = in.Selector
-		if selector == "" {
+		if selector == "" && !in.FromCluster {
 			return out, temporal.NewNonRetryableApplicationError("Partial selection needs a label selector", ErrTypeBootImageInvalid, nil)
 		}
 	case "None":
 		return out, nil
 	default:
-		return out, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown selection %q", in.Selection), ErrTypeBootImageInvalid, nil)
+		return out, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown selection %q", out.OptIn.Mode), ErrTypeBootImageInvalid, nil)
 	}
 	golden, known, st, err := a.readContext(ctx, c, in.Release)
 	if err != nil {

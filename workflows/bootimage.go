@@ -215,8 +215,12 @@ type BootImageBumpResult struct {
 	Failed   []BootImageMember `json:"failed,omitempty"`
 	// HotLoop lists MachineSets another actor kept reverting (also in Failed).
 	HotLoop []string `json:"hotLoop,omitempty"`
-	// Recorded: the cluster's boot image version was set to Release.
+	// Recorded: the cluster's boot image version was set to Release (only
+	// runs started before the opt-in came from the cluster wrote it; the
+	// machine-config operator owns that record).
 	Recorded bool `json:"recorded"`
+	// OptIn is the cluster's MachineConfiguration opt-in the run applied.
+	OptIn *machineapi.OptIn `json:"optIn,omitempty"`
 	// BootImageVersion is the cluster's boot image version after the run.
 	BootImageVersion string                 `json:"bootImageVersion,omitempty"`
 	Skew             SkewVerdict            `json:"skew"`
@@ -266,6 +270,10 @@ const (
 	bumpPhaseDone          = "Done"
 )
 
+// changeBootImageOptInFromCluster: the opt-in is read from the cluster's
+// MachineConfiguration and the operator-owned status is no longer written.
+const changeBootImageOptInFromCluster = "bootimage-optin-from-machineconfiguration"
+
 // Failure reasons beyond the plan's.
 const (
 	bumpReasonHotLoop = "HotLoop"
@@ -282,6 +290,11 @@ type bootImageBump struct {
 	// patched in this run, with the image before and after (for the saga).
 	applied map[string][2]machineapi.BootImage
 	events  int
+	// fromCluster: the opt-in comes from the cluster's MachineConfiguration
+	// and the operator's own status (boot image record, Upgradeable) is
+	// left to the operator. Runs started before this change took the
+	// opt-in from the input and wrote that status themselves.
+	fromCluster bool
 }
 
 func (b *bootImageBump) setup(ctx workflow.Context) error {
@@ -307,6 +320,7 @@ func (b *bootImageBump) setup(ctx workflow.Context) error {
 }
 
 func (b *bootImageBump) run(ctx workflow.Context) (BootImageBumpResult, error) {
+	b.fromCluster = workflow.GetVersion(ctx, changeBootImageOptInFromCluster, workflow.DefaultVersion, 1) >= 1
 	if err := b.recordIntent(ctx); err != nil {
 		return b.result, err
 	}
@@ -449,9 +463,14 @@ func (b *bootImageBump) plan(ctx workflow.Context) ([]machineapi.Plan, error) {
 	var res activities.BootImagePlanResult
 	err := workflow.ExecuteActivity(bumpAPIOptions(ctx, "plan MachineSets of "+b.in.Cluster), a.PlanBootImages, activities.BootImagePlanInput{
 		Cluster: b.in.Cluster, Release: b.snap.Release, Selection: b.in.Selection, Selector: b.in.Selector,
+		FromCluster: b.fromCluster,
 	}).Get(ctx, &res)
 	if err != nil {
 		return nil, err
+	}
+	if b.fromCluster {
+		b.in.Selection, b.in.Selector = res.OptIn.Mode, res.OptIn.Selector
+		b.result.OptIn = &res.OptIn
 	}
 	b.progress.Total = int64(len(res.Plans))
 	counts := map[machineapi.Action]int{}
@@ -696,6 +715,13 @@ func (b *bootImageBump) record(ctx workflow.Context) error {
 			b.snap.Record.OCPVersion, len(b.result.Skipped), len(b.result.Failed)))
 		return nil
 	}
+	if b.fromCluster {
+		// The machine-config operator records the boot image version
+		// (status.bootImageSkewEnforcementStatus) itself once the
+		// MachineSets are current; a second writer would fight it.
+		b.event(ctx, "record", "running", "every selected MachineSet is current; the machine-config operator records the boot image version")
+		return nil
+	}
 	b.setPhase(ctx, bumpPhaseRecording)
 	var a *activities.BootImageActivities
 	err := workflow.ExecuteActivity(bumpAPIOptions(ctx, "record boot image version of "+b.in.Cluster), a.RecordBootImage, activities.BootImageRecordInput{
@@ -722,6 +748,9 @@ func (b *bootImageBump) enforceSkew(ctx workflow.Context) error {
 		LimitRHCOSVersion: b.snap.SkewLimitRHCOSVersion,
 		Release:           b.snap.Release,
 		ReleaseOSVersion:  b.snap.OSVersion,
+	}
+	if b.fromCluster {
+		return b.reportSkew(ctx, check)
 	}
 	var a *activities.BootImageActivities
 	if b.in.Skew == SkewManual {
@@ -777,4 +806,19 @@ func (b *bootImageBump) cancelled(ctx workflow.Context) (BootImageBumpResult, er
 	b.result.Outcome = "Cancelled"
 	b.finish(ctx, StateCancelled, ledger.StateCancelled, "cancelled")
 	return b.result, temporal.NewCanceledError(b.result)
+}
+
+// reportSkew evaluates the skew from the operator's own record and mode
+// (MachineConfiguration status.bootImageSkewEnforcementStatus) for the
+// report only: the Upgradeable condition is the operator's to set.
+func (b *bootImageBump) reportSkew(ctx workflow.Context, check SkewCheck) error {
+	check.Mode = b.snap.Record.Mode
+	if check.Mode == "" {
+		check.Mode = SkewAutomatic
+	}
+	v := EvaluateSkew(check)
+	b.result.Skew = v
+	b.event(ctx, "skew", "running", fmt.Sprintf("operator's record %s (%s): upgradeable=%v (%s): %s; Upgradeable is the operator's to set",
+		b.snap.Record.OCPVersion+b.snap.Record.RHCOSVersion, check.Mode, v.Upgradeable, v.Reason, v.Message))
+	return nil
 }

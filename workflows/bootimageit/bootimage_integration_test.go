@@ -130,10 +130,8 @@ func TestBumpHappyPathWithCanary(t *testing.T) {
 	assert.Equal(t, "Reconciled", res.Outcome)
 	assert.Equal(t, []string{"c1-worker-a", "c1-worker-b"}, res.Patched)
 	assert.NotEmpty(t, res.Waited, "it waited for the upgrade and the golden record")
-	assert.True(t, res.Recorded)
 	require.NotNil(t, res.Canary)
 	assert.True(t, res.Canary.Joined, "%+v", res.Canary)
-	assert.True(t, res.Skew.Upgradeable)
 
 	tr := e.truth()
 	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
@@ -144,8 +142,9 @@ func TestBumpHappyPathWithCanary(t *testing.T) {
 	assert.Equal(t, int64(1), a.Replicas, "the canary was scaled back down")
 	require.Len(t, a.Machines, 1)
 	assert.Equal(t, install.Images["amd64"].AWS["us-east-1"], a.Machines[0].Image, "the original machine stays")
-	assert.Equal(t, spec.SampleCurrentRelease, tr.BootImage.OCPVersion)
-	assert.Equal(t, "True", tr.Upgradeable.Status)
+	// The record and Upgradeable are the machine-config operator's: untouched.
+	assert.Equal(t, spec.SampleInstallRelease, tr.BootImage.OCPVersion)
+	assert.Equal(t, simapi.Condition{Status: "True", Reason: "AsExpected"}, tr.Upgradeable)
 
 	at := e.attempt(run)
 	assert.Equal(t, ledger.StateCompleted, at.State)
@@ -154,6 +153,41 @@ func TestBumpHappyPathWithCanary(t *testing.T) {
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, len(evs), 6, "intent, preconditions, plan, patches, canary, record, skew, finish")
 	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-happy-canary.json")
+}
+
+// The cluster's MachineConfiguration opts in only pool=a (Partial): only
+// that MachineSet is patched, whatever the input says, and the operator's
+// status (boot image record, Upgradeable) stays as it was.
+func TestBumpOptInFromMachineConfiguration(t *testing.T) {
+	c := spec.SampleCluster("c1", spec.PlatformAWS, false)
+	c.ManagedBootImages = &spec.BootImageOptIn{Mode: "Partial", MatchLabels: map[string]string{"fleetsaga.io/pool": "a"}}
+	off := spec.SampleCluster("c2", spec.PlatformAWS, false)
+	off.ManagedBootImages = &spec.BootImageOptIn{Mode: "None"}
+	e := setup(t, c, off)
+	e.worker()
+	before := e.truth()
+	in := fastInput()
+	in.Selection = workflows.SelectAll // an old input field: the cluster decides
+	run := e.start(in)
+	res, err := e.wait(run)
+	require.NoError(t, err, "%+v", res)
+	assert.Equal(t, []string{"c1-worker-a"}, res.Patched)
+	require.NotNil(t, res.OptIn)
+	assert.Equal(t, "Partial", res.OptIn.Mode)
+	tr := e.truth()
+	assert.Equal(t, golden.Images["amd64"].AWS["us-east-1"], tr.MachineSets["c1-worker-a"].Image)
+	assert.Equal(t, before.MachineSets["c1-worker-b"].Image, tr.MachineSets["c1-worker-b"].Image, "not opted in")
+	assert.Zero(t, tr.MachineSets["c1-worker-b"].ImagePatches)
+	assert.Equal(t, before.BootImage, tr.BootImage, "the boot image record is the operator's")
+	assert.Equal(t, before.Upgradeable, tr.Upgradeable, "the Upgradeable condition is the operator's")
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-optin-partial.json")
+
+	// Opted out: nothing is patched.
+	in.Cluster = "c2"
+	res, err = e.wait(e.start(in))
+	require.NoError(t, err, "%+v", res)
+	assert.Equal(t, "NothingSelected", res.Outcome)
+	assert.Empty(t, res.Patched)
 }
 
 // Another actor reverts one MachineSet after every patch: the hot-loop guard
@@ -187,7 +221,7 @@ func TestBumpPatchConflict(t *testing.T) {
 	e.worker()
 	res, err := e.wait(e.start(fastInput()))
 	require.NoError(t, err, "%+v", res)
-	assert.True(t, res.Recorded)
+	assert.Equal(t, "Reconciled", res.Outcome)
 	tr := e.truth()
 	a := tr.MachineSets["c1-worker-a"]
 	assert.Equal(t, 3, a.Conflicts)
@@ -255,7 +289,7 @@ func TestBumpSurvivesWorkerKill(t *testing.T) {
 
 	res, err := e.wait(run)
 	require.NoError(t, err, "%+v", res)
-	assert.True(t, res.Recorded)
+	assert.Equal(t, "Reconciled", res.Outcome)
 	assert.True(t, res.Canary.Joined)
 	tr := e.truth()
 	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
