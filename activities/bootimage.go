@@ -33,9 +33,11 @@ const conflictRetries = 5
 // bump. Every activity is idempotent: it re-reads the live state and acts
 // only on what still needs doing.
 type BootImageActivities struct {
-	// KubeBase is the multi-cluster API root ({KubeBase}/clusters/{name}).
-	KubeBase string
-	HTTP     *http.Client
+	// Kube says how each cluster is reached (kubeconfig context, in-cluster
+	// config, or a multi-cluster base URL).
+	Kube machineapi.Access
+	// HTTP is shared by base-URL clients only.
+	HTTP *http.Client
 
 	mu      sync.Mutex
 	clients map[string]*machineapi.Client
@@ -50,7 +52,7 @@ func (a *BootImageActivities) client(cluster string) (*machineapi.Client, error)
 	if c := a.clients[cluster]; c != nil {
 		return c, nil
 	}
-	c, err := machineapi.ForCluster(a.KubeBase, cluster, a.HTTP)
+	c, err := a.Kube.Client(cluster, a.HTTP)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBootImageInvalid, err)
 	}

@@ -48,10 +48,10 @@ func BootImageBump(ctx workflow.Context, in BootImageBumpInput) (BootImageBumpRe
 }
 
 // RegisterBootImageBump registers the workflow and its activities on a
-// worker; kube is the multi-cluster machine API root (fleet.Endpoints.Kube).
-func RegisterBootImageBump(r worker.Registry, kube string, hc *http.Client) {
+// worker; kube says how each cluster's API server is reached.
+func RegisterBootImageBump(r worker.Registry, kube machineapi.Access, hc *http.Client) {
 	r.RegisterWorkflow(BootImageBump)
-	r.RegisterActivity(&activities.BootImageActivities{KubeBase: kube, HTTP: hc})
+	r.RegisterActivity(&activities.BootImageActivities{Kube: kube, HTTP: hc})
 }
 
 func init() {
