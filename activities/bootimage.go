@@ -314,6 +314,8 @@ func (a *BootImageActivities) ReconcileBootImage(ctx context.Context, in BootIma
 		return res, err
 	}
 	for try := 0; try < conflictRetries; try++ {
+		// Heartbeats carry a cancel to this activity between calls.
+		activity.RecordHeartbeat(ctx, "reading "+in.MachineSet)
 		ms, err := c.GetMachineSet(ctx, in.MachineSet)
 		if err != nil {
 			return res, classifyKube(err)
@@ -326,6 +328,10 @@ func (a *BootImageActivities) ReconcileBootImage(ctx context.Context, in BootIma
 		if in.CheckOnly {
 			res.Action = ReconcileNeedsPatch
 			return res, nil
+		}
+		activity.RecordHeartbeat(ctx, "patching "+in.MachineSet)
+		if err := ctx.Err(); err != nil {
+			return res, err // cancelled: do not start the patch
 		}
 		_, err = c.PatchImage(ctx, ms, res.Plan.Desired)
 		if machineapi.IsConflict(err) {
@@ -446,6 +452,7 @@ func (a *BootImageActivities) ScaleMachineSet(ctx context.Context, in BootImageS
 		return err
 	}
 	for try := 0; try < conflictRetries; try++ {
+		activity.RecordHeartbeat(ctx, "reading "+in.MachineSet)
 		ms, err := c.GetMachineSet(ctx, in.MachineSet)
 		if err != nil {
 			return classifyKube(err)
@@ -458,6 +465,10 @@ func (a *BootImageActivities) ScaleMachineSet(ctx context.Context, in BootImageS
 			return temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("machineset %s has %d replicas, expected %d (someone else scaled it)", in.MachineSet, ms.Replicas, in.From),
 				ErrTypeBootImageReplicas, nil)
+		}
+		activity.RecordHeartbeat(ctx, "scaling "+in.MachineSet)
+		if err := ctx.Err(); err != nil {
+			return err // cancelled: do not start the scale
 		}
 		_, err = c.SetReplicas(ctx, ms, in.To)
 		if machineapi.IsConflict(err) {

@@ -274,6 +274,9 @@ const (
 // MachineConfiguration and the operator-owned status is no longer written.
 const changeBootImageOptInFromCluster = "bootimage-optin-from-machineconfiguration"
 
+// changeBootImageAwaitCancel: patches and scales are awaited on cancel.
+const changeBootImageAwaitCancel = "bootimage-await-cancel-of-changes"
+
 // Failure reasons beyond the plan's.
 const (
 	bumpReasonHotLoop = "HotLoop"
@@ -295,6 +298,9 @@ type bootImageBump struct {
 	// left to the operator. Runs started before this change took the
 	// opt-in from the input and wrote that status themselves.
 	fromCluster bool
+	// awaitCancel: activities that change a MachineSet are awaited on
+	// cancel (see bumpChangeOptions).
+	awaitCancel bool
 }
 
 func (b *bootImageBump) setup(ctx workflow.Context) error {
@@ -321,6 +327,7 @@ func (b *bootImageBump) setup(ctx workflow.Context) error {
 
 func (b *bootImageBump) run(ctx workflow.Context) (BootImageBumpResult, error) {
 	b.fromCluster = workflow.GetVersion(ctx, changeBootImageOptInFromCluster, workflow.DefaultVersion, 1) >= 1
+	b.awaitCancel = workflow.GetVersion(ctx, changeBootImageAwaitCancel, workflow.DefaultVersion, 1) >= 1
 	if err := b.recordIntent(ctx); err != nil {
 		return b.result, err
 	}
@@ -400,6 +407,25 @@ func bumpWaitOptions(ctx workflow.Context, bound time.Duration, summary string) 
 		StartToCloseTimeout:    bound + 2*time.Minute,
 		ScheduleToCloseTimeout: bound + 10*time.Minute,
 		HeartbeatTimeout:       time.Minute,
+		RetryPolicy:            deviceRetry,
+		Summary:                summary,
+	})
+}
+
+// bumpChangeOptions are for activities that change a MachineSet (patch,
+// scale). On cancel the workflow waits until the activity has ended (it
+// heartbeats, so it hears of the cancel between calls): otherwise the
+// restore could look first, find nothing to undo, and the in-flight change
+// land after it.
+func (b *bootImageBump) bumpChangeOptions(ctx workflow.Context, summary string) workflow.Context {
+	if !b.awaitCancel {
+		return bumpAPIOptions(ctx, summary)
+	}
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    2 * time.Minute,
+		ScheduleToCloseTimeout: 20 * time.Minute,
+		HeartbeatTimeout:       30 * time.Second,
+		WaitForCancellation:    true,
 		RetryPolicy:            deviceRetry,
 		Summary:                summary,
 	})
@@ -551,7 +577,7 @@ func (b *bootImageBump) reconcileOne(ctx workflow.Context, p machineapi.Plan) {
 	applied := 0
 	for {
 		var r activities.BootImageReconcileResult
-		err := workflow.ExecuteActivity(bumpAPIOptions(ctx, "reconcile boot image of "+name), a.ReconcileBootImage, activities.BootImageReconcileInput{
+		err := workflow.ExecuteActivity(b.bumpChangeOptions(ctx, "reconcile boot image of "+name), a.ReconcileBootImage, activities.BootImageReconcileInput{
 			Cluster: b.in.Cluster, MachineSet: name, Release: b.snap.Release, CheckOnly: applied >= b.in.HotLoopLimit,
 		}).Get(ctx, &r)
 		if err != nil {
@@ -647,7 +673,7 @@ func (b *bootImageBump) canary(ctx workflow.Context) (bool, error) {
 		imgs = [2]machineapi.BootImage{r.Plan.Current, r.Plan.Desired}
 	}
 	scale := func(ctx workflow.Context, from, to int32) error {
-		return workflow.ExecuteActivity(bumpAPIOptions(ctx, fmt.Sprintf("scale %s %d -> %d", name, from, to)), a.ScaleMachineSet, activities.BootImageScaleInput{
+		return workflow.ExecuteActivity(b.bumpChangeOptions(ctx, fmt.Sprintf("scale %s %d -> %d", name, from, to)), a.ScaleMachineSet, activities.BootImageScaleInput{
 			Cluster: b.in.Cluster, MachineSet: name, From: from, To: to,
 		}).Get(ctx, nil)
 	}

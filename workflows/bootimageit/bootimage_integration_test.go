@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -320,4 +321,47 @@ func TestBumpCancelRestores(t *testing.T) {
 		assert.Equal(t, install.Images["amd64"].AWS["us-east-1"], tr.MachineSets[ms].Image, "%s restored", ms)
 	}
 	assert.Equal(t, ledger.StateCancelled, e.attempt(run).State)
+}
+
+// pendingActivity is true when the run has an activity of that type started.
+func (e *bumpEnv) pendingActivity(run client.WorkflowRun, name string) bool {
+	d, err := e.Client.DescribeWorkflowExecution(context.Background(), run.GetID(), run.GetRunID())
+	if err != nil {
+		return false
+	}
+	for _, pa := range d.PendingActivities {
+		if pa.GetActivityType().GetName() == name && pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+			return true
+		}
+	}
+	return false
+}
+
+// Cancelling while a patch is in flight (every machine API call slowed
+// down) leaves no MachineSet patched: the workflow waits for the patch
+// activity to end before its restore looks.
+func TestBumpCancelMidPatchLeavesNothingPatched(t *testing.T) {
+	e := setup(t, spec.SampleCluster("c1", spec.PlatformAWS, false))
+	e.worker()
+	in := fastInput()
+	in.Concurrency = 1
+	run := e.start(in)
+	require.Eventually(t, func() bool {
+		return e.pendingActivity(run, "WaitBootImagePreconditions") || e.pendingActivity(run, "PlanBootImages")
+	},
+		30*time.Second, 20*time.Millisecond)
+	e.arm(faults.Fault{Kind: faults.Latency, Target: "api/kube", Latency: "400ms"})
+	require.Eventually(t, func() bool { return e.pendingActivity(run, "ReconcileBootImage") }, 60*time.Second, 20*time.Millisecond)
+	require.NoError(t, e.Client.CancelWorkflow(context.Background(), run.GetID(), run.GetRunID()))
+	res, err := e.wait(run)
+	require.Error(t, err)
+	assert.True(t, temporal.IsCanceledError(err), "%v", err)
+	// A patch the workflow stopped waiting for would land after the end:
+	// give any such call time to finish (a bound, not an assertion).
+	time.Sleep(3 * time.Second)
+	tr := e.truth()
+	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
+		assert.Equal(t, install.Images["amd64"].AWS["us-east-1"], tr.MachineSets[ms].Image, "%s left patched (restored: %v)", ms, res.Restored)
+	}
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-cancel-mid-patch.json")
 }
