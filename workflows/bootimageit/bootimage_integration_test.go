@@ -365,3 +365,28 @@ func TestBumpCancelMidPatchLeavesNothingPatched(t *testing.T) {
 	}
 	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-cancel-mid-patch.json")
 }
+
+// The canary scale-up has the same race: cancelled while it is in flight,
+// the bump ends with the canary MachineSet at its old replicas and every
+// patched MachineSet restored.
+func TestBumpCancelMidCanaryScaleLeavesNothingChanged(t *testing.T) {
+	e := setup(t, spec.SampleCluster("c1", spec.PlatformAWS, false))
+	e.worker()
+	before := e.truth()
+	in := fastInput()
+	in.Canary = &workflows.BootImageCanary{MachineSet: "c1-worker-a", Timeout: time.Minute}
+	run := e.start(in)
+	require.Eventually(t, func() bool { return e.pendingActivity(run, "CanaryBaseline") }, 60*time.Second, 5*time.Millisecond)
+	e.arm(faults.Fault{Kind: faults.Latency, Target: "api/kube", Latency: "400ms"})
+	require.Eventually(t, func() bool { return e.pendingActivity(run, "ScaleMachineSet") }, 60*time.Second, 20*time.Millisecond)
+	require.NoError(t, e.Client.CancelWorkflow(context.Background(), run.GetID(), run.GetRunID()))
+	res, err := e.wait(run)
+	require.Error(t, err)
+	assert.True(t, temporal.IsCanceledError(err), "%v", err)
+	time.Sleep(3 * time.Second) // let a call the workflow stopped waiting for land (a bound, not an assertion)
+	tr := e.truth()
+	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
+		assert.Equal(t, before.MachineSets[ms].Image, tr.MachineSets[ms].Image, "%s image (restored: %v)", ms, res.Restored)
+		assert.Equal(t, before.MachineSets[ms].Replicas, tr.MachineSets[ms].Replicas, "%s replicas (restored: %v)", ms, res.Restored)
+	}
+}
