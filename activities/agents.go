@@ -175,6 +175,9 @@ func (a *AgentActivities) PrepareAgentServer(ctx context.Context, r PrepareAgent
 type InstallAgentRequest struct {
 	Server uuid.UUID    `json:"server"`
 	Agent  PlannedAgent `json:"agent"`
+	// AttemptID is the server's ledger attempt: the task ID is recorded
+	// there before polling, so a retry resumes it (uuid.Nil: heartbeat only).
+	AttemptID uuid.UUID `json:"attemptId,omitzero"`
 	// PollInterval is how long one task wait lasts between heartbeats.
 	PollInterval time.Duration `json:"pollInterval"`
 }
@@ -193,8 +196,11 @@ type InstallAgentResult struct {
 // non-retryable AgentTaskFailed (cn-agent restored its backup).
 func (a *AgentActivities) InstallAgentImage(ctx context.Context, r InstallAgentRequest) (InstallAgentResult, error) {
 	poll := max(r.PollInterval, time.Second)
-	var taskID string
-	if activity.HasHeartbeatDetails(ctx) {
+	taskID, records, err := a.ledgeredTask(ctx, r)
+	if err != nil {
+		return InstallAgentResult{}, err
+	}
+	if taskID == "" && activity.HasHeartbeatDetails(ctx) {
 		_ = activity.GetHeartbeatDetails(ctx, &taskID)
 	}
 	if taskID == "" {
@@ -213,12 +219,20 @@ func (a *AgentActivities) InstallAgentImage(ctx context.Context, r InstallAgentR
 			return InstallAgentResult{}, tritonErr(err, "start agent_install")
 		}
 		activity.RecordHeartbeat(ctx, taskID)
+		// Ledgered before polling: a retry resumes this task.
+		if err := a.recordTask(ctx, r, records, taskID); err != nil {
+			return InstallAgentResult{}, err
+		}
+		records++
 	}
 	for {
 		task, err := a.CNAPI.WaitTask(ctx, taskID, poll)
 		if triton.IsNotFound(err) {
 			// CNAPI forgot the task (restart): start over on the next try.
 			activity.RecordHeartbeat(ctx, "")
+			if err := a.recordTask(ctx, r, records, ""); err != nil {
+				return InstallAgentResult{}, err
+			}
 			return InstallAgentResult{}, fmt.Errorf("task %s vanished from CNAPI", taskID)
 		}
 		if err != nil {

@@ -131,6 +131,11 @@ func (a *AgentActivities) FindAgentDrift(ctx context.Context, r FindAgentDriftRe
 		versions[id] = im.Version // "" when IMGAPI does not know it
 		return im.Version, nil
 	}
+	if r.Selection.All {
+		if err := a.addOrphans(ctx, all, services, byService, add); err != nil {
+			return AgentDriftReport{}, err
+		}
+	}
 	for _, srv := range chosen {
 		if SkipReason(srv) != "" {
 			rep.Unreachable++
@@ -204,4 +209,33 @@ func mismatchRepair(actualVersion, intentVersion string) string {
 		return RepairIntent
 	}
 	return RepairManual
+}
+
+// addOrphans reports the instances whose server CNAPI no longer has (only
+// for a check of every server: a narrower selection names servers that
+// exist).
+func (a *AgentActivities) addOrphans(ctx context.Context, all []triton.Server, services []triton.Service,
+	byService []map[uuid.UUID][]triton.Instance, add func(AgentDrift)) error {
+	named := map[uuid.UUID]bool{}
+	for _, m := range byService {
+		for id := range m {
+			named[id] = true
+		}
+	}
+	gone, err := a.orphanServers(ctx, all, named)
+	if err != nil {
+		return err
+	}
+	for i, s := range services {
+		for id, insts := range byService[i] {
+			if !gone[id] {
+				continue
+			}
+			for _, in := range insts {
+				add(AgentDrift{Server: id, Agent: s.Name, ServiceUUID: s.UUID, Kind: DriftOrphanInstance,
+					Repair: RepairDelete, IntentImage: in.Params.ImageUUID, Instances: []uuid.UUID{in.UUID}})
+			}
+		}
+	}
+	return nil
 }

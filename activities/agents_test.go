@@ -16,6 +16,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
 	"github.com/fleetsaga/fleetsaga/fleetsim"
 	"github.com/fleetsaga/fleetsaga/fleetsim/domain"
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 )
 
@@ -101,6 +102,7 @@ type simEnv struct {
 	url  string
 	acts *activities.AgentActivities
 	act  *testsuite.TestActivityEnvironment
+	sim  *fleetsim.Server
 }
 
 func newSim(t *testing.T, d spec.Datacenter) *simEnv {
@@ -114,7 +116,7 @@ func newSim(t *testing.T, d spec.Datacenter) *simEnv {
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
 	env.RegisterActivity(acts)
-	return &simEnv{dc: d, url: srv.URL, acts: acts, act: env}
+	return &simEnv{dc: d, url: srv.URL, acts: acts, act: env, sim: srv}
 }
 
 func planned(t *testing.T, d spec.Datacenter, name string) activities.PlannedAgent {
@@ -135,6 +137,11 @@ func errType(err error) string {
 		return ae.Type()
 	}
 	return ""
+}
+
+func isNonRetryable(err error) bool {
+	var ae *temporal.ApplicationError
+	return errors.As(err, &ae) && ae.NonRetryable()
 }
 
 func TestInstallAgentImageAgainstFleetsim(t *testing.T) {
@@ -296,4 +303,77 @@ func TestFindAgentDriftAgainstFleetsim(t *testing.T) {
 	_, err = e.act.ExecuteActivity(e.acts.FindAgentDrift, activities.FindAgentDriftRequest{Agents: []string{"nope"},
 		Selection: activities.ServerSelection{All: true}})
 	assert.Equal(t, activities.ErrTypeInvalidAgentRequest, errType(err))
+}
+
+// A deleted server's SAPI instances outlive it (CNAPI does not remove
+// them): the drift check finds them and the repair deletes them. A server
+// that is only unreachable keeps its instances, and a transient CNAPI error
+// removes nothing.
+func TestOrphanedInstancesOfDeletedServerAreFoundAndRemoved(t *testing.T) {
+	d := spec.GenerateDatacenter(4, 5)
+	d.Servers[1].Status = spec.ServerUnknown
+	e := newSim(t, d)
+	ctx := context.Background()
+	gone, offline := d.Servers[0], d.Servers[1]
+	require.NoError(t, e.acts.CNAPI.DeleteServer(ctx, gone.UUID))
+
+	instancesOn := func(server uuid.UUID) int {
+		all, err := e.acts.SAPI.ListInstances(ctx, uuid.Nil)
+		require.NoError(t, err)
+		n := 0
+		for _, in := range all {
+			if in.Params.ServerUUID == server {
+				n++
+			}
+		}
+		return n
+	}
+	require.Equal(t, len(gone.Agents), instancesOn(gone.UUID), "CNAPI leaves a deleted server's SAPI instances behind")
+	offlineBefore := instancesOn(offline.UUID)
+	require.NotZero(t, offlineBefore)
+
+	v, err := e.act.ExecuteActivity(e.acts.FindAgentDrift, activities.FindAgentDriftRequest{Selection: activities.ServerSelection{All: true}})
+	require.NoError(t, err)
+	var rep activities.AgentDriftReport
+	require.NoError(t, v.Get(&rep))
+	assert.Equal(t, len(gone.Agents), rep.Counts[activities.DriftOrphanInstance])
+	for _, dr := range rep.Drift {
+		assert.NotEqual(t, offline.UUID, dr.Server, "an unreachable server is not an orphan: %+v", dr)
+		if dr.Kind == activities.DriftOrphanInstance {
+			assert.Equal(t, gone.UUID, dr.Server)
+			assert.Equal(t, activities.RepairDelete, dr.Repair)
+		}
+	}
+
+	// A stale report naming the unreachable server removes nothing.
+	stale := []activities.AgentDrift{{Server: offline.UUID, Agent: "vm-agent", Kind: activities.DriftOrphanInstance,
+		Repair: activities.RepairDelete, Instances: []uuid.UUID{offline.Agents[3].UUID}}}
+	v, err = e.act.ExecuteActivity(e.acts.RemoveOrphanInstances, stale)
+	require.NoError(t, err)
+	var removed int
+	require.NoError(t, v.Get(&removed))
+	assert.Zero(t, removed)
+	assert.Equal(t, offlineBefore, instancesOn(offline.UUID))
+
+	// CNAPI failing transiently: nothing is removed, the error is retryable.
+	fid, err := e.sim.Env.Faults.Arm(faults.Fault{Kind: faults.ErrorRate, Target: "api/cnapi", Rate: 1})
+	require.NoError(t, err)
+	_, err = e.act.ExecuteActivity(e.acts.RemoveOrphanInstances, rep.Drift)
+	require.Error(t, err)
+	assert.False(t, isNonRetryable(err), err)
+	assert.Equal(t, len(gone.Agents), instancesOn(gone.UUID))
+	e.sim.Env.Faults.Clear(fid)
+
+	v, err = e.act.ExecuteActivity(e.acts.RemoveOrphanInstances, rep.Drift)
+	require.NoError(t, err)
+	require.NoError(t, v.Get(&removed))
+	assert.Equal(t, len(gone.Agents), removed)
+	assert.Equal(t, 0, instancesOn(gone.UUID))
+	assert.Equal(t, offlineBefore, instancesOn(offline.UUID), "the unreachable server keeps its instances")
+
+	v, err = e.act.ExecuteActivity(e.acts.FindAgentDrift, activities.FindAgentDriftRequest{Selection: activities.ServerSelection{All: true}})
+	require.NoError(t, err)
+	rep = activities.AgentDriftReport{}
+	require.NoError(t, v.Get(&rep))
+	assert.Zero(t, rep.Counts[activities.DriftOrphanInstance])
 }

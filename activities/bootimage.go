@@ -33,9 +33,11 @@ const conflictRetries = 5
 // bump. Every activity is idempotent: it re-reads the live state and acts
 // only on what still needs doing.
 type BootImageActivities struct {
-	// KubeBase is the multi-cluster API root ({KubeBase}/clusters/{name}).
-	KubeBase string
-	HTTP     *http.Client
+	// Kube says how each cluster is reached (kubeconfig context, in-cluster
+	// config, or a multi-cluster base URL).
+	Kube machineapi.Access
+	// HTTP is shared by base-URL clients only.
+	HTTP *http.Client
 
 	mu      sync.Mutex
 	clients map[string]*machineapi.Client
@@ -50,7 +52,7 @@ func (a *BootImageActivities) client(cluster string) (*machineapi.Client, error)
 	if c := a.clients[cluster]; c != nil {
 		return c, nil
 	}
-	c, err := machineapi.ForCluster(a.KubeBase, cluster, a.HTTP)
+	c, err := a.Kube.Client(cluster, a.HTTP)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBootImageInvalid, err)
 	}
@@ -188,6 +190,10 @@ func (a *BootImageActivities) preconditions(ctx context.Context, c *machineapi.C
 type BootImagePlanInput struct {
 	Cluster string `json:"cluster"`
 	Release string `json:"release"`
+	// FromCluster reads the opt-in from the cluster's MachineConfiguration
+	// (spec.managedBootImages, as the operator resolved it); Selection and
+	// Selector are then ignored. Runs started before this field pass them.
+	FromCluster bool `json:"fromCluster,omitempty"`
 	// Selection: All, Partial (Selector) or None.
 	Selection string `json:"selection"`
 	Selector  string `json:"selector,omitempty"`
@@ -196,6 +202,8 @@ type BootImagePlanInput struct {
 // BootImagePlanResult is one plan per selected MachineSet, sorted by name.
 type BootImagePlanResult struct {
 	Plans []machineapi.Plan `json:"plans"`
+	// OptIn is the selection that was applied.
+	OptIn machineapi.OptIn `json:"optIn"`
 }
 
 // PlanBootImages lists the selected MachineSets and decides for each.
@@ -205,18 +213,23 @@ func (a *BootImageActivities) PlanBootImages(ctx context.Context, in BootImagePl
 	if err != nil {
 		return out, err
 	}
-	var selector string
-	switch in.Selection {
+	out.OptIn = machineapi.OptIn{Mode: in.Selection, Selector: in.Selector, Source: "input"}
+	if in.FromCluster {
+		if out.OptIn, err = c.BootImageOptIn(ctx); err != nil {
+			return out, classifyKube(err)
+		}
+	}
+	selector := out.OptIn.Selector
+	switch out.OptIn.Mode {
 	case "All":
 	case "Partial":
-		selector = in.Selector
-		if selector == "" {
+		if selector == "" && !in.FromCluster {
 			return out, temporal.NewNonRetryableApplicationError("Partial selection needs a label selector", ErrTypeBootImageInvalid, nil)
 		}
 	case "None":
 		return out, nil
 	default:
-		return out, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown selection %q", in.Selection), ErrTypeBootImageInvalid, nil)
+		return out, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown selection %q", out.OptIn.Mode), ErrTypeBootImageInvalid, nil)
 	}
 	golden, known, st, err := a.readContext(ctx, c, in.Release)
 	if err != nil {
@@ -301,6 +314,8 @@ func (a *BootImageActivities) ReconcileBootImage(ctx context.Context, in BootIma
 		return res, err
 	}
 	for try := 0; try < conflictRetries; try++ {
+		// Heartbeats carry a cancel to this activity between calls.
+		activity.RecordHeartbeat(ctx, "reading "+in.MachineSet)
 		ms, err := c.GetMachineSet(ctx, in.MachineSet)
 		if err != nil {
 			return res, classifyKube(err)
@@ -313,6 +328,10 @@ func (a *BootImageActivities) ReconcileBootImage(ctx context.Context, in BootIma
 		if in.CheckOnly {
 			res.Action = ReconcileNeedsPatch
 			return res, nil
+		}
+		activity.RecordHeartbeat(ctx, "patching "+in.MachineSet)
+		if err := ctx.Err(); err != nil {
+			return res, err // cancelled: do not start the patch
 		}
 		_, err = c.PatchImage(ctx, ms, res.Plan.Desired)
 		if machineapi.IsConflict(err) {
@@ -433,6 +452,7 @@ func (a *BootImageActivities) ScaleMachineSet(ctx context.Context, in BootImageS
 		return err
 	}
 	for try := 0; try < conflictRetries; try++ {
+		activity.RecordHeartbeat(ctx, "reading "+in.MachineSet)
 		ms, err := c.GetMachineSet(ctx, in.MachineSet)
 		if err != nil {
 			return classifyKube(err)
@@ -445,6 +465,10 @@ func (a *BootImageActivities) ScaleMachineSet(ctx context.Context, in BootImageS
 			return temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("machineset %s has %d replicas, expected %d (someone else scaled it)", in.MachineSet, ms.Replicas, in.From),
 				ErrTypeBootImageReplicas, nil)
+		}
+		activity.RecordHeartbeat(ctx, "scaling "+in.MachineSet)
+		if err := ctx.Err(); err != nil {
+			return err // cancelled: do not start the scale
 		}
 		_, err = c.SetReplicas(ctx, ms, in.To)
 		if machineapi.IsConflict(err) {

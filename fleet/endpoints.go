@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/fleetsaga/fleetsaga/fleet/machineapi"
 )
 
 // Endpoints says where each external API lives.
@@ -21,8 +23,14 @@ type Endpoints struct {
 	CNAPI   string `json:"cnapi"`
 	SAPI    string `json:"sapi"`
 	IMGAPI  string `json:"imgapi"`
-	// Kube is the Kubernetes API server URL for the machine API.
+	// Kube is a multi-cluster Kubernetes API root for the machine API
+	// ({Kube}/clusters/{name}).
 	Kube string `json:"kube"`
+	// Kubeconfig is a kubeconfig file: each cluster is the context named
+	// after it (takes precedence over Kube).
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// KubeInCluster names the cluster the worker runs in (in-cluster config).
+	KubeInCluster string `json:"kubeInCluster,omitempty"`
 	// Fleetsim, when set, is the simulator's base URL (truth and faults).
 	Fleetsim string `json:"fleetsim,omitempty"`
 }
@@ -73,4 +81,9 @@ func (e Endpoints) Validate() error {
 		errs = append(errs, fmt.Errorf("sled-agent endpoint %q must contain {sled}", e.SledAgent))
 	}
 	return errors.Join(errs...)
+}
+
+// KubeAccess is how the machine API reaches each cluster.
+func (e Endpoints) KubeAccess() machineapi.Access {
+	return machineapi.Access{BaseURL: e.Kube, Kubeconfig: e.Kubeconfig, InCluster: e.KubeInCluster}
 }

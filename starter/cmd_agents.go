@@ -141,8 +141,11 @@ func agentDriftCmd(a *app) *cobra.Command {
 		Long: `Compares each server's SAPI agent instances (the intent) with CNAPI's
 server.agents (the actual state) and reports: mismatch (different images),
 missing_instance (the agent runs, SAPI has no instance), not_installed (an
-instance, no agent) and duplicate_instance. Offline or not set up servers are
-counted as unreachable. With --repair: an intent older than the actual image
+instance, no agent) and duplicate_instance; with --all also orphan_instance
+(an instance of a server CNAPI answers 404 for: CNAPI leaves a deleted
+server's instances behind). Offline or not set up servers are counted as
+unreachable, never as orphans. With --repair: orphaned instances are deleted
+(after CNAPI confirms the 404 again); an intent older than the actual image
 is pointed at it (missing instances are created with the agent's UUID); an
 actual older than the intent gets the intended image installed through
 agent-install (with --concurrency and the failure budget); agents are never

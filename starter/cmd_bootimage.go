@@ -22,18 +22,20 @@ func init() {
 			Short: "Bring a cluster's MachineSets to its release's boot images and enforce the skew",
 			Long: `Waits (bounded) until the cluster is not upgrading and the golden boot image
 record (ConfigMap coreos-bootimages) is stamped for its release, then patches
-each selected MachineSet whose official boot image differs from the golden one
-(JSON merge patch with its resourceVersion). Owned, Windows, custom-image,
+each MachineSet the cluster opted in (MachineConfiguration "cluster"
+spec.managedBootImages, as the machine-config operator resolved it: All,
+Partial by label selector, or None) whose official boot image differs from
+the golden one (JSON merge patch with its resourceVersion). Owned, Windows, custom-image,
 unsupported-OS-stream and unknown-arch MachineSets are skipped and counted; a
 RHEL major mismatch is refused. A MachineSet another actor keeps reverting is
-reported after the same patch was applied 3 times. The cluster's boot image
-version is recorded only when nothing was skipped or failed; the skew check
-then sets the Upgradeable condition. With --canary, one patched MachineSet is
+reported after the same patch was applied 3 times. The boot image version
+record, the skew mode and the Upgradeable condition are the machine-config
+operator's: the bump reports the skew from the operator's record and writes
+none of them. With --canary, one patched MachineSet is
 scaled up by one machine; if it does not join, every MachineSet patched by the
 run is restored (also on cancel).`,
 			Example: `  starter bootimage-bump --cluster prod-east --wait
-  starter bootimage-bump --cluster prod-east --selection Partial --selector fleetsaga.io/pool=a --canary
-  starter bootimage-bump --cluster lab --skew Manual --manual-ocp-version 4.16.0`,
+  starter bootimage-bump --cluster prod-east --canary`,
 			Args: exactArgs(0),
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				if canary || canaryMS != "" || cmd.Flags().Changed("canary-timeout") {
@@ -49,11 +51,6 @@ run is restored (also on cancel).`,
 		f := cmd.Flags()
 		f.StringVar(&in.Cluster, "cluster", "", "cluster name (required)")
 		f.StringVar(&in.Release, "release", "", "refuse unless the cluster runs this release (x.y.z)")
-		f.StringVar(&in.Selection, "selection", "All", "MachineSets to manage: All, Partial (with --selector) or None")
-		f.StringVar(&in.Selector, "selector", "", "label selector for --selection Partial")
-		f.StringVar(&in.Skew, "skew", "Automatic", "skew enforcement: Automatic, Manual or None")
-		f.StringVar(&in.ManualOCPVersion, "manual-ocp-version", "", "with --skew Manual: the boot image release version (x.y.z)")
-		f.StringVar(&in.ManualRHCOSVersion, "manual-rhcos-version", "", "with --skew Manual: the boot image RHCOS version (major.minor)")
 		f.BoolVar(&canary, "canary", false, "prove the new image boots by scaling one patched MachineSet up by one")
 		f.StringVar(&canaryMS, "canary-machineset", "", "the canary MachineSet (default: the first patched); implies --canary")
 		f.DurationVar(&canaryTimeout, "canary-timeout", 20*time.Minute, "how long the canary machine may take to join")

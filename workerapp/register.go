@@ -19,7 +19,7 @@ func Register(r worker.Registry, d Deps) error {
 	r.RegisterActivity(&activities.RolloutActivities{Store: d.Ledger})
 	r.RegisterWorkflow(workflows.ZoneExpunge)
 	r.RegisterActivity(activities.NewZoneActivities(d.Ledger, d.Fleet, d.HTTP, d.Identity))
-	workflows.RegisterBootImageBump(r, d.Fleet.Kube, d.HTTP)
+	workflows.RegisterBootImageBump(r, d.Fleet.KubeAccess(), d.HTTP)
 	mgsActs := activities.NewMGSActivities(d.Fleet, d.HTTP, d.Ledger, d.Identity)
 	mgsActs.Ledger = la
 	workflows.RegisterMGSUpdates(r, mgsActs)

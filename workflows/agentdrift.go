@@ -83,8 +83,10 @@ type AgentDriftResult struct {
 	Found   activities.AgentDriftReport `json:"found"`
 	// IntentsFixed counts instances pointed at (or created for) the actual
 	// image.
-	IntentsFixed int              `json:"intentsFixed,omitempty"`
-	Installs     []AgentRepairRun `json:"installs,omitempty"`
+	IntentsFixed int `json:"intentsFixed,omitempty"`
+	// OrphansRemoved counts SAPI instances of deleted servers removed.
+	OrphansRemoved int              `json:"orphansRemoved,omitempty"`
+	Installs       []AgentRepairRun `json:"installs,omitempty"`
 	// Remaining is the drift left after the repair.
 	Remaining *activities.AgentDriftReport `json:"remaining,omitempty"`
 }
@@ -134,6 +136,8 @@ func AgentDriftCheck(ctx workflow.Context, in AgentDriftInput) (AgentDriftResult
 		workflow.GetLogger(ctx).Error("repairing intents failed", "error", err)
 	}
 	progress.Done = int64(res.IntentsFixed)
+	removeOrphans(ctx, phase, &res)
+	progress.Done += int64(res.OrphansRemoved)
 
 	// Servers behind their intent: one AgentInstall per agent and image.
 	type key struct {
@@ -219,4 +223,23 @@ func driftTotal(counts map[string]int) int {
 		total += n
 	}
 	return total
+}
+
+// removeOrphans deletes the SAPI instances whose server CNAPI no longer
+// has (CNAPI leaves them behind). Runs only when the check found some;
+// histories from before this step never did.
+func removeOrphans(ctx workflow.Context, phase func(Phase, ...string), res *AgentDriftResult) {
+	if res.Found.Counts[activities.DriftOrphanInstance] == 0 {
+		return
+	}
+	if workflow.GetVersion(ctx, "agent-drift-remove-orphans", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	phase(PhaseRemovingOrphans)
+	opts := workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Minute, ScheduleToCloseTimeout: time.Hour,
+		HeartbeatTimeout: time.Minute, RetryPolicy: deviceRetry, Summary: "delete SAPI instances of deleted servers"}
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), agentActs.RemoveOrphanInstances, res.Found.Drift).
+		Get(ctx, &res.OrphansRemoved); err != nil {
+		workflow.GetLogger(ctx).Error("removing orphaned instances failed", "error", err)
+	}
 }

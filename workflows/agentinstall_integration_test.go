@@ -270,6 +270,45 @@ func TestAgentDriftCheckAndRepairOnFleetsim(t *testing.T) {
 	assert.Equal(t, d.Servers[1].Agents[3].UUID, inst1[0].UUID, "the recreated instance keeps the agent's UUID")
 }
 
+// A deleted server's SAPI instances (CNAPI leaves them) are found by the
+// drift check and removed by its repair; an unreachable server's stay.
+func TestAgentDriftRemovesOrphansOfDeletedServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	d := spec.GenerateDatacenter(4, 29)
+	d.Servers[1].Status = spec.ServerUnknown
+	s := newAgentStack(t, d, 1000)
+	s.worker()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cnapi, err := triton.NewCNAPI(s.sim.URL + "/cnapi")
+	require.NoError(t, err)
+	require.NoError(t, cnapi.DeleteServer(ctx, d.Servers[0].UUID))
+	require.Len(t, s.truth(t).Orphans, len(d.Servers[0].Agents))
+
+	check := func(repair bool) workflows.AgentDriftResult {
+		in := workflows.AgentDriftInput{Selection: activities.ServerSelection{All: true}, Repair: repair, PollInterval: time.Second}
+		run, err := s.env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: workflows.WorkflowID(workflows.KindAgentDrift, in.Target()) + fmt.Sprint(repair), TaskQueue: s.env.TaskQueue,
+		}, workflows.AgentDriftCheck, in)
+		require.NoError(t, err)
+		var res workflows.AgentDriftResult
+		require.NoError(t, run.Get(ctx, &res))
+		return res
+	}
+	res := check(false)
+	assert.Equal(t, len(d.Servers[0].Agents), res.Found.Counts[activities.DriftOrphanInstance])
+	res = check(true)
+	assert.Equal(t, len(d.Servers[0].Agents), res.OrphansRemoved)
+	require.NotNil(t, res.Remaining)
+	assert.Zero(t, res.Remaining.Counts[activities.DriftOrphanInstance])
+	tr := s.truth(t)
+	assert.Empty(t, tr.Orphans)
+	require.Equal(t, d.Servers[1].UUID, tr.Servers[0].UUID)
+	assert.Len(t, tr.Servers[0].Instances, len(d.Servers[1].Agents), "the unreachable server keeps its instances")
+}
+
 // 1,000 servers in one rollout, continuing as new along the way.
 func TestAgentInstallThousandServers(t *testing.T) {
 	if testing.Short() {

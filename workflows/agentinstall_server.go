@@ -271,7 +271,7 @@ func (s *agentServer) agent(ctx workflow.Context, ag activities.PlannedAgent, st
 		}
 		var res activities.InstallAgentResult
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), agentActs.InstallAgentImage,
-			activities.InstallAgentRequest{Server: s.in.Server, Agent: ag, PollInterval: s.in.PollInterval}).Get(ctx, &res)
+			activities.InstallAgentRequest{Server: s.in.Server, Agent: ag, AttemptID: s.attemptID, PollInterval: s.in.PollInterval}).Get(ctx, &res)
 		s.event(ctx, "install:"+ag.Name, err, "installed "+ag.Label()+" (task "+res.TaskID+")")
 		if err != nil {
 			step.Outcome, step.Error = AgentOutcomeFailed, err.Error()

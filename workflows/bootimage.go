@@ -48,10 +48,10 @@ func BootImageBump(ctx workflow.Context, in BootImageBumpInput) (BootImageBumpRe
 }
 
 // RegisterBootImageBump registers the workflow and its activities on a
-// worker; kube is the multi-cluster machine API root (fleet.Endpoints.Kube).
-func RegisterBootImageBump(r worker.Registry, kube string, hc *http.Client) {
+// worker; kube says how each cluster's API server is reached.
+func RegisterBootImageBump(r worker.Registry, kube machineapi.Access, hc *http.Client) {
 	r.RegisterWorkflow(BootImageBump)
-	r.RegisterActivity(&activities.BootImageActivities{KubeBase: kube, HTTP: hc})
+	r.RegisterActivity(&activities.BootImageActivities{Kube: kube, HTTP: hc})
 }
 
 func init() {
@@ -215,8 +215,12 @@ type BootImageBumpResult struct {
 	Failed   []BootImageMember `json:"failed,omitempty"`
 	// HotLoop lists MachineSets another actor kept reverting (also in Failed).
 	HotLoop []string `json:"hotLoop,omitempty"`
-	// Recorded: the cluster's boot image version was set to Release.
+	// Recorded: the cluster's boot image version was set to Release (only
+	// runs started before the opt-in came from the cluster wrote it; the
+	// machine-config operator owns that record).
 	Recorded bool `json:"recorded"`
+	// OptIn is the cluster's MachineConfiguration opt-in the run applied.
+	OptIn *machineapi.OptIn `json:"optIn,omitempty"`
 	// BootImageVersion is the cluster's boot image version after the run.
 	BootImageVersion string                 `json:"bootImageVersion,omitempty"`
 	Skew             SkewVerdict            `json:"skew"`
@@ -266,6 +270,13 @@ const (
 	bumpPhaseDone          = "Done"
 )
 
+// changeBootImageOptInFromCluster: the opt-in is read from the cluster's
+// MachineConfiguration and the operator-owned status is no longer written.
+const changeBootImageOptInFromCluster = "bootimage-optin-from-machineconfiguration"
+
+// changeBootImageAwaitCancel: patches and scales are awaited on cancel.
+const changeBootImageAwaitCancel = "bootimage-await-cancel-of-changes"
+
 // Failure reasons beyond the plan's.
 const (
 	bumpReasonHotLoop = "HotLoop"
@@ -282,6 +293,14 @@ type bootImageBump struct {
 	// patched in this run, with the image before and after (for the saga).
 	applied map[string][2]machineapi.BootImage
 	events  int
+	// fromCluster: the opt-in comes from the cluster's MachineConfiguration
+	// and the operator's own status (boot image record, Upgradeable) is
+	// left to the operator. Runs started before this change took the
+	// opt-in from the input and wrote that status themselves.
+	fromCluster bool
+	// awaitCancel: activities that change a MachineSet are awaited on
+	// cancel (see bumpChangeOptions).
+	awaitCancel bool
 }
 
 func (b *bootImageBump) setup(ctx workflow.Context) error {
@@ -307,6 +326,8 @@ func (b *bootImageBump) setup(ctx workflow.Context) error {
 }
 
 func (b *bootImageBump) run(ctx workflow.Context) (BootImageBumpResult, error) {
+	b.fromCluster = workflow.GetVersion(ctx, changeBootImageOptInFromCluster, workflow.DefaultVersion, 1) >= 1
+	b.awaitCancel = workflow.GetVersion(ctx, changeBootImageAwaitCancel, workflow.DefaultVersion, 1) >= 1
 	if err := b.recordIntent(ctx); err != nil {
 		return b.result, err
 	}
@@ -391,6 +412,25 @@ func bumpWaitOptions(ctx workflow.Context, bound time.Duration, summary string) 
 	})
 }
 
+// bumpChangeOptions are for activities that change a MachineSet (patch,
+// scale). On cancel the workflow waits until the activity has ended (it
+// heartbeats, so it hears of the cancel between calls): otherwise the
+// restore could look first, find nothing to undo, and the in-flight change
+// land after it.
+func (b *bootImageBump) bumpChangeOptions(ctx workflow.Context, summary string) workflow.Context {
+	if !b.awaitCancel {
+		return bumpAPIOptions(ctx, summary)
+	}
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    2 * time.Minute,
+		ScheduleToCloseTimeout: 20 * time.Minute,
+		HeartbeatTimeout:       30 * time.Second,
+		WaitForCancellation:    true,
+		RetryPolicy:            deviceRetry,
+		Summary:                summary,
+	})
+}
+
 // --- steps ---
 
 func (b *bootImageBump) setPhase(ctx workflow.Context, phase string) {
@@ -449,9 +489,14 @@ func (b *bootImageBump) plan(ctx workflow.Context) ([]machineapi.Plan, error) {
 	var res activities.BootImagePlanResult
 	err := workflow.ExecuteActivity(bumpAPIOptions(ctx, "plan MachineSets of "+b.in.Cluster), a.PlanBootImages, activities.BootImagePlanInput{
 		Cluster: b.in.Cluster, Release: b.snap.Release, Selection: b.in.Selection, Selector: b.in.Selector,
+		FromCluster: b.fromCluster,
 	}).Get(ctx, &res)
 	if err != nil {
 		return nil, err
+	}
+	if b.fromCluster {
+		b.in.Selection, b.in.Selector = res.OptIn.Mode, res.OptIn.Selector
+		b.result.OptIn = &res.OptIn
 	}
 	b.progress.Total = int64(len(res.Plans))
 	counts := map[machineapi.Action]int{}
@@ -532,7 +577,7 @@ func (b *bootImageBump) reconcileOne(ctx workflow.Context, p machineapi.Plan) {
 	applied := 0
 	for {
 		var r activities.BootImageReconcileResult
-		err := workflow.ExecuteActivity(bumpAPIOptions(ctx, "reconcile boot image of "+name), a.ReconcileBootImage, activities.BootImageReconcileInput{
+		err := workflow.ExecuteActivity(b.bumpChangeOptions(ctx, "reconcile boot image of "+name), a.ReconcileBootImage, activities.BootImageReconcileInput{
 			Cluster: b.in.Cluster, MachineSet: name, Release: b.snap.Release, CheckOnly: applied >= b.in.HotLoopLimit,
 		}).Get(ctx, &r)
 		if err != nil {
@@ -628,7 +673,7 @@ func (b *bootImageBump) canary(ctx workflow.Context) (bool, error) {
 		imgs = [2]machineapi.BootImage{r.Plan.Current, r.Plan.Desired}
 	}
 	scale := func(ctx workflow.Context, from, to int32) error {
-		return workflow.ExecuteActivity(bumpAPIOptions(ctx, fmt.Sprintf("scale %s %d -> %d", name, from, to)), a.ScaleMachineSet, activities.BootImageScaleInput{
+		return workflow.ExecuteActivity(b.bumpChangeOptions(ctx, fmt.Sprintf("scale %s %d -> %d", name, from, to)), a.ScaleMachineSet, activities.BootImageScaleInput{
 			Cluster: b.in.Cluster, MachineSet: name, From: from, To: to,
 		}).Get(ctx, nil)
 	}
@@ -696,6 +741,13 @@ func (b *bootImageBump) record(ctx workflow.Context) error {
 			b.snap.Record.OCPVersion, len(b.result.Skipped), len(b.result.Failed)))
 		return nil
 	}
+	if b.fromCluster {
+		// The machine-config operator records the boot image version
+		// (status.bootImageSkewEnforcementStatus) itself once the
+		// MachineSets are current; a second writer would fight it.
+		b.event(ctx, "record", "running", "every selected MachineSet is current; the machine-config operator records the boot image version")
+		return nil
+	}
 	b.setPhase(ctx, bumpPhaseRecording)
 	var a *activities.BootImageActivities
 	err := workflow.ExecuteActivity(bumpAPIOptions(ctx, "record boot image version of "+b.in.Cluster), a.RecordBootImage, activities.BootImageRecordInput{
@@ -722,6 +774,9 @@ func (b *bootImageBump) enforceSkew(ctx workflow.Context) error {
 		LimitRHCOSVersion: b.snap.SkewLimitRHCOSVersion,
 		Release:           b.snap.Release,
 		ReleaseOSVersion:  b.snap.OSVersion,
+	}
+	if b.fromCluster {
+		return b.reportSkew(ctx, check)
 	}
 	var a *activities.BootImageActivities
 	if b.in.Skew == SkewManual {
@@ -777,4 +832,19 @@ func (b *bootImageBump) cancelled(ctx workflow.Context) (BootImageBumpResult, er
 	b.result.Outcome = "Cancelled"
 	b.finish(ctx, StateCancelled, ledger.StateCancelled, "cancelled")
 	return b.result, temporal.NewCanceledError(b.result)
+}
+
+// reportSkew evaluates the skew from the operator's own record and mode
+// (MachineConfiguration status.bootImageSkewEnforcementStatus) for the
+// report only: the Upgradeable condition is the operator's to set.
+func (b *bootImageBump) reportSkew(ctx workflow.Context, check SkewCheck) error {
+	check.Mode = b.snap.Record.Mode
+	if check.Mode == "" {
+		check.Mode = SkewAutomatic
+	}
+	v := EvaluateSkew(check)
+	b.result.Skew = v
+	b.event(ctx, "skew", "running", fmt.Sprintf("operator's record %s (%s): upgradeable=%v (%s): %s; Upgradeable is the operator's to set",
+		b.snap.Record.OCPVersion+b.snap.Record.RHCOSVersion, check.Mode, v.Upgradeable, v.Reason, v.Message))
+	return nil
 }

@@ -36,6 +36,8 @@ type fakeCluster struct {
 	canary    activities.CanaryResult
 	snap      activities.BootImageSnapshot
 	planIn    *activities.BootImagePlanInput
+	// optIn is the cluster's MachineConfiguration opt-in (default All).
+	optIn machineapi.OptIn
 }
 
 func ami(id string) machineapi.BootImage {
@@ -50,6 +52,7 @@ func newFake() *fakeCluster {
 		patches:   map[string]int{},
 		checks:    map[string]int{},
 		canary:    activities.CanaryResult{Joined: true, Machine: "m-1", Detail: "joined"},
+		optIn:     machineapi.OptIn{Mode: machineapi.OptInAll, Source: "status.managedBootImagesStatus"},
 		snap: activities.BootImageSnapshot{
 			Release: "4.19.2", OSVersion: "9.6.20250523-0",
 			SkewLimitOCPVersion: "4.16.0", SkewLimitRHCOSVersion: "9.4",
@@ -92,10 +95,14 @@ func (f *fakeCluster) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env.OnActivity(a.PlanBootImages, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.BootImagePlanInput) (activities.BootImagePlanResult, error) {
 			f.planIn = &in
-			if in.Selection == SelectNone {
-				return activities.BootImagePlanResult{}, nil
+			opt := machineapi.OptIn{Mode: in.Selection, Selector: in.Selector, Source: "input"}
+			if in.FromCluster {
+				opt = f.optIn
 			}
-			return activities.BootImagePlanResult{Plans: f.plans}, nil
+			if opt.Mode == SelectNone {
+				return activities.BootImagePlanResult{OptIn: opt}, nil
+			}
+			return activities.BootImagePlanResult{Plans: f.plans, OptIn: opt}, nil
 		})
 	env.OnActivity(a.ReconcileBootImage, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.BootImageReconcileInput) (activities.BootImageReconcileResult, error) {
@@ -176,7 +183,10 @@ func runBump(t *testing.T, env *testsuite.TestWorkflowEnvironment, in BootImageB
 	return res, err
 }
 
-func TestBootImageBumpHappyPathRecordsAndClearsSkew(t *testing.T) {
+// The opt-in comes from the cluster; the boot image record and the
+// Upgradeable condition are the machine-config operator's: the bump
+// reports the skew from the operator's record and writes neither.
+func TestBootImageBumpHappyPathLeavesOperatorStatus(t *testing.T) {
 	f := newFake()
 	f.add("ms-a", machineapi.ActionPatch, "")
 	f.add("ms-b", machineapi.ActionPatch, "")
@@ -187,15 +197,17 @@ func TestBootImageBumpHappyPathRecordsAndClearsSkew(t *testing.T) {
 	assert.Equal(t, "Reconciled", res.Outcome)
 	assert.Equal(t, []string{"ms-a", "ms-b"}, res.Patched)
 	assert.Equal(t, []string{"ms-c"}, res.UpToDate)
-	assert.True(t, res.Recorded)
-	require.Len(t, f.recorded, 1)
-	assert.Equal(t, activities.BootImageRecordInput{Cluster: "c1", Mode: "Automatic", OCPVersion: "4.19.2", RHCOSVersion: "9.6.20250523-0"}, f.recorded[0])
-	assert.True(t, res.Skew.Upgradeable, "%+v", res.Skew)
-	require.Len(t, f.upgr, 1)
-	assert.True(t, f.upgr[0].Upgradeable)
+	assert.False(t, res.Recorded)
+	assert.Empty(t, f.recorded, "the boot image record is the operator's")
+	assert.Empty(t, f.upgr, "the Upgradeable condition is the operator's")
+	// The operator's record (4.14.3) is still below the limit (4.16.0).
+	assert.False(t, res.Skew.Upgradeable, "%+v", res.Skew)
+	assert.Equal(t, ReasonSkewError, res.Skew.Reason)
 	assert.Equal(t, 1, f.patches["ms-a"])
 	assert.Empty(t, f.restores)
-	assert.Equal(t, "All", f.planIn.Selection)
+	assert.True(t, f.planIn.FromCluster)
+	require.NotNil(t, res.OptIn)
+	assert.Equal(t, "All", res.OptIn.Mode)
 
 	var p BootImageProgress
 	v, err := env.QueryWorkflow(ProgressQuery)
@@ -227,8 +239,7 @@ func TestBootImageBumpSkipsKeepRecordAndSkewBlocks(t *testing.T) {
 	assert.False(t, res.Skew.Upgradeable)
 	assert.Equal(t, ReasonSkewError, res.Skew.Reason)
 	assert.Contains(t, res.Skew.Message, "4.14.3")
-	require.Len(t, f.upgr, 1)
-	assert.False(t, f.upgr[0].Upgradeable)
+	assert.Empty(t, f.upgr)
 }
 
 func TestBootImageBumpHotLoopGuard(t *testing.T) {
@@ -270,11 +281,13 @@ func TestBootImageBumpRefusedAndSelectionNone(t *testing.T) {
 	require.Len(t, res.Failed, 1)
 	assert.Equal(t, "RHELMajorMismatch", res.Failed[0].Reason)
 
+	// The cluster opted out: the input's selection does not override it.
 	f = newFake()
 	f.add("ms-a", machineapi.ActionPatch, "")
+	f.optIn = machineapi.OptIn{Mode: machineapi.OptInNone, Source: "spec.managedBootImages"}
+	f.snap.Record.Mode = SkewNone
 	in := bumpInput()
-	in.Selection = SelectNone
-	in.Skew = SkewNone
+	in.Selection = SelectAll
 	res, err = runBump(t, f.env(t), in)
 	require.NoError(t, err)
 	assert.Equal(t, "NothingSelected", res.Outcome)
@@ -285,25 +298,26 @@ func TestBootImageBumpRefusedAndSelectionNone(t *testing.T) {
 
 	f = newFake()
 	f.add("ms-a", machineapi.ActionPatch, "")
-	in = bumpInput()
-	in.Selection, in.Selector = SelectPartial, "pool=a"
-	_, err = runBump(t, f.env(t), in)
+	f.optIn = machineapi.OptIn{Mode: machineapi.OptInPartial, Selector: "pool=a", Source: "status.managedBootImagesStatus"}
+	res, err = runBump(t, f.env(t), bumpInput())
 	require.NoError(t, err)
-	assert.Equal(t, "pool=a", f.planIn.Selector)
-	assert.Len(t, f.recorded, 1, "a clean Partial run records")
+	assert.Equal(t, "Reconciled", res.Outcome)
+	assert.Equal(t, "pool=a", res.OptIn.Selector)
+	assert.Empty(t, f.recorded, "a clean Partial run leaves the record to the operator")
 }
 
+// Manual skew is the cluster admin's (MachineConfiguration), read from the
+// operator's record; nothing is written.
 func TestBootImageBumpManualSkew(t *testing.T) {
 	f := newFake()
 	f.add("ms-a", machineapi.ActionPatch, "")
-	in := bumpInput()
-	in.Skew, in.ManualOCPVersion = SkewManual, "4.9.0"
-	res, err := runBump(t, f.env(t), in)
+	f.snap.Record = machineapi.BootImageRecord{Mode: SkewManual, OCPVersion: "4.9.0"}
+	res, err := runBump(t, f.env(t), bumpInput())
 	require.NoError(t, err)
 	assert.False(t, res.Skew.Upgradeable, "4.9.0 < 4.16.0 (numerically, not as strings)")
-	require.Len(t, f.recorded, 2)
-	assert.Equal(t, "Manual", f.recorded[1].Mode)
-	assert.Equal(t, "4.9.0", f.recorded[1].OCPVersion)
+	assert.Contains(t, res.Skew.Message, "4.9.0")
+	assert.Empty(t, f.recorded)
+	assert.Empty(t, f.upgr)
 }
 
 func TestBootImageBumpCanaryFailureRollsBackEveryPatch(t *testing.T) {
@@ -342,7 +356,8 @@ func TestBootImageBumpCanarySuccess(t *testing.T) {
 	assert.True(t, res.Canary.Joined)
 	assert.Equal(t, [][2]int32{{1, 2}, {2, 1}}, f.scales)
 	assert.Empty(t, f.restores)
-	assert.True(t, res.Recorded)
+	assert.Equal(t, "Reconciled", res.Outcome)
+	assert.Empty(t, f.recorded)
 }
 
 func TestBootImageBumpCancelRunsCompensations(t *testing.T) {

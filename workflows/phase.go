@@ -25,6 +25,7 @@ const (
 	PhaseCheckingDrift    Phase = "checking"
 	PhaseRepairingIntents Phase = "repairing-intents"
 	PhaseCheckingAgain    Phase = "checking-again"
+	PhaseRemovingOrphans  Phase = "removing-orphans" // drift repair: SAPI instances of deleted servers
 )
 
 // knownPhases is the closed set setSearchState publishes.
@@ -34,7 +35,7 @@ func init() {
 	for _, p := range []Phase{
 		PhaseStarting, PhaseDone, PhaseAwaitingApproval, PhaseRunningStage, PhasePlanning, PhaseInstalling,
 		PhaseBudgetExceeded, PhaseContinuingAsNew, PhaseRecordingIntent, PhaseWaitingForTarget, PhaseCheckingServer,
-		PhaseRecordingAgents, PhaseCheckingDrift, PhaseRepairingIntents, PhaseCheckingAgain,
+		PhaseRecordingAgents, PhaseCheckingDrift, PhaseRepairingIntents, PhaseCheckingAgain, PhaseRemovingOrphans,
 		MGSPhasePrecheck, MGSPhaseUpdating, MGSPhaseConcurrent, MGSPhasePostUpdate, MGSPhaseHostBoot,
 		MGSPhaseAttemptPause, MGSPhaseDone, MGSPhaseCompensating,
 		ZonePhaseValidating, ZonePhaseRecordingIntent, ZonePhaseRemovingZone, ZonePhaseRebasing,

@@ -166,8 +166,9 @@ func (d *DC) updateServer(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// deleteServer removes the server and, unlike the original tool, its SAPI
-// agent instances.
+// deleteServer is CNAPI's ServerDelete: it removes the server's record
+// only. Like the real CNAPI it leaves the server's SAPI agent instances
+// behind (orphans the orchestrator has to remove; DOMAIN §H).
 func (d *DC) deleteServer(w http.ResponseWriter, r *http.Request) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -177,12 +178,6 @@ func (d *DC) deleteServer(w http.ResponseWriter, r *http.Request) {
 	}
 	delete(d.servers, s.uuid)
 	d.order = removeUUID(d.order, s.uuid)
-	for _, id := range append([]uuid.UUID(nil), d.instOrder...) {
-		if in := d.instances[id]; in.serverUUID == s.uuid {
-			delete(d.instances, id)
-			d.instOrder = removeUUID(d.instOrder, id)
-		}
-	}
 	w.WriteHeader(http.StatusNoContent)
 }
 

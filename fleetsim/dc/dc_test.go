@@ -552,14 +552,20 @@ func TestSAPIServicesAndInstances(t *testing.T) {
 	_, err = e.sapi.CreateInstance(ctx, bad)
 	assert.True(t, triton.HasCode(err, triton.CodeInvalidArgument), err)
 
-	// Deleting a server takes its SAPI agent instances with it.
+	// Deleting a server leaves its SAPI agent instances behind, as the
+	// real CNAPI does; the truth lists them as orphans.
 	gone := d.Servers[2].UUID
 	require.NoError(t, e.cnapi.DeleteServer(ctx, gone))
 	all, err := e.sapi.ListInstances(ctx, uuid.Nil)
 	require.NoError(t, err)
+	left := 0
 	for _, in := range all {
-		assert.NotEqual(t, gone, in.Params.ServerUUID)
+		if in.Params.ServerUUID == gone {
+			left++
+		}
 	}
+	assert.Equal(t, len(d.Servers[2].Agents), left)
+	assert.Len(t, e.truth(t, uuid.Nil).Orphans, left)
 	_, err = e.cnapi.GetServer(ctx, gone)
 	assert.True(t, triton.IsNotFound(err))
 }

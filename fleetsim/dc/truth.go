@@ -12,6 +12,8 @@ import (
 type Truth struct {
 	Servers  []ServerTruth   `json:"servers"`
 	Installs []InstallRecord `json:"installs"`
+	// Orphans are SAPI instances whose server CNAPI no longer has.
+	Orphans []InstanceTruth `json:"orphans"`
 }
 
 // ServerTruth is one server: what it really runs, what CNAPI records and
@@ -33,9 +35,10 @@ type ServerTruth struct {
 
 // InstanceTruth is one SAPI instance as seen from its server.
 type InstanceTruth struct {
-	UUID      uuid.UUID `json:"uuid"`
-	Service   string    `json:"service"`
-	ImageUUID uuid.UUID `json:"imageUuid"`
+	UUID       uuid.UUID `json:"uuid"`
+	Service    string    `json:"service"`
+	ImageUUID  uuid.UUID `json:"imageUuid"`
+	ServerUUID uuid.UUID `json:"serverUuid"`
 }
 
 // Truth implements domain.Domain.
@@ -46,6 +49,7 @@ func (d *DC) truth(only *uuid.UUID) Truth {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	byServer := map[uuid.UUID][]InstanceTruth{}
+	orphans := []InstanceTruth{}
 	for _, id := range d.instOrder {
 		in := d.instances[id]
 		if only != nil && in.serverUUID != *only {
@@ -55,9 +59,13 @@ func (d *DC) truth(only *uuid.UUID) Truth {
 		if s := d.services[in.serviceUUID]; s != nil {
 			name = s.name
 		}
-		byServer[in.serverUUID] = append(byServer[in.serverUUID], InstanceTruth{UUID: in.uuid, Service: name, ImageUUID: in.imageUUID})
+		it := InstanceTruth{UUID: in.uuid, Service: name, ImageUUID: in.imageUUID, ServerUUID: in.serverUUID}
+		byServer[in.serverUUID] = append(byServer[in.serverUUID], it)
+		if d.servers[in.serverUUID] == nil {
+			orphans = append(orphans, it)
+		}
 	}
-	out := Truth{Servers: []ServerTruth{}, Installs: []InstallRecord{}}
+	out := Truth{Servers: []ServerTruth{}, Installs: []InstallRecord{}, Orphans: orphans}
 	for _, id := range d.order {
 		if only != nil && id != *only {
 			continue

@@ -188,8 +188,11 @@ func machineConfiguration(c *spec.Cluster, install string) map[string]any {
 	return map[string]any{
 		"apiVersion": "operator.openshift.io/v1", "kind": "MachineConfiguration",
 		"metadata": map[string]any{"name": fm.MachineConfigurationName, "uid": uidFor(c.Name, "machineconfiguration")},
-		"spec":     map[string]any{"managementState": "Managed"},
+		"spec": map[string]any{"managementState": "Managed",
+			"managedBootImages": map[string]any{"machineManagers": []any{optInEntry(c.ManagedBootImages)}}},
 		"status": map[string]any{
+			// The operator's resolution of the spec (here: the same).
+			"managedBootImagesStatus": map[string]any{"machineManagers": []any{optInEntry(c.ManagedBootImages)}},
 			"bootImageSkewEnforcementStatus": map[string]any{
 				"mode":      "Automatic",
 				"automatic": map[string]any{"ocpVersion": install, "rhcosVersion": b.OSVersion},
@@ -200,6 +203,22 @@ func machineConfiguration(c *spec.Cluster, install string) map[string]any {
 			}},
 		},
 	}
+}
+
+// optInEntry is the machinesets entry of managedBootImages.machineManagers.
+func optInEntry(o *spec.BootImageOptIn) map[string]any {
+	sel := map[string]any{"mode": "All"}
+	if o != nil {
+		sel["mode"] = o.Mode
+		if o.Mode == "Partial" {
+			labels := map[string]any{}
+			for k, v := range o.MatchLabels {
+				labels[k] = v
+			}
+			sel["partial"] = map[string]any{"machineResourceSelector": map[string]any{"matchLabels": labels}}
+		}
+	}
+	return map[string]any{"resource": "machinesets", "apiGroup": fm.GVRMachineSets.Group, "selection": sel}
 }
 
 func node(c *spec.Cluster, name, arch string, controlPlane bool, machine string) map[string]any {

@@ -44,6 +44,18 @@ type Cluster struct {
 	// the history of official images).
 	BootImages  []BootImageRelease `json:"bootImages"`
 	MachineSets []MachineSet       `json:"machineSets"`
+	// ManagedBootImages is the cluster admin's opt-in for MachineSets
+	// (MachineConfiguration spec.managedBootImages); nil means All, which
+	// the operator resolves by default on the platforms fleetsim serves.
+	ManagedBootImages *BootImageOptIn `json:"managedBootImages,omitempty"`
+}
+
+// BootImageOptIn is the MachineSet entry of spec.managedBootImages.
+type BootImageOptIn struct {
+	// Mode is All, Partial or None.
+	Mode string `json:"mode"`
+	// MatchLabels is Partial's machineResourceSelector.
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
 }
 
 // BootImageRelease is one release's golden boot images (its CoreOS stream).
@@ -215,6 +227,14 @@ func validateClusters(cs []Cluster) error {
 		}
 		if _, err := ParseRelease(c.Release); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+		}
+		if o := c.ManagedBootImages; o != nil {
+			switch {
+			case o.Mode != "All" && o.Mode != "Partial" && o.Mode != "None":
+				errs = append(errs, fmt.Errorf("%s: managedBootImages.mode must be All, Partial or None", where))
+			case (o.Mode == "Partial") != (len(o.MatchLabels) > 0):
+				errs = append(errs, fmt.Errorf("%s: managedBootImages.matchLabels go with mode Partial only", where))
+			}
 		}
 		seen := map[string]bool{}
 		for bi, b := range c.BootImages {

@@ -183,6 +183,9 @@ type Fleet struct {
 	SAPI      string
 	IMGAPI    string
 	Kube      string
+	// Kubeconfig and KubeInCluster: see fleet.Endpoints.
+	Kubeconfig    string
+	KubeInCluster string
 }
 
 // Bind registers the fleet endpoint flags on fs.
@@ -194,7 +197,9 @@ func (f *Fleet) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.CNAPI, "cnapi", env("FLEETSAGA_CNAPI_URL", ""), "CNAPI base URL (env FLEETSAGA_CNAPI_URL)")
 	fs.StringVar(&f.SAPI, "sapi", env("FLEETSAGA_SAPI_URL", ""), "SAPI base URL (env FLEETSAGA_SAPI_URL)")
 	fs.StringVar(&f.IMGAPI, "imgapi", env("FLEETSAGA_IMGAPI_URL", ""), "IMGAPI base URL (env FLEETSAGA_IMGAPI_URL)")
-	fs.StringVar(&f.Kube, "kube", env("FLEETSAGA_KUBE_URL", ""), "Kubernetes API URL for MachineSets (env FLEETSAGA_KUBE_URL)")
+	fs.StringVar(&f.Kube, "kube", env("FLEETSAGA_KUBE_URL", ""), "multi-cluster Kubernetes API root, {URL}/clusters/{name} (env FLEETSAGA_KUBE_URL)")
+	fs.StringVar(&f.Kubeconfig, "kubeconfig", env("FLEETSAGA_KUBECONFIG", ""), "kubeconfig file; each cluster is the context of its name (env FLEETSAGA_KUBECONFIG)")
+	fs.StringVar(&f.KubeInCluster, "kube-in-cluster", env("FLEETSAGA_KUBE_IN_CLUSTER", ""), "name of the cluster the worker runs in: reached with the in-cluster config (env FLEETSAGA_KUBE_IN_CLUSTER)")
 }
 
 // Endpoints resolves and validates the endpoints; explicit flags override
@@ -218,8 +223,15 @@ func (f *Fleet) Endpoints() (fleet.Endpoints, error) {
 	set(&e.SAPI, f.SAPI)
 	set(&e.IMGAPI, f.IMGAPI)
 	set(&e.Kube, f.Kube)
+	set(&e.Kubeconfig, f.Kubeconfig)
+	set(&e.KubeInCluster, f.KubeInCluster)
 	if err := e.Validate(); err != nil {
 		return e, err
+	}
+	if e.Kubeconfig != "" {
+		if err := e.KubeAccess().Validate(); err != nil {
+			return e, fmt.Errorf("--kubeconfig: %w", err)
+		}
 	}
 	if e.NexusDB != "" {
 		if err := ValidateDatabaseURL(e.NexusDB); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -130,10 +131,8 @@ func TestBumpHappyPathWithCanary(t *testing.T) {
 	assert.Equal(t, "Reconciled", res.Outcome)
 	assert.Equal(t, []string{"c1-worker-a", "c1-worker-b"}, res.Patched)
 	assert.NotEmpty(t, res.Waited, "it waited for the upgrade and the golden record")
-	assert.True(t, res.Recorded)
 	require.NotNil(t, res.Canary)
 	assert.True(t, res.Canary.Joined, "%+v", res.Canary)
-	assert.True(t, res.Skew.Upgradeable)
 
 	tr := e.truth()
 	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
@@ -144,8 +143,9 @@ func TestBumpHappyPathWithCanary(t *testing.T) {
 	assert.Equal(t, int64(1), a.Replicas, "the canary was scaled back down")
 	require.Len(t, a.Machines, 1)
 	assert.Equal(t, install.Images["amd64"].AWS["us-east-1"], a.Machines[0].Image, "the original machine stays")
-	assert.Equal(t, spec.SampleCurrentRelease, tr.BootImage.OCPVersion)
-	assert.Equal(t, "True", tr.Upgradeable.Status)
+	// The record and Upgradeable are the machine-config operator's: untouched.
+	assert.Equal(t, spec.SampleInstallRelease, tr.BootImage.OCPVersion)
+	assert.Equal(t, simapi.Condition{Status: "True", Reason: "AsExpected"}, tr.Upgradeable)
 
 	at := e.attempt(run)
 	assert.Equal(t, ledger.StateCompleted, at.State)
@@ -154,6 +154,41 @@ func TestBumpHappyPathWithCanary(t *testing.T) {
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, len(evs), 6, "intent, preconditions, plan, patches, canary, record, skew, finish")
 	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-happy-canary.json")
+}
+
+// The cluster's MachineConfiguration opts in only pool=a (Partial): only
+// that MachineSet is patched, whatever the input says, and the operator's
+// status (boot image record, Upgradeable) stays as it was.
+func TestBumpOptInFromMachineConfiguration(t *testing.T) {
+	c := spec.SampleCluster("c1", spec.PlatformAWS, false)
+	c.ManagedBootImages = &spec.BootImageOptIn{Mode: "Partial", MatchLabels: map[string]string{"fleetsaga.io/pool": "a"}}
+	off := spec.SampleCluster("c2", spec.PlatformAWS, false)
+	off.ManagedBootImages = &spec.BootImageOptIn{Mode: "None"}
+	e := setup(t, c, off)
+	e.worker()
+	before := e.truth()
+	in := fastInput()
+	in.Selection = workflows.SelectAll // an old input field: the cluster decides
+	run := e.start(in)
+	res, err := e.wait(run)
+	require.NoError(t, err, "%+v", res)
+	assert.Equal(t, []string{"c1-worker-a"}, res.Patched)
+	require.NotNil(t, res.OptIn)
+	assert.Equal(t, "Partial", res.OptIn.Mode)
+	tr := e.truth()
+	assert.Equal(t, golden.Images["amd64"].AWS["us-east-1"], tr.MachineSets["c1-worker-a"].Image)
+	assert.Equal(t, before.MachineSets["c1-worker-b"].Image, tr.MachineSets["c1-worker-b"].Image, "not opted in")
+	assert.Zero(t, tr.MachineSets["c1-worker-b"].ImagePatches)
+	assert.Equal(t, before.BootImage, tr.BootImage, "the boot image record is the operator's")
+	assert.Equal(t, before.Upgradeable, tr.Upgradeable, "the Upgradeable condition is the operator's")
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-optin-partial.json")
+
+	// Opted out: nothing is patched.
+	in.Cluster = "c2"
+	res, err = e.wait(e.start(in))
+	require.NoError(t, err, "%+v", res)
+	assert.Equal(t, "NothingSelected", res.Outcome)
+	assert.Empty(t, res.Patched)
 }
 
 // Another actor reverts one MachineSet after every patch: the hot-loop guard
@@ -187,7 +222,7 @@ func TestBumpPatchConflict(t *testing.T) {
 	e.worker()
 	res, err := e.wait(e.start(fastInput()))
 	require.NoError(t, err, "%+v", res)
-	assert.True(t, res.Recorded)
+	assert.Equal(t, "Reconciled", res.Outcome)
 	tr := e.truth()
 	a := tr.MachineSets["c1-worker-a"]
 	assert.Equal(t, 3, a.Conflicts)
@@ -255,7 +290,7 @@ func TestBumpSurvivesWorkerKill(t *testing.T) {
 
 	res, err := e.wait(run)
 	require.NoError(t, err, "%+v", res)
-	assert.True(t, res.Recorded)
+	assert.Equal(t, "Reconciled", res.Outcome)
 	assert.True(t, res.Canary.Joined)
 	tr := e.truth()
 	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
@@ -286,4 +321,72 @@ func TestBumpCancelRestores(t *testing.T) {
 		assert.Equal(t, install.Images["amd64"].AWS["us-east-1"], tr.MachineSets[ms].Image, "%s restored", ms)
 	}
 	assert.Equal(t, ledger.StateCancelled, e.attempt(run).State)
+}
+
+// pendingActivity is true when the run has an activity of that type started.
+func (e *bumpEnv) pendingActivity(run client.WorkflowRun, name string) bool {
+	d, err := e.Client.DescribeWorkflowExecution(context.Background(), run.GetID(), run.GetRunID())
+	if err != nil {
+		return false
+	}
+	for _, pa := range d.PendingActivities {
+		if pa.GetActivityType().GetName() == name && pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+			return true
+		}
+	}
+	return false
+}
+
+// Cancelling while a patch is in flight (every machine API call slowed
+// down) leaves no MachineSet patched: the workflow waits for the patch
+// activity to end before its restore looks.
+func TestBumpCancelMidPatchLeavesNothingPatched(t *testing.T) {
+	e := setup(t, spec.SampleCluster("c1", spec.PlatformAWS, false))
+	e.worker()
+	in := fastInput()
+	in.Concurrency = 1
+	run := e.start(in)
+	require.Eventually(t, func() bool {
+		return e.pendingActivity(run, "WaitBootImagePreconditions") || e.pendingActivity(run, "PlanBootImages")
+	},
+		30*time.Second, 20*time.Millisecond)
+	e.arm(faults.Fault{Kind: faults.Latency, Target: "api/kube", Latency: "400ms"})
+	require.Eventually(t, func() bool { return e.pendingActivity(run, "ReconcileBootImage") }, 60*time.Second, 20*time.Millisecond)
+	require.NoError(t, e.Client.CancelWorkflow(context.Background(), run.GetID(), run.GetRunID()))
+	res, err := e.wait(run)
+	require.Error(t, err)
+	assert.True(t, temporal.IsCanceledError(err), "%v", err)
+	// A patch the workflow stopped waiting for would land after the end:
+	// give any such call time to finish (a bound, not an assertion).
+	time.Sleep(3 * time.Second)
+	tr := e.truth()
+	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
+		assert.Equal(t, install.Images["amd64"].AWS["us-east-1"], tr.MachineSets[ms].Image, "%s left patched (restored: %v)", ms, res.Restored)
+	}
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-cancel-mid-patch.json")
+}
+
+// The canary scale-up has the same race: cancelled while it is in flight,
+// the bump ends with the canary MachineSet at its old replicas and every
+// patched MachineSet restored.
+func TestBumpCancelMidCanaryScaleLeavesNothingChanged(t *testing.T) {
+	e := setup(t, spec.SampleCluster("c1", spec.PlatformAWS, false))
+	e.worker()
+	before := e.truth()
+	in := fastInput()
+	in.Canary = &workflows.BootImageCanary{MachineSet: "c1-worker-a", Timeout: time.Minute}
+	run := e.start(in)
+	require.Eventually(t, func() bool { return e.pendingActivity(run, "CanaryBaseline") }, 60*time.Second, 5*time.Millisecond)
+	e.arm(faults.Fault{Kind: faults.Latency, Target: "api/kube", Latency: "400ms"})
+	require.Eventually(t, func() bool { return e.pendingActivity(run, "ScaleMachineSet") }, 60*time.Second, 20*time.Millisecond)
+	require.NoError(t, e.Client.CancelWorkflow(context.Background(), run.GetID(), run.GetRunID()))
+	res, err := e.wait(run)
+	require.Error(t, err)
+	assert.True(t, temporal.IsCanceledError(err), "%v", err)
+	time.Sleep(3 * time.Second) // let a call the workflow stopped waiting for land (a bound, not an assertion)
+	tr := e.truth()
+	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
+		assert.Equal(t, before.MachineSets[ms].Image, tr.MachineSets[ms].Image, "%s image (restored: %v)", ms, res.Restored)
+		assert.Equal(t, before.MachineSets[ms].Replicas, tr.MachineSets[ms].Replicas, "%s replicas (restored: %v)", ms, res.Restored)
+	}
 }
