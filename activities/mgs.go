@@ -242,11 +242,14 @@ type PrecheckInput struct {
 
 // SlotInfo is one firmware slot as the SP reports it.
 type SlotInfo struct {
-	Slot  uint16 `json:"slot"`
-	Valid bool   `json:"valid"` // it has a caboose
-	// Version is the caboose version ("" when !Valid).
+	Slot uint16 `json:"slot"`
+	// Valid: the slot's caboose reads (SP), or its hash does (host boot
+	// flash).
+	Valid bool `json:"valid"`
+	// Version is the caboose version ("" when !Valid; always "" for the
+	// host boot flash, which has no caboose).
 	Version string `json:"version,omitempty"`
-	// SHA256 is the slot hash (host boot flash active slot only).
+	// SHA256 is the slot's phase 1 hash (host boot flash only).
 	SHA256 string `json:"sha256,omitempty"`
 }
 
@@ -261,8 +264,9 @@ type PrecheckResult struct {
 }
 
 // MGSPrecheck verifies the artifacts, then reads the SP's identity, its
-// active and inactive slot versions (for host boot flash also the active
-// slot and its hash) and the component's update status, through any MGS.
+// active and inactive slot versions (for host boot flash the active slot
+// and both slots' phase 1 hashes) and the component's update status,
+// through any MGS.
 func (a *MGSActivities) MGSPrecheck(ctx context.Context, in PrecheckInput) (PrecheckResult, error) {
 	var out PrecheckResult
 	for _, art := range in.Artifacts {
@@ -294,14 +298,20 @@ func (a *MGSActivities) MGSPrecheck(ctx context.Context, in PrecheckInput) (Prec
 		}
 		inactive = 1 - active
 	}
-	if out.Active, err = a.slot(ctx, set, in.SP, in.Component, active); err != nil {
-		return out, err
-	}
-	if out.Inactive, err = a.slot(ctx, set, in.SP, in.Component, inactive); err != nil {
-		return out, err
-	}
 	if in.Component == mgs.ComponentHostBootFlash {
-		if out.Active.SHA256, err = a.hostSlotHash(ctx, set, in.SP, active); err != nil {
+		// The host boot flash has no caboose: each slot is known by the
+		// hash of the phase 1 image it holds.
+		if out.Active, err = a.hostSlot(ctx, set, in.SP, active); err != nil {
+			return out, err
+		}
+		if out.Inactive, err = a.hostSlot(ctx, set, in.SP, inactive); err != nil {
+			return out, err
+		}
+	} else {
+		if out.Active, err = a.slot(ctx, set, in.SP, in.Component, active); err != nil {
+			return out, err
+		}
+		if out.Inactive, err = a.slot(ctx, set, in.SP, in.Component, inactive); err != nil {
 			return out, err
 		}
 	}
@@ -311,17 +321,29 @@ func (a *MGSActivities) MGSPrecheck(ctx context.Context, in PrecheckInput) (Prec
 	return out, mgsErr(err, "read update status")
 }
 
+// slot reads a slot's caboose. A slot without a valid image (normal for
+// the inactive slot after a reset mid-update) is an answer, not an error:
+// today's MGS says so only in a 503's message (mgs.CabooseInvalid).
 func (a *MGSActivities) slot(ctx context.Context, set *mgs.Set, sp mgs.SpIdentifier, comp string, slot uint16) (SlotInfo, error) {
 	cab, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.Caboose, error) {
 		return c.Caboose(ctx, sp, comp, slot)
 	})
-	if mgs.HasCode(err, mgs.CodeNoValidCaboose) {
+	if mgs.CabooseInvalid(err) {
 		return SlotInfo{Slot: slot}, nil
 	}
 	if err != nil {
 		return SlotInfo{}, mgsErr(err, fmt.Sprintf("read caboose of %s slot %d", comp, slot))
 	}
 	return SlotInfo{Slot: slot, Valid: true, Version: cab.Version}, nil
+}
+
+// hostSlot reads a host boot flash slot by its phase 1 hash.
+func (a *MGSActivities) hostSlot(ctx context.Context, set *mgs.Set, sp mgs.SpIdentifier, slot uint16) (SlotInfo, error) {
+	sum, err := a.hostSlotHash(ctx, set, sp, slot)
+	if err != nil {
+		return SlotInfo{}, err
+	}
+	return SlotInfo{Slot: slot, Valid: true, SHA256: sum}, nil
 }
 
 // hostSlotHash asks the SP to hash a host boot flash slot and waits for it.
@@ -460,10 +482,32 @@ func (a *MGSActivities) MGSStartUpdate(ctx context.Context, in StartUpdateInput)
 		return c, err
 	}
 	c, err := send()
-	// The SP updates another component (one at a time): wait here, with
-	// heartbeats, rather than in the workflow.
-	for mgs.HasCode(err, mgs.CodeOtherComponentUpdateInProgress) {
-		activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "other-component-busy"})
+	// Today's MGS answers an SP refusal (another component updating, say)
+	// with an ambiguous 503: the SP's state decides what it meant.
+	for mgs.Ambiguous(err) {
+		cur, serr := status()
+		if serr != nil {
+			return out, mgsErr(serr, "read update status after an ambiguous start")
+		}
+		switch mgs.StartVerdict(cur, in.UpdateID) {
+		case mgs.VerdictOurs:
+			out.Started, out.Current = true, cur
+			a.event(ctx, in.UpdateID, "start", string(ledger.StateRunning), "update "+in.UpdateID.String()+" found on the SP after an ambiguous answer")
+			return out, nil
+		case mgs.VerdictBusy:
+			out.Busy, out.Current = true, cur
+			return out, nil
+		}
+		other, berr := a.otherComponentBusy(ctx, set, in.SP, in.Component)
+		if berr != nil {
+			return out, berr
+		}
+		if other == "" {
+			return out, mgsErr(err, "start update") // transient: retried
+		}
+		// The SP updates another component (one at a time): wait here,
+		// with heartbeats, rather than in the workflow.
+		activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "other-component-busy: " + other})
 		if err := sleepCtx(ctx, in.PollInterval); err != nil {
 			return out, err
 		}
@@ -496,6 +540,55 @@ func (a *MGSActivities) MGSStartUpdate(ctx context.Context, in StartUpdateInput)
 		return out, nil
 	}
 	return out, mgsErr(err, "start update")
+}
+
+// otherComponentBusy names the other component whose update the SP is
+// working on ("" if none): the SP takes one component at a time.
+func (a *MGSActivities) otherComponentBusy(ctx context.Context, set *mgs.Set, sp mgs.SpIdentifier, comp string) (string, error) {
+	for _, other := range []string{mgs.ComponentSP, mgs.ComponentHostBootFlash} {
+		if other == comp || (sp.Type != mgs.SpTypeSled && other == mgs.ComponentHostBootFlash) {
+			continue
+		}
+		st, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.UpdateStatus, error) {
+			return c.UpdateStatus(ctx, sp, other)
+		})
+		if err != nil {
+			return "", mgsErr(err, "read "+other+" update status")
+		}
+		if st.InProgress() {
+			return other, nil
+		}
+	}
+	return "", nil
+}
+
+// abortUpdate aborts update id and says what came of it. MGS answers an
+// abort the SP refused (too late, another ID) with an ambiguous 503, so
+// the SP's status, re-read, decides; an abort that did not take is
+// retried.
+func abortUpdate(ctx context.Context, set *mgs.Set, sp mgs.SpIdentifier, comp string, id uuid.UUID) (string, error) {
+	err := set.Do(ctx, func(ctx context.Context, c *mgs.Client) error { return c.UpdateAbort(ctx, sp, comp, id) })
+	if err == nil {
+		return AbortDone, nil
+	}
+	if cl := mgs.Classify(err); cl == mgs.ClassFatal || cl == mgs.ClassCanceled {
+		return "", mgsErr(err, "abort update "+id.String())
+	}
+	st, serr := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.UpdateStatus, error) {
+		return c.UpdateStatus(ctx, sp, comp)
+	})
+	if serr != nil {
+		return "", mgsErr(serr, "read update status after aborting "+id.String())
+	}
+	switch mgs.AbortVerdict(st, id) {
+	case mgs.VerdictAborted:
+		return AbortDone, nil
+	case mgs.VerdictTooLate:
+		return AbortTooLate, nil
+	case mgs.VerdictNotCurrent:
+		return AbortNotCurrent, nil
+	}
+	return "", mgsErr(err, "abort update "+id.String()+" (the SP still reports "+st.String()+")")
 }
 
 // --- wait ---
@@ -579,11 +672,8 @@ func (a *MGSActivities) MGSWaitUpdate(ctx context.Context, in WaitUpdateInput) (
 		phase = "waiting-for-concurrent-update"
 	}
 	abort := func(id uuid.UUID) error {
-		err := set.Do(ctx, func(ctx context.Context, c *mgs.Client) error { return c.UpdateAbort(ctx, in.SP, in.Component, id) })
-		if err != nil && !mgs.HasCode(err, mgs.CodeUpdateNotPrepared) && !mgs.HasCode(err, mgs.CodeInvalidUpdateID) {
-			return mgsErr(err, "abort update "+id.String())
-		}
-		return nil
+		_, err := abortUpdate(ctx, set, in.SP, in.Component, id)
+		return err
 	}
 	for {
 		st, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.UpdateStatus, error) {
@@ -699,24 +789,16 @@ const (
 )
 
 // MGSAbortUpdate aborts an update if it is the SP's current one. "Not
-// current" and "already complete" are answers, not errors.
+// current" and "already complete" are answers, not errors: they are read
+// from the SP's status when MGS's answer is ambiguous.
 func (a *MGSActivities) MGSAbortUpdate(ctx context.Context, in AbortInput) (string, error) {
 	set, err := a.set()
 	if err != nil {
 		return "", err
 	}
-	err = set.Do(ctx, func(ctx context.Context, c *mgs.Client) error {
-		return c.UpdateAbort(ctx, in.SP, in.Component, in.UpdateID)
-	})
-	res := AbortDone
-	switch {
-	case err == nil:
-	case mgs.HasCode(err, mgs.CodeUpdateNotPrepared), mgs.HasCode(err, mgs.CodeInvalidUpdateID):
-		res = AbortNotCurrent
-	case mgs.HasCode(err, mgs.CodeUpdateAlreadyComplete):
-		res = AbortTooLate
-	default:
-		return "", mgsErr(err, "abort update "+in.UpdateID.String())
+	res, err := abortUpdate(ctx, set, in.SP, in.Component, in.UpdateID)
+	if err != nil {
+		return "", err
 	}
 	a.event(ctx, in.AttemptID, "abort:"+in.UpdateID.String(), "", fmt.Sprintf("abort %s (%s): %s", in.UpdateID, in.Reason, res))
 	return res, nil
@@ -780,7 +862,7 @@ func (a *MGSActivities) SPPostUpdate(ctx context.Context, in PostUpdateInput) (P
 				a.event(ctx, in.AttemptID, "activated", "", fmt.Sprintf("SP %s runs %s after %d reset(s) by this attempt", in.SP, cab.Version, out.Resets))
 				return out, nil
 			}
-		} else if mgs.Classify(err) == mgs.ClassFatal && !mgs.HasCode(err, mgs.CodeNoValidCaboose) {
+		} else if mgs.Classify(err) == mgs.ClassFatal {
 			return out, mgsErr(err, "read active SP version")
 		}
 		if err != nil {
@@ -861,9 +943,10 @@ type HostPostUpdateInput struct {
 
 // HostPostUpdate makes the phase 2 image available on every reachable MGS
 // (the SP fetches from whichever answers first), sets the new slot active
-// with persist, forgets the SP's previous phase 2 record and power-cycles
-// the host (A2, then A0). A retry after the power cycle does not cycle
-// again.
+// with persist, clears every MGS's phase 2 record, sets
+// phase2_recovery_mode in the SP's startup options (so the host fetches
+// phase 2 through the SP) and power-cycles the host (A2, then A0). A retry
+// after the power cycle does not cycle again.
 func (a *MGSActivities) HostPostUpdate(ctx context.Context, in HostPostUpdateInput) error {
 	set, err := a.set()
 	if err != nil {
@@ -909,15 +992,45 @@ func (a *MGSActivities) HostPostUpdate(ctx context.Context, in HostPostUpdateInp
 	}); err != nil {
 		return mgsErr(err, "set active host boot flash slot")
 	}
-	if err := set.Do(ctx, func(ctx context.Context, c *mgs.Client) error { return c.ClearHostPhase2Progress(ctx, in.SP) }); err != nil {
-		return mgsErr(err, "clear phase 2 progress")
-	}
-	for _, ps := range []mgs.PowerState{mgs.PowerA2, mgs.PowerA0} {
-		if err := set.Do(ctx, func(ctx context.Context, c *mgs.Client) error { return c.SetPowerState(ctx, in.SP, ps) }); err != nil {
-			return mgsErr(err, "set host power state "+string(ps))
+	// Each MGS keeps its own record of the phase 2 requests it served:
+	// clear them all, so an earlier fetch is not taken for this one.
+	for _, c := range set.Clients() {
+		if err := c.ClearHostPhase2Progress(ctx, in.SP); err != nil && mgs.Classify(err) == mgs.ClassFatal {
+			return mgsErr(err, "clear phase 2 progress on "+c.BaseURL())
 		}
 	}
-	a.event(ctx, in.AttemptID, "power-cycle", "", fmt.Sprintf("slot %d active (persist); host power-cycled", in.NewSlot))
+	// Without phase2_recovery_mode the host would boot the old phase 2
+	// from its disk.
+	if err := setRecoveryMode(ctx, set, in.SP, true); err != nil {
+		return err
+	}
+	if err := set.Do(ctx, func(ctx context.Context, c *mgs.Client) error { return c.SetPowerState(ctx, in.SP, mgs.PowerA2) }); err != nil {
+		return mgsErr(err, "set host power state A2")
+	}
+	if err := set.Do(ctx, func(ctx context.Context, c *mgs.Client) error { return c.SetPowerState(ctx, in.SP, mgs.PowerA0) }); err != nil {
+		return mgsErr(err, "set host power state A0")
+	}
+	a.event(ctx, in.AttemptID, "power-cycle", "", fmt.Sprintf("slot %d active (persist), phase 2 recovery mode on; host power-cycled", in.NewSlot))
+	return nil
+}
+
+// setRecoveryMode sets or clears phase2_recovery_mode in the SP's host
+// startup options, keeping the other options (MGS takes the whole
+// object).
+func setRecoveryMode(ctx context.Context, set *mgs.Set, sp mgs.SpIdentifier, on bool) error {
+	opts, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.HostStartupOptions, error) {
+		return c.StartupOptions(ctx, sp)
+	})
+	if err != nil {
+		return mgsErr(err, "read host startup options")
+	}
+	if opts.Phase2RecoveryMode == on {
+		return nil
+	}
+	opts.Phase2RecoveryMode = on
+	if err := set.Do(ctx, func(ctx context.Context, c *mgs.Client) error { return c.SetStartupOptions(ctx, sp, opts) }); err != nil {
+		return mgsErr(err, fmt.Sprintf("set phase2_recovery_mode=%t in the host startup options", on))
+	}
 	return nil
 }
 
@@ -943,11 +1056,15 @@ type HostWaitBootResult struct {
 	Since  time.Time `json:"since"`
 }
 
-// HostWaitBoot polls the SP's record of the host's phase 2 fetch (the
-// host's last fetched offset, whichever MGS served it) through any MGS —
-// never one MGS's own served-request record. Records for another image
-// are stale and ignored. Done when the host fetched all of our phase 2
-// image, booted from the new slot and is powered (A0).
+// HostWaitBoot follows the host's phase 2 fetch by asking EVERY MGS:
+// today's MGS reports only the requests it served itself, and the SP may
+// have attached to any of them; where the SP keeps its own record, every
+// MGS answers with it. The freshest record for our image counts (records
+// for another image are stale and ignored); its offset is the end of the
+// last chunk, so a finished fetch reads 100%. Done when the host fetched
+// all of it and the SP reports the new slot active and the host powered
+// (A0); then phase2_recovery_mode is cleared, so the next boot uses the
+// disk again.
 func (a *MGSActivities) HostWaitBoot(ctx context.Context, in HostWaitBootInput) (HostWaitBootResult, error) {
 	out := HostWaitBootResult{Since: in.Since}
 	set, err := a.set()
@@ -965,28 +1082,23 @@ func (a *MGSActivities) HostWaitBoot(ctx context.Context, in HostWaitBootInput) 
 	first := true
 	pw := progressWriter{a: a, attempt: in.AttemptID}
 	for {
-		p, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.HostPhase2Progress, error) {
-			return c.HostPhase2Progress(ctx, in.SP)
-		})
-		if err != nil && mgs.Classify(err) == mgs.ClassFatal {
-			return out, mgsErr(err, "read host phase 2 progress")
+		p, ok, err := freshestPhase2(ctx, set, in.SP, in.Phase2SHA256)
+		if err != nil {
+			return out, err
 		}
-		if err == nil && p.Available && strings.EqualFold(p.ImageSHA256, in.Phase2SHA256) {
+		if ok {
 			out.Offset, out.Total = p.Offset, p.TotalSize
 			if first {
 				startOffset, first = p.Offset, false
 			}
 			if p.TotalSize > 0 && p.Offset >= p.TotalSize {
-				slot, serr := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (uint16, error) {
-					return c.ActiveSlot(ctx, in.SP, mgs.ComponentHostBootFlash)
-				})
-				ps, perr := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.PowerState, error) {
-					return c.PowerState(ctx, in.SP)
-				})
-				if serr == nil && perr == nil && slot == in.NewSlot && ps == mgs.PowerA0 {
+				booted, err := a.bootedFromSlot(ctx, set, in)
+				if err != nil {
+					return out, err
+				}
+				if booted {
 					out.Booted = true
 					pw.write(ctx, "host-boot", int64(out.Offset), int64(out.Total), true)
-					a.event(ctx, in.AttemptID, "host-booted", "", fmt.Sprintf("host booted slot %d and fetched phase 2 %s (%d bytes)", slot, in.Phase2SHA256, p.TotalSize))
 					return out, nil
 				}
 			}
@@ -1005,4 +1117,56 @@ func (a *MGSActivities) HostWaitBoot(ctx context.Context, in HostWaitBootInput) 
 			return out, err
 		}
 	}
+}
+
+// bootedFromSlot checks what the SP reports once the fetch is complete:
+// the new slot active and the host powered. It then clears the recovery
+// mode and records the boot.
+func (a *MGSActivities) bootedFromSlot(ctx context.Context, set *mgs.Set, in HostWaitBootInput) (bool, error) {
+	slot, serr := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (uint16, error) {
+		return c.ActiveSlot(ctx, in.SP, mgs.ComponentHostBootFlash)
+	})
+	ps, perr := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.PowerState, error) {
+		return c.PowerState(ctx, in.SP)
+	})
+	for _, err := range []error{serr, perr} {
+		if err != nil && mgs.Classify(err) == mgs.ClassFatal {
+			return false, mgsErr(err, "read host state")
+		}
+	}
+	if serr != nil || perr != nil || slot != in.NewSlot || ps != mgs.PowerA0 {
+		return false, nil
+	}
+	if err := setRecoveryMode(ctx, set, in.SP, false); err != nil {
+		return false, err
+	}
+	a.event(ctx, in.AttemptID, "host-booted", "", fmt.Sprintf("host booted slot %d and fetched phase 2 %s; recovery mode cleared", slot, in.Phase2SHA256))
+	return true, nil
+}
+
+// freshestPhase2 asks every MGS for the SP's phase 2 progress and returns
+// the freshest record for image sha256 (ok false: none). Unreachable
+// instances are skipped; a malformed or refused answer is fatal.
+func freshestPhase2(ctx context.Context, set *mgs.Set, sp mgs.SpIdentifier, sha256 string) (mgs.HostPhase2Progress, bool, error) {
+	var best mgs.HostPhase2Progress
+	found := false
+	for _, c := range set.Clients() {
+		p, err := c.HostPhase2Progress(ctx, sp)
+		if err != nil {
+			if mgs.Classify(err) == mgs.ClassFatal {
+				return best, false, mgsErr(err, "read host phase 2 progress")
+			}
+			if ctx.Err() != nil {
+				return best, false, ctx.Err()
+			}
+			continue
+		}
+		if !p.Available || !strings.EqualFold(p.ImageSHA256, sha256) {
+			continue
+		}
+		if !found || p.Age < best.Age || (p.Age == best.Age && p.Offset > best.Offset) {
+			best, found = p, true
+		}
+	}
+	return best, found, nil
 }

@@ -38,7 +38,7 @@ type mgsAct struct {
 
 var sled2 = mgs.SpIdentifier{Type: mgs.SpTypeSled, Slot: 2}
 
-func newMGSAct(t *testing.T) *mgsAct {
+func newMGSAct(t *testing.T, mutate ...func(*spec.Spec)) *mgsAct {
 	t.Helper()
 	s := &spec.Spec{Seed: 5, SpeedUp: 100, Timings: spec.DefaultTimings()}
 	s.Timings.FlashBytesPerSecond = 10 << 10
@@ -46,6 +46,9 @@ func newMGSAct(t *testing.T) *mgsAct {
 	s.Timings.SPResetTime = spec.Duration{Duration: 20 * time.Second}
 	s.Timings.HostBootTime = spec.Duration{Duration: 10 * time.Second}
 	s.Racks = spec.GenerateRacks(4, 5)
+	for _, m := range mutate {
+		m(s)
+	}
 	require.NoError(t, s.Validate())
 	reg := faults.NewRegistry(5)
 	sim, err := fleetsim.Start(context.Background(), fleetsim.Env{Spec: s, Faults: reg, Log: zerolog.Nop()}, "127.0.0.1:0")
