@@ -93,3 +93,39 @@ func TestHostRecoveryModeForTheBootOnly(t *testing.T) {
 	assert.Equal(t, p2Ref.SHA256, tr.Host.BootedPhase2)
 	assert.False(t, tr.Host.StartupOptions.Phase2RecoveryMode, "cleared once the SP reports the boot")
 }
+
+// A retry of the host's post-update after the power cycle happened (its
+// reply or its ledger record lost) must not power-cycle the booting host
+// again: the SP's own state tells the cycle is done.
+func TestHostPostUpdateRetryDoesNotCycleAgain(t *testing.T) {
+	m := newMGSAct(t)
+	p2 := simmgs.MakePhase2Image("2", 64<<10)
+	p2Path := filepath.Join(m.dir, "p2.bin")
+	require.NoError(t, os.WriteFile(p2Path, p2, 0o644))
+	p2Ref := activities.ArtifactRef{Version: "2", SHA256: simmgs.SHA256Hex(p2), Path: p2Path}
+	p1Path := filepath.Join(m.dir, "p1.bin")
+	p1sum, err := simmgs.WriteImageFile(p1Path, simmgs.ImageHeader{Component: simmgs.CompHost, Version: "2", Phase2: p2Ref.SHA256}, 32<<10)
+	require.NoError(t, err)
+	id := uuid.New()
+	_, err = exec[activities.StartUpdateResult](m, m.a.MGSStartUpdate, activities.StartUpdateInput{
+		SP: sled2, Component: mgs.ComponentHostBootFlash, FirmwareSlot: 1, UpdateID: id,
+		Artifact: activities.ArtifactRef{Version: "2", SHA256: p1sum, Path: p1Path}})
+	require.NoError(t, err)
+	wr, err := exec[activities.WaitUpdateResult](m, m.a.MGSWaitUpdate, activities.WaitUpdateInput{
+		SP: sled2, Component: mgs.ComponentHostBootFlash, UpdateID: id, Ours: true, PollInterval: 10 * time.Millisecond, ProgressTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, activities.WaitComplete, wr.Outcome)
+
+	in := activities.HostPostUpdateInput{SP: sled2, AttemptID: id, NewSlot: 1, Phase2: p2Ref}
+	_, err = m.env.ExecuteActivity(m.a.HostPostUpdate, in)
+	require.NoError(t, err)
+	// The same activity again: a retry after a lost reply (no ledger here).
+	_, err = m.env.ExecuteActivity(m.a.HostPostUpdate, in)
+	require.NoError(t, err)
+	assert.Equal(t, 1, m.truth().Host.Boots, "the host was power-cycled once")
+
+	res, err := exec[activities.HostWaitBootResult](m, m.a.HostWaitBoot, activities.HostWaitBootInput{
+		SP: sled2, NewSlot: 1, Phase2SHA256: p2Ref.SHA256, Timeout: 10 * time.Second, PollInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	assert.True(t, res.Booted)
+}
