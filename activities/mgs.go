@@ -569,6 +569,13 @@ func (a *MGSActivities) otherComponentBusy(ctx context.Context, set *mgs.Set, sp
 func abortUpdate(ctx context.Context, set *mgs.Set, sp mgs.SpIdentifier, comp string, id uuid.UUID) (string, error) {
 	err := set.Do(ctx, func(ctx context.Context, c *mgs.Client) error { return c.UpdateAbort(ctx, sp, comp, id) })
 	if err == nil {
+		// Success also means "nothing of yours was in progress": say which.
+		st, serr := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.UpdateStatus, error) {
+			return c.UpdateStatus(ctx, sp, comp)
+		})
+		if serr == nil && mgs.AbortVerdict(st, id) == mgs.VerdictNotCurrent {
+			return AbortNotCurrent, nil
+		}
 		return AbortDone, nil
 	}
 	if cl := mgs.Classify(err); cl == mgs.ClassFatal || cl == mgs.ClassCanceled {
