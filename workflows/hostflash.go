@@ -102,14 +102,30 @@ func (w *hostFlash) run(ctx workflow.Context) (MGSUpdateResult, error) {
 	}
 	newSlot := pre.Inactive.Slot
 
+	fresh := workflow.GetVersion(ctx, changePrecheckEveryAttempt, workflow.DefaultVersion, 1) >= 1
 	why := ""
 	for {
 		if err := w.newAttempt(ctx, why); err != nil {
 			return w.result, err
 		}
-		if err := w.startOrWait(ctx, newSlot); err != nil {
+		if fresh && w.attempt > 1 {
+			slot, done, err := w.recheck(ctx)
+			if err != nil {
+				return w.result, err
+			}
+			if done {
+				return w.succeed(ctx, MGSOutcomeNoChangeNeeded, uuid.Nil)
+			}
+			newSlot = slot
+		}
+		slot, done, err := w.startOrWait(ctx, newSlot, fresh)
+		if err != nil {
 			return w.result, err
 		}
+		if done {
+			return w.succeed(ctx, MGSOutcomeWaitedConcurrent, uuid.Nil)
+		}
+		newSlot = slot
 		wr, err := w.wait(ctx, w.attemptID, true)
 		if err != nil {
 			return w.result, err
@@ -135,17 +151,46 @@ func (w *hostFlash) run(ctx workflow.Context) (MGSUpdateResult, error) {
 
 // startOrWait starts the attempt; another update of the host flash (or of
 // another component) is waited out first. A host flash accepts a new
-// update after a complete one, so there is nothing to take over.
-func (w *hostFlash) startOrWait(ctx workflow.Context, slot uint16) error {
+// update after a complete one, so there is nothing to take over. With
+// fresh, the slots are read again after the wait: the slot to write is the
+// one inactive now, and done says the target is already active.
+func (w *hostFlash) startOrWait(ctx workflow.Context, slot uint16, fresh bool) (uint16, bool, error) {
 	for {
 		sr, err := w.start(ctx, slot)
 		if err != nil || sr.Started {
-			return err
+			return slot, false, err
 		}
 		if _, _, err := w.watchConcurrent(ctx, sr.Current); err != nil {
-			return err
+			return slot, false, err
+		}
+		if fresh {
+			next, done, err := w.recheck(ctx)
+			if err != nil || done {
+				return slot, done, err
+			}
+			slot = next
 		}
 	}
+}
+
+// recheck reads the host flash slots again: the same sled, the target
+// already active (done), or the slot to write (the inactive one now). The
+// expected inactive hash is not checked again: our attempts write it.
+func (w *hostFlash) recheck(ctx workflow.Context) (uint16, bool, error) {
+	w.phase(ctx, MGSPhasePrecheck)
+	pre, err := w.precheck(ctx, nil)
+	if err != nil {
+		return 0, false, err
+	}
+	if err := checkIdentity(w.in.Sled, pre); err != nil {
+		return 0, false, err
+	}
+	if strings.EqualFold(pre.Active.SHA256, w.in.Phase1.SHA256) {
+		return 0, true, nil
+	}
+	in := w.in
+	in.ExpectedInactive = ""
+	return pre.Inactive.Slot, false, checkHostSlots(in, pre)
 }
 
 // waitBoot follows the host's boot in checkpointed, heartbeating waits.
