@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -85,6 +86,9 @@ func hostFlashSeedScenario(t *testing.T, spRecord bool) {
 	last := atts[len(atts)-1]
 	assert.Equal(t, "host-boot", last.Phase)
 	assert.EqualValues(t, 128<<10, last.Done, "the ledger shows the fetch at 100%")
+	if !spRecord {
+		replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/host-flash-seed-served-only.json")
+	}
 }
 
 func (st *mgsStack) progress(ctx context.Context, run client.WorkflowRun) (workflows.MGSProgress, bool) {

@@ -239,6 +239,9 @@ func TestSPFirmwareAgainstFleetsimDeviceFaults(t *testing.T) {
 			assert.Equal(t, res.AttemptIDs[0], tr.Deliveries[0].UpdateID.String())
 			assert.Equal(t, "1.1.0", tr.SP.Active.Version)
 			st.checkLedgerAgrees(run, 3, res)
+			if c.fault == faults.SPResetMidDelivery {
+				replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/sp-firmware-second-attempt.json")
+			}
 		})
 	}
 }
