@@ -1,6 +1,7 @@
 package activities_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -92,6 +93,17 @@ func TestHostRecoveryModeForTheBootOnly(t *testing.T) {
 	assert.Equal(t, simmgs.Phase2FromRecovery, tr.Host.Phase2Source)
 	assert.Equal(t, p2Ref.SHA256, tr.Host.BootedPhase2)
 	assert.False(t, tr.Host.StartupOptions.Phase2RecoveryMode, "cleared once the SP reports the boot")
+
+	// A boot that never completes leaves no recovery mode behind either.
+	c := mgs.New(m.sim.URL+"/mgs/1", nil)
+	opts, err := c.StartupOptions(context.Background(), sled2)
+	require.NoError(t, err)
+	opts.Phase2RecoveryMode = true
+	require.NoError(t, c.SetStartupOptions(context.Background(), sled2, opts))
+	_, err = m.env.ExecuteActivity(m.a.HostWaitBoot, activities.HostWaitBootInput{
+		SP: sled2, NewSlot: 1, Phase2SHA256: "ab" + p2Ref.SHA256[2:], Timeout: 200 * time.Millisecond, PollInterval: 10 * time.Millisecond})
+	assert.Equal(t, activities.ErrTypeHostBootTimeout, mgsErrType(err))
+	assert.False(t, m.truth().Host.StartupOptions.Phase2RecoveryMode, "cleared when the boot timed out")
 }
 
 // A retry of the host's post-update after the power cycle happened (its

@@ -214,6 +214,10 @@ func (a *MGSActivities) HostWaitBoot(ctx context.Context, in HostWaitBootInput) 
 			}
 		}
 		if in.Timeout > 0 && time.Since(out.Since) > in.Timeout {
+			// Leave no recovery mode behind: the host's next boot would
+			// wait for a phase 2 nobody serves. Best effort (the MGS may
+			// be unreachable, which may be why the boot failed).
+			_ = setRecoveryMode(ctx, set, in.SP, false)
 			return out, mgsFatal(ErrTypeHostBootTimeout,
 				"host of %s did not boot slot %d with phase 2 %s within %s (phase 2 fetched %d of %d bytes)",
 				in.SP, in.NewSlot, in.Phase2SHA256, in.Timeout, out.Offset, out.Total)

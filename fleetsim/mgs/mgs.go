@@ -9,6 +9,14 @@
 // truth for update state; MGS only delivers images in the background and
 // keeps no update state of its own (DOMAIN.md §A). Truth is at /truth/mgs.
 //
+// The default is today's MGS (DOMAIN.md §H): dropshot error bodies with
+// today's codes, SP refusals as 503 SpCommunicationFailed, no caboose for
+// host-boot-flash, startup options deciding whether the host fetches phase 2
+// through the SP, and host-phase2-progress answering only what that MGS
+// served. The SP's own phase 2 record is the opt-in spec.Rack.SPPhase2Record.
+// Every other difference from the real MGS is listed in
+// fleetsim/DEVIATIONS.md.
+//
 // Faults consulted (targets in fleetsim/faults):
 //
 //   - mgs_down mgs/<i>: every request to instance i gets 503
