@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
-	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
