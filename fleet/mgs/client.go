@@ -1,8 +1,9 @@
 // Package mgs is a typed client for the Oxide management gateway service
 // (MGS) HTTP API, following mgs-openapi-3.0.0.json: one Client per MGS
 // instance, errors carrying the HTTP status and error_code, one Classify
-// that decides retry-vs-fatal, and Set.TryAll to fail over across the
-// instances of a rack. Replies are decoded strictly: a missing required
+// that decides retry-vs-fatal, its peers in decide.go that read an
+// ambiguous 503 (today's MGS's answer to most SP refusals) from the SP's
+// state, and Set.TryAll to fail over across the instances of a rack. Replies are decoded strictly: a missing required
 // field, an unknown enum tag or malformed JSON is an error, never a zero
 // value.
 package mgs
