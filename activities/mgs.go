@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -244,11 +243,14 @@ type PrecheckInput struct {
 
 // SlotInfo is one firmware slot as the SP reports it.
 type SlotInfo struct {
-	Slot  uint16 `json:"slot"`
-	Valid bool   `json:"valid"` // it has a caboose
-	// Version is the caboose version ("" when !Valid).
+	Slot uint16 `json:"slot"`
+	// Valid: the slot's caboose reads (SP), or its hash does (host boot
+	// flash).
+	Valid bool `json:"valid"`
+	// Version is the caboose version ("" when !Valid; always "" for the
+	// host boot flash, which has no caboose).
 	Version string `json:"version,omitempty"`
-	// SHA256 is the slot hash (host boot flash active slot only).
+	// SHA256 is the slot's phase 1 hash (host boot flash only).
 	SHA256 string `json:"sha256,omitempty"`
 }
 
@@ -263,8 +265,9 @@ type PrecheckResult struct {
 }
 
 // MGSPrecheck verifies the artifacts, then reads the SP's identity, its
-// active and inactive slot versions (for host boot flash also the active
-// slot and its hash) and the component's update status, through any MGS.
+// active and inactive slot versions (for host boot flash the active slot
+// and both slots' phase 1 hashes) and the component's update status,
+// through any MGS.
 func (a *MGSActivities) MGSPrecheck(ctx context.Context, in PrecheckInput) (PrecheckResult, error) {
 	var out PrecheckResult
 	for _, art := range in.Artifacts {
@@ -296,14 +299,20 @@ func (a *MGSActivities) MGSPrecheck(ctx context.Context, in PrecheckInput) (Prec
 		}
 		inactive = 1 - active
 	}
-	if out.Active, err = a.slot(ctx, set, in.SP, in.Component, active); err != nil {
-		return out, err
-	}
-	if out.Inactive, err = a.slot(ctx, set, in.SP, in.Component, inactive); err != nil {
-		return out, err
-	}
 	if in.Component == mgs.ComponentHostBootFlash {
-		if out.Active.SHA256, err = a.hostSlotHash(ctx, set, in.SP, active); err != nil {
+		// The host boot flash has no caboose: each slot is known by the
+		// hash of the phase 1 image it holds.
+		if out.Active, err = a.hostSlot(ctx, set, in.SP, active); err != nil {
+			return out, err
+		}
+		if out.Inactive, err = a.hostSlot(ctx, set, in.SP, inactive); err != nil {
+			return out, err
+		}
+	} else {
+		if out.Active, err = a.slot(ctx, set, in.SP, in.Component, active); err != nil {
+			return out, err
+		}
+		if out.Inactive, err = a.slot(ctx, set, in.SP, in.Component, inactive); err != nil {
 			return out, err
 		}
 	}
@@ -313,17 +322,29 @@ func (a *MGSActivities) MGSPrecheck(ctx context.Context, in PrecheckInput) (Prec
 	return out, mgsErr(err, "read update status")
 }
 
+// slot reads a slot's caboose. A slot without a valid image (normal for
+// the inactive slot after a reset mid-update) is an answer, not an error:
+// today's MGS says so only in a 503's message (mgs.CabooseInvalid).
 func (a *MGSActivities) slot(ctx context.Context, set *mgs.Set, sp mgs.SpIdentifier, comp string, slot uint16) (SlotInfo, error) {
 	cab, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.Caboose, error) {
 		return c.Caboose(ctx, sp, comp, slot)
 	})
-	if mgs.HasCode(err, mgs.CodeNoValidCaboose) {
+	if mgs.CabooseInvalid(err) {
 		return SlotInfo{Slot: slot}, nil
 	}
 	if err != nil {
 		return SlotInfo{}, mgsErr(err, fmt.Sprintf("read caboose of %s slot %d", comp, slot))
 	}
 	return SlotInfo{Slot: slot, Valid: true, Version: cab.Version}, nil
+}
+
+// hostSlot reads a host boot flash slot by its phase 1 hash.
+func (a *MGSActivities) hostSlot(ctx context.Context, set *mgs.Set, sp mgs.SpIdentifier, slot uint16) (SlotInfo, error) {
+	sum, err := a.hostSlotHash(ctx, set, sp, slot)
+	if err != nil {
+		return SlotInfo{}, err
+	}
+	return SlotInfo{Slot: slot, Valid: true, SHA256: sum}, nil
 }
 
 // hostSlotHash asks the SP to hash a host boot flash slot and waits for it.
@@ -377,6 +398,9 @@ type RecordAttemptInput struct {
 // MGSRecordAttempt writes attempt transitions to the ledger (idempotent).
 func (a *MGSActivities) MGSRecordAttempt(ctx context.Context, in RecordAttemptInput) error {
 	la := a.Ledger
+	if la == nil { // tests without Temporal: no abandoned attempt can be released
+		la = &LedgerActivities{Store: a.Store, Identity: a.Identity}
+	}
 	if in.Finish != nil {
 		if err := la.FinishAttempt(ctx, *in.Finish); err != nil {
 			return err
@@ -391,622 +415,4 @@ func (a *MGSActivities) MGSRecordAttempt(ctx context.Context, in RecordAttemptIn
 		return la.FinishAttempt(ctx, *in.FinishNext)
 	}
 	return nil
-}
-
-// --- start ---
-
-// StartUpdateInput starts one attempt: the update ID is the attempt's UUID
-// (already in the ledger).
-type StartUpdateInput struct {
-	SP           mgs.SpIdentifier `json:"sp"`
-	Component    string           `json:"component"`
-	FirmwareSlot uint16           `json:"firmwareSlot"`
-	UpdateID     uuid.UUID        `json:"updateId"`
-	Artifact     ArtifactRef      `json:"artifact"`
-	// PollInterval paces retries while the SP updates another component.
-	PollInterval time.Duration `json:"pollInterval"`
-}
-
-// StartUpdateResult says whether our update started, or who is busy.
-type StartUpdateResult struct {
-	Started bool   `json:"started"`
-	MGS     string `json:"mgs,omitempty"`
-	// Busy: another update holds the SP; Current is its status.
-	Busy    bool             `json:"busy"`
-	Current mgs.UpdateStatus `json:"current"`
-}
-
-// MGSStartUpdate sends the image through any reachable MGS (failing over on
-// transport errors). A retry after a lost reply finds our ID on the SP and
-// does not send it again. 503 UpdateInProgress for someone else's update
-// is not an error: the result says Busy.
-func (a *MGSActivities) MGSStartUpdate(ctx context.Context, in StartUpdateInput) (StartUpdateResult, error) {
-	var out StartUpdateResult
-	set, err := a.set()
-	if err != nil {
-		return out, err
-	}
-	status := func() (mgs.UpdateStatus, error) {
-		return mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.UpdateStatus, error) {
-			return c.UpdateStatus(ctx, in.SP, in.Component)
-		})
-	}
-	cur, err := status()
-	if err != nil {
-		return out, mgsErr(err, "read update status")
-	}
-	if cur.State != mgs.UpdateNone && cur.ID == in.UpdateID {
-		out.Started, out.Current = true, cur
-		return out, nil
-	}
-	if in.PollInterval <= 0 {
-		in.PollInterval = 3 * time.Second
-	}
-	var mu sync.Mutex
-	var digest string
-	send := func() (*mgs.Client, error) {
-		_, c, err := mgs.TryAllFrom(ctx, set, func(ctx context.Context, c *mgs.Client) (struct{}, error) {
-			rc, size, err := a.openArtifact(ctx, in.Artifact)
-			if err != nil {
-				return struct{}{}, err
-			}
-			defer rc.Close()
-			sum := sha256.New()
-			err = c.UpdateStart(ctx, in.SP, in.Component, in.UpdateID, in.FirmwareSlot,
-				io.TeeReader(heartbeatReader(ctx, rc), sum), size)
-			mu.Lock()
-			digest = hex.EncodeToString(sum.Sum(nil))
-			mu.Unlock()
-			return struct{}{}, err
-		})
-		return c, err
-	}
-	c, err := send()
-	// The SP updates another component (one at a time): wait here, with
-	// heartbeats, rather than in the workflow.
-	for mgs.HasCode(err, mgs.CodeOtherComponentUpdateInProgress) {
-		activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "other-component-busy"})
-		if err := sleepCtx(ctx, in.PollInterval); err != nil {
-			return out, err
-		}
-		c, err = send()
-	}
-	switch {
-	case err == nil:
-		if !strings.EqualFold(digest, in.Artifact.SHA256) {
-			// The file changed after it was verified: take it back.
-			_ = set.Do(ctx, func(ctx context.Context, c *mgs.Client) error {
-				return c.UpdateAbort(ctx, in.SP, in.Component, in.UpdateID)
-			})
-			return out, mgsFatal(ErrTypeArtifactMismatch, "artifact %s changed while it was sent: SHA-256 %s, expected %s", in.Artifact.where(), digest, in.Artifact.SHA256)
-		}
-		out.Started, out.MGS = true, c.BaseURL()
-		a.event(ctx, in.UpdateID, "start", string(ledger.StateRunning), "update "+in.UpdateID.String()+" accepted by "+c.BaseURL())
-		pw := progressWriter{a: a, attempt: in.UpdateID}
-		pw.write(ctx, "updating", 0, 0, true)
-		return out, nil
-	case mgs.Classify(err) == mgs.ClassBusy:
-		cur, serr := status()
-		if serr != nil {
-			return out, mgsErr(serr, "read update status")
-		}
-		if cur.State != mgs.UpdateNone && cur.ID == in.UpdateID {
-			out.Started, out.Current = true, cur
-			return out, nil
-		}
-		out.Busy, out.Current = true, cur
-		return out, nil
-	}
-	return out, mgsErr(err, "start update")
-}
-
-// --- wait ---
-
-// Wait outcomes.
-const (
-	WaitComplete    = "complete"      // complete{watched id}
-	WaitLost        = "lost"          // ours vanished: the SP was reset (status none)
-	WaitReplaced    = "replaced"      // the SP now reports another update ID
-	WaitFailed      = "failed"        // failed{ours}: aborted by the activity
-	WaitAborted     = "aborted"       // aborted{ours} by someone
-	WaitStuck       = "stuck"         // no progress within ProgressTimeout: aborted by the activity
-	WaitCheckpoint  = "checkpoint"    // still running; progress report for the workflow
-	WaitFree        = "free"          // the foreign update ended without activation; the SP is free
-	WaitForeignDone = "foreign_reset" // the foreign update completed and someone reset the SP
-	WaitTakeover    = "takeover_due"  // the foreign update completed and nobody reset it in time
-)
-
-// WaitUpdateInput watches one update (ours, or a foreign one).
-type WaitUpdateInput struct {
-	SP        mgs.SpIdentifier `json:"sp"`
-	Component string           `json:"component"`
-	UpdateID  uuid.UUID        `json:"updateId"`
-	Ours      bool             `json:"ours"`
-	// AttemptID is our ledger attempt (progress is written to it).
-	AttemptID       uuid.UUID     `json:"attemptId"`
-	PollInterval    time.Duration `json:"pollInterval"`
-	ProgressTimeout time.Duration `json:"progressTimeout"`
-	TakeoverTimeout time.Duration `json:"takeoverTimeout"`
-	// CheckpointEvery makes the activity return a checkpoint so the
-	// workflow can show progress (0: never). Keep it coarse.
-	CheckpointEvery time.Duration `json:"checkpointEvery"`
-	// Carried across checkpoints.
-	LastBytes     int64     `json:"lastBytes"`
-	LastChange    time.Time `json:"lastChange"`
-	CompleteSince time.Time `json:"completeSince"`
-}
-
-// WaitUpdateResult is how the watched update ended (or a checkpoint).
-type WaitUpdateResult struct {
-	Outcome       string           `json:"outcome"`
-	Status        mgs.UpdateStatus `json:"status"`
-	Bytes         int64            `json:"bytes"`
-	Total         int64            `json:"total"`
-	LastBytes     int64            `json:"lastBytes"`
-	LastChange    time.Time        `json:"lastChange"`
-	CompleteSince time.Time        `json:"completeSince"`
-}
-
-// WaitHeartbeat is the heartbeat detail of the polling activities.
-type WaitHeartbeat struct {
-	State string `json:"state"`
-	Done  int64  `json:"done"`
-	Total int64  `json:"total"`
-}
-
-// MGSWaitUpdate polls the SP's update status through any MGS until the
-// watched update ends, in one heartbeating activity (no history event per
-// poll). For our update: complete, lost (none), replaced, failed (aborted
-// here), aborted, or stuck (no progress within ProgressTimeout: aborted
-// here). For a foreign update: free, foreign_reset, takeover_due (complete
-// and nobody reset it within TakeoverTimeout), replaced, or stuck (aborted
-// here).
-func (a *MGSActivities) MGSWaitUpdate(ctx context.Context, in WaitUpdateInput) (WaitUpdateResult, error) {
-	out := WaitUpdateResult{LastBytes: in.LastBytes, LastChange: in.LastChange, CompleteSince: in.CompleteSince}
-	set, err := a.set()
-	if err != nil {
-		return out, err
-	}
-	if in.PollInterval <= 0 {
-		in.PollInterval = 3 * time.Second
-	}
-	if out.LastChange.IsZero() {
-		out.LastChange = time.Now()
-	}
-	began := time.Now()
-	startBytes := in.LastBytes
-	pw := progressWriter{a: a, attempt: in.AttemptID}
-	phase := "updating"
-	if !in.Ours {
-		phase = "waiting-for-concurrent-update"
-	}
-	abort := func(id uuid.UUID) error {
-		err := set.Do(ctx, func(ctx context.Context, c *mgs.Client) error { return c.UpdateAbort(ctx, in.SP, in.Component, id) })
-		if err != nil && !mgs.HasCode(err, mgs.CodeUpdateNotPrepared) && !mgs.HasCode(err, mgs.CodeInvalidUpdateID) {
-			return mgsErr(err, "abort update "+id.String())
-		}
-		return nil
-	}
-	for {
-		st, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.UpdateStatus, error) {
-			return c.UpdateStatus(ctx, in.SP, in.Component)
-		})
-		now := time.Now()
-		switch {
-		case err != nil && mgs.Classify(err) == mgs.ClassFatal:
-			return out, mgsErr(err, "read update status")
-		case err != nil:
-			// Unreachable (the SP may be rebooting): keep polling, but that
-			// is no progress either.
-			activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "unreachable", Done: out.Bytes, Total: out.Total})
-			if now.Sub(out.LastChange) > in.ProgressTimeout && in.ProgressTimeout > 0 {
-				return out, fmt.Errorf("SP %s unreachable through every MGS for %s: %w", in.SP, in.ProgressTimeout, err)
-			}
-		default:
-			out.Status = st
-			if st.State == mgs.UpdateNone {
-				if !in.Ours && !out.CompleteSince.IsZero() {
-					out.Outcome = WaitForeignDone
-				} else if in.Ours {
-					out.Outcome = WaitLost
-				} else {
-					out.Outcome = WaitFree
-				}
-				return out, nil
-			}
-			if st.ID != in.UpdateID {
-				out.Outcome = WaitReplaced
-				return out, nil
-			}
-			progress := int64(st.BytesReceived)
-			if st.State == mgs.UpdatePreparing && st.Progress != nil {
-				progress = int64(st.Progress.Current) - int64(st.Progress.Total) // erase progress also counts
-			}
-			if progress != out.LastBytes {
-				out.LastBytes, out.LastChange = progress, now
-			}
-			if st.TotalBytes > 0 { // complete{id} carries no byte counts: keep the last ones
-				out.Bytes, out.Total = int64(st.BytesReceived), int64(st.TotalBytes)
-			}
-			switch st.State {
-			case mgs.UpdateComplete:
-				if in.Ours || in.Component != mgs.ComponentSP {
-					if in.Ours {
-						out.Outcome = WaitComplete
-						out.Bytes = out.Total
-						pw.write(ctx, phase, out.Total, out.Total, true)
-					} else {
-						out.Outcome = WaitFree // host flash: a complete update does not block a new one
-					}
-					return out, nil
-				}
-				if out.CompleteSince.IsZero() {
-					out.CompleteSince = now
-				}
-				if now.Sub(out.CompleteSince) > in.TakeoverTimeout {
-					out.Outcome = WaitTakeover
-					return out, nil
-				}
-			case mgs.UpdateFailed, mgs.UpdateRotError:
-				if err := abort(st.ID); err != nil {
-					return out, err
-				}
-				out.Outcome = WaitFailed
-				if !in.Ours {
-					out.Outcome = WaitFree
-				}
-				return out, nil
-			case mgs.UpdateAborted:
-				out.Outcome = WaitAborted
-				if !in.Ours {
-					out.Outcome = WaitFree
-				}
-				return out, nil
-			case mgs.UpdatePreparing, mgs.UpdateInProgress:
-				if in.ProgressTimeout > 0 && now.Sub(out.LastChange) > in.ProgressTimeout {
-					if err := abort(st.ID); err != nil {
-						return out, err
-					}
-					out.Outcome = WaitStuck
-					return out, nil
-				}
-				if in.CheckpointEvery > 0 && now.Sub(began) >= in.CheckpointEvery && out.LastBytes != startBytes {
-					out.Outcome = WaitCheckpoint
-					return out, nil
-				}
-			}
-			activity.RecordHeartbeat(ctx, WaitHeartbeat{State: string(st.State), Done: out.Bytes, Total: out.Total})
-			if in.Ours {
-				pw.write(ctx, phase, out.Bytes, out.Total, false)
-			}
-		}
-		if err := sleepCtx(ctx, in.PollInterval); err != nil {
-			return out, err
-		}
-	}
-}
-
-// AbortInput aborts one update by ID.
-type AbortInput struct {
-	SP        mgs.SpIdentifier `json:"sp"`
-	Component string           `json:"component"`
-	UpdateID  uuid.UUID        `json:"updateId"`
-	AttemptID uuid.UUID        `json:"attemptId"`
-	Reason    string           `json:"reason"`
-}
-
-// Abort results.
-const (
-	AbortDone       = "aborted"          // the SP aborted it (or had already)
-	AbortNotCurrent = "not_current"      // the SP has no such update in progress (reset, replaced)
-	AbortTooLate    = "already_complete" // it completed: too late to abort
-)
-
-// MGSAbortUpdate aborts an update if it is the SP's current one. "Not
-// current" and "already complete" are answers, not errors.
-func (a *MGSActivities) MGSAbortUpdate(ctx context.Context, in AbortInput) (string, error) {
-	set, err := a.set()
-	if err != nil {
-		return "", err
-	}
-	err = set.Do(ctx, func(ctx context.Context, c *mgs.Client) error {
-		return c.UpdateAbort(ctx, in.SP, in.Component, in.UpdateID)
-	})
-	res := AbortDone
-	switch {
-	case err == nil:
-	case mgs.HasCode(err, mgs.CodeUpdateNotPrepared), mgs.HasCode(err, mgs.CodeInvalidUpdateID):
-		res = AbortNotCurrent
-	case mgs.HasCode(err, mgs.CodeUpdateAlreadyComplete):
-		res = AbortTooLate
-	default:
-		return "", mgsErr(err, "abort update "+in.UpdateID.String())
-	}
-	a.event(ctx, in.AttemptID, "abort:"+in.UpdateID.String(), "", fmt.Sprintf("abort %s (%s): %s", in.UpdateID, in.Reason, res))
-	return res, nil
-}
-
-// --- SP post-update ---
-
-// PostUpdateInput resets the SP to activate a completed update.
-type PostUpdateInput struct {
-	SP mgs.SpIdentifier `json:"sp"`
-	// UpdateID is the completed update to activate (ours, or a foreign one
-	// being taken over).
-	UpdateID      uuid.UUID `json:"updateId"`
-	AttemptID     uuid.UUID `json:"attemptId"`
-	TargetVersion string    `json:"targetVersion"`
-	// ResetRetryInterval is the wait before re-checking and resetting again
-	// after a reset whose reply was lost.
-	ResetRetryInterval time.Duration `json:"resetRetryInterval"`
-	// NewVersionTimeout bounds the wait for the SP to report TargetVersion
-	// after a reset.
-	NewVersionTimeout time.Duration `json:"newVersionTimeout"`
-	PollInterval      time.Duration `json:"pollInterval"`
-}
-
-// Post-update outcomes.
-const (
-	PostActivated    = "activated"     // the SP runs TargetVersion
-	PostNotActivated = "not_activated" // the update is gone and the SP runs something else
-)
-
-// PostUpdateResult says whether the new version is active.
-type PostUpdateResult struct {
-	Outcome string `json:"outcome"`
-	Active  string `json:"active"`
-	Resets  int    `json:"resets"`
-}
-
-// SPPostUpdate resets the SP (through another MGS when one refuses to
-// reset its own sled's SP) and waits for the new active version. Before
-// every reset it re-checks: a reset whose reply was lost but which
-// happened is never repeated.
-func (a *MGSActivities) SPPostUpdate(ctx context.Context, in PostUpdateInput) (PostUpdateResult, error) {
-	var out PostUpdateResult
-	set, err := a.set()
-	if err != nil {
-		return out, err
-	}
-	if in.PollInterval <= 0 {
-		in.PollInterval = time.Second
-	}
-	deadline := time.Now().Add(in.NewVersionTimeout)
-	for {
-		activity.RecordHeartbeat(ctx, out)
-		cab, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.Caboose, error) {
-			return c.Caboose(ctx, in.SP, mgs.ComponentSP, 0)
-		})
-		if err == nil {
-			out.Active = cab.Version
-			if cab.Version == in.TargetVersion {
-				out.Outcome = PostActivated
-				a.event(ctx, in.AttemptID, "activated", "", fmt.Sprintf("SP %s runs %s after %d reset(s) by this attempt", in.SP, cab.Version, out.Resets))
-				return out, nil
-			}
-		} else if mgs.Classify(err) == mgs.ClassFatal && !mgs.HasCode(err, mgs.CodeNoValidCaboose) {
-			return out, mgsErr(err, "read active SP version")
-		}
-		if err != nil {
-			// The SP is not answering (rebooting): wait for it.
-			if time.Now().After(deadline) {
-				return out, fmt.Errorf("SP %s did not come back with version %s within %s: %w", in.SP, in.TargetVersion, in.NewVersionTimeout, err)
-			}
-			if err := sleepCtx(ctx, in.PollInterval); err != nil {
-				return out, err
-			}
-			continue
-		}
-		st, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.UpdateStatus, error) {
-			return c.UpdateStatus(ctx, in.SP, mgs.ComponentSP)
-		})
-		if err != nil {
-			if mgs.Classify(err) == mgs.ClassFatal {
-				return out, mgsErr(err, "read update status")
-			}
-			if err := sleepCtx(ctx, in.PollInterval); err != nil {
-				return out, err
-			}
-			continue
-		}
-		if st.State != mgs.UpdateComplete || st.ID != in.UpdateID {
-			// Nothing left to activate: the SP was reset (by us or
-			// someone) and runs another version.
-			out.Outcome = PostNotActivated
-			a.event(ctx, in.AttemptID, "not-activated", "", fmt.Sprintf("SP %s runs %s; update %s is no longer complete (%s)", in.SP, out.Active, in.UpdateID, st))
-			return out, nil
-		}
-		err = resetOnce(ctx, set, in.SP)
-		out.Resets++
-		switch {
-		case err == nil:
-			a.event(ctx, in.AttemptID, fmt.Sprintf("reset-%d", out.Resets), "", "SP reset to activate "+in.UpdateID.String())
-			deadline = time.Now().Add(in.NewVersionTimeout)
-		case mgs.Classify(err) == mgs.ClassFatal:
-			return out, mgsErr(err, "reset SP")
-		default:
-			// The reset may or may not have happened (lost reply, MGS down).
-			// Wait, then re-check before resetting again.
-			a.event(ctx, in.AttemptID, fmt.Sprintf("reset-%d", out.Resets), "", "reset reply lost: "+err.Error())
-			if err := sleepCtx(ctx, in.ResetRetryInterval); err != nil {
-				return out, err
-			}
-			deadline = time.Now().Add(in.NewVersionTimeout)
-		}
-	}
-}
-
-// resetOnce asks the MGS instances in turn to reset the SP, moving on only
-// when an instance certainly did not do it (it refused to reset its own
-// sled's SP, or answered that it is unavailable). A transport error may
-// hide a reset that happened: it is returned at once, so the caller
-// re-checks before resetting again instead of resetting through the next
-// MGS.
-func resetOnce(ctx context.Context, set *mgs.Set, sp mgs.SpIdentifier) error {
-	var err error
-	for _, c := range set.Clients() {
-		err = c.Reset(ctx, sp, mgs.ComponentSP)
-		if err == nil || mgs.Classify(err) != mgs.ClassTryNextMGS || mgs.StatusOf(err) == 0 {
-			return err
-		}
-	}
-	return err
-}
-
-// --- host boot flash ---
-
-// HostPostUpdateInput activates a written phase 1 slot.
-type HostPostUpdateInput struct {
-	SP        mgs.SpIdentifier `json:"sp"`
-	AttemptID uuid.UUID        `json:"attemptId"`
-	NewSlot   uint16           `json:"newSlot"`
-	Phase2    ArtifactRef      `json:"phase2"`
-}
-
-// HostPostUpdate makes the phase 2 image available on every reachable MGS
-// (the SP fetches from whichever answers first), sets the new slot active
-// with persist, forgets the SP's previous phase 2 record and power-cycles
-// the host (A2, then A0). A retry after the power cycle does not cycle
-// again.
-func (a *MGSActivities) HostPostUpdate(ctx context.Context, in HostPostUpdateInput) error {
-	set, err := a.set()
-	if err != nil {
-		return err
-	}
-	if a.Store != nil && in.AttemptID != uuid.Nil {
-		evs, err := a.Store.Events(ctx, in.AttemptID)
-		if err != nil {
-			return err
-		}
-		for _, e := range evs {
-			if e.Step == "power-cycle" {
-				return nil // already done by an earlier try
-			}
-		}
-	}
-	uploaded := 0
-	var lastErr error
-	for _, c := range set.Clients() {
-		rc, size, err := a.openArtifact(ctx, in.Phase2)
-		if err != nil {
-			return err
-		}
-		sum, err := c.UploadHostPhase2(ctx, heartbeatReader(ctx, rc), size)
-		rc.Close()
-		switch {
-		case err == nil && !strings.EqualFold(sum, in.Phase2.SHA256):
-			return mgsFatal(ErrTypeArtifactMismatch, "MGS %s hashed phase 2 as %s, expected %s", c.BaseURL(), sum, in.Phase2.SHA256)
-		case err == nil:
-			uploaded++
-		case mgs.Classify(err) == mgs.ClassFatal:
-			return mgsErr(err, "upload phase 2 to "+c.BaseURL())
-		default:
-			lastErr = err
-		}
-	}
-	if uploaded == 0 {
-		return fmt.Errorf("no MGS took the phase 2 image: %w", lastErr)
-	}
-	a.event(ctx, in.AttemptID, "phase2-upload", "", fmt.Sprintf("phase 2 %s cached on %d MGS instance(s)", in.Phase2.SHA256, uploaded))
-	if err := set.Do(ctx, func(ctx context.Context, c *mgs.Client) error {
-		return c.SetActiveSlot(ctx, in.SP, mgs.ComponentHostBootFlash, in.NewSlot, true)
-	}); err != nil {
-		return mgsErr(err, "set active host boot flash slot")
-	}
-	if err := set.Do(ctx, func(ctx context.Context, c *mgs.Client) error { return c.ClearHostPhase2Progress(ctx, in.SP) }); err != nil {
-		return mgsErr(err, "clear phase 2 progress")
-	}
-	for _, ps := range []mgs.PowerState{mgs.PowerA2, mgs.PowerA0} {
-		if err := set.Do(ctx, func(ctx context.Context, c *mgs.Client) error { return c.SetPowerState(ctx, in.SP, ps) }); err != nil {
-			return mgsErr(err, "set host power state "+string(ps))
-		}
-	}
-	a.event(ctx, in.AttemptID, "power-cycle", "", fmt.Sprintf("slot %d active (persist); host power-cycled", in.NewSlot))
-	return nil
-}
-
-// HostWaitBootInput follows the host's boot and phase 2 fetch.
-type HostWaitBootInput struct {
-	SP           mgs.SpIdentifier `json:"sp"`
-	AttemptID    uuid.UUID        `json:"attemptId"`
-	NewSlot      uint16           `json:"newSlot"`
-	Phase2SHA256 string           `json:"phase2Sha256"`
-	// Timeout bounds the whole boot (phase 1 + phase 2 fetch), counted
-	// from Since.
-	Timeout         time.Duration `json:"timeout"`
-	Since           time.Time     `json:"since"`
-	PollInterval    time.Duration `json:"pollInterval"`
-	CheckpointEvery time.Duration `json:"checkpointEvery"`
-}
-
-// HostWaitBootResult is the boot's end (or a checkpoint).
-type HostWaitBootResult struct {
-	Booted bool      `json:"booted"`
-	Offset uint64    `json:"offset"`
-	Total  uint64    `json:"total"`
-	Since  time.Time `json:"since"`
-}
-
-// HostWaitBoot polls the SP's record of the host's phase 2 fetch (the
-// host's last fetched offset, whichever MGS served it) through any MGS —
-// never one MGS's own served-request record. Records for another image
-// are stale and ignored. Done when the host fetched all of our phase 2
-// image, booted from the new slot and is powered (A0).
-func (a *MGSActivities) HostWaitBoot(ctx context.Context, in HostWaitBootInput) (HostWaitBootResult, error) {
-	out := HostWaitBootResult{Since: in.Since}
-	set, err := a.set()
-	if err != nil {
-		return out, err
-	}
-	if out.Since.IsZero() {
-		out.Since = time.Now()
-	}
-	if in.PollInterval <= 0 {
-		in.PollInterval = 3 * time.Second
-	}
-	began := time.Now()
-	var startOffset uint64
-	first := true
-	pw := progressWriter{a: a, attempt: in.AttemptID}
-	for {
-		p, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.HostPhase2Progress, error) {
-			return c.HostPhase2Progress(ctx, in.SP)
-		})
-		if err != nil && mgs.Classify(err) == mgs.ClassFatal {
-			return out, mgsErr(err, "read host phase 2 progress")
-		}
-		if err == nil && p.Available && strings.EqualFold(p.ImageSHA256, in.Phase2SHA256) {
-			out.Offset, out.Total = p.Offset, p.TotalSize
-			if first {
-				startOffset, first = p.Offset, false
-			}
-			if p.TotalSize > 0 && p.Offset >= p.TotalSize {
-				slot, serr := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (uint16, error) {
-					return c.ActiveSlot(ctx, in.SP, mgs.ComponentHostBootFlash)
-				})
-				ps, perr := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.PowerState, error) {
-					return c.PowerState(ctx, in.SP)
-				})
-				if serr == nil && perr == nil && slot == in.NewSlot && ps == mgs.PowerA0 {
-					out.Booted = true
-					pw.write(ctx, "host-boot", int64(out.Offset), int64(out.Total), true)
-					a.event(ctx, in.AttemptID, "host-booted", "", fmt.Sprintf("host booted slot %d and fetched phase 2 %s (%d bytes)", slot, in.Phase2SHA256, p.TotalSize))
-					return out, nil
-				}
-			}
-		}
-		if in.Timeout > 0 && time.Since(out.Since) > in.Timeout {
-			return out, mgsFatal(ErrTypeHostBootTimeout,
-				"host of %s did not boot slot %d with phase 2 %s within %s (phase 2 fetched %d of %d bytes)",
-				in.SP, in.NewSlot, in.Phase2SHA256, in.Timeout, out.Offset, out.Total)
-		}
-		if in.CheckpointEvery > 0 && time.Since(began) >= in.CheckpointEvery && !first && out.Offset != startOffset {
-			return out, nil
-		}
-		activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "phase2-fetch", Done: int64(out.Offset), Total: int64(out.Total)})
-		pw.write(ctx, "host-boot", int64(out.Offset), int64(out.Total), false)
-		if err := sleepCtx(ctx, in.PollInterval); err != nil {
-			return out, err
-		}
-	}
 }

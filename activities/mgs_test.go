@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
+	"github.com/fleetsaga/fleetsaga/fleet/openapi"
 	"github.com/fleetsaga/fleetsaga/fleetsim"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
@@ -38,7 +40,7 @@ type mgsAct struct {
 
 var sled2 = mgs.SpIdentifier{Type: mgs.SpTypeSled, Slot: 2}
 
-func newMGSAct(t *testing.T) *mgsAct {
+func newMGSAct(t *testing.T, mutate ...func(*spec.Spec)) *mgsAct {
 	t.Helper()
 	s := &spec.Spec{Seed: 5, SpeedUp: 100, Timings: spec.DefaultTimings()}
 	s.Timings.FlashBytesPerSecond = 10 << 10
@@ -46,6 +48,9 @@ func newMGSAct(t *testing.T) *mgsAct {
 	s.Timings.SPResetTime = spec.Duration{Duration: 20 * time.Second}
 	s.Timings.HostBootTime = spec.Duration{Duration: 10 * time.Second}
 	s.Racks = spec.GenerateRacks(4, 5)
+	for _, m := range mutate {
+		m(s)
+	}
 	require.NoError(t, s.Validate())
 	reg := faults.NewRegistry(5)
 	sim, err := fleetsim.Start(context.Background(), fleetsim.Env{Spec: s, Faults: reg, Log: zerolog.Nop()}, "127.0.0.1:0")
@@ -53,9 +58,26 @@ func newMGSAct(t *testing.T) *mgsAct {
 	t.Cleanup(func() { _ = sim.Close() })
 	var ts testsuite.WorkflowTestSuite
 	m := &mgsAct{t: t, sim: sim, reg: reg, env: ts.NewTestActivityEnvironment(), dir: t.TempDir(),
-		a: activities.NewMGSActivities(fleet.FromFleetsim(sim.URL, ""), &http.Client{Timeout: 10 * time.Second}, nil, "test")}
+		a: activities.NewMGSActivities(fleet.FromFleetsim(sim.URL, ""), &http.Client{Timeout: 10 * time.Second, Transport: mgsChecked{t}}, nil, "test")}
 	m.env.RegisterActivity(m.a)
 	return m
+}
+
+var mgsContract = openapi.MustLoad(openapi.MGS)
+
+// mgsChecked checks every request the activities send to an MGS instance
+// (/mgs/{i}/...) and every response they get against MGS's OpenAPI
+// document.
+type mgsChecked struct{ t *testing.T }
+
+func (c mgsChecked) RoundTrip(req *http.Request) (*http.Response, error) {
+	rest, ok := strings.CutPrefix(req.URL.Path, "/mgs/")
+	if !ok {
+		return http.DefaultTransport.RoundTrip(req)
+	}
+	idx, _, _ := strings.Cut(rest, "/")
+	tr := &openapi.Transport{Contract: mgsContract, Prefix: "/mgs/" + idx, Rep: c.t, Responses: true}
+	return tr.RoundTrip(req)
 }
 
 func (m *mgsAct) artifact(version string) activities.ArtifactRef {

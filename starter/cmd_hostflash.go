@@ -51,8 +51,8 @@ booted the new slot with the new phase 2; otherwise HostBootTimeout after
 		sp.bind(f, false)
 		p1.bind(f, "phase1", "the host phase 1 image")
 		p2.bind(f, "phase2", "the host phase 2 image")
-		f.StringVar(&in.ExpectedActive, "expected-active", "", "fail unless the active slot's phase 1 version is this")
-		f.StringVar(&in.ExpectedInactive, "expected-inactive", "", `fail unless the inactive slot's version is this ("invalid": no valid image)`)
+		f.StringVar(&in.ExpectedActive, "expected-active", "", "fail unless the active slot's phase 1 hash (SHA-256, hex) is this")
+		f.StringVar(&in.ExpectedInactive, "expected-inactive", "", "fail unless the inactive slot's phase 1 hash (SHA-256, hex) is this")
 		bindMGSTiming(f, &in.Timing)
 		sf.bind(cmd)
 		return cmd

@@ -26,7 +26,8 @@ type HostFlashInput struct {
 	Phase1 Artifact `json:"phase1"`
 	Phase2 Artifact `json:"phase2"`
 	// ExpectedActive / ExpectedInactive, when set, must match the phase 1
-	// versions of the active and inactive slots (NoValidVersion allowed).
+	// hashes (SHA-256, hex) of the active and inactive slots: the host boot
+	// flash has no caboose, so MGS knows a slot only by its hash.
 	ExpectedActive   string    `json:"expectedActive,omitempty"`
 	ExpectedInactive string    `json:"expectedInactive,omitempty"`
 	Timing           MGSTiming `json:"timing,omitzero"`
@@ -55,12 +56,14 @@ func (in HostFlashInput) Validate() error {
 	return errors.Join(errs...)
 }
 
-// HostBootFlashUpdate writes phase 1 to the inactive host boot flash slot
-// (attempts as in SPFirmwareUpdate), sets it active with persist, makes the
-// phase 2 image available on every MGS, power-cycles the host and follows
-// its phase 2 fetch through the SP's record of the host's last fetched
-// offset (via any MGS). Done when the host booted the new slot with the new
-// phase 2; a bounded wait, else HostBootTimeout.
+// HostBootFlashUpdate prechecks the slots by their phase 1 hashes, writes
+// phase 1 to the inactive host boot flash slot (attempts as in
+// SPFirmwareUpdate), sets it active with persist, makes the phase 2 image
+// available on every MGS, sets phase2_recovery_mode in the SP's startup
+// options, power-cycles the host and follows its phase 2 fetch by asking
+// every MGS (the freshest record for our image). Done when the host
+// fetched it all and the SP reports the new slot active and the host on;
+// then the recovery mode is cleared. A bounded wait, else HostBootTimeout.
 func HostBootFlashUpdate(ctx workflow.Context, in HostFlashInput) (MGSUpdateResult, error) {
 	if err := in.Validate(); err != nil {
 		return MGSUpdateResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidMGSInput, nil)
@@ -87,26 +90,42 @@ func (w *hostFlash) run(ctx workflow.Context) (MGSUpdateResult, error) {
 	if err != nil {
 		return w.result, err
 	}
-	w.result.PreviousVersion = slotVersion(pre.Active)
+	w.result.PreviousVersion = hostSlotVersion(pre.Active)
 	if err := checkIdentity(w.in.Sled, pre); err != nil {
 		return w.result, err
 	}
 	if strings.EqualFold(pre.Active.SHA256, w.in.Phase1.SHA256) {
 		return w.succeed(ctx, MGSOutcomeNoChangeNeeded, uuid.Nil)
 	}
-	if err := checkVersions(w.in.Phase1.Version, w.in.ExpectedActive, w.in.ExpectedInactive, pre); err != nil {
+	if err := checkHostSlots(w.in, pre); err != nil {
 		return w.result, err
 	}
 	newSlot := pre.Inactive.Slot
 
+	fresh := workflow.GetVersion(ctx, changePrecheckEveryAttempt, workflow.DefaultVersion, 1) >= 1
 	why := ""
 	for {
 		if err := w.newAttempt(ctx, why); err != nil {
 			return w.result, err
 		}
-		if err := w.startOrWait(ctx, newSlot); err != nil {
+		if fresh && w.attempt > 1 {
+			slot, done, err := w.recheck(ctx)
+			if err != nil {
+				return w.result, err
+			}
+			if done {
+				return w.succeed(ctx, MGSOutcomeNoChangeNeeded, uuid.Nil)
+			}
+			newSlot = slot
+		}
+		slot, done, err := w.startOrWait(ctx, newSlot, fresh)
+		if err != nil {
 			return w.result, err
 		}
+		if done {
+			return w.succeed(ctx, MGSOutcomeWaitedConcurrent, uuid.Nil)
+		}
+		newSlot = slot
 		wr, err := w.wait(ctx, w.attemptID, true)
 		if err != nil {
 			return w.result, err
@@ -132,17 +151,46 @@ func (w *hostFlash) run(ctx workflow.Context) (MGSUpdateResult, error) {
 
 // startOrWait starts the attempt; another update of the host flash (or of
 // another component) is waited out first. A host flash accepts a new
-// update after a complete one, so there is nothing to take over.
-func (w *hostFlash) startOrWait(ctx workflow.Context, slot uint16) error {
+// update after a complete one, so there is nothing to take over. With
+// fresh, the slots are read again after the wait: the slot to write is the
+// one inactive now, and done says the target is already active.
+func (w *hostFlash) startOrWait(ctx workflow.Context, slot uint16, fresh bool) (uint16, bool, error) {
 	for {
 		sr, err := w.start(ctx, slot)
 		if err != nil || sr.Started {
-			return err
+			return slot, false, err
 		}
 		if _, _, err := w.watchConcurrent(ctx, sr.Current); err != nil {
-			return err
+			return slot, false, err
+		}
+		if fresh {
+			next, done, err := w.recheck(ctx)
+			if err != nil || done {
+				return slot, done, err
+			}
+			slot = next
 		}
 	}
+}
+
+// recheck reads the host flash slots again: the same sled, the target
+// already active (done), or the slot to write (the inactive one now). The
+// expected inactive hash is not checked again: our attempts write it.
+func (w *hostFlash) recheck(ctx workflow.Context) (uint16, bool, error) {
+	w.phase(ctx, MGSPhasePrecheck)
+	pre, err := w.precheck(ctx, nil)
+	if err != nil {
+		return 0, false, err
+	}
+	if err := checkIdentity(w.in.Sled, pre); err != nil {
+		return 0, false, err
+	}
+	if strings.EqualFold(pre.Active.SHA256, w.in.Phase1.SHA256) {
+		return 0, true, nil
+	}
+	in := w.in
+	in.ExpectedInactive = ""
+	return pre.Inactive.Slot, false, checkHostSlots(in, pre)
 }
 
 // waitBoot follows the host's boot in checkpointed, heartbeating waits.
@@ -167,4 +215,34 @@ func (w *hostFlash) waitBoot(ctx workflow.Context, slot uint16) error {
 		}
 		in.Since = res.Since
 	}
+}
+
+// hostSlotVersion names a host boot flash slot: its version when one is
+// known, else its phase 1 hash (MGS reports only the hash).
+func hostSlotVersion(s activities.SlotInfo) string {
+	if s.Version != "" {
+		return s.Version
+	}
+	return s.SHA256
+}
+
+// checkHostSlots is the host flash precheck: the slots hold the phase 1
+// images the caller expects (by hash), and never roll back where a slot's
+// version is known.
+func checkHostSlots(in HostFlashInput, pre activities.PrecheckResult) error {
+	if pre.Active.Version != "" && CompareVersions(pre.Active.Version, in.Phase1.Version) > 0 {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("active version %s is newer than target %s: never roll back", pre.Active.Version, in.Phase1.Version), ErrTypeWouldDowngrade, nil)
+	}
+	if in.ExpectedActive != "" && !strings.EqualFold(in.ExpectedActive, pre.Active.SHA256) {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("active slot %d holds phase 1 %s, expected %s", pre.Active.Slot, pre.Active.SHA256, in.ExpectedActive),
+			ErrTypeWrongActiveVersion, nil, in.ExpectedActive, pre.Active.SHA256)
+	}
+	if in.ExpectedInactive != "" && !strings.EqualFold(in.ExpectedInactive, pre.Inactive.SHA256) {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("inactive slot %d holds phase 1 %s, expected %s", pre.Inactive.Slot, pre.Inactive.SHA256, in.ExpectedInactive),
+			ErrTypeWrongInactiveVersion, nil, in.ExpectedInactive, pre.Inactive.SHA256)
+	}
+	return nil
 }

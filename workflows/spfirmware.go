@@ -109,11 +109,22 @@ func (w *spFirmware) run(ctx workflow.Context) (MGSUpdateResult, error) {
 		return w.result, err
 	}
 
+	fresh := workflow.GetVersion(ctx, changePrecheckEveryAttempt, workflow.DefaultVersion, 1) >= 1
 	why := ""
 	for {
-		// 3. A new attempt: fresh UUID, intent in the ledger first.
+		// 3. A new attempt: fresh UUID, intent in the ledger first; from
+		// the second on, the SP is prechecked again.
 		if err := w.newAttempt(ctx, why); err != nil {
 			return w.result, err
+		}
+		if fresh && w.attempt > 1 {
+			done, err := w.recheck(ctx)
+			if err != nil {
+				return w.result, err
+			}
+			if done {
+				return w.succeed(ctx, MGSOutcomeNoChangeNeeded, uuid.Nil)
+			}
 		}
 		outcome, upd, done, err := w.startOrWatch(ctx)
 		if err != nil {
@@ -197,4 +208,27 @@ func waitReason(wr activities.WaitUpdateResult) string {
 		return "the SP now reports another update (" + wr.Status.String() + ")"
 	}
 	return "wait ended with " + wr.Outcome
+}
+
+// changePrecheckEveryAttempt: attempts 2..N precheck the device again
+// (DOMAIN.md §B), and a host flash re-reads its slots after waiting out
+// another update. Histories before it prechecked once.
+const changePrecheckEveryAttempt = "precheck-every-attempt"
+
+// recheck is the precheck of attempts 2..N: the same SP, not already at
+// the target (done), not newer, the active version still the expected
+// one. The inactive slot is not checked: our earlier attempts wrote it.
+func (w *spFirmware) recheck(ctx workflow.Context) (done bool, err error) {
+	w.phase(ctx, MGSPhasePrecheck)
+	pre, err := w.precheck(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	if err := checkIdentity(w.in.SP, pre); err != nil {
+		return false, err
+	}
+	if pre.Active.Valid && pre.Active.Version == w.in.Artifact.Version {
+		return true, nil
+	}
+	return false, checkVersions(w.in.Artifact.Version, w.in.ExpectedActive, "", pre)
 }

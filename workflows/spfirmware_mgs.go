@@ -210,7 +210,9 @@ type mgsUpdate struct {
 	finished  bool      // current attempt already ended in the ledger
 	started   bool      // the current attempt's ID reached the device
 	saga      Saga
-	abortNote string
+	// abortArmed: the current attempt's abort is in saga.
+	abortArmed bool
+	abortNote  string
 
 	workflowID, runID string
 }
@@ -342,7 +344,7 @@ func (u *mgsUpdate) newAttempt(ctx workflow.Context, why string) error {
 	}
 	u.attempt++
 	u.attemptID, u.finished, u.started = id, false, false
-	u.saga = Saga{}
+	u.saga, u.abortArmed = Saga{}, false
 	u.result.Attempts = u.attempt
 	u.result.AttemptIDs = append(u.result.AttemptIDs, id.String())
 	u.progress.Attempt, u.progress.AttemptID = u.attempt, id.String()
@@ -382,11 +384,23 @@ func (u *mgsUpdate) finishLedger(ctx workflow.Context, state ledger.State, outco
 	return nil
 }
 
+// changeAbortBeforeStart: the abort of our update is registered before the
+// start and the start's cancellation is awaited, so an update MGS accepts
+// after a cancel is still aborted. Histories before it registered the
+// abort only after the start returned.
+const changeAbortBeforeStart = "abort-registered-before-start"
+
 // start sends the image under the current attempt's UUID.
 func (u *mgsUpdate) start(ctx workflow.Context, fwSlot uint16) (activities.StartUpdateResult, error) {
 	u.phase(ctx, MGSPhaseUpdating)
+	early := workflow.GetVersion(ctx, changeAbortBeforeStart, workflow.DefaultVersion, 1) >= 1
+	actx := u.longOpts(ctx, 15*time.Minute, "start the update")
+	if early {
+		u.armAbort()
+		actx = workflow.WithWaitForCancellation(actx, true)
+	}
 	var sr activities.StartUpdateResult
-	err := workflow.ExecuteActivity(u.longOpts(ctx, 15*time.Minute, "start the update"), mgsActs.MGSStartUpdate, activities.StartUpdateInput{
+	err := workflow.ExecuteActivity(actx, mgsActs.MGSStartUpdate, activities.StartUpdateInput{
 		SP: u.sp, Component: u.component, FirmwareSlot: fwSlot, UpdateID: u.attemptID, Artifact: u.artifact,
 		PollInterval: u.timing.PollInterval,
 	}).Get(ctx, &sr)
@@ -395,22 +409,32 @@ func (u *mgsUpdate) start(ctx workflow.Context, fwSlot uint16) (activities.Start
 	}
 	if sr.Started && !u.started {
 		u.started = true
-		id := u.attemptID
-		// Compensation: abort our update by its ID (only if it is still the
-		// SP's current one).
-		u.saga.Add("abort update "+id.String(), func(ctx workflow.Context) error {
-			var res string
-			actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-				StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: 5 * time.Minute, RetryPolicy: deviceRetry,
-			})
-			err := workflow.ExecuteActivity(actx, mgsActs.MGSAbortUpdate, activities.AbortInput{
-				SP: u.sp, Component: u.component, UpdateID: id, AttemptID: id, Reason: "update cancelled",
-			}).Get(ctx, &res)
-			u.abortNote = "abort " + id.String() + ": " + res
-			return err
-		})
+		if !early {
+			u.armAbort()
+		}
 	}
 	return sr, nil
+}
+
+// armAbort registers the compensation of the current attempt, once: abort
+// our update by its ID (the SP's state says whether it was ours to abort).
+func (u *mgsUpdate) armAbort() {
+	if u.abortArmed {
+		return
+	}
+	u.abortArmed = true
+	id := u.attemptID
+	u.saga.Add("abort update "+id.String(), func(ctx workflow.Context) error {
+		var res string
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: 5 * time.Minute, RetryPolicy: deviceRetry,
+		})
+		err := workflow.ExecuteActivity(actx, mgsActs.MGSAbortUpdate, activities.AbortInput{
+			SP: u.sp, Component: u.component, UpdateID: id, AttemptID: id, Reason: "update cancelled",
+		}).Get(ctx, &res)
+		u.abortNote = "abort " + id.String() + ": " + res
+		return err
+	})
 }
 
 // wait watches an update (ours or foreign) until it ends, in one

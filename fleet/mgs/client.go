@@ -1,8 +1,9 @@
 // Package mgs is a typed client for the Oxide management gateway service
 // (MGS) HTTP API, following mgs-openapi-3.0.0.json: one Client per MGS
 // instance, errors carrying the HTTP status and error_code, one Classify
-// that decides retry-vs-fatal, and Set.TryAll to fail over across the
-// instances of a rack. Replies are decoded strictly: a missing required
+// that decides retry-vs-fatal, its peers in decide.go that read an
+// ambiguous 503 (today's MGS's answer to most SP refusals) from the SP's
+// state, and Set.TryAll to fail over across the instances of a rack. Replies are decoded strictly: a missing required
 // field, an unknown enum tag or malformed JSON is an error, never a zero
 // value.
 package mgs
@@ -217,7 +218,8 @@ func (c *Client) SetActiveSlot(ctx context.Context, id SpIdentifier, component s
 
 // Caboose reads the caboose of component's firmwareSlot (for the SP: 0 is
 // the active bank, 1 the inactive one). A slot without a valid image
-// answers with an error (fleetsim: HasCode(err, CodeNoValidCaboose)).
+// answers 503 SpCommunicationFailed: CabooseInvalid(err) tells. The host
+// boot flash has no caboose (use HashGet).
 func (c *Client) Caboose(ctx context.Context, id SpIdentifier, component string, firmwareSlot uint16) (Caboose, error) {
 	var out Caboose
 	err := c.do(ctx, call{op: fmt.Sprintf("caboose %s %s slot %d", id, component, firmwareSlot), method: http.MethodGet,
@@ -256,9 +258,10 @@ func (c *Client) HashStart(ctx context.Context, id SpIdentifier, component strin
 		path: compPath(id, component) + "/hash/" + strconv.Itoa(int(firmwareSlot))})
 }
 
-// HostPhase2Progress reads the host's phase 2 fetch progress. Against
-// fleetsim this is the SP's own record (the host's last fetched offset,
-// whichever MGS served it), so any instance gives the same answer.
+// HostPhase2Progress reads the last host phase 2 request this MGS has
+// seen. Today's MGS answers only with the requests it served itself, so
+// the MGS the SP did not attach to answers none: ask every instance (an
+// MGS offering the SP's own record answers the same from each).
 func (c *Client) HostPhase2Progress(ctx context.Context, id SpIdentifier) (HostPhase2Progress, error) {
 	var out HostPhase2Progress
 	err := c.do(ctx, call{op: "host-phase2-progress " + id.String(), method: http.MethodGet,
@@ -266,17 +269,24 @@ func (c *Client) HostPhase2Progress(ctx context.Context, id SpIdentifier) (HostP
 	return out, err
 }
 
-// HostPhase2ProgressServed reads only what this MGS served itself (the
-// real MGS's answer, fleetsim's ?view=legacy). It shows nothing when the SP
-// fetches through the other instance.
-func (c *Client) HostPhase2ProgressServed(ctx context.Context, id SpIdentifier) (HostPhase2Progress, error) {
-	var out HostPhase2Progress
-	err := c.do(ctx, call{op: "host-phase2-progress(legacy) " + id.String(), method: http.MethodGet,
-		path: spPath(id) + "/host-phase2-progress", query: url.Values{"view": {"legacy"}}, out: &out})
+// StartupOptions reads the host startup options the SP holds.
+func (c *Client) StartupOptions(ctx context.Context, id SpIdentifier) (HostStartupOptions, error) {
+	var out HostStartupOptions
+	err := c.do(ctx, call{op: "startup-options " + id.String(), method: http.MethodGet,
+		path: spPath(id) + "/startup-options", out: &out})
 	return out, err
 }
 
-// ClearHostPhase2Progress forgets the last phase 2 request.
+// SetStartupOptions replaces the host startup options (the whole object);
+// the host reads them at its next boot.
+func (c *Client) SetStartupOptions(ctx context.Context, id SpIdentifier, opts HostStartupOptions) error {
+	body, n := jsonBody(opts)
+	return c.do(ctx, call{op: fmt.Sprintf("set-startup-options %s phase2_recovery_mode=%t", id, opts.Phase2RecoveryMode),
+		method: http.MethodPost, path: spPath(id) + "/startup-options", body: body, size: n, contentType: "application/json"})
+}
+
+// ClearHostPhase2Progress makes this MGS forget the last phase 2 request
+// it saw.
 func (c *Client) ClearHostPhase2Progress(ctx context.Context, id SpIdentifier) error {
 	return c.do(ctx, call{op: "host-phase2-progress-delete " + id.String(), method: http.MethodDelete,
 		path: spPath(id) + "/host-phase2-progress"})

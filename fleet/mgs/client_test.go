@@ -8,13 +8,25 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsaga/fleetsaga/fleet/openapi"
 )
+
+var mgsContract = openapi.MustLoad(openapi.MGS)
+
+// checked is an HTTP client whose every request is checked against MGS's
+// OpenAPI document (the fake servers' replies are not: they are the
+// tests' inputs, malformed on purpose).
+func checked(t *testing.T, base http.RoundTripper) *http.Client {
+	return &http.Client{Transport: &openapi.Transport{Contract: mgsContract, Base: base, Rep: t}}
+}
 
 func serve(t *testing.T, status int, body string) *Client {
 	t.Helper()
@@ -24,7 +36,7 @@ func serve(t *testing.T, status int, body string) *Client {
 		_, _ = fmt.Fprint(w, body)
 	}))
 	t.Cleanup(srv.Close)
-	return New(srv.URL, srv.Client())
+	return New(srv.URL, checked(t, srv.Client().Transport))
 }
 
 var sp3 = SpIdentifier{Type: SpTypeSled, Slot: 3}
@@ -112,7 +124,7 @@ func TestOtherDecoding(t *testing.T) {
 func TestErrorReplies(t *testing.T) {
 	ctx := context.Background()
 	err := serve(t, 503, `{"request_id":"r1","error_code":"UpdateInProgress","message":"busy"}`).
-		UpdateStart(ctx, sp3, ComponentSP, uuid.New(), 0, nil, 0)
+		UpdateStart(ctx, sp3, ComponentSP, uuid.New(), 0, strings.NewReader("img"), 3)
 	var e *Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, 503, e.Status)
@@ -149,7 +161,8 @@ func TestClassify(t *testing.T) {
 		{&Error{Status: 503, Code: "ServiceUnavailable"}, ClassTryNextMGS},
 		{&Error{Status: 503, Code: "SpCommunicationFailed"}, ClassTryNextMGS},
 		{&Error{Status: 503, Code: CodeUpdateInProgress}, ClassBusy},
-		{&Error{Status: 503, Code: CodeOtherComponentUpdateInProgress}, ClassBusy},
+		{&Error{Status: 503, Code: CodeUpdateSlotBusy}, ClassBusy},
+		{&Error{Status: 503, Code: CodeUpdateFailed}, ClassTryNextMGS},
 		{&Error{Status: 400, Code: CodeInvalidSp}, ClassFatal},
 		{&Error{Status: 400, ResetState: "reset_sp_of_local_sled"}, ClassTryNextMGS},
 		{&Error{Status: 404, Code: "NotFound"}, ClassFatal},
@@ -194,7 +207,7 @@ func TestSetFailover(t *testing.T) {
 	ok := mk(2, 200, `{"state":"none"}`)
 	ctx := context.Background()
 
-	s, err := NewSet([]string{down, ok}, nil)
+	s, err := NewSet([]string{down, ok}, checked(t, nil))
 	require.NoError(t, err)
 	st, c, err := TryAllFrom(ctx, s, func(ctx context.Context, c *Client) (UpdateStatus, error) {
 		return c.UpdateStatus(ctx, sp3, ComponentSP)
@@ -210,9 +223,9 @@ func TestSetFailover(t *testing.T) {
 	assert.Equal(t, 1, hits[0], "the down instance was not asked again")
 
 	// A busy answer is not something another MGS can fix: no failover.
-	s2, _ := NewSet([]string{busy, ok}, nil)
+	s2, _ := NewSet([]string{busy, ok}, checked(t, nil))
 	err = s2.Do(ctx, func(ctx context.Context, c *Client) error {
-		return c.UpdateStart(ctx, sp3, ComponentSP, uuid.New(), 0, nil, 0)
+		return c.UpdateStart(ctx, sp3, ComponentSP, uuid.New(), 0, strings.NewReader("img"), 3)
 	})
 	assert.Equal(t, ClassBusy, Classify(err))
 	assert.Equal(t, 2, hits[2], "ok instance not asked after a busy answer")

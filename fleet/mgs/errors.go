@@ -44,18 +44,21 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Error codes fleetsaga acts on (MGS and fleetsim).
+// Error codes of today's MGS (omicron gateway/src/error.rs; DOMAIN.md §H).
+// Every other SP refusal (abort of another ID or after completion, another
+// component busy, no valid caboose) is 503 SpCommunicationFailed, which a
+// client cannot tell from a transient failure by the code: after such an
+// ambiguous answer it re-reads the SP's state (see decide.go).
 const (
-	CodeUpdateInProgress               = "UpdateInProgress"
-	CodeOtherComponentUpdateInProgress = "OtherComponentUpdateInProgress"
-	CodeUpdateSlotBusy                 = "UpdateSlotBusy"
-	CodeResetSpOfLocalSled             = "ResetSpOfLocalSled"
 	CodeInvalidSp                      = "InvalidSp"
-	CodeNoValidCaboose                 = "NoValidCaboose"
-	CodeInvalidUpdateID                = "InvalidUpdateId"
-	CodeUpdateNotPrepared              = "UpdateNotPrepared"
-	CodeUpdateAlreadyComplete          = "UpdateAlreadyComplete"
+	CodeRequestUnsupportedForComponent = "RequestUnsupportedForComponent"
+	CodeInvalidSlotForComponent        = "InvalidSlotForComponent"
+	CodeImageTooLarge                  = "ImageTooLarge"
+	CodeUpdateInProgress               = "UpdateInProgress"
+	CodeUpdateSlotBusy                 = "UpdateSlotBusy"
+	CodeUpdateFailed                   = "UpdateFailed"
 	CodeSpCommunicationFailed          = "SpCommunicationFailed"
+	CodeResetSpOfLocalSled             = "ResetSpOfLocalSled"
 
 	resetStateLocalSled = "reset_sp_of_local_sled"
 )
@@ -68,7 +71,9 @@ const (
 	ClassNone Class = iota
 	// ClassTryNextMGS: this instance could not do it (unreachable, down,
 	// could not reach the SP, refuses to reset its own sled's SP); another
-	// instance may. When every instance fails this way, retry later.
+	// instance may. When every instance fails this way, retry later — but
+	// an Ambiguous answer may also be the SP refusing for good: re-read
+	// the SP's state before retrying (decide.go).
 	ClassTryNextMGS
 	// ClassBusy: the SP is busy with an update (503 UpdateInProgress and
 	// friends). Asking another MGS gives the same answer; watch the SP.
@@ -118,8 +123,7 @@ func Classify(err error) Class {
 		return ClassTryNextMGS // transport: connection refused/reset, timeout
 	case e.ResetState == resetStateLocalSled || e.Code == CodeResetSpOfLocalSled:
 		return ClassTryNextMGS
-	case e.Status == http.StatusServiceUnavailable &&
-		(e.Code == CodeUpdateInProgress || e.Code == CodeOtherComponentUpdateInProgress || e.Code == CodeUpdateSlotBusy):
+	case e.Status == http.StatusServiceUnavailable && (e.Code == CodeUpdateInProgress || e.Code == CodeUpdateSlotBusy):
 		return ClassBusy
 	case e.Status >= 500, e.Status == http.StatusTooManyRequests, e.Status == http.StatusRequestTimeout:
 		return ClassTryNextMGS

@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
+	"github.com/fleetsaga/fleetsaga/fleet/openapi"
 )
 
 // fzReply is what a fake MGS answers.
@@ -72,9 +73,14 @@ func (t *fzTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-func fzClient(r fzReply) (*mgs.Client, *fzTransport) {
+var fzContract = openapi.MustLoad(openapi.MGS)
+
+// fzClient is a client of a fake MGS answering r; every request it sends
+// is checked against MGS's OpenAPI document.
+func fzClient(t testing.TB, r fzReply) (*mgs.Client, *fzTransport) {
 	tr := &fzTransport{reply: r}
-	return mgs.New("http://mgs.test/mgs/0", &http.Client{Transport: tr}), tr
+	checked := &openapi.Transport{Contract: fzContract, Prefix: "/mgs/0", Base: tr, Rep: t}
+	return mgs.New("http://mgs.test/mgs/0", &http.Client{Transport: checked}), tr
 }
 
 // fzStatuses are the HTTP statuses the fuzzers pick from.
@@ -128,7 +134,7 @@ func FuzzUpdateStatusReply(f *testing.F) {
 	f.Add(uint8(11), []byte(`{"request_id":"r","error_code":"UpdateInProgress","message":"busy"}`))
 	f.Fuzz(func(t *testing.T, st uint8, body []byte) {
 		status := fzStatus(st)
-		c, tr := fzClient(fzReply{status: status, body: body})
+		c, tr := fzClient(t, fzReply{status: status, body: body})
 		got, err := c.UpdateStatus(context.Background(), fzSP, mgs.ComponentSP)
 		if n := tr.calls.Load(); n != 1 {
 			t.Fatalf("%d requests for one call", n)
@@ -184,7 +190,7 @@ func FuzzMGSReplies(f *testing.F) {
 	f.Add(uint8(3), uint8(9), []byte(`{"request_id":"r","error_code":"SpCommunicationFailed","message":"x"}`))
 	f.Fuzz(func(t *testing.T, op, st uint8, body []byte) {
 		status := fzStatus(st)
-		c, tr := fzClient(fzReply{status: status, body: body})
+		c, tr := fzClient(t, fzReply{status: status, body: body})
 		ctx := context.Background()
 		var (
 			err    error
@@ -323,7 +329,7 @@ func TestBadInputMGSReplies(t *testing.T) {
 	for _, c := range calls {
 		for _, r := range replies {
 			t.Run(c.name+"/"+r.name, func(t *testing.T) {
-				cl, tr := fzClient(r.reply)
+				cl, tr := fzClient(t, r.reply)
 				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 				defer cancel()
 				err := c.do(ctx, cl)
@@ -347,7 +353,7 @@ func TestBadInputMGSReplies(t *testing.T) {
 func TestBadInputStatusOfAnotherUpdate(t *testing.T) {
 	other := uuid.MustParse("99999999-2222-4333-8444-555555555555")
 	for _, state := range []string{"complete", "aborted"} {
-		c, _ := fzClient(fzReply{status: 200, body: []byte(`{"state":"` + state + `","id":"` + other.String() + `"}`)})
+		c, _ := fzClient(t, fzReply{status: 200, body: []byte(`{"state":"` + state + `","id":"` + other.String() + `"}`)})
 		st, err := c.UpdateStatus(context.Background(), fzSP, mgs.ComponentSP)
 		require.NoError(t, err)
 		assert.Equal(t, other, st.ID)

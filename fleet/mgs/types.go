@@ -373,3 +373,38 @@ func (h HashStatus) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(map[string]any{"status": h.Status, "sha256": ints})
 }
+
+// HostStartupOptions is what the host reads from its SP when it boots (MGS
+// sends and takes the whole object). Phase2RecoveryMode makes the host
+// fetch phase 2 through the SP instead of booting the phase 2 on its disk.
+type HostStartupOptions struct {
+	BootNet            bool `json:"boot_net"`
+	BootRamdisk        bool `json:"boot_ramdisk"`
+	Bootrd             bool `json:"bootrd"`
+	Kbm                bool `json:"kbm"`
+	Kmdb               bool `json:"kmdb"`
+	KmdbBoot           bool `json:"kmdb_boot"`
+	Phase2RecoveryMode bool `json:"phase2_recovery_mode"`
+	Prom               bool `json:"prom"`
+	Verbose            bool `json:"verbose"`
+}
+
+// UnmarshalJSON requires every field, as the document does.
+func (o *HostStartupOptions) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("HostStartupOptions: %w", err)
+	}
+	for _, f := range []string{"boot_net", "boot_ramdisk", "bootrd", "kbm", "kmdb", "kmdb_boot", "phase2_recovery_mode", "prom", "verbose"} {
+		if _, ok := raw[f]; !ok {
+			return fmt.Errorf("HostStartupOptions: %s is required", f)
+		}
+	}
+	type plain HostStartupOptions
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return fmt.Errorf("HostStartupOptions: %w", err)
+	}
+	*o = HostStartupOptions(p)
+	return nil
+}

@@ -31,7 +31,7 @@ func TestFaultSPResetMidDelivery(t *testing.T) {
 	h.waitBack(sledA)
 	assert.Equal(t, fmgs.UpdateNone, h.status(sledA, mgs.CompSP).State)
 	_, err = h.caboose(sledA, mgs.CompSP, 1)
-	requireCode(t, err, 400, fmgs.CodeNoValidCaboose)
+	requireCabooseInvalid(t, err)
 	assert.Equal(t, "1.0.0", h.version(sledA, mgs.CompSP, 0))
 	d := h.truth(sledA).Deliveries[0]
 	assert.Equal(t, id, d.UpdateID)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	fmgs "github.com/fleetsaga/fleetsaga/fleet/mgs"
+	"github.com/fleetsaga/fleetsaga/fleet/openapi"
 	"github.com/fleetsaga/fleetsaga/fleetsim"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/mgs"
@@ -42,7 +44,7 @@ const (
 
 type harness struct {
 	t    *testing.T
-	srv  *fleetsim.Server
+	srv  *server
 	reg  *faults.Registry
 	mgs  [2]*fmgs.Client
 	set  *fmgs.Set
@@ -69,11 +71,14 @@ func start(t *testing.T, mutate ...func(*spec.Spec)) *harness {
 		m(s)
 	}
 	reg := faults.NewRegistry(s.Seed)
-	srv, err := fleetsim.Start(context.Background(), fleetsim.Env{
+	sim, err := fleetsim.New(context.Background(), fleetsim.Env{
 		Spec: s, Faults: reg, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
-	}, "127.0.0.1:0")
+	})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
+	t.Cleanup(func() { _ = sim.Close() })
+	ts := httptest.NewServer(contractChecked(t, sim.Handler(), 2*len(s.Racks)))
+	t.Cleanup(ts.Close)
+	srv := &server{URL: ts.URL}
 	hc := &http.Client{Timeout: 20 * time.Second}
 	h := &harness{t: t, srv: srv, reg: reg, spec: s}
 	h.mgs[0] = fmgs.New(srv.URL+"/mgs/0", hc)
@@ -81,6 +86,26 @@ func start(t *testing.T, mutate ...func(*spec.Spec)) *harness {
 	h.set, err = fmgs.NewSet([]string{srv.URL + "/mgs/0", srv.URL + "/mgs/1"}, hc)
 	require.NoError(t, err)
 	return h
+}
+
+// server is where a test's fleetsim listens.
+type server struct{ URL string }
+
+var mgsContract = openapi.MustLoad(openapi.MGS)
+
+// contractChecked checks every response of every MGS instance against
+// MGS's OpenAPI document (a violation fails the test). Requests that are
+// no MGS operation at all (the bad routes some tests send on purpose) and
+// fleetsim's own endpoints (/truth, /faults) are not checked.
+func contractChecked(t *testing.T, next http.Handler, instances int) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", next)
+	for i := range instances {
+		prefix := fmt.Sprintf("/mgs/%d", i)
+		notMGS := func(r *http.Request) bool { return mgsContract.Operation(r, prefix) == "" }
+		mux.Handle(prefix+"/", openapi.Middleware(mgsContract, prefix, t, notMGS, next))
+	}
+	return mux
 }
 
 func sled(slot int) fmgs.SpIdentifier {
@@ -193,3 +218,12 @@ func requireCode(t *testing.T, err error, status int, code string) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// requireCabooseInvalid: today's MGS answers a caboose read of a slot
+// without a valid image with 503 SpCommunicationFailed; only the message
+// tells (the phrase Nexus matches on).
+func requireCabooseInvalid(t *testing.T, err error) {
+	t.Helper()
+	requireCode(t, err, 503, fmgs.CodeSpCommunicationFailed)
+	assert.True(t, fmgs.CabooseInvalid(err), "%v", err)
+}

@@ -32,7 +32,7 @@ func (d *Domain) Mount(mux *http.ServeMux) {
 		idx, _, _ := strings.Cut(rest, "/")
 		h, ok := handlers[idx]
 		if !ok {
-			httpx.WriteError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("no MGS instance %q (have %d)", idx, len(handlers)))
+			httpx.WriteError(w, http.StatusNotFound, noCode, fmt.Sprintf("no MGS instance %q (have %d)", idx, len(handlers)))
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -45,19 +45,19 @@ func (d *Domain) Mount(mux *http.ServeMux) {
 		if q := r.URL.Query().Get("rack"); q != "" {
 			v, err := strconv.Atoi(q)
 			if err != nil || v < 0 || v >= len(d.racks) {
-				httpx.WriteError(w, http.StatusBadRequest, "InvalidRequest", "rack must be a rack index")
+				httpx.WriteError(w, http.StatusBadRequest, noCode, "rack must be a rack index")
 				return
 			}
 			ri = v
 		}
 		slot, err := strconv.Atoi(r.PathValue("slot"))
 		if err != nil || len(d.racks) == 0 {
-			httpx.WriteError(w, http.StatusBadRequest, "InvalidRequest", "bad SP slot")
+			httpx.WriteError(w, http.StatusBadRequest, noCode, "bad SP slot")
 			return
 		}
 		s := d.racks[ri].sps[spKey(r.PathValue("type"), slot)]
 		if s == nil {
-			httpx.WriteError(w, http.StatusNotFound, "InvalidSp", "no such SP")
+			httpx.WriteError(w, http.StatusNotFound, codeInvalidSp, "no such SP")
 			return
 		}
 		httpx.WriteJSON(w, http.StatusOK, s.truth(time.Now()))
@@ -92,7 +92,7 @@ func on(ms methods) http.HandlerFunc {
 			allowed = append(allowed, m)
 		}
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		httpx.WriteError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", r.Method+" is not allowed on "+r.URL.Path)
+		httpx.WriteError(w, http.StatusMethodNotAllowed, noCode, r.Method+" is not allowed on "+r.URL.Path)
 	}
 }
 
@@ -101,6 +101,7 @@ func (m *instance) routes() http.Handler {
 	comp := "/sp/{type}/{slot}/component/{component}"
 	mux.HandleFunc("/sp/{type}/{slot}", on(methods{"GET": m.spGet}))
 	mux.HandleFunc("/sp/{type}/{slot}/power-state", on(methods{"GET": m.powerGet, "POST": m.powerSet}))
+	mux.HandleFunc("/sp/{type}/{slot}/startup-options", on(methods{"GET": m.startupGet, "POST": m.startupSet}))
 	mux.HandleFunc("/sp/{type}/{slot}/host-phase2-progress", on(methods{"GET": m.phase2Get, "DELETE": m.phase2Delete}))
 	mux.HandleFunc(comp+"/caboose", on(methods{"GET": m.caboose}))
 	mux.HandleFunc(comp+"/active-slot", on(methods{"GET": m.activeSlotGet, "POST": m.activeSlotSet}))
@@ -112,7 +113,7 @@ func (m *instance) routes() http.Handler {
 	mux.HandleFunc("/recovery/host-phase2", on(methods{"POST": m.phase2Upload}))
 	mux.HandleFunc("/local/all-sp-ids", on(methods{"GET": m.allSPIDs}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteError(w, http.StatusNotFound, "NotFound", "no MGS route for "+r.Method+" "+r.URL.Path)
+		httpx.WriteError(w, http.StatusNotFound, noCode, "no MGS route for "+r.Method+" "+r.URL.Path)
 	})
 	return mux
 }
@@ -134,17 +135,17 @@ func (m *instance) lookup(w http.ResponseWriter, r *http.Request, werr errWriter
 	switch typ {
 	case "sled", "switch", "power":
 	default:
-		werr(w, http.StatusBadRequest, "InvalidRequest", fmt.Sprintf("unknown SP type %q (sled, switch, power)", typ))
+		werr(w, http.StatusBadRequest, noCode, fmt.Sprintf("unknown SP type %q (sled, switch, power)", typ))
 		return nil, false
 	}
 	slot, err := strconv.ParseUint(r.PathValue("slot"), 10, 16)
 	if err != nil {
-		werr(w, http.StatusBadRequest, "InvalidRequest", fmt.Sprintf("SP slot %q is not a uint16", r.PathValue("slot")))
+		werr(w, http.StatusBadRequest, noCode, fmt.Sprintf("SP slot %q is not a uint16", r.PathValue("slot")))
 		return nil, false
 	}
 	s := m.rack.sps[spKey(typ, int(slot))]
 	if s == nil {
-		werr(w, http.StatusBadRequest, "InvalidSp", fmt.Sprintf("nonexistent SP %s %d", typ, slot))
+		werr(w, http.StatusBadRequest, codeInvalidSp, fmt.Sprintf("nonexistent SP %s %d", typ, slot))
 		return nil, false
 	}
 	return s, true
@@ -155,11 +156,11 @@ func (m *instance) lookup(w http.ResponseWriter, r *http.Request, werr errWriter
 func component(w http.ResponseWriter, r *http.Request, werr errWriter) (string, bool) {
 	c := r.PathValue("component")
 	if c == "" || len(c) > maxCompName {
-		werr(w, http.StatusBadRequest, "InvalidComponent", fmt.Sprintf("component name %q must be 1..16 bytes", c))
+		werr(w, http.StatusBadRequest, noCode, fmt.Sprintf("component name %q must be 1..16 bytes", c))
 		return "", false
 	}
 	if c != CompSP && c != CompHost {
-		werr(w, http.StatusBadRequest, "RequestUnsupportedForComponent", fmt.Sprintf("component %q is not supported here (sp, host-boot-flash)", c))
+		werr(w, http.StatusBadRequest, codeRequestUnsupportedForComponent, fmt.Sprintf("component %q is not supported here (sp, host-boot-flash)", c))
 		return "", false
 	}
 	return c, true
@@ -168,12 +169,12 @@ func component(w http.ResponseWriter, r *http.Request, werr errWriter) (string, 
 // firmwareSlot parses a firmware slot and checks it is valid for component.
 func firmwareSlot(w http.ResponseWriter, raw, comp string, werr errWriter) (int, bool) {
 	if raw == "" {
-		werr(w, http.StatusBadRequest, "InvalidRequest", "firmware_slot is required")
+		werr(w, http.StatusBadRequest, noCode, "firmware_slot is required")
 		return 0, false
 	}
 	v, err := strconv.ParseUint(raw, 10, 16)
 	if err != nil {
-		werr(w, http.StatusBadRequest, "InvalidRequest", fmt.Sprintf("firmware_slot %q is not a uint16", raw))
+		werr(w, http.StatusBadRequest, noCode, fmt.Sprintf("firmware_slot %q is not a uint16", raw))
 		return 0, false
 	}
 	return int(v), true
@@ -186,8 +187,7 @@ func live(w http.ResponseWriter, s *sp, werr errWriter) (time.Time, bool) {
 	now := time.Now()
 	if now.Before(s.downUntil) {
 		s.mu.Unlock()
-		werr(w, http.StatusServiceUnavailable, "SpCommunicationFailed",
-			fmt.Sprintf("error communicating with SP %s: no response (the SP is rebooting)", s.target()))
+		werr(w, http.StatusServiceUnavailable, codeSpCommunicationFailed, commsPrefix+msgSPNotAnswering)
 		return now, false
 	}
 	return now, true
@@ -255,13 +255,13 @@ func (m *instance) powerSet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var state string
-	if !httpx.ReadJSON(w, r, &state, 1<<10) {
+	if !readJSON(w, r, &state, 1<<10) {
 		return
 	}
 	switch state {
 	case "A0", "A1", "A2":
 	default:
-		httpx.WriteError(w, http.StatusBadRequest, "InvalidRequest", fmt.Sprintf("power state %q is not A0, A1 or A2", state))
+		httpx.WriteError(w, http.StatusBadRequest, noCode, fmt.Sprintf("power state %q is not A0, A1 or A2", state))
 		return
 	}
 	now, ok := live(w, s, httpx.WriteError)
@@ -293,21 +293,24 @@ func (m *instance) caboose(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if comp == CompHost {
+		// Host boot flash holds no caboose: its version is known from the
+		// slot's hash.
+		httpx.WriteError(w, http.StatusBadRequest, codeRequestUnsupportedForComponent,
+			"error communicating with SP: Error response from SP: request is not supported for component host-boot-flash")
+		return
+	}
 	if fw > 1 {
-		httpx.WriteError(w, http.StatusBadRequest, "InvalidSlotForComponent", fmt.Sprintf("component %s has no firmware slot %d", comp, fw))
+		httpx.WriteError(w, http.StatusBadRequest, codeInvalidSlotForComponent, fmt.Sprintf("component %s has no firmware slot %d", comp, fw))
 		return
 	}
 	if _, ok := live(w, s, httpx.WriteError); !ok {
 		return
 	}
 	img := s.spSlots[fw]
-	if comp == CompHost {
-		img = s.host.slots[fw]
-	}
 	s.mu.Unlock()
 	if !img.Valid || img.Version == "" {
-		httpx.WriteError(w, http.StatusBadRequest, "NoValidCaboose",
-			fmt.Sprintf("slot %d of %s on %s holds no valid image (no caboose)", fw, comp, s.target()))
+		refused(msgNoCaboose).write(w)
 		return
 	}
 	commit := img.SHA256
@@ -350,25 +353,25 @@ func (m *instance) activeSlotSet(w http.ResponseWriter, r *http.Request) {
 	}
 	persist, err := strconv.ParseBool(r.URL.Query().Get("persist"))
 	if err != nil {
-		httpx.WriteError(w, http.StatusBadRequest, "InvalidRequest", "persist is required and must be true or false")
+		httpx.WriteError(w, http.StatusBadRequest, noCode, "persist is required and must be true or false")
 		return
 	}
 	var body struct {
 		Slot *int `json:"slot"`
 	}
-	if !httpx.ReadJSON(w, r, &body, 1<<10) {
+	if !readJSON(w, r, &body, 1<<10) {
 		return
 	}
 	if body.Slot == nil {
-		httpx.WriteError(w, http.StatusBadRequest, "InvalidRequest", "slot is required")
+		httpx.WriteError(w, http.StatusBadRequest, noCode, "slot is required")
 		return
 	}
 	if comp != CompHost {
-		httpx.WriteError(w, http.StatusBadRequest, "RequestUnsupportedForComponent", "the active slot of "+comp+" cannot be set")
+		httpx.WriteError(w, http.StatusBadRequest, codeRequestUnsupportedForComponent, "the active slot of "+comp+" cannot be set")
 		return
 	}
 	if *body.Slot != 0 && *body.Slot != 1 {
-		httpx.WriteError(w, http.StatusBadRequest, "InvalidSlotForComponent", fmt.Sprintf("host boot flash has slots 0 and 1, not %d", *body.Slot))
+		httpx.WriteError(w, http.StatusBadRequest, codeInvalidSlotForComponent, fmt.Sprintf("host boot flash has slots 0 and 1, not %d", *body.Slot))
 		return
 	}
 	if _, ok := live(w, s, httpx.WriteError); !ok {
@@ -398,7 +401,7 @@ func (m *instance) updateStart(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	id, err := uuid.Parse(q.Get("id"))
 	if err != nil || len(q.Get("id")) != 36 {
-		httpx.WriteError(w, http.StatusBadRequest, "InvalidRequest", fmt.Sprintf("id %q is not a UUID", q.Get("id")))
+		httpx.WriteError(w, http.StatusBadRequest, noCode, fmt.Sprintf("id %q is not a UUID", q.Get("id")))
 		return
 	}
 	fw, ok := firmwareSlot(w, q.Get("firmware_slot"), comp, httpx.WriteError)
@@ -406,35 +409,35 @@ func (m *instance) updateStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if (comp == CompSP && fw != 0) || (comp == CompHost && fw > 1) {
-		httpx.WriteError(w, http.StatusBadRequest, "InvalidSlotForComponent",
+		httpx.WriteError(w, http.StatusBadRequest, codeInvalidSlotForComponent,
 			fmt.Sprintf("component %s cannot be updated in firmware slot %d", comp, fw))
 		return
 	}
 	if r.ContentLength > maxUpdateBody {
-		httpx.WriteError(w, http.StatusRequestEntityTooLarge, "ImageTooLarge", fmt.Sprintf("image exceeds %d bytes", maxUpdateBody))
+		httpx.WriteError(w, http.StatusBadRequest, codeImageTooLarge, fmt.Sprintf("image exceeds %d bytes", maxUpdateBody))
 		return
 	}
 	ir := newImageReader(http.MaxBytesReader(w, r.Body, maxUpdateBody))
 	if _, err := io.Copy(io.Discard, ir); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			httpx.WriteError(w, http.StatusRequestEntityTooLarge, "ImageTooLarge", fmt.Sprintf("image exceeds %d bytes", maxUpdateBody))
+			httpx.WriteError(w, http.StatusBadRequest, codeImageTooLarge, fmt.Sprintf("image exceeds %d bytes", maxUpdateBody))
 			return
 		}
-		httpx.WriteError(w, http.StatusBadRequest, "InvalidRequest", "reading image: "+err.Error())
+		httpx.WriteError(w, http.StatusBadRequest, noCode, "reading image: "+err.Error())
 		return
 	}
 	info := ir.info()
 	if info.Size == 0 {
-		httpx.WriteError(w, http.StatusBadRequest, "InvalidUpdateImage", "image is empty")
+		httpx.WriteError(w, http.StatusServiceUnavailable, codeUpdateFailed, updateFailedSPPrefix+"the image is empty")
 		return
 	}
 	if comp == CompSP && info.Header == nil {
-		httpx.WriteError(w, http.StatusBadRequest, "InvalidUpdateImage", "not an SP image: "+ir.hdrErr.Error())
+		httpx.WriteError(w, http.StatusServiceUnavailable, codeUpdateFailed, updateFailedSPPrefix+"invalid hubris archive: "+ir.hdrErr.Error())
 		return
 	}
 	if h := info.Header; h != nil && h.Component != "" && h.Component != comp {
-		httpx.WriteError(w, http.StatusBadRequest, "InvalidUpdateImage", fmt.Sprintf("image is for component %q, not %q", h.Component, comp))
+		httpx.WriteError(w, http.StatusServiceUnavailable, codeUpdateFailed, updateFailedSPPrefix+fmt.Sprintf("the image is for component %q, not %q", h.Component, comp))
 		return
 	}
 	now, ok := live(w, s, httpx.WriteError)
@@ -448,7 +451,7 @@ func (m *instance) updateStart(w http.ResponseWriter, r *http.Request) {
 	u, serr := s.prepare(now, id, comp, fw, info, m.url, false)
 	if serr != nil {
 		s.mu.Unlock()
-		httpx.WriteError(w, serr.status, serr.code, serr.msg)
+		serr.write(w)
 		return
 	}
 	s.mu.Unlock()
@@ -486,16 +489,16 @@ func (m *instance) updateAbort(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		ID *string `json:"id"`
 	}
-	if !httpx.ReadJSON(w, r, &body, 1<<10) {
+	if !readJSON(w, r, &body, 1<<10) {
 		return
 	}
 	if body.ID == nil {
-		httpx.WriteError(w, http.StatusBadRequest, "InvalidRequest", "id is required")
+		httpx.WriteError(w, http.StatusBadRequest, noCode, "id is required")
 		return
 	}
 	id, err := uuid.Parse(*body.ID)
 	if err != nil || len(*body.ID) != 36 {
-		httpx.WriteError(w, http.StatusBadRequest, "InvalidRequest", fmt.Sprintf("id %q is not a UUID", *body.ID))
+		httpx.WriteError(w, http.StatusBadRequest, noCode, fmt.Sprintf("id %q is not a UUID", *body.ID))
 		return
 	}
 	now, ok := live(w, s, httpx.WriteError)
@@ -505,7 +508,7 @@ func (m *instance) updateAbort(w http.ResponseWriter, r *http.Request) {
 	serr := s.abort(now, comp, id)
 	s.mu.Unlock()
 	if serr != nil {
-		httpx.WriteError(w, serr.status, serr.code, serr.msg)
+		serr.write(w)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -524,14 +527,12 @@ func (m *instance) reset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if comp != CompSP {
-		resetError(w, http.StatusBadRequest, "RequestUnsupportedForComponent", "only the sp component can be reset here")
+		resetError(w, http.StatusBadRequest, codeRequestUnsupportedForComponent, "only the sp component can be reset here")
 		return
 	}
 	if s.typ == "sled" && s.slot == m.rack.spec.MGSSleds[m.local] {
-		httpx.WriteJSON(w, http.StatusBadRequest, map[string]any{
-			"state": "reset_sp_of_local_sled", "error_code": "ResetSpOfLocalSled",
-			"message": "cannot reset SP of the sled hosting MGS", "request_id": strconv.FormatInt(time.Now().UnixNano(), 36),
-		})
+		// SpComponentResetError::ResetSpOfLocalSled is the bare tag.
+		httpx.WriteJSON(w, http.StatusBadRequest, map[string]any{"state": "reset_sp_of_local_sled"})
 		return
 	}
 	now, ok := live(w, s, resetError)
@@ -587,7 +588,7 @@ func (m *instance) hashSlot(w http.ResponseWriter, r *http.Request) (*sp, int, b
 		return nil, 0, false
 	}
 	if comp != CompHost {
-		httpx.WriteError(w, http.StatusBadRequest, "RequestUnsupportedForComponent", "slot hashing is only valid for host-boot-flash")
+		httpx.WriteError(w, http.StatusBadRequest, codeRequestUnsupportedForComponent, "slot hashing is only valid for host-boot-flash")
 		return nil, 0, false
 	}
 	fw, ok := firmwareSlot(w, r.PathValue("firmware_slot"), comp, httpx.WriteError)
@@ -595,7 +596,7 @@ func (m *instance) hashSlot(w http.ResponseWriter, r *http.Request) (*sp, int, b
 		return nil, 0, false
 	}
 	if fw > 1 {
-		httpx.WriteError(w, http.StatusBadRequest, "InvalidSlotForComponent", fmt.Sprintf("host boot flash has no slot %d", fw))
+		httpx.WriteError(w, http.StatusBadRequest, codeInvalidSlotForComponent, fmt.Sprintf("host boot flash has no slot %d", fw))
 		return nil, 0, false
 	}
 	return s, fw, true
@@ -647,18 +648,17 @@ func (m *instance) hashStart(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// phase2Get answers host-phase2-progress. By default (fleetsaga's rule) it
-// reports the SP's own record of the host's last fetched offset, whichever
-// MGS served it; ?view=legacy gives the real MGS's answer, only the
-// requests this MGS served itself.
+// phase2Get answers host-phase2-progress. Today's MGS (the default)
+// answers only with the last request it served itself, so the MGS the SP
+// did not attach to answers none. In the opt-in SPPhase2Record mode every
+// MGS answers with the SP's own record, whichever MGS served the fetch.
 func (m *instance) phase2Get(w http.ResponseWriter, r *http.Request) {
 	s, ok := m.lookup(w, r, httpx.WriteError)
 	if !ok {
 		return
 	}
 	var rec *phase2Record
-	switch view := r.URL.Query().Get("view"); view {
-	case "", "sp":
+	if m.rack.spec.SPPhase2Record {
 		if _, ok := live(w, s, httpx.WriteError); !ok {
 			return
 		}
@@ -667,15 +667,12 @@ func (m *instance) phase2Get(w http.ResponseWriter, r *http.Request) {
 			rec = &c
 		}
 		s.mu.Unlock()
-	case "legacy":
+	} else {
 		m.mu.Lock()
 		if c, ok := m.served[spKey(s.typ, s.slot)]; ok {
 			rec = &c
 		}
 		m.mu.Unlock()
-	default:
-		httpx.WriteError(w, http.StatusBadRequest, "InvalidRequest", fmt.Sprintf("view %q is not sp or legacy", view))
-		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, phase2Progress(rec, time.Now()))
 }
@@ -702,14 +699,17 @@ func (m *instance) phase2Delete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, ok := live(w, s, httpx.WriteError); !ok {
-		return
+	if m.rack.spec.SPPhase2Record {
+		if _, ok := live(w, s, httpx.WriteError); !ok {
+			return
+		}
+		s.phase2 = nil
+		s.mu.Unlock()
 	}
-	s.phase2 = nil
+	// Today's MGS forgets only its own record.
 	m.mu.Lock()
 	delete(m.served, spKey(s.typ, s.slot))
 	m.mu.Unlock()
-	s.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -717,22 +717,22 @@ func (m *instance) phase2Delete(w http.ResponseWriter, r *http.Request) {
 // size only).
 func (m *instance) phase2Upload(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength > maxPhase2Body {
-		httpx.WriteError(w, http.StatusRequestEntityTooLarge, "ImageTooLarge", fmt.Sprintf("image exceeds %d bytes", int64(maxPhase2Body)))
+		httpx.WriteError(w, http.StatusBadRequest, codeImageTooLarge, fmt.Sprintf("image exceeds %d bytes", int64(maxPhase2Body)))
 		return
 	}
 	ir := newImageReader(http.MaxBytesReader(w, r.Body, maxPhase2Body))
 	if _, err := io.Copy(io.Discard, ir); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			httpx.WriteError(w, http.StatusRequestEntityTooLarge, "ImageTooLarge", fmt.Sprintf("image exceeds %d bytes", int64(maxPhase2Body)))
+			httpx.WriteError(w, http.StatusBadRequest, codeImageTooLarge, fmt.Sprintf("image exceeds %d bytes", int64(maxPhase2Body)))
 			return
 		}
-		httpx.WriteError(w, http.StatusBadRequest, "InvalidRequest", "reading image: "+err.Error())
+		httpx.WriteError(w, http.StatusBadRequest, noCode, "reading image: "+err.Error())
 		return
 	}
 	info := ir.info()
 	if info.Size == 0 {
-		httpx.WriteError(w, http.StatusBadRequest, "InvalidRequest", "image is empty")
+		httpx.WriteError(w, http.StatusBadRequest, noCode, "image is empty")
 		return
 	}
 	m.addImage(info.SHA256, info.Size)

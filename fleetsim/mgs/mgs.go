@@ -9,6 +9,14 @@
 // truth for update state; MGS only delivers images in the background and
 // keeps no update state of its own (DOMAIN.md §A). Truth is at /truth/mgs.
 //
+// The default is today's MGS (DOMAIN.md §H): dropshot error bodies with
+// today's codes, SP refusals as 503 SpCommunicationFailed, no caboose for
+// host-boot-flash, startup options deciding whether the host fetches phase 2
+// through the SP, and host-phase2-progress answering only what that MGS
+// served. The SP's own phase 2 record is the opt-in spec.Rack.SPPhase2Record.
+// Every other difference from the real MGS is listed in
+// fleetsim/DEVIATIONS.md.
+//
 // Faults consulted (targets in fleetsim/faults):
 //
 //   - mgs_down mgs/<i>: every request to instance i gets 503
@@ -342,6 +350,7 @@ func (d *Domain) bootHost(s *sp, _ time.Time, startAt time.Time) {
 	s.host.boots++
 	s.host.state = HostBooting
 	s.host.attached = -1
+	s.host.phase2, s.host.phase2Source = "", ""
 	epoch := s.host.epoch
 	bootAt := startAt.Add(d.env.Scale(d.env.Spec.Timings.HostBootTime.Duration))
 	d.goBackground(func() {
@@ -363,10 +372,12 @@ func (d *Domain) bootHost(s *sp, _ time.Time, startAt time.Time) {
 			s.host.phase2 = ""
 			s.mu.Unlock()
 			return
-		case img.Phase2 == "":
-			// Phase 2 comes from the local disk (not simulated here).
+		case img.Phase2 == "" || !s.host.startup.Phase2RecoveryMode:
+			// Without phase2_recovery_mode in the SP's startup options
+			// the host boots the phase 2 on its disk (not simulated
+			// here), whatever phase 1 names.
 			s.host.state = HostRunning
-			s.host.phase2 = ""
+			s.host.phase2, s.host.phase2Source = "", Phase2FromDisk
 			s.mu.Unlock()
 			return
 		}
@@ -380,8 +391,10 @@ func (d *Domain) bootHost(s *sp, _ time.Time, startAt time.Time) {
 // fetchPhase2 is the host fetching its phase 2 image through the SP. The SP
 // asks both MGS instances and sticks with the first that answers until it
 // stops answering; then it tries the other after 500 ms, retries after 1 s
-// and gives up after 6 unanswered tries. The SP records the host's last
-// fetched offset (end of the chunk); each MGS records what it served itself.
+// and gives up after 6 unanswered tries. Each MGS records what it served
+// itself (the end of the chunk, so a finished fetch shows 100%); the SP
+// keeps its own record too, which MGS answers with only in the opt-in
+// SPPhase2Record mode.
 func (d *Domain) fetchPhase2(s *sp, epoch uint64, want string) {
 	rate := float64(d.env.Spec.Timings.Phase2BytesPerSecond) * d.env.Spec.SpeedUp
 	if rate <= 0 {
@@ -433,7 +446,7 @@ func (d *Domain) fetchPhase2(s *sp, epoch uint64, want string) {
 			served = true
 			if end >= uint64(size) {
 				s.host.state = HostRunning
-				s.host.phase2 = want
+				s.host.phase2, s.host.phase2Source = want, Phase2FromRecovery
 				s.mu.Unlock()
 				return
 			}

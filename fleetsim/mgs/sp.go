@@ -34,26 +34,29 @@ const (
 // Host states (truth only; the MGS API shows them through power state and
 // phase 2 progress).
 const (
-	HostRunning       = "running"
-	HostOff           = "off"     // power state A2
-	HostBooting       = "booting" // running phase 1 from flash
-	HostFetching      = "fetching_phase2"
-	HostPhase2Failed  = "phase2_failed" // gave up fetching phase 2
-	HostBootFailed    = "boot_failed"   // the active slot holds no valid image
-	failedUpdateCode  = 0x0d            // code the SP reports for an injected update failure
-	defaultBoard      = "gimlet-e"
-	defaultImageName  = "gimlet"
-	hostPrepareUnits  = 512 // erase sectors reported as preparing progress
-	phase2Tries       = 6   // the host gives up fetching after this many unanswered tries
-	deliveryTick      = 20 * time.Millisecond
-	phase2TryOther    = 500 * time.Millisecond
-	phase2Retry       = time.Second
-	spPrepareTime     = 2 * time.Second  // erase of the inactive SP bank
-	hostPrepareTime   = 10 * time.Second // erase of a 32 MiB host flash slot
-	hashTime          = 3 * time.Second  // SP hashing one host flash slot
-	maxUpdateBody     = 64 << 20
-	maxPhase2Body     = 1 << 30
-	phase2CachePerMGS = 2
+	HostRunning      = "running"
+	HostOff          = "off"     // power state A2
+	HostBooting      = "booting" // running phase 1 from flash
+	HostFetching     = "fetching_phase2"
+	HostPhase2Failed = "phase2_failed" // gave up fetching phase 2
+	HostBootFailed   = "boot_failed"   // the active slot holds no valid image
+	// Where a running host's phase 2 came from (truth).
+	Phase2FromDisk     = "disk"
+	Phase2FromRecovery = "recovery"
+	failedUpdateCode   = 0x0d // code the SP reports for an injected update failure
+	defaultBoard       = "gimlet-e"
+	defaultImageName   = "gimlet"
+	hostPrepareUnits   = 512 // erase sectors reported as preparing progress
+	phase2Tries        = 6   // the host gives up fetching after this many unanswered tries
+	deliveryTick       = 20 * time.Millisecond
+	phase2TryOther     = 500 * time.Millisecond
+	phase2Retry        = time.Second
+	spPrepareTime      = 2 * time.Second  // erase of the inactive SP bank
+	hostPrepareTime    = 10 * time.Second // erase of a 32 MiB host flash slot
+	hashTime           = 3 * time.Second  // SP hashing one host flash slot
+	maxUpdateBody      = 64 << 20
+	maxPhase2Body      = 1 << 30
+	phase2CachePerMGS  = 2
 )
 
 // slotImage is what one firmware slot holds.
@@ -166,6 +169,11 @@ type host struct {
 	boots      int
 	epoch      uint64
 	attached   int // rack-local MGS index the SP fetches phase 2 from; -1 none
+	// startup is what the host reads from the SP when it boots.
+	startup StartupOptions
+	// phase2Source says where the running host's phase 2 came from:
+	// "disk" or "recovery" (fetched through the SP).
+	phase2Source string
 }
 
 // sp is one simulated service processor.
@@ -200,12 +208,13 @@ func newSP(r *rack, s spec.Sled) *sp {
 			initialImage(CompSP, s.SP.Inactive),
 		},
 		host: host{
-			slots:      [2]slotImage{initialImage(CompHost, s.Host.Slots[0]), initialImage(CompHost, s.Host.Slots[1])},
-			persistent: s.Host.ActiveSlot,
-			transient:  -1,
-			state:      HostRunning,
-			bootedSlot: s.Host.ActiveSlot,
-			attached:   -1,
+			slots:        [2]slotImage{initialImage(CompHost, s.Host.Slots[0]), initialImage(CompHost, s.Host.Slots[1])},
+			persistent:   s.Host.ActiveSlot,
+			transient:    -1,
+			state:        HostRunning,
+			bootedSlot:   s.Host.ActiveSlot,
+			attached:     -1,
+			phase2Source: Phase2FromDisk,
 		},
 		updates: map[string]*update{},
 	}
@@ -226,39 +235,29 @@ func (s *sp) busy() *update {
 	return nil
 }
 
-// spErr is an SP-side refusal, turned into an MGS HTTP error.
-type spErr struct {
-	status int
-	code   string
-	msg    string
-}
-
-func (e *spErr) Error() string { return e.code + ": " + e.msg }
-
 // prepare starts an update of component after MGS received the whole image
 // (SP-side rules 1 and 2). It returns the new update; delivery is the
 // caller's job.
 func (s *sp) prepare(now time.Time, id uuid.UUID, component string, fwSlot int, info imageInfo, mgsURL int, foreign bool) (*update, *spErr) {
 	if u := s.busy(); u != nil {
 		if u.component != component {
-			return nil, &spErr{503, "OtherComponentUpdateInProgress",
-				fmt.Sprintf("SP is busy updating component %q (update %s)", u.component, u.id)}
+			return nil, refused(fmt.Sprintf("%s (%s, update %s)", msgOtherComponent, u.component, u.id))
 		}
-		return nil, &spErr{503, "UpdateInProgress",
+		return nil, &spErr{503, codeUpdateInProgress,
 			fmt.Sprintf("update %s of %s is %s", u.id, u.component, u.state)}
 	}
 	if cur := s.updates[component]; cur != nil && component == CompSP {
 		switch cur.state {
 		case StateComplete:
-			return nil, &spErr{503, "UpdateInProgress",
+			return nil, &spErr{503, codeUpdateInProgress,
 				fmt.Sprintf("update %s is complete; the SP must be reset before another update", cur.id)}
 		case StateFailed:
-			return nil, &spErr{503, "UpdateInProgress",
+			return nil, &spErr{503, codeUpdateInProgress,
 				fmt.Sprintf("update %s failed; it must be aborted before another update", cur.id)}
 		}
 	}
 	if info.Size == 0 {
-		return nil, &spErr{400, "InvalidUpdateImage", "image is empty"}
+		return nil, &spErr{503, codeUpdateFailed, updateFailedSPPrefix + "the image is empty"}
 	}
 	prep := spPrepareTime
 	if component == CompHost {
@@ -338,23 +337,22 @@ func (s *sp) status(now time.Time, component string) map[string]any {
 	}
 }
 
-// abort implements SP-side rule 4.
+// abort implements SP-side rule 4: an update with another ID in progress
+// and an update already complete are refused; an update already aborted,
+// or no update in progress at all, is success that changes nothing.
 func (s *sp) abort(now time.Time, component string, id uuid.UUID) *spErr {
-	u := s.updates[component]
-	if u == nil {
-		if b := s.busy(); b != nil {
-			return &spErr{400, "InvalidUpdateId", fmt.Sprintf("update %s of component %q is in progress, not %s", b.id, b.component, id)}
-		}
-		return &spErr{400, "UpdateNotPrepared", "no update of component " + component + " to abort"}
+	if b := s.busy(); b != nil && (b.component != component || b.id != id) {
+		return refused(fmt.Sprintf("%s (update %s of %s is in progress, not %s)", msgAbortOtherID, b.id, b.component, id))
 	}
-	if u.id != id {
-		return &spErr{400, "InvalidUpdateId", fmt.Sprintf("current update of %s is %s, not %s", component, u.id, id)}
+	u := s.updates[component]
+	if u == nil || u.id != id {
+		return nil
 	}
 	switch u.state {
 	case StateAborted:
 		return nil
 	case StateComplete:
-		return &spErr{400, "UpdateAlreadyComplete", fmt.Sprintf("update %s is already complete; too late to abort", id)}
+		return refused(fmt.Sprintf("%s (update %s); too late to abort", msgAbortComplete, id))
 	}
 	u.state = StateAborted
 	u.end(StateAborted, "", now)

@@ -61,8 +61,14 @@ type HostTruth struct {
 	TransientSlot  *int         `json:"transient_slot,omitempty"`
 	State          string       `json:"state"`
 	BootedSlot     int          `json:"booted_slot"`
-	BootedPhase2   string       `json:"booted_phase2,omitempty"`
-	Boots          int          `json:"boots"`
+	// BootedPhase2 is the phase 2 image fetched through the SP; empty when
+	// Phase2Source is "disk".
+	BootedPhase2 string `json:"booted_phase2,omitempty"`
+	// Phase2Source: "recovery" (fetched through the SP) or "disk".
+	Phase2Source string `json:"phase2_source,omitempty"`
+	// StartupOptions are what the host reads from the SP at boot.
+	StartupOptions StartupOptions `json:"startup_options"`
+	Boots          int            `json:"boots"`
 	// AttachedMGS is the MGS (URL index) the SP fetches phase 2 from.
 	AttachedMGS *int `json:"attached_mgs,omitempty"`
 	// Phase2 is the SP's record of the host's last fetched offset.
@@ -111,6 +117,7 @@ func (s *sp) truth(now time.Time) SPTruth {
 	t.Host = HostTruth{
 		Slots: s.host.slots, ActiveSlot: s.hostActive(), PersistentSlot: s.host.persistent,
 		State: s.host.state, BootedSlot: s.host.bootedSlot, BootedPhase2: s.host.phase2, Boots: s.host.boots,
+		Phase2Source: s.host.phase2Source, StartupOptions: s.host.startup,
 	}
 	if s.host.transient >= 0 {
 		v := s.host.transient

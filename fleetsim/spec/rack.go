@@ -15,6 +15,12 @@ type Rack struct {
 	// (index = MGS instance). That MGS refuses to reset its own sled's SP.
 	MGSSleds []int  `json:"mgsSleds"`
 	Sleds    []Sled `json:"sleds"`
+	// SPPhase2Record is an opt-in mode (the seed's proposal, not today's
+	// MGS): each SP keeps its own record of its host's phase 2 fetch and
+	// every MGS answers host-phase2-progress from it, whichever MGS served
+	// the fetch. Off (today's MGS): each MGS answers only with the requests
+	// it served itself. See fleetsim/DEVIATIONS.md.
+	SPPhase2Record bool `json:"spPhase2Record,omitempty"`
 }
 
 // Sled is one compute sled: its SP, its host boot flash and its zones.

@@ -1,0 +1,143 @@
+package activities_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/fleet/mgs"
+	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+)
+
+// These tests run the activities against fleetsim speaking today's MGS
+// contract, where SP refusals come back as 503 SpCommunicationFailed.
+
+// An inactive slot without a valid image (normal after a reset
+// mid-update) is an answer of the precheck, in one attempt, not a
+// transient error to retry for half an hour.
+func TestMGSPrecheckReadsInvalidInactiveSlot(t *testing.T) {
+	m := newMGSAct(t, func(s *spec.Spec) { s.Racks[0].Sleds[2].SP.Inactive = "" })
+	pre, err := exec[activities.PrecheckResult](m, m.a.MGSPrecheck, activities.PrecheckInput{SP: sled2, Component: mgs.ComponentSP})
+	require.NoError(t, err)
+	assert.True(t, pre.Active.Valid)
+	assert.False(t, pre.Inactive.Valid, "no valid image in the inactive slot")
+	assert.Empty(t, pre.Inactive.Version)
+}
+
+// An abort the SP refuses is told apart from a transient failure by the
+// SP's status, re-read: too late after completion, not current while
+// another update runs.
+func TestMGSAbortDecidedFromTheSPState(t *testing.T) {
+	m := newMGSAct(t)
+	id := uuid.New()
+	m.start(m.artifact("1.1.0"), id)
+	require.Equal(t, activities.WaitComplete, m.wait(id, true).Outcome)
+	res, err := exec[string](m, m.a.MGSAbortUpdate, activities.AbortInput{SP: sled2, Component: mgs.ComponentSP, UpdateID: id, Reason: "test"})
+	require.NoError(t, err)
+	assert.Equal(t, activities.AbortTooLate, res)
+	assert.Equal(t, "complete", m.truth().Updates["sp"]["state"], "a complete update stays complete")
+
+	m2 := newMGSAct(t)
+	running := uuid.New()
+	m2.start(m2.artifact("1.1.0"), running)
+	res, err = exec[string](m2, m2.a.MGSAbortUpdate, activities.AbortInput{SP: sled2, Component: mgs.ComponentSP, UpdateID: uuid.New(), Reason: "test"})
+	require.NoError(t, err)
+	assert.Equal(t, activities.AbortNotCurrent, res)
+	assert.Equal(t, activities.WaitComplete, m2.wait(running, true).Outcome, "the running update was left alone")
+}
+
+// Host boot flash: the precheck knows slots by their phase 1 hash; the
+// post-update sets phase2_recovery_mode so the host fetches phase 2
+// through the SP, and the wait clears it once the SP reports the boot.
+func TestHostRecoveryModeForTheBootOnly(t *testing.T) {
+	m := newMGSAct(t)
+	p2 := simmgs.MakePhase2Image("2", 64<<10)
+	p2Path := filepath.Join(m.dir, "p2.bin")
+	require.NoError(t, os.WriteFile(p2Path, p2, 0o644))
+	p2Ref := activities.ArtifactRef{Version: "2", SHA256: simmgs.SHA256Hex(p2), Path: p2Path}
+	p1Path := filepath.Join(m.dir, "p1.bin")
+	p1sum, err := simmgs.WriteImageFile(p1Path, simmgs.ImageHeader{Component: simmgs.CompHost, Version: "2", Phase2: p2Ref.SHA256}, 32<<10)
+	require.NoError(t, err)
+	id := uuid.New()
+	_, err = exec[activities.StartUpdateResult](m, m.a.MGSStartUpdate, activities.StartUpdateInput{
+		SP: sled2, Component: mgs.ComponentHostBootFlash, FirmwareSlot: 1, UpdateID: id,
+		Artifact: activities.ArtifactRef{Version: "2", SHA256: p1sum, Path: p1Path}})
+	require.NoError(t, err)
+	wr, err := exec[activities.WaitUpdateResult](m, m.a.MGSWaitUpdate, activities.WaitUpdateInput{
+		SP: sled2, Component: mgs.ComponentHostBootFlash, UpdateID: id, Ours: true, PollInterval: 10 * time.Millisecond, ProgressTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, activities.WaitComplete, wr.Outcome)
+
+	pre, err := exec[activities.PrecheckResult](m, m.a.MGSPrecheck, activities.PrecheckInput{SP: sled2, Component: mgs.ComponentHostBootFlash})
+	require.NoError(t, err)
+	assert.Equal(t, p1sum, pre.Inactive.SHA256, "the written slot is known by its phase 1 hash")
+	assert.Empty(t, pre.Inactive.Version, "the host boot flash has no caboose")
+
+	_, err = m.env.ExecuteActivity(m.a.HostPostUpdate, activities.HostPostUpdateInput{SP: sled2, NewSlot: 1, Phase2: p2Ref})
+	require.NoError(t, err)
+	assert.True(t, m.truth().Host.StartupOptions.Phase2RecoveryMode, "set before the power cycle")
+	res, err := exec[activities.HostWaitBootResult](m, m.a.HostWaitBoot, activities.HostWaitBootInput{
+		SP: sled2, NewSlot: 1, Phase2SHA256: p2Ref.SHA256, Timeout: 10 * time.Second, PollInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	assert.True(t, res.Booted)
+	assert.EqualValues(t, 64<<10, res.Offset, "progress reaches 100%")
+	tr := m.truth()
+	assert.Equal(t, simmgs.Phase2FromRecovery, tr.Host.Phase2Source)
+	assert.Equal(t, p2Ref.SHA256, tr.Host.BootedPhase2)
+	assert.False(t, tr.Host.StartupOptions.Phase2RecoveryMode, "cleared once the SP reports the boot")
+
+	// A boot that never completes leaves no recovery mode behind either.
+	c := mgs.New(m.sim.URL+"/mgs/1", nil)
+	opts, err := c.StartupOptions(context.Background(), sled2)
+	require.NoError(t, err)
+	opts.Phase2RecoveryMode = true
+	require.NoError(t, c.SetStartupOptions(context.Background(), sled2, opts))
+	_, err = m.env.ExecuteActivity(m.a.HostWaitBoot, activities.HostWaitBootInput{
+		SP: sled2, NewSlot: 1, Phase2SHA256: "ab" + p2Ref.SHA256[2:], Timeout: 200 * time.Millisecond, PollInterval: 10 * time.Millisecond})
+	assert.Equal(t, activities.ErrTypeHostBootTimeout, mgsErrType(err))
+	assert.False(t, m.truth().Host.StartupOptions.Phase2RecoveryMode, "cleared when the boot timed out")
+}
+
+// A retry of the host's post-update after the power cycle happened (its
+// reply or its ledger record lost) must not power-cycle the booting host
+// again: the SP's own state tells the cycle is done.
+func TestHostPostUpdateRetryDoesNotCycleAgain(t *testing.T) {
+	m := newMGSAct(t)
+	p2 := simmgs.MakePhase2Image("2", 64<<10)
+	p2Path := filepath.Join(m.dir, "p2.bin")
+	require.NoError(t, os.WriteFile(p2Path, p2, 0o644))
+	p2Ref := activities.ArtifactRef{Version: "2", SHA256: simmgs.SHA256Hex(p2), Path: p2Path}
+	p1Path := filepath.Join(m.dir, "p1.bin")
+	p1sum, err := simmgs.WriteImageFile(p1Path, simmgs.ImageHeader{Component: simmgs.CompHost, Version: "2", Phase2: p2Ref.SHA256}, 32<<10)
+	require.NoError(t, err)
+	id := uuid.New()
+	_, err = exec[activities.StartUpdateResult](m, m.a.MGSStartUpdate, activities.StartUpdateInput{
+		SP: sled2, Component: mgs.ComponentHostBootFlash, FirmwareSlot: 1, UpdateID: id,
+		Artifact: activities.ArtifactRef{Version: "2", SHA256: p1sum, Path: p1Path}})
+	require.NoError(t, err)
+	wr, err := exec[activities.WaitUpdateResult](m, m.a.MGSWaitUpdate, activities.WaitUpdateInput{
+		SP: sled2, Component: mgs.ComponentHostBootFlash, UpdateID: id, Ours: true, PollInterval: 10 * time.Millisecond, ProgressTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, activities.WaitComplete, wr.Outcome)
+
+	in := activities.HostPostUpdateInput{SP: sled2, AttemptID: id, NewSlot: 1, Phase2: p2Ref}
+	_, err = m.env.ExecuteActivity(m.a.HostPostUpdate, in)
+	require.NoError(t, err)
+	// The same activity again: a retry after a lost reply (no ledger here).
+	_, err = m.env.ExecuteActivity(m.a.HostPostUpdate, in)
+	require.NoError(t, err)
+	assert.Equal(t, 1, m.truth().Host.Boots, "the host was power-cycled once")
+
+	res, err := exec[activities.HostWaitBootResult](m, m.a.HostWaitBoot, activities.HostWaitBootInput{
+		SP: sled2, NewSlot: 1, Phase2SHA256: p2Ref.SHA256, Timeout: 10 * time.Second, PollInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	assert.True(t, res.Booted)
+}
