@@ -11,7 +11,7 @@ UI_PORT   ?= 8233
 
 export FLEETSAGA_TEMPORAL_BIN := $(TEMPORAL)
 
-.PHONY: all build tools test unit lint browser demo up down bench chaos clean $(BINS)
+.PHONY: all build tools test unit lint browser systemd demo up down bench chaos clean $(BINS)
 
 all: build
 
@@ -38,7 +38,7 @@ $(WFCHECK):
 # Everything CI needs: lint, then unit + integration tests against a real
 # Temporal dev server and PostgreSQL (DATABASE_URL if it answers, else a
 # private cluster), all started and stopped here.
-test: tools build lint browser
+test: tools build lint browser systemd
 	bin/devstack run --dir .stack/test --ui-port 0 --database fleetsaga_test -- $(GO) test $(TEST_FLAGS) ./...
 
 # The Web UI end-to-end test drives Debian's headless chromium.
@@ -48,6 +48,14 @@ browser:
 	    echo "installing Debian's chromium for the Web UI test"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "the Web UI test needs chromium: install it (Debian: apt-get install chromium)"; exit 1; fi; }
+
+# The deployment test checks the worker's unit with systemd-analyze.
+systemd:
+	@command -v systemd-analyze >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian's systemd for the unit file test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null; \
+	  else echo "the unit file test needs systemd-analyze: install it (Debian: apt-get install systemd)"; exit 1; fi; }
 
 # Unit tests only (no stack).
 unit:
