@@ -350,10 +350,15 @@ func (a *ZoneActivities) PutConfigWithoutZone(ctx context.Context, in ZonePutInp
 	}
 	c := a.sled(in.Sled)
 	delay := max(in.RetryInitial, 10*time.Millisecond)
-	// accepted: the last PUT (or a concurrent change) was accepted, so the
-	// next inventory read should show the sled moved on. If it does not,
-	// the re-reads are paced and bounded by the deadline, not a tight loop.
+	// accepted: the last PUT was accepted, so the next inventory read should
+	// show the sled moved on. If it does not, the re-reads are paced and
+	// bounded by the deadline, not a tight loop.
 	accepted := false
+	// rejected: the last PUT got a 400. The real sled-agent's 400s carry no
+	// error_code, so the re-read decides: a sled that moved on to our
+	// generation or past it is handled above (done, or rebase); one still
+	// below it refused the config itself, which retrying cannot change.
+	var rejected error
 	for {
 		activity.RecordHeartbeat(ctx, hb)
 		inv, err := c.InventoryOf(ctx, in.Sled)
@@ -370,15 +375,21 @@ func (a *ZoneActivities) PutConfigWithoutZone(ctx context.Context, in ZonePutInp
 				return res, a.event(ctx, in.AttemptID, fmt.Sprintf("zone.config.%d", in.ExpungedAsOf), "", fmt.Sprintf(
 					"sled %s ledgered generation %d without zone %s after %d PUT attempts", in.Sled, gen, in.Zone, hb.Attempts))
 			}
+			if rejected != nil {
+				return ZonePutResult{}, sledAgentErr(in.Sled, fmt.Errorf("%w (the sled is still at generation %d)", rejected, gen))
+			}
 			if inv.LedgeredSledConfig == nil {
 				return ZonePutResult{}, zoneFail(ErrTypeSledAgent, "sled %s has no ledgered config to remove zone %s from", in.Sled, in.Zone)
 			}
 			if !accepted {
 				hb.Attempts++
 				err = c.PutOmicronConfig(ctx, inv.LedgeredSledConfig.WithoutZone(in.ExpungedAsOf, in.Zone))
-				// Ledgered, or someone else moved the sled on meanwhile:
-				// the next inventory read tells which.
-				accepted = err == nil || sledagent.IsGenerationOutdated(err) || sledagent.IsConfigurationChanged(err)
+				if sledagent.IsBadRequest(err) {
+					// Someone else may have ledgered meanwhile: re-read at once.
+					rejected, hb.LastError = err, err.Error()
+					continue
+				}
+				accepted = err == nil
 				if accepted {
 					continue
 				}
@@ -426,10 +437,12 @@ type ZoneGoneResult struct {
 	ObservedGeneration uint64 `json:"observedGeneration"`
 }
 
-// AwaitZoneGone is step 4: poll inventory until the sled's ledgered
-// generation is >= ExpungedAsOf and the zone is absent from the zones the
-// sled has (running or failed to shut down). It then marks the zone
-// ready_for_cleanup in the ledger.
+// AwaitZoneGone is step 4: poll inventory until it proves the zone removed
+// (sledagent.Inventory.ZoneGone: generation >= ExpungedAsOf ledgered and
+// reconciled, the zone absent and not failing). Today's sled-agent removes
+// zones after the PUT returned and retries failed removals itself, so this
+// is where a failing removal waits. It then marks the zone ready_for_cleanup
+// in the ledger.
 func (a *ZoneActivities) AwaitZoneGone(ctx context.Context, in ZoneGoneInput) (ZoneGoneResult, error) {
 	c := a.sled(in.Sled)
 	every := max(in.PollInterval, 10*time.Millisecond)
@@ -440,20 +453,20 @@ func (a *ZoneActivities) AwaitZoneGone(ctx context.Context, in ZoneGoneInput) (Z
 		switch {
 		case err == nil:
 			gen := inv.LedgeredGeneration()
-			present, res := inv.ZonePresent(in.Zone)
 			_, inConfig := zoneKind(inv, in.Zone)
 			if gen >= in.ExpungedAsOf && inConfig {
 				return ZoneGoneResult{}, zoneFail(ErrTypeZoneReinstated,
 					"sled %s ledgered generation %d with zone %s back in it", in.Sled, gen, in.Zone)
 			}
-			if gen >= in.ExpungedAsOf && !present {
+			gone, why := inv.ZoneGone(in.Zone, in.ExpungedAsOf)
+			if gone {
 				if _, err := a.Store.MarkZoneReadyForCleanup(ctx, in.Zone, gen); err != nil {
 					return ZoneGoneResult{}, err
 				}
 				return ZoneGoneResult{ObservedGeneration: gen}, a.event(ctx, in.AttemptID, "zone.ready_for_cleanup", "",
 					fmt.Sprintf("inventory: sled %s at generation %d, zone %s gone", in.Sled, gen, in.Zone))
 			}
-			last = fmt.Sprintf("generation %d (need %d), zone present %v (%s %s)", gen, in.ExpungedAsOf, present, res.Result, res.Message)
+			last = why
 		case !sledagent.IsRetryable(err):
 			return ZoneGoneResult{}, sledAgentErr(in.Sled, err)
 		default:

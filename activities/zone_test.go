@@ -39,10 +39,15 @@ type zoneFixture struct {
 }
 
 func newZoneFixture(t *testing.T, nexusOnSled1 bool) *zoneFixture {
+	return newZoneFixtureMode(t, nexusOnSled1, "")
+}
+
+// newZoneFixtureMode is newZoneFixture with the rack's sled-agent mode.
+func newZoneFixtureMode(t *testing.T, nexusOnSled1 bool, mode string) *zoneFixture {
 	env := testenv.New(t)
 	f := &zoneFixture{env: env, ntp: uuid.New(), nexusA: uuid.New(), nexusB: uuid.New()}
 	s := &spec.Spec{Seed: 3, SpeedUp: 100, Timings: spec.DefaultTimings()}
-	rack := spec.Rack{ID: "r", MGSSleds: []int{0, 1}}
+	rack := spec.Rack{ID: "r", MGSSleds: []int{0, 1}, SledAgentMode: mode}
 	zones := [][]spec.Zone{{{ID: f.ntp, Kind: "internal_ntp"}, {ID: f.nexusA, Kind: "nexus"}}, {}}
 	if nexusOnSled1 {
 		zones[1] = []spec.Zone{{ID: f.nexusB, Kind: "nexus"}}
@@ -142,8 +147,9 @@ func TestPrecheckZoneExpunge(t *testing.T) {
 	assert.Equal(t, activities.ErrTypeLastNexusZone, appErrType(err), "A is expunged, so B is the last: %v", err)
 }
 
+// Opt-in mode: the PUT fails while the removal fails; it is retried.
 func TestPutConfigWithoutZoneRetriesThroughRemovalFailures(t *testing.T) {
-	f := newZoneFixture(t, true)
+	f := newZoneFixtureMode(t, true, spec.SledAgentRemoveBeforeLedger)
 	f.expunge(t, f.nexusA, 4)
 	f.arm(t, faults.Fault{Kind: faults.ZoneRemovalFailure, Target: "zone/" + f.nexusA.String(), Times: 2})
 	in := activities.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0], Zone: f.nexusA, ExpungedAsOf: 4,
@@ -169,7 +175,7 @@ func TestPutConfigWithoutZoneRetriesThroughRemovalFailures(t *testing.T) {
 }
 
 func TestPutConfigWithoutZoneGivesUpAtDeadline(t *testing.T) {
-	f := newZoneFixture(t, true)
+	f := newZoneFixtureMode(t, true, spec.SledAgentRemoveBeforeLedger)
 	f.expunge(t, f.nexusA, 4)
 	f.arm(t, faults.Fault{Kind: faults.ZoneRemovalFailure, Target: "zone/" + f.nexusA.String()}) // until cleared
 	_, err := f.tenv.ExecuteActivity(f.acts.PutConfigWithoutZone, activities.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0],
@@ -297,12 +303,13 @@ func TestChooseSagaOwner(t *testing.T) {
 	_, err = choose(activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA})
 	assert.Equal(t, activities.ErrTypeNoLiveNexus, appErrType(err), "B's sled not listed")
 
-	// A Nexus whose removal failed is not live (its result is err).
+	// A Nexus being removed is not live: out of its sled's ledger (today's
+	// sled-agent ledgers first), its removal failing either way.
 	f.arm(t, faults.Fault{Kind: faults.ZoneRemovalFailure, Target: "zone/" + f.nexusB.String(), Times: 1})
 	c := sledagent.New(f.env.Endpoints(f.sim).SledAgentURL(f.sleds[1].String()), nil)
 	inv, err := c.Inventory(context.Background())
 	require.NoError(t, err)
-	require.Error(t, c.PutOmicronConfig(context.Background(), inv.LedgeredSledConfig.WithoutZone(4, f.nexusB)))
+	_ = c.PutOmicronConfig(context.Background(), inv.LedgeredSledConfig.WithoutZone(4, f.nexusB))
 	_, err = choose(activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA, RackSleds: f.sleds})
 	assert.Equal(t, activities.ErrTypeNoLiveNexus, appErrType(err))
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/fleet/nexusdb"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 )
 
@@ -53,7 +54,7 @@ func assertSagaInvariants(t *testing.T, db *sql.DB) {
 
 func TestNexusInstancesClaimAndFinishSagas(t *testing.T) {
 	url, db := nexusDB(t)
-	s := rackSpec(t, []string{"ntp", "nexus"}, []string{"nexus"})
+	s := rackSpec(t, []string{"internal_ntp", "nexus"}, []string{"nexus"})
 	srv := startSim(t, s, url)
 	a, b := s.Racks[0].Sleds[0].Zones[1].ID, s.Racks[0].Sleds[1].Zones[0].ID
 
@@ -85,11 +86,11 @@ func TestNexusInstancesClaimAndFinishSagas(t *testing.T) {
 // claims after that.
 func TestRunningNexusKeepsClaimingUntilZoneRemoved(t *testing.T) {
 	url, db := nexusDB(t)
-	s := rackSpec(t, []string{"ntp", "nexus"}, []string{"nexus"})
+	s := rackSpecMode(t, spec.SledAgentRemoveBeforeLedger, []string{"internal_ntp", "nexus"}, []string{"nexus"})
 	srv := startSim(t, s, url)
 	sl := s.Racks[0].Sleds[0]
 	a, b := sl.Zones[1].ID, s.Racks[0].Sleds[1].Zones[0].ID
-	c := client(srv, sl.ID)
+	c := client(t, srv, sl.ID)
 	armFault(t, srv, faults.Fault{Kind: faults.ZoneRemovalFailure, Target: "zone/" + a.String(), Times: 3})
 	next := inventory(t, c).LedgeredSledConfig.WithoutZone(4, a)
 
@@ -127,7 +128,7 @@ func TestRunningNexusKeepsClaimingUntilZoneRemoved(t *testing.T) {
 // bumped) are adopted by it and finished; none is lost or run twice.
 func TestNexusAdoptsReassignedSagas(t *testing.T) {
 	url, db := nexusDB(t)
-	s := rackSpec(t, []string{"ntp", "nexus"}, []string{"nexus"})
+	s := rackSpec(t, []string{"internal_ntp", "nexus"}, []string{"nexus"})
 	s.Timings.SagaRunTime.Duration = 100 * time.Second // 1 s: A's sagas outlive A
 	srv := startSim(t, s, url)
 	sl := s.Racks[0].Sleds[0]
@@ -140,8 +141,9 @@ func TestNexusAdoptsReassignedSagas(t *testing.T) {
 		n, err := ndb.CountUnfinished(ctx, a)
 		return err == nil && n >= 3
 	}, 10*time.Second, 10*time.Millisecond)
-	c := client(srv, sl.ID)
+	c := client(t, srv, sl.ID)
 	require.NoError(t, c.PutOmicronConfig(ctx, inventory(t, c).LedgeredSledConfig.WithoutZone(4, a)))
+	awaitZoneGone(t, c, a, 4) // ledgered is not removed: inventory is the proof
 	orphans, err := ndb.CountUnfinished(ctx, a)
 	require.NoError(t, err)
 	require.Positive(t, orphans, "the removed Nexus left unfinished sagas")
