@@ -75,10 +75,6 @@ func NewZoneActivities(store *ledger.Store, ep fleet.Endpoints, hc *http.Client,
 	return z
 }
 
-func (a *ZoneActivities) sled(id uuid.UUID) *sledagent.Client {
-	return sledagent.New(a.Fleet.SledAgentURL(id.String()), a.HTTP)
-}
-
 // sledAgentErr is the one place that turns a sled-agent client error into an
 // activity error: retryable ones stay plain (Temporal retries), others
 // become typed non-retryable errors.
@@ -150,9 +146,9 @@ type ZonePrecheck struct {
 // is already expunged, and (Nexus) that another in-service Nexus remains.
 func (a *ZoneActivities) PrecheckZoneExpunge(ctx context.Context, in ZonePrecheckInput) (ZonePrecheck, error) {
 	var out ZonePrecheck
-	inv, err := a.sled(in.Sled).InventoryOf(ctx, in.Sled)
+	inv, err := a.inventory(ctx, in.Sled)
 	if err != nil {
-		return out, sledAgentErr(in.Sled, err)
+		return out, err
 	}
 	existing, err := a.Store.ZoneDisposition(ctx, in.Zone)
 	switch {
@@ -196,22 +192,11 @@ func (a *ZoneActivities) PrecheckZoneExpunge(ctx context.Context, in ZonePrechec
 		}
 		if len(others) == 0 {
 			return out, zoneFail(ErrTypeLastNexusZone,
-				"refusing to expunge Nexus zone %s: it is the last in-service Nexus zone among sleds %v (list every rack sled in rackSleds)",
-				in.Zone, rackSleds(in.Sled, in.RackSleds))
+				"refusing to expunge Nexus zone %s: no other in-service Nexus zone found on the rack's sleds that answered", in.Zone)
 		}
 		out.OtherNexus = others
 	}
 	return out, nil
-}
-
-func rackSleds(sled uuid.UUID, rack []uuid.UUID) []uuid.UUID {
-	out := []uuid.UUID{sled}
-	for _, s := range rack {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // nexusZone is a Nexus zone seen in a sled's inventory.
@@ -220,13 +205,25 @@ type nexusZone struct {
 	running bool // present with result ok
 }
 
-// nexusZones lists the Nexus zones in the ledgered configs of the rack's sleds.
-func (a *ZoneActivities) nexusZones(ctx context.Context, sled uuid.UUID, rack []uuid.UUID) ([]nexusZone, error) {
-	var out []nexusZone
-	for _, s := range rackSleds(sled, rack) {
-		inv, err := a.sled(s).InventoryOf(ctx, s)
+// nexusZones lists the Nexus zones in the ledgered configs of the rack's
+// sleds. The zone's own sled must answer; another sled that does not (down,
+// unknown, or out for a while) is skipped and named in skipped: its Nexus
+// zones can neither be counted as in service nor chosen as an owner, which
+// errs on the safe side for both.
+func (a *ZoneActivities) nexusZones(ctx context.Context, sled uuid.UUID, given []uuid.UUID) (zones []nexusZone, skipped []string, err error) {
+	rack, err := a.rackSleds(ctx, sled, given)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, s := range rack {
+		inv, err := a.inventory(ctx, s)
 		if err != nil {
-			return nil, sledAgentErr(s, err)
+			if s == sled || ctx.Err() != nil {
+				return nil, nil, err
+			}
+			activity.GetLogger(ctx).Warn("sled skipped: its inventory does not answer", "sled", s, "error", err)
+			skipped = append(skipped, fmt.Sprintf("%s (%v)", s, err))
+			continue
 		}
 		if inv.LedgeredSledConfig == nil {
 			continue
@@ -236,16 +233,16 @@ func (a *ZoneActivities) nexusZones(ctx context.Context, sled uuid.UUID, rack []
 				continue
 			}
 			present, res := inv.ZonePresent(id)
-			out = append(out, nexusZone{id: id, running: present && res.Result == sledagent.ResultOK})
+			zones = append(zones, nexusZone{id: id, running: present && res.Result == sledagent.ResultOK})
 		}
 	}
-	return out, nil
+	return zones, skipped, nil
 }
 
 // inServiceNexus returns the Nexus zones other than zone that the ledger has
 // not expunged.
 func (a *ZoneActivities) inServiceNexus(ctx context.Context, sled uuid.UUID, rack []uuid.UUID, zone uuid.UUID) ([]uuid.UUID, error) {
-	zs, err := a.nexusZones(ctx, sled, rack)
+	zs, _, err := a.nexusZones(ctx, sled, rack)
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +345,10 @@ func (a *ZoneActivities) PutConfigWithoutZone(ctx context.Context, in ZonePutInp
 	if activity.HasHeartbeatDetails(ctx) {
 		_ = activity.GetHeartbeatDetails(ctx, &hb)
 	}
-	c := a.sled(in.Sled)
+	c, err := a.sled(ctx, in.Sled)
+	if err != nil {
+		return ZonePutResult{}, err
+	}
 	delay := max(in.RetryInitial, 10*time.Millisecond)
 	// accepted: the last PUT was accepted, so the next inventory read should
 	// show the sled moved on. If it does not, the re-reads are paced and
@@ -444,7 +444,10 @@ type ZoneGoneResult struct {
 // is where a failing removal waits. It then marks the zone ready_for_cleanup
 // in the ledger.
 func (a *ZoneActivities) AwaitZoneGone(ctx context.Context, in ZoneGoneInput) (ZoneGoneResult, error) {
-	c := a.sled(in.Sled)
+	c, err := a.sled(ctx, in.Sled)
+	if err != nil {
+		return ZoneGoneResult{}, err
+	}
 	every := max(in.PollInterval, 10*time.Millisecond)
 	var last string
 	for {
@@ -495,7 +498,7 @@ type ZoneOwnerInput struct {
 // (inventory result ok) and not expunged in the ledger. Preferred wins when
 // it is live; otherwise the lowest zone ID, so a retry picks the same one.
 func (a *ZoneActivities) ChooseSagaOwner(ctx context.Context, in ZoneOwnerInput) (uuid.UUID, error) {
-	zs, err := a.nexusZones(ctx, in.Sled, in.RackSleds)
+	zs, skipped, err := a.nexusZones(ctx, in.Sled, in.RackSleds)
 	if err != nil {
 		return uuid.Nil, err
 	}
@@ -520,8 +523,8 @@ func (a *ZoneActivities) ChooseSagaOwner(ctx context.Context, in ZoneOwnerInput)
 		return uuid.Nil, zoneFail(ErrTypeNoLiveNexus, "requested new saga owner %s is not a live Nexus zone (live: %v)", in.Preferred, live)
 	}
 	if len(live) == 0 {
-		return uuid.Nil, zoneFail(ErrTypeNoLiveNexus, "no live Nexus zone among sleds %v can adopt the sagas of %s",
-			rackSleds(in.Sled, in.RackSleds), in.Zone)
+		return uuid.Nil, zoneFail(ErrTypeNoLiveNexus, "no live Nexus zone on the rack's sleds can adopt the sagas of %s (sleds that did not answer: %v)",
+			in.Zone, skipped)
 	}
 	slices.SortFunc(live, func(x, y uuid.UUID) int { return strings.Compare(x.String(), y.String()) })
 	return live[0], nil

@@ -18,9 +18,10 @@ import (
 type ZoneExpungeInput struct {
 	Sled uuid.UUID `json:"sled"`
 	Zone uuid.UUID `json:"zone"`
-	// RackSleds are the sleds whose inventories count the in-service Nexus
-	// zones left and offer the live Nexus that adopts the sagas (Sled is
-	// always included). Needed when the zone is a Nexus.
+	// RackSleds are extra sleds whose inventories count the in-service
+	// Nexus zones left and offer the live Nexus that adopts the sagas. The
+	// rack's sleds come from Nexus's sled table (Sled is always included);
+	// this is needed only without a Nexus database.
 	RackSleds []uuid.UUID `json:"rackSleds,omitempty"`
 	// NewOwner optionally names the Nexus zone that adopts the sagas.
 	NewOwner uuid.UUID         `json:"newOwner,omitzero"`

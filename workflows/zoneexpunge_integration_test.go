@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleet/nexusdb"
 	"github.com/fleetsaga/fleetsaga/fleetsim"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
@@ -69,7 +70,8 @@ func newZXRack(t *testing.T, removalFailures int, mode string) zxRack {
 }
 
 func (r zxRack) input() workflows.ZoneExpungeInput {
-	return workflows.ZoneExpungeInput{Sled: r.sledA, Zone: r.nexusA, RackSleds: r.sleds, Timing: workflows.ZoneExpungeTiming{
+	// No RackSleds: the rack's sleds come from Nexus's sled table.
+	return workflows.ZoneExpungeInput{Sled: r.sledA, Zone: r.nexusA, Timing: workflows.ZoneExpungeTiming{
 		RetryInitial: 100 * time.Millisecond, RetryMax: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond,
 		PutTimeout: 2 * time.Minute, HeartbeatTimeout: 3 * time.Second,
 	}}
@@ -139,7 +141,7 @@ func checkExpungeOutcome(t *testing.T, env *testenv.Env, sim *fleetsim.Server, r
 	assert.False(t, nexusOf(tr, r.nexusA).Running)
 
 	db := env.Store.DB()
-	ndb, err := nexusdb.Open(env.DatabaseURL)
+	ndb, err := nexusdb.Open(fleet.FleetsimNexusDB(env.DatabaseURL))
 	require.NoError(t, err)
 	defer ndb.Close()
 	left, err := ndb.CountUnfinished(ctx, r.nexusA)
@@ -168,12 +170,12 @@ func checkExpungeOutcome(t *testing.T, env *testenv.Env, sim *fleetsim.Server, r
 	for i, id := range moved {
 		ids[i] = id.String()
 	}
-	assert.Zero(t, qcount(t, db, `SELECT count(*) FROM fleetsim.saga WHERE id = ANY($1::uuid[]) AND (adopt_time IS NULL OR adopt_time <= $2 OR adopt_generation < 2)`,
+	assert.Zero(t, qcount(t, db, `SELECT count(*) FROM omicron.saga WHERE id = ANY($1::uuid[]) AND (adopt_time IS NULL OR adopt_time <= $2 OR adopt_generation < 2)`,
 		pq.Array(ids), *z.ReadyAt), "a saga was reassigned before the inventory proof")
 
 	// B adopts and finishes them; nothing lost, nothing run twice.
 	require.Eventually(t, func() bool {
-		return qcount(t, db, `SELECT count(*) FROM fleetsim.saga WHERE id = ANY($1::uuid[]) AND saga_state = 'done'`, pq.Array(ids)) == len(ids)
+		return qcount(t, db, `SELECT count(*) FROM omicron.saga WHERE id = ANY($1::uuid[]) AND saga_state = 'done'`, pq.Array(ids)) == len(ids)
 	}, 15*time.Second, 50*time.Millisecond, "moved sagas finish on the new owner")
 	for _, ev := range []string{"adopt", "finish"} {
 		assert.Equal(t, len(ids), qcount(t, db, `SELECT count(*) FROM fleetsim.saga_history
@@ -181,7 +183,7 @@ func checkExpungeOutcome(t *testing.T, env *testenv.Env, sim *fleetsim.Server, r
 	}
 	assert.Zero(t, qcount(t, db, `SELECT count(*) FROM (SELECT saga_id FROM fleetsim.saga_history
 		WHERE event IN ('claim', 'finish') GROUP BY saga_id, event HAVING count(*) > 1) d`), "a saga claimed or finished twice")
-	assert.Zero(t, qcount(t, db, `SELECT count(*) FROM fleetsim.saga s WHERE EXISTS (
+	assert.Zero(t, qcount(t, db, `SELECT count(*) FROM omicron.saga s WHERE EXISTS (
 		SELECT 1 FROM fleetsim.saga_history h WHERE h.saga_id = s.id AND h.sec = $1 AND h.event = 'claim')
 		AND s.saga_state <> 'done' AND s.current_sec IS DISTINCT FROM $2`, r.nexusA, r.nexusB), "a saga of A was lost")
 

@@ -163,6 +163,12 @@ func NewDomain(ctx context.Context, env domain.Env) (*Domain, error) {
 		}
 	}
 	slices.SortFunc(d.order, compareUUID)
+	if d.db != nil {
+		if err := d.recordSleds(ctx); err != nil {
+			_ = d.Close()
+			return nil, err
+		}
+	}
 	return d, nil
 }
 
