@@ -45,6 +45,9 @@ const (
 	ErrTypeSledAgent            = "SledAgentRejected"
 	ErrTypeNexusDBNotConfigured = "NexusDBNotConfigured"
 	ErrTypeInvalidZoneExpunge   = "InvalidZoneExpunge"
+	// ErrTypeExpungeConflict: the ledger has the expunge committed but the
+	// sled still has the zone (the device is the truth: no success over it).
+	ErrTypeExpungeConflict = "ExpungeConflict"
 )
 
 // ZoneActivities drive sled-agents, the Nexus saga table and the ledger for
@@ -164,6 +167,12 @@ func (a *ZoneActivities) PrecheckZoneExpunge(ctx context.Context, in ZonePrechec
 	out.LedgeredGeneration = inv.LedgeredGeneration()
 	out.Kind, out.InConfig = zoneKind(inv, in.Zone)
 	out.Present, _ = inv.ZonePresent(in.Zone)
+	if out.Existing != nil && out.Existing.Completed() && (out.InConfig || out.Present) {
+		return out, zoneFail(ErrTypeExpungeConflict,
+			"the ledger has zone %s expunged and committed (as of generation %d), but sled %s still has it (ledgered generation %d, in its config %v, present %v): "+
+				"the sled is the truth; find who put it back before expunging it again",
+			in.Zone, out.Existing.ExpungedAsOf, in.Sled, out.LedgeredGeneration, out.InConfig, out.Present)
+	}
 	if out.Existing != nil {
 		out.Kind = out.Existing.Kind
 	} else if !out.InConfig && !out.Present {
