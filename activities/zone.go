@@ -39,6 +39,9 @@ const (
 	// for cleanup in the ledger.
 	ErrTypeGateNotProven = "GateNotProven"
 	ErrTypeNoLiveNexus   = "NoLiveNexus"
+	// ErrTypeOwnerGone: the chosen new saga owner was expunged before the
+	// move; nothing moved. Choose again.
+	ErrTypeOwnerGone = "SagaOwnerGone"
 	// ErrTypeSagasRemain: sagas still belong to the expunged Nexus after reassignment.
 	ErrTypeSagasRemain = "SagasRemain"
 	// ErrTypeSledAgent: a sled-agent answer that retrying cannot change.
@@ -497,6 +500,8 @@ func (a *ZoneActivities) AwaitZoneGone(ctx context.Context, in ZoneGoneInput) (Z
 
 // ZoneOwnerInput chooses the Nexus that adopts an expunged Nexus's sagas.
 type ZoneOwnerInput struct {
+	// AttemptID, when set, gets an event saying why a preferred owner was passed over.
+	AttemptID uuid.UUID   `json:"attemptId,omitzero"`
 	Sled      uuid.UUID   `json:"sled"`
 	Zone      uuid.UUID   `json:"zone"`
 	RackSleds []uuid.UUID `json:"rackSleds"`
@@ -505,7 +510,8 @@ type ZoneOwnerInput struct {
 
 // ChooseSagaOwner picks a live Nexus: in its sled's ledgered config, running
 // (inventory result ok) and not expunged in the ledger. Preferred wins when
-// it is live; otherwise the lowest zone ID, so a retry picks the same one.
+// it is live; otherwise (no preference, or the preferred one left service)
+// the lowest zone ID, so a retry picks the same one.
 func (a *ZoneActivities) ChooseSagaOwner(ctx context.Context, in ZoneOwnerInput) (uuid.UUID, error) {
 	zs, skipped, err := a.nexusZones(ctx, in.Sled, in.RackSleds)
 	if err != nil {
@@ -525,17 +531,26 @@ func (a *ZoneActivities) ChooseSagaOwner(ctx context.Context, in ZoneOwnerInput)
 			live = append(live, z.id)
 		}
 	}
-	if in.Preferred != uuid.Nil {
-		if slices.Contains(live, in.Preferred) {
-			return in.Preferred, nil
-		}
-		return uuid.Nil, zoneFail(ErrTypeNoLiveNexus, "requested new saga owner %s is not a live Nexus zone (live: %v)", in.Preferred, live)
+	if in.Preferred != uuid.Nil && slices.Contains(live, in.Preferred) {
+		return in.Preferred, nil
 	}
 	if len(live) == 0 {
 		return uuid.Nil, zoneFail(ErrTypeNoLiveNexus, "no live Nexus zone on the rack's sleds can adopt the sagas of %s (sleds that did not answer: %v)",
 			in.Zone, skipped)
 	}
 	slices.SortFunc(live, func(x, y uuid.UUID) int { return strings.Compare(x.String(), y.String()) })
+	if in.Preferred != uuid.Nil {
+		// A preferred owner that left service gives way: the sagas must not
+		// stay on a stopped Nexus. The ledger says who was chosen and why.
+		why := "not running in its sled's inventory"
+		if expunged[in.Preferred] {
+			why = "expunged"
+		} else if !slices.ContainsFunc(zs, func(z nexusZone) bool { return z.id == in.Preferred }) {
+			why = "in no answering sled's config"
+		}
+		return live[0], a.event(ctx, in.AttemptID, "zone.owner."+live[0].String(), "", fmt.Sprintf(
+			"preferred saga owner %s is %s; chose live Nexus %s instead", in.Preferred, why, live[0]))
+	}
 	return live[0], nil
 }
 
@@ -582,7 +597,17 @@ func (a *ZoneActivities) ReassignNexusSagas(ctx context.Context, in ZoneReassign
 	if err := a.Store.RecordSagaReassignment(ctx, rec); err != nil {
 		return out, err
 	}
-	res, err := a.Nexus.ReassignSagas(ctx, in.Zone, in.NewOwner)
+	// The owner is re-checked inside the move: its expunge cannot be
+	// recorded while the move runs, and a move after it is refused.
+	var res nexusdb.Reassignment
+	err = a.Store.MoveSagasTo(ctx, in.NewOwner, func(ctx context.Context) error {
+		var err error
+		res, err = a.Nexus.ReassignSagas(ctx, in.Zone, in.NewOwner)
+		return err
+	})
+	if errors.Is(err, ledger.ErrOwnerExpunged) {
+		return out, zoneFail(ErrTypeOwnerGone, "new saga owner %s was expunged before the sagas of %s moved to it; nothing moved", in.NewOwner, in.Zone)
+	}
 	if err != nil {
 		return out, err
 	}

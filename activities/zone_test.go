@@ -311,8 +311,16 @@ func TestChooseSagaOwner(t *testing.T) {
 	id, err = choose(activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA, RackSleds: f.sleds, Preferred: f.nexusB})
 	require.NoError(t, err)
 	assert.Equal(t, f.nexusB, id)
-	_, err = choose(activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA, RackSleds: f.sleds, Preferred: f.ntp})
-	assert.Equal(t, activities.ErrTypeNoLiveNexus, appErrType(err))
+	// A preferred owner that is not a live Nexus gives way to one that is,
+	// and the ledger says why (issue 14, item 5).
+	f.recordAttempt(t, f.nexusA)
+	id, err = choose(activities.ZoneOwnerInput{AttemptID: f.attempt, Sled: f.sleds[0], Zone: f.nexusA, Preferred: f.ntp})
+	require.NoError(t, err)
+	assert.Equal(t, f.nexusB, id)
+	events, err := f.env.Store.Events(context.Background(), f.attempt)
+	require.NoError(t, err)
+	require.NotEmpty(t, events)
+	assert.Contains(t, events[len(events)-1].Message, "chose live Nexus "+f.nexusB.String())
 	id, err = choose(activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA})
 	require.NoError(t, err, "the rack's sleds come from Nexus's sled table")
 	assert.Equal(t, f.nexusB, id)

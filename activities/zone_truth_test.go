@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleetsim/sled"
+	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
 // Issue 14 (14): the ledger says the expunge is committed, but the sled
@@ -69,3 +71,33 @@ func TestChooseSagaOwnerSkipsASledThatDoesNotAnswer(t *testing.T) {
 }
 
 func sqlOpen(url string) (*sql.DB, error) { return sql.Open("postgres", url) }
+
+// Issue 14 (5): the chosen owner B was expunged (its intent recorded) before
+// A's sagas moved: the move is refused with SagaOwnerGone and moves nothing,
+// so the workflow chooses again instead of stranding the sagas on B.
+func TestReassignRefusesAnOwnerExpungedBeforeTheMove(t *testing.T) {
+	ctx := context.Background()
+	f := newZoneFixture(t, true)
+	require.Eventually(t, func() bool {
+		n, err := f.acts.Nexus.CountUnfinished(ctx, f.nexusA)
+		return err == nil && n > 0
+	}, 10*time.Second, 10*time.Millisecond, "A holds sagas")
+	f.expunge(t, f.nexusA, 4)
+	_, err := f.env.Store.MarkZoneReadyForCleanup(ctx, f.nexusA, 4)
+	require.NoError(t, err)
+	_, err = f.env.Store.RecordZoneExpunge(ctx, ledger.ExpungeIntent{ZoneID: f.nexusB, SledID: f.sleds[1], Kind: "nexus", ExpungedAsOf: 4, AttemptID: f.attempt})
+	require.NoError(t, err)
+
+	_, err = f.tenv.ExecuteActivity(f.acts.ReassignNexusSagas, activities.ZoneReassignInput{AttemptID: f.attempt, Zone: f.nexusA, NewOwner: f.nexusB})
+	assert.Equal(t, activities.ErrTypeOwnerGone, appErrType(err), "%v", err)
+	onB, err := f.acts.Nexus.UnfinishedSagas(ctx, f.nexusB)
+	require.NoError(t, err)
+	moved, err := f.env.Store.ReassignedSagas(ctx, f.nexusA)
+	require.NoError(t, err)
+	for _, id := range moved {
+		assert.NotContains(t, onB, id, "a saga of A was moved onto expunged B")
+	}
+	left, err := f.acts.Nexus.CountUnfinished(ctx, f.nexusA)
+	require.NoError(t, err)
+	assert.Positive(t, left, "A's sagas are still A's, to be moved to a live Nexus")
+}
