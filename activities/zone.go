@@ -39,12 +39,18 @@ const (
 	// for cleanup in the ledger.
 	ErrTypeGateNotProven = "GateNotProven"
 	ErrTypeNoLiveNexus   = "NoLiveNexus"
+	// ErrTypeOwnerGone: the chosen new saga owner was expunged before the
+	// move; nothing moved. Choose again.
+	ErrTypeOwnerGone = "SagaOwnerGone"
 	// ErrTypeSagasRemain: sagas still belong to the expunged Nexus after reassignment.
 	ErrTypeSagasRemain = "SagasRemain"
 	// ErrTypeSledAgent: a sled-agent answer that retrying cannot change.
 	ErrTypeSledAgent            = "SledAgentRejected"
 	ErrTypeNexusDBNotConfigured = "NexusDBNotConfigured"
 	ErrTypeInvalidZoneExpunge   = "InvalidZoneExpunge"
+	// ErrTypeExpungeConflict: the ledger has the expunge committed but the
+	// sled still has the zone (the device is the truth: no success over it).
+	ErrTypeExpungeConflict = "ExpungeConflict"
 )
 
 // ZoneActivities drive sled-agents, the Nexus saga table and the ledger for
@@ -73,10 +79,6 @@ func NewZoneActivities(store *ledger.Store, ep fleet.Endpoints, hc *http.Client,
 		}
 	}
 	return z
-}
-
-func (a *ZoneActivities) sled(id uuid.UUID) *sledagent.Client {
-	return sledagent.New(a.Fleet.SledAgentURL(id.String()), a.HTTP)
 }
 
 // sledAgentErr is the one place that turns a sled-agent client error into an
@@ -150,9 +152,9 @@ type ZonePrecheck struct {
 // is already expunged, and (Nexus) that another in-service Nexus remains.
 func (a *ZoneActivities) PrecheckZoneExpunge(ctx context.Context, in ZonePrecheckInput) (ZonePrecheck, error) {
 	var out ZonePrecheck
-	inv, err := a.sled(in.Sled).InventoryOf(ctx, in.Sled)
+	inv, err := a.inventory(ctx, in.Sled)
 	if err != nil {
-		return out, sledAgentErr(in.Sled, err)
+		return out, err
 	}
 	existing, err := a.Store.ZoneDisposition(ctx, in.Zone)
 	switch {
@@ -168,6 +170,12 @@ func (a *ZoneActivities) PrecheckZoneExpunge(ctx context.Context, in ZonePrechec
 	out.LedgeredGeneration = inv.LedgeredGeneration()
 	out.Kind, out.InConfig = zoneKind(inv, in.Zone)
 	out.Present, _ = inv.ZonePresent(in.Zone)
+	if out.Existing != nil && out.Existing.Completed() && (out.InConfig || out.Present) {
+		return out, zoneFail(ErrTypeExpungeConflict,
+			"the ledger has zone %s expunged and committed (as of generation %d), but sled %s still has it (ledgered generation %d, in its config %v, present %v): "+
+				"the sled is the truth; find who put it back before expunging it again",
+			in.Zone, out.Existing.ExpungedAsOf, in.Sled, out.LedgeredGeneration, out.InConfig, out.Present)
+	}
 	if out.Existing != nil {
 		out.Kind = out.Existing.Kind
 	} else if !out.InConfig && !out.Present {
@@ -196,22 +204,11 @@ func (a *ZoneActivities) PrecheckZoneExpunge(ctx context.Context, in ZonePrechec
 		}
 		if len(others) == 0 {
 			return out, zoneFail(ErrTypeLastNexusZone,
-				"refusing to expunge Nexus zone %s: it is the last in-service Nexus zone among sleds %v (list every rack sled in rackSleds)",
-				in.Zone, rackSleds(in.Sled, in.RackSleds))
+				"refusing to expunge Nexus zone %s: no other in-service Nexus zone found on the rack's sleds that answered", in.Zone)
 		}
 		out.OtherNexus = others
 	}
 	return out, nil
-}
-
-func rackSleds(sled uuid.UUID, rack []uuid.UUID) []uuid.UUID {
-	out := []uuid.UUID{sled}
-	for _, s := range rack {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // nexusZone is a Nexus zone seen in a sled's inventory.
@@ -220,13 +217,25 @@ type nexusZone struct {
 	running bool // present with result ok
 }
 
-// nexusZones lists the Nexus zones in the ledgered configs of the rack's sleds.
-func (a *ZoneActivities) nexusZones(ctx context.Context, sled uuid.UUID, rack []uuid.UUID) ([]nexusZone, error) {
-	var out []nexusZone
-	for _, s := range rackSleds(sled, rack) {
-		inv, err := a.sled(s).InventoryOf(ctx, s)
+// nexusZones lists the Nexus zones in the ledgered configs of the rack's
+// sleds. The zone's own sled must answer; another sled that does not (down,
+// unknown, or out for a while) is skipped and named in skipped: its Nexus
+// zones can neither be counted as in service nor chosen as an owner, which
+// errs on the safe side for both.
+func (a *ZoneActivities) nexusZones(ctx context.Context, sled uuid.UUID, given []uuid.UUID) (zones []nexusZone, skipped []string, err error) {
+	rack, err := a.rackSleds(ctx, sled, given)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, s := range rack {
+		inv, err := a.inventory(ctx, s)
 		if err != nil {
-			return nil, sledAgentErr(s, err)
+			if s == sled || ctx.Err() != nil {
+				return nil, nil, err
+			}
+			activity.GetLogger(ctx).Warn("sled skipped: its inventory does not answer", "sled", s, "error", err)
+			skipped = append(skipped, fmt.Sprintf("%s (%v)", s, err))
+			continue
 		}
 		if inv.LedgeredSledConfig == nil {
 			continue
@@ -236,16 +245,16 @@ func (a *ZoneActivities) nexusZones(ctx context.Context, sled uuid.UUID, rack []
 				continue
 			}
 			present, res := inv.ZonePresent(id)
-			out = append(out, nexusZone{id: id, running: present && res.Result == sledagent.ResultOK})
+			zones = append(zones, nexusZone{id: id, running: present && res.Result == sledagent.ResultOK})
 		}
 	}
-	return out, nil
+	return zones, skipped, nil
 }
 
 // inServiceNexus returns the Nexus zones other than zone that the ledger has
 // not expunged.
 func (a *ZoneActivities) inServiceNexus(ctx context.Context, sled uuid.UUID, rack []uuid.UUID, zone uuid.UUID) ([]uuid.UUID, error) {
-	zs, err := a.nexusZones(ctx, sled, rack)
+	zs, _, err := a.nexusZones(ctx, sled, rack)
 	if err != nil {
 		return nil, err
 	}
@@ -348,12 +357,20 @@ func (a *ZoneActivities) PutConfigWithoutZone(ctx context.Context, in ZonePutInp
 	if activity.HasHeartbeatDetails(ctx) {
 		_ = activity.GetHeartbeatDetails(ctx, &hb)
 	}
-	c := a.sled(in.Sled)
+	c, err := a.sled(ctx, in.Sled)
+	if err != nil {
+		return ZonePutResult{}, err
+	}
 	delay := max(in.RetryInitial, 10*time.Millisecond)
-	// accepted: the last PUT (or a concurrent change) was accepted, so the
-	// next inventory read should show the sled moved on. If it does not,
-	// the re-reads are paced and bounded by the deadline, not a tight loop.
+	// accepted: the last PUT was accepted, so the next inventory read should
+	// show the sled moved on. If it does not, the re-reads are paced and
+	// bounded by the deadline, not a tight loop.
 	accepted := false
+	// rejected: the last PUT got a 400. The real sled-agent's 400s carry no
+	// error_code, so the re-read decides: a sled that moved on to our
+	// generation or past it is handled above (done, or rebase); one still
+	// below it refused the config itself, which retrying cannot change.
+	var rejected error
 	for {
 		activity.RecordHeartbeat(ctx, hb)
 		inv, err := c.InventoryOf(ctx, in.Sled)
@@ -370,15 +387,21 @@ func (a *ZoneActivities) PutConfigWithoutZone(ctx context.Context, in ZonePutInp
 				return res, a.event(ctx, in.AttemptID, fmt.Sprintf("zone.config.%d", in.ExpungedAsOf), "", fmt.Sprintf(
 					"sled %s ledgered generation %d without zone %s after %d PUT attempts", in.Sled, gen, in.Zone, hb.Attempts))
 			}
+			if rejected != nil {
+				return ZonePutResult{}, sledAgentErr(in.Sled, fmt.Errorf("%w (the sled is still at generation %d)", rejected, gen))
+			}
 			if inv.LedgeredSledConfig == nil {
 				return ZonePutResult{}, zoneFail(ErrTypeSledAgent, "sled %s has no ledgered config to remove zone %s from", in.Sled, in.Zone)
 			}
 			if !accepted {
 				hb.Attempts++
 				err = c.PutOmicronConfig(ctx, inv.LedgeredSledConfig.WithoutZone(in.ExpungedAsOf, in.Zone))
-				// Ledgered, or someone else moved the sled on meanwhile:
-				// the next inventory read tells which.
-				accepted = err == nil || sledagent.IsGenerationOutdated(err) || sledagent.IsConfigurationChanged(err)
+				if sledagent.IsBadRequest(err) {
+					// Someone else may have ledgered meanwhile: re-read at once.
+					rejected, hb.LastError = err, err.Error()
+					continue
+				}
+				accepted = err == nil
 				if accepted {
 					continue
 				}
@@ -426,12 +449,17 @@ type ZoneGoneResult struct {
 	ObservedGeneration uint64 `json:"observedGeneration"`
 }
 
-// AwaitZoneGone is step 4: poll inventory until the sled's ledgered
-// generation is >= ExpungedAsOf and the zone is absent from the zones the
-// sled has (running or failed to shut down). It then marks the zone
-// ready_for_cleanup in the ledger.
+// AwaitZoneGone is step 4: poll inventory until it proves the zone removed
+// (sledagent.Inventory.ZoneGone: generation >= ExpungedAsOf ledgered and
+// reconciled, the zone absent and not failing). Today's sled-agent removes
+// zones after the PUT returned and retries failed removals itself, so this
+// is where a failing removal waits. It then marks the zone ready_for_cleanup
+// in the ledger.
 func (a *ZoneActivities) AwaitZoneGone(ctx context.Context, in ZoneGoneInput) (ZoneGoneResult, error) {
-	c := a.sled(in.Sled)
+	c, err := a.sled(ctx, in.Sled)
+	if err != nil {
+		return ZoneGoneResult{}, err
+	}
 	every := max(in.PollInterval, 10*time.Millisecond)
 	var last string
 	for {
@@ -440,20 +468,20 @@ func (a *ZoneActivities) AwaitZoneGone(ctx context.Context, in ZoneGoneInput) (Z
 		switch {
 		case err == nil:
 			gen := inv.LedgeredGeneration()
-			present, res := inv.ZonePresent(in.Zone)
 			_, inConfig := zoneKind(inv, in.Zone)
 			if gen >= in.ExpungedAsOf && inConfig {
 				return ZoneGoneResult{}, zoneFail(ErrTypeZoneReinstated,
 					"sled %s ledgered generation %d with zone %s back in it", in.Sled, gen, in.Zone)
 			}
-			if gen >= in.ExpungedAsOf && !present {
+			gone, why := inv.ZoneGone(in.Zone, in.ExpungedAsOf)
+			if gone {
 				if _, err := a.Store.MarkZoneReadyForCleanup(ctx, in.Zone, gen); err != nil {
 					return ZoneGoneResult{}, err
 				}
 				return ZoneGoneResult{ObservedGeneration: gen}, a.event(ctx, in.AttemptID, "zone.ready_for_cleanup", "",
 					fmt.Sprintf("inventory: sled %s at generation %d, zone %s gone", in.Sled, gen, in.Zone))
 			}
-			last = fmt.Sprintf("generation %d (need %d), zone present %v (%s %s)", gen, in.ExpungedAsOf, present, res.Result, res.Message)
+			last = why
 		case !sledagent.IsRetryable(err):
 			return ZoneGoneResult{}, sledAgentErr(in.Sled, err)
 		default:
@@ -472,6 +500,8 @@ func (a *ZoneActivities) AwaitZoneGone(ctx context.Context, in ZoneGoneInput) (Z
 
 // ZoneOwnerInput chooses the Nexus that adopts an expunged Nexus's sagas.
 type ZoneOwnerInput struct {
+	// AttemptID, when set, gets an event saying why a preferred owner was passed over.
+	AttemptID uuid.UUID   `json:"attemptId,omitzero"`
 	Sled      uuid.UUID   `json:"sled"`
 	Zone      uuid.UUID   `json:"zone"`
 	RackSleds []uuid.UUID `json:"rackSleds"`
@@ -480,9 +510,10 @@ type ZoneOwnerInput struct {
 
 // ChooseSagaOwner picks a live Nexus: in its sled's ledgered config, running
 // (inventory result ok) and not expunged in the ledger. Preferred wins when
-// it is live; otherwise the lowest zone ID, so a retry picks the same one.
+// it is live; otherwise (no preference, or the preferred one left service)
+// the lowest zone ID, so a retry picks the same one.
 func (a *ZoneActivities) ChooseSagaOwner(ctx context.Context, in ZoneOwnerInput) (uuid.UUID, error) {
-	zs, err := a.nexusZones(ctx, in.Sled, in.RackSleds)
+	zs, skipped, err := a.nexusZones(ctx, in.Sled, in.RackSleds)
 	if err != nil {
 		return uuid.Nil, err
 	}
@@ -500,17 +531,26 @@ func (a *ZoneActivities) ChooseSagaOwner(ctx context.Context, in ZoneOwnerInput)
 			live = append(live, z.id)
 		}
 	}
-	if in.Preferred != uuid.Nil {
-		if slices.Contains(live, in.Preferred) {
-			return in.Preferred, nil
-		}
-		return uuid.Nil, zoneFail(ErrTypeNoLiveNexus, "requested new saga owner %s is not a live Nexus zone (live: %v)", in.Preferred, live)
+	if in.Preferred != uuid.Nil && slices.Contains(live, in.Preferred) {
+		return in.Preferred, nil
 	}
 	if len(live) == 0 {
-		return uuid.Nil, zoneFail(ErrTypeNoLiveNexus, "no live Nexus zone among sleds %v can adopt the sagas of %s",
-			rackSleds(in.Sled, in.RackSleds), in.Zone)
+		return uuid.Nil, zoneFail(ErrTypeNoLiveNexus, "no live Nexus zone on the rack's sleds can adopt the sagas of %s (sleds that did not answer: %v)",
+			in.Zone, skipped)
 	}
 	slices.SortFunc(live, func(x, y uuid.UUID) int { return strings.Compare(x.String(), y.String()) })
+	if in.Preferred != uuid.Nil {
+		// A preferred owner that left service gives way: the sagas must not
+		// stay on a stopped Nexus. The ledger says who was chosen and why.
+		why := "not running in its sled's inventory"
+		if expunged[in.Preferred] {
+			why = "expunged"
+		} else if !slices.ContainsFunc(zs, func(z nexusZone) bool { return z.id == in.Preferred }) {
+			why = "in no answering sled's config"
+		}
+		return live[0], a.event(ctx, in.AttemptID, "zone.owner."+live[0].String(), "", fmt.Sprintf(
+			"preferred saga owner %s is %s; chose live Nexus %s instead", in.Preferred, why, live[0]))
+	}
 	return live[0], nil
 }
 
@@ -557,7 +597,17 @@ func (a *ZoneActivities) ReassignNexusSagas(ctx context.Context, in ZoneReassign
 	if err := a.Store.RecordSagaReassignment(ctx, rec); err != nil {
 		return out, err
 	}
-	res, err := a.Nexus.ReassignSagas(ctx, in.Zone, in.NewOwner)
+	// The owner is re-checked inside the move: its expunge cannot be
+	// recorded while the move runs, and a move after it is refused.
+	var res nexusdb.Reassignment
+	err = a.Store.MoveSagasTo(ctx, in.NewOwner, func(ctx context.Context) error {
+		var err error
+		res, err = a.Nexus.ReassignSagas(ctx, in.Zone, in.NewOwner)
+		return err
+	})
+	if errors.Is(err, ledger.ErrOwnerExpunged) {
+		return out, zoneFail(ErrTypeOwnerGone, "new saga owner %s was expunged before the sagas of %s moved to it; nothing moved", in.NewOwner, in.Zone)
+	}
 	if err != nil {
 		return out, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
 	"github.com/fleetsaga/fleetsaga/fleetsim"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
+	"github.com/fleetsaga/fleetsaga/fleetsim/sled"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 	"github.com/fleetsaga/fleetsaga/ledger"
@@ -39,10 +40,15 @@ type zoneFixture struct {
 }
 
 func newZoneFixture(t *testing.T, nexusOnSled1 bool) *zoneFixture {
+	return newZoneFixtureMode(t, nexusOnSled1, "")
+}
+
+// newZoneFixtureMode is newZoneFixture with the rack's sled-agent mode.
+func newZoneFixtureMode(t *testing.T, nexusOnSled1 bool, mode string) *zoneFixture {
 	env := testenv.New(t)
 	f := &zoneFixture{env: env, ntp: uuid.New(), nexusA: uuid.New(), nexusB: uuid.New()}
 	s := &spec.Spec{Seed: 3, SpeedUp: 100, Timings: spec.DefaultTimings()}
-	rack := spec.Rack{ID: "r", MGSSleds: []int{0, 1}}
+	rack := spec.Rack{ID: "r", MGSSleds: []int{0, 1}, SledAgentMode: mode}
 	zones := [][]spec.Zone{{{ID: f.ntp, Kind: "internal_ntp"}, {ID: f.nexusA, Kind: "nexus"}}, {}}
 	if nexusOnSled1 {
 		zones[1] = []spec.Zone{{ID: f.nexusB, Kind: "nexus"}}
@@ -77,7 +83,18 @@ func (f *zoneFixture) expunge(t *testing.T, zone uuid.UUID, asOf uint64) {
 }
 
 func (f *zoneFixture) sledClient() *sledagent.Client {
-	return sledagent.New(f.env.Endpoints(f.sim).SledAgentURL(f.sleds[0].String()), nil)
+	return f.sledClientOf(0)
+}
+
+// sledClientOf talks to sled i's sled-agent at the address fleetsim
+// recorded in Nexus's sled table.
+func (f *zoneFixture) sledClientOf(i int) *sledagent.Client {
+	for _, st := range f.sim.Truth()[sled.Name].(sled.Truth).Sleds {
+		if st.ID == f.sleds[i] {
+			return sledagent.New("http://"+st.Address, nil)
+		}
+	}
+	panic("no such sled")
 }
 
 func (f *zoneFixture) arm(t *testing.T, fault faults.Fault) {
@@ -125,9 +142,10 @@ func TestPrecheckZoneExpunge(t *testing.T) {
 	assert.Equal(t, activities.ErrTypeZoneNotFound, appErrType(err), "%v", err)
 	_, err = run(activities.ZonePrecheckInput{Sled: f.sleds[1], Zone: f.nexusA})
 	assert.Equal(t, activities.ErrTypeZoneNotFound, appErrType(err), "zone on another sled: %v", err)
-	// Without the rack's other sleds, A looks like the last Nexus: refused.
-	_, err = run(activities.ZonePrecheckInput{Sled: f.sleds[0], Zone: f.nexusA})
-	assert.Equal(t, activities.ErrTypeLastNexusZone, appErrType(err), "%v", err)
+	// No rackSleds typed by hand: the rack's sleds come from Nexus's sled table.
+	pre, err = run(activities.ZonePrecheckInput{Sled: f.sleds[0], Zone: f.nexusA})
+	require.NoError(t, err)
+	assert.Equal(t, []uuid.UUID{f.nexusB}, pre.OtherNexus)
 
 	// Already expunged: resume, even though B's own expunge would be refused.
 	f.expunge(t, f.nexusA, 4)
@@ -142,8 +160,9 @@ func TestPrecheckZoneExpunge(t *testing.T) {
 	assert.Equal(t, activities.ErrTypeLastNexusZone, appErrType(err), "A is expunged, so B is the last: %v", err)
 }
 
+// Opt-in mode: the PUT fails while the removal fails; it is retried.
 func TestPutConfigWithoutZoneRetriesThroughRemovalFailures(t *testing.T) {
-	f := newZoneFixture(t, true)
+	f := newZoneFixtureMode(t, true, spec.SledAgentRemoveBeforeLedger)
 	f.expunge(t, f.nexusA, 4)
 	f.arm(t, faults.Fault{Kind: faults.ZoneRemovalFailure, Target: "zone/" + f.nexusA.String(), Times: 2})
 	in := activities.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0], Zone: f.nexusA, ExpungedAsOf: 4,
@@ -169,7 +188,7 @@ func TestPutConfigWithoutZoneRetriesThroughRemovalFailures(t *testing.T) {
 }
 
 func TestPutConfigWithoutZoneGivesUpAtDeadline(t *testing.T) {
-	f := newZoneFixture(t, true)
+	f := newZoneFixtureMode(t, true, spec.SledAgentRemoveBeforeLedger)
 	f.expunge(t, f.nexusA, 4)
 	f.arm(t, faults.Fault{Kind: faults.ZoneRemovalFailure, Target: "zone/" + f.nexusA.String()}) // until cleared
 	_, err := f.tenv.ExecuteActivity(f.acts.PutConfigWithoutZone, activities.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0],
@@ -292,17 +311,27 @@ func TestChooseSagaOwner(t *testing.T) {
 	id, err = choose(activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA, RackSleds: f.sleds, Preferred: f.nexusB})
 	require.NoError(t, err)
 	assert.Equal(t, f.nexusB, id)
-	_, err = choose(activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA, RackSleds: f.sleds, Preferred: f.ntp})
-	assert.Equal(t, activities.ErrTypeNoLiveNexus, appErrType(err))
-	_, err = choose(activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA})
-	assert.Equal(t, activities.ErrTypeNoLiveNexus, appErrType(err), "B's sled not listed")
+	// A preferred owner that is not a live Nexus gives way to one that is,
+	// and the ledger says why (issue 14, item 5).
+	f.recordAttempt(t, f.nexusA)
+	id, err = choose(activities.ZoneOwnerInput{AttemptID: f.attempt, Sled: f.sleds[0], Zone: f.nexusA, Preferred: f.ntp})
+	require.NoError(t, err)
+	assert.Equal(t, f.nexusB, id)
+	events, err := f.env.Store.Events(context.Background(), f.attempt)
+	require.NoError(t, err)
+	require.NotEmpty(t, events)
+	assert.Contains(t, events[len(events)-1].Message, "chose live Nexus "+f.nexusB.String())
+	id, err = choose(activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA})
+	require.NoError(t, err, "the rack's sleds come from Nexus's sled table")
+	assert.Equal(t, f.nexusB, id)
 
-	// A Nexus whose removal failed is not live (its result is err).
+	// A Nexus being removed is not live: out of its sled's ledger (today's
+	// sled-agent ledgers first), its removal failing either way.
 	f.arm(t, faults.Fault{Kind: faults.ZoneRemovalFailure, Target: "zone/" + f.nexusB.String(), Times: 1})
-	c := sledagent.New(f.env.Endpoints(f.sim).SledAgentURL(f.sleds[1].String()), nil)
+	c := f.sledClientOf(1)
 	inv, err := c.Inventory(context.Background())
 	require.NoError(t, err)
-	require.Error(t, c.PutOmicronConfig(context.Background(), inv.LedgeredSledConfig.WithoutZone(4, f.nexusB)))
+	_ = c.PutOmicronConfig(context.Background(), inv.LedgeredSledConfig.WithoutZone(4, f.nexusB))
 	_, err = choose(activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA, RackSleds: f.sleds})
 	assert.Equal(t, activities.ErrTypeNoLiveNexus, appErrType(err))
 }

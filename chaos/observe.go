@@ -144,7 +144,7 @@ func (o *observer) sagas(ctx context.Context) (map[uuid.UUID]*saga, error) {
 	}
 	defer db.Close()
 	out := map[uuid.UUID]*saga{}
-	rows, err := db.QueryContext(ctx, `SELECT id, saga_state, current_sec, adopt_generation, adopt_time FROM fleetsim.saga`)
+	rows, err := db.QueryContext(ctx, `SELECT id, saga_state, current_sec, adopt_generation, adopt_time FROM omicron.saga`)
 	if err != nil {
 		return nil, fmt.Errorf("sagas: %w", err)
 	}

@@ -16,9 +16,13 @@ import (
 type Endpoints struct {
 	// MGS lists the management gateway instances (one per scrimlet).
 	MGS []string `json:"mgs"`
-	// SledAgent is a URL template with "{sled}" replaced by the sled UUID.
-	SledAgent string `json:"sledAgent"`
-	// NexusDB is the database URL holding Nexus's saga table.
+	// SledAgent, when set, is a URL template with "{sled}" replaced by the
+	// sled UUID. No real rack has one: there, leave it empty and sled-agents
+	// are reached at the ip:port Nexus's sled table records for each sled.
+	// fleetsim without a database is the one place it is needed.
+	SledAgent string `json:"sledAgent,omitempty"`
+	// NexusDB is the URL of Nexus's database: the saga and sled tables
+	// (database omicron on a real rack).
 	NexusDB string `json:"nexusDB"`
 	CNAPI   string `json:"cnapi"`
 	SAPI    string `json:"sapi"`
@@ -36,22 +40,50 @@ type Endpoints struct {
 }
 
 // FromFleetsim derives every HTTP endpoint from a fleetsim base URL.
-// nexusDB is the database fleetsim's Nexus instances use.
+// nexusDB is the database fleetsim's Nexus instances use; with it,
+// sled-agents are found in its sled table like on a real rack (fleetsim
+// records each one's loopback listener). Without it, fleetsim's
+// /sled-agent/{sled} routing is the only way to them.
 func FromFleetsim(base, nexusDB string) Endpoints {
 	base = strings.TrimRight(base, "/")
-	return Endpoints{
-		MGS:       []string{base + "/mgs/0", base + "/mgs/1"},
-		SledAgent: base + "/sled-agent/{sled}",
-		NexusDB:   nexusDB,
-		CNAPI:     base + "/cnapi",
-		SAPI:      base + "/sapi",
-		IMGAPI:    base + "/imgapi",
-		Kube:      base + "/kube",
-		Fleetsim:  base,
+	e := Endpoints{
+		MGS:      []string{base + "/mgs/0", base + "/mgs/1"},
+		NexusDB:  FleetsimNexusDB(nexusDB),
+		CNAPI:    base + "/cnapi",
+		SAPI:     base + "/sapi",
+		IMGAPI:   base + "/imgapi",
+		Kube:     base + "/kube",
+		Fleetsim: base,
 	}
+	if nexusDB == "" {
+		e.SledAgent = base + "/sled-agent/{sled}"
+	}
+	return e
 }
 
-// SledAgentURL returns the sled-agent base URL of one sled.
+// FleetsimSchema is the PostgreSQL schema holding fleetsim's copy of
+// Nexus's tables (omicron.public.* on a real rack's CockroachDB).
+const FleetsimSchema = "omicron"
+
+// FleetsimNexusDB points a database URL at fleetsim's Nexus tables by
+// search_path, so fleet/nexusdb's unqualified table names resolve there as
+// they do in a real rack's database omicron. A URL that sets search_path
+// already is kept.
+func FleetsimNexusDB(dbURL string) string {
+	if dbURL == "" || strings.Contains(dbURL, "search_path") {
+		return dbURL
+	}
+	if u, err := url.Parse(dbURL); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		q := u.Query()
+		q.Set("search_path", FleetsimSchema)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dbURL + " search_path=" + FleetsimSchema // key=value DSN
+}
+
+// SledAgentURL returns the sled-agent base URL of one sled from the
+// SledAgent template ("" without one: look the sled up in Nexus's database).
 func (e Endpoints) SledAgentURL(sled string) string {
 	return strings.ReplaceAll(e.SledAgent, "{sled}", sled)
 }

@@ -62,7 +62,17 @@ func (s *Store) RecordZoneExpunge(ctx context.Context, in ExpungeIntent) (*ZoneD
 	if in.ZoneID == uuid.Nil || in.SledID == uuid.Nil || in.Kind == "" || in.ExpungedAsOf < 1 || in.AttemptID == uuid.Nil {
 		return nil, errors.New("ledger: zone expunge needs zone, sled, kind, generation >= 1 and attempt")
 	}
-	_, err := s.db.ExecContext(ctx, `
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: record zone expunge: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	// Waits for any saga move into this zone to end (MoveSagasTo holds the
+	// shared lock); once this commits, no move into it starts.
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(`+sagaOwnerLockKey+`)`, in.ZoneID); err != nil {
+		return nil, fmt.Errorf("ledger: record zone expunge: lock: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, `
 		INSERT INTO zone_disposition (zone_id, sled_id, zone_kind, disposition, expunged_as_of, attempt_id)
 		VALUES ($1, $2, $3, 'expunged', $4, $5)
 		ON CONFLICT (zone_id) DO UPDATE
@@ -71,6 +81,9 @@ func (s *Store) RecordZoneExpunge(ctx context.Context, in ExpungeIntent) (*ZoneD
 		 WHERE zone_disposition.disposition = 'in_service'`,
 		in.ZoneID, in.SledID, in.Kind, int64(in.ExpungedAsOf), in.AttemptID)
 	if err != nil {
+		return nil, fmt.Errorf("ledger: record zone expunge: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("ledger: record zone expunge: %w", err)
 	}
 	z, err := s.ZoneDisposition(ctx, in.ZoneID)
@@ -259,4 +272,40 @@ func (s *Store) ExpungedZones(ctx context.Context, zones []uuid.UUID) (map[uuid.
 		out[id] = true
 	}
 	return out, rows.Err()
+}
+
+// sagaOwnerLockKey is the advisory lock of a Nexus zone as the target of a
+// saga move ($1: the zone ID).
+const sagaOwnerLockKey = `hashtextextended('fleetsaga.saga-owner:' || $1::text, 0)`
+
+// ErrOwnerExpunged: the Nexus chosen to adopt sagas is expunged in the ledger.
+var ErrOwnerExpunged = errors.New("ledger: the new saga owner is expunged")
+
+// MoveSagasTo runs move (the saga move in Nexus's database) only while
+// owner is not expunged, and keeps it so until move returns: it holds
+// owner's lock shared, so RecordZoneExpunge(owner) waits for the move to
+// end, and a move that starts after owner's expunge was recorded gets
+// ErrOwnerExpunged. Sagas moved before owner's expunge are then moved on by
+// owner's own expunge, which reassigns only after its intent.
+func (s *Store) MoveSagasTo(ctx context.Context, owner uuid.UUID, move func(context.Context) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("ledger: saga move: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock_shared(`+sagaOwnerLockKey+`)`, owner); err != nil {
+		return fmt.Errorf("ledger: saga move: lock: %w", err)
+	}
+	var expunged bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM zone_disposition
+		WHERE zone_id = $1 AND disposition = 'expunged')`, owner).Scan(&expunged); err != nil {
+		return fmt.Errorf("ledger: saga move: %w", err)
+	}
+	if expunged {
+		return fmt.Errorf("%w: %s", ErrOwnerExpunged, owner)
+	}
+	if err := move(ctx); err != nil {
+		return err
+	}
+	return tx.Commit()
 }

@@ -21,18 +21,22 @@ func init() {
 			Use:   "zone-expunge --sled UUID --zone UUID",
 			Short: "Expunge a zone from its sled; for a Nexus, move its sagas once it is proven gone",
 			Long: `Records the zone as expunged as of the sled's next config generation, then
-PUTs the sled's config without it, retrying with backoff while the sled-agent
-fails to remove the zone (it keeps its old ledger until the removal succeeds).
-A sled that moved on to a newer config is re-read and the expunge rebased,
-never overwritten. Once inventory shows the new generation ledgered and the
-zone gone, the zone is ready for cleanup; only then, for a Nexus zone, are its
-unfinished sagas moved to a live Nexus in one transaction and checked gone.
+PUTs the sled's config without it. Today's sled-agent ledgers the config and
+removes the zone afterwards; a sled that refuses the PUT (400) is re-read, and
+if it moved on to a newer config the expunge is rebased, never overwritten.
+Once inventory shows the new generation reconciled and the zone gone (neither
+running nor failing to shut down), the zone is ready for cleanup; only then,
+for a Nexus zone, are its unfinished sagas moved to a live Nexus in one
+transaction and checked gone.
 
-A Nexus zone is refused when no other in-service Nexus would remain among
---rack-sleds (list every sled of the rack). Running it again for the same
-zone resumes an unfinished expunge, or reports it already done.`,
-			Example: `  starter zone-expunge --sled 7c0b…  --zone 3f2e… --rack-sleds 7c0b…,91aa…,c4d2… --wait
-  starter zone-expunge --sled 7c0b… --zone 3f2e… --rack-sleds 7c0b…,91aa… --new-owner 5d11… --put-timeout 1h`,
+Sled-agents are reached at the ip:port Nexus's sled table records, and the
+rack's sleds (where the other Nexus zones are counted and the new owner is
+chosen) come from that table too; --rack-sleds adds sleds by hand (needed
+only without a Nexus database). A Nexus zone is refused when no other
+in-service Nexus would remain. Running it again for the same zone resumes an
+unfinished expunge, or reports it already done.`,
+			Example: `  starter zone-expunge --sled 7c0b…  --zone 3f2e… --wait
+  starter zone-expunge --sled 7c0b… --zone 3f2e… --new-owner 5d11… --put-timeout 1h`,
 			Args: exactArgs(0),
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				var err error
@@ -62,7 +66,7 @@ zone resumes an unfinished expunge, or reports it already done.`,
 		f := cmd.Flags()
 		f.StringVar(&sled, "sled", "", "the sled running the zone (UUID, required)")
 		f.StringVar(&zone, "zone", "", "the zone to expunge (UUID, required)")
-		f.StringSliceVar(&rackSleds, "rack-sleds", nil, "every sled of the rack (UUIDs, comma-separated): where the other Nexus zones are counted and the new saga owner is chosen")
+		f.StringSliceVar(&rackSleds, "rack-sleds", nil, "extra sleds (UUIDs, comma-separated) where other Nexus zones are counted and the new saga owner is chosen; the rack's sleds come from Nexus's sled table, so this is needed only without a Nexus database")
 		f.StringVar(&newOwner, "new-owner", "", "the Nexus zone that adopts the sagas (default: the live Nexus with the lowest UUID)")
 		f.DurationVar(&in.Timing.PutTimeout, "put-timeout", 30*time.Minute, "how long to keep retrying a failing zone removal")
 		f.DurationVar(&in.Timing.RetryInitial, "retry-initial", time.Second, "first backoff between failed config PUTs")

@@ -18,9 +18,10 @@ import (
 type ZoneExpungeInput struct {
 	Sled uuid.UUID `json:"sled"`
 	Zone uuid.UUID `json:"zone"`
-	// RackSleds are the sleds whose inventories count the in-service Nexus
-	// zones left and offer the live Nexus that adopts the sagas (Sled is
-	// always included). Needed when the zone is a Nexus.
+	// RackSleds are extra sleds whose inventories count the in-service
+	// Nexus zones left and offer the live Nexus that adopts the sagas. The
+	// rack's sleds come from Nexus's sled table (Sled is always included);
+	// this is needed only without a Nexus database.
 	RackSleds []uuid.UUID `json:"rackSleds,omitempty"`
 	// NewOwner optionally names the Nexus zone that adopts the sagas.
 	NewOwner uuid.UUID         `json:"newOwner,omitzero"`
@@ -361,14 +362,10 @@ func (w *zoneExpunge) awaitInventoryProof(ctx workflow.Context, asOf uint64) err
 // Nexus, move the sagas in one transaction, verify none remain.
 func (w *zoneExpunge) reassignSagas(ctx workflow.Context) error {
 	w.setPhase(ctx, ZonePhaseReassigningSagas)
-	var owner uuid.UUID
-	if err := workflow.ExecuteActivity(w.deviceOptions(ctx, "choose the Nexus adopting the sagas of "+w.in.Zone.String()),
-		zxActs.ChooseSagaOwner, activities.ZoneOwnerInput{
-			Sled: w.in.Sled, Zone: w.in.Zone, RackSleds: w.in.RackSleds, Preferred: w.in.NewOwner,
-		}).Get(ctx, &owner); err != nil {
+	owner, err := w.chooseOwner(ctx)
+	if err != nil {
 		return err
 	}
-	w.result.NewOwner, w.progress.NewOwner = owner, owner
 	for round := 1; ; round++ {
 		w.setPhase(ctx, ZonePhaseReassigningSagas)
 		var moved activities.ZoneReassignResult
@@ -376,7 +373,16 @@ func (w *zoneExpunge) reassignSagas(ctx workflow.Context) error {
 			zxActs.ReassignNexusSagas, activities.ZoneReassignInput{
 				AttemptID: w.attempt.ID, Zone: w.in.Zone, NewOwner: owner,
 			}).Get(ctx, &moved); err != nil {
-			return err
+			var appErr *temporal.ApplicationError
+			if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeOwnerGone || round >= maxSagaRounds ||
+				workflow.GetVersion(ctx, changeRechooseGoneOwner, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+				return err
+			}
+			// The owner was expunged before the move (nothing moved): choose again.
+			if owner, err = w.chooseOwner(ctx); err != nil {
+				return err
+			}
+			continue
 		}
 		w.progress.Done += int64(len(moved.Moved))
 		w.progress.Total = w.progress.Done + moved.Remaining
@@ -396,6 +402,24 @@ func (w *zoneExpunge) reassignSagas(ctx workflow.Context) error {
 		}
 		workflow.GetLogger(ctx).Warn("sagas remain on the expunged Nexus; reassigning again", "zone", w.in.Zone, "left", left)
 	}
+}
+
+// changeRechooseGoneOwner: a saga owner expunged before the move is
+// replaced by another live Nexus (issue 14, item 5) instead of failing.
+const changeRechooseGoneOwner = "zone-expunge-rechoose-gone-owner"
+
+// chooseOwner picks the live Nexus that adopts the sagas (the operator's
+// choice when it is still live).
+func (w *zoneExpunge) chooseOwner(ctx workflow.Context) (uuid.UUID, error) {
+	var owner uuid.UUID
+	if err := workflow.ExecuteActivity(w.deviceOptions(ctx, "choose the Nexus adopting the sagas of "+w.in.Zone.String()),
+		zxActs.ChooseSagaOwner, activities.ZoneOwnerInput{
+			AttemptID: w.attempt.ID, Sled: w.in.Sled, Zone: w.in.Zone, RackSleds: w.in.RackSleds, Preferred: w.in.NewOwner,
+		}).Get(ctx, &owner); err != nil {
+		return uuid.Nil, err
+	}
+	w.result.NewOwner, w.progress.NewOwner = owner, owner
+	return owner, nil
 }
 
 // commit is step 6.

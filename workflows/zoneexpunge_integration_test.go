@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleet/nexusdb"
 	"github.com/fleetsaga/fleetsaga/fleetsim"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
@@ -35,13 +36,18 @@ type zxRack struct {
 	nexusB     uuid.UUID
 	sleds      []uuid.UUID
 	removalErr int // zone removal failures armed on A
+	mode       string
 }
 
-func newZXRack(t *testing.T, removalFailures int) zxRack {
+// zxModes are the sled-agent modes every zone expunge test runs in: today's
+// (ledger first, removal in the background) and the opt-in seed rule.
+var zxModes = []string{spec.SledAgentLedgerFirst, spec.SledAgentRemoveBeforeLedger}
+
+func newZXRack(t *testing.T, removalFailures int, mode string) zxRack {
 	s := &spec.Spec{Seed: 5, SpeedUp: 100, Timings: spec.DefaultTimings()}
 	s.Timings.SagaRunTime.Duration = 100 * time.Second
-	r := zxRack{spec: s, nexusA: uuid.New(), nexusB: uuid.New(), removalErr: removalFailures}
-	rack := spec.Rack{ID: "rack-zx", MGSSleds: []int{0, 1}}
+	r := zxRack{spec: s, nexusA: uuid.New(), nexusB: uuid.New(), removalErr: removalFailures, mode: mode}
+	rack := spec.Rack{ID: "rack-zx", MGSSleds: []int{0, 1}, SledAgentMode: mode}
 	zones := [][]spec.Zone{
 		{{ID: uuid.New(), Kind: "internal_ntp"}, {ID: r.nexusA, Kind: "nexus"}},
 		{{ID: r.nexusB, Kind: "nexus"}, {ID: uuid.New(), Kind: "crucible"}},
@@ -64,7 +70,8 @@ func newZXRack(t *testing.T, removalFailures int) zxRack {
 }
 
 func (r zxRack) input() workflows.ZoneExpungeInput {
-	return workflows.ZoneExpungeInput{Sled: r.sledA, Zone: r.nexusA, RackSleds: r.sleds, Timing: workflows.ZoneExpungeTiming{
+	// No RackSleds: the rack's sleds come from Nexus's sled table.
+	return workflows.ZoneExpungeInput{Sled: r.sledA, Zone: r.nexusA, Timing: workflows.ZoneExpungeTiming{
 		RetryInitial: 100 * time.Millisecond, RetryMax: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond,
 		PutTimeout: 2 * time.Minute, HeartbeatTimeout: 3 * time.Second,
 	}}
@@ -134,7 +141,7 @@ func checkExpungeOutcome(t *testing.T, env *testenv.Env, sim *fleetsim.Server, r
 	assert.False(t, nexusOf(tr, r.nexusA).Running)
 
 	db := env.Store.DB()
-	ndb, err := nexusdb.Open(env.DatabaseURL)
+	ndb, err := nexusdb.Open(fleet.FleetsimNexusDB(env.DatabaseURL))
 	require.NoError(t, err)
 	defer ndb.Close()
 	left, err := ndb.CountUnfinished(ctx, r.nexusA)
@@ -163,12 +170,12 @@ func checkExpungeOutcome(t *testing.T, env *testenv.Env, sim *fleetsim.Server, r
 	for i, id := range moved {
 		ids[i] = id.String()
 	}
-	assert.Zero(t, qcount(t, db, `SELECT count(*) FROM fleetsim.saga WHERE id = ANY($1::uuid[]) AND (adopt_time IS NULL OR adopt_time <= $2 OR adopt_generation < 2)`,
+	assert.Zero(t, qcount(t, db, `SELECT count(*) FROM omicron.saga WHERE id = ANY($1::uuid[]) AND (adopt_time IS NULL OR adopt_time <= $2 OR adopt_generation < 2)`,
 		pq.Array(ids), *z.ReadyAt), "a saga was reassigned before the inventory proof")
 
 	// B adopts and finishes them; nothing lost, nothing run twice.
 	require.Eventually(t, func() bool {
-		return qcount(t, db, `SELECT count(*) FROM fleetsim.saga WHERE id = ANY($1::uuid[]) AND saga_state = 'done'`, pq.Array(ids)) == len(ids)
+		return qcount(t, db, `SELECT count(*) FROM omicron.saga WHERE id = ANY($1::uuid[]) AND saga_state = 'done'`, pq.Array(ids)) == len(ids)
 	}, 15*time.Second, 50*time.Millisecond, "moved sagas finish on the new owner")
 	for _, ev := range []string{"adopt", "finish"} {
 		assert.Equal(t, len(ids), qcount(t, db, `SELECT count(*) FROM fleetsim.saga_history
@@ -176,7 +183,7 @@ func checkExpungeOutcome(t *testing.T, env *testenv.Env, sim *fleetsim.Server, r
 	}
 	assert.Zero(t, qcount(t, db, `SELECT count(*) FROM (SELECT saga_id FROM fleetsim.saga_history
 		WHERE event IN ('claim', 'finish') GROUP BY saga_id, event HAVING count(*) > 1) d`), "a saga claimed or finished twice")
-	assert.Zero(t, qcount(t, db, `SELECT count(*) FROM fleetsim.saga s WHERE EXISTS (
+	assert.Zero(t, qcount(t, db, `SELECT count(*) FROM omicron.saga s WHERE EXISTS (
 		SELECT 1 FROM fleetsim.saga_history h WHERE h.saga_id = s.id AND h.sec = $1 AND h.event = 'claim')
 		AND s.saga_state <> 'done' AND s.current_sec IS DISTINCT FROM $2`, r.nexusA, r.nexusB), "a saga of A was lost")
 
@@ -198,13 +205,22 @@ func checkExpungeOutcome(t *testing.T, env *testenv.Env, sim *fleetsim.Server, r
 
 // The race the gate prevents (issue 5): zone removal fails for the first N
 // attempts, the still-running Nexus keeps claiming sagas meanwhile, and the
-// workflow reassigns only once inventory proves the zone gone.
+// workflow reassigns only once inventory proves the zone gone. In both
+// sled-agent modes: today's sled-agent ledgers at once and the removal
+// fails in the background (the workflow waits in the inventory proof); the
+// opt-in one fails the PUT (the workflow retries it).
 func TestZoneExpungeNexusRaceAgainstFleetsim(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: PostgreSQL + Temporal + fleetsim")
 	}
+	for _, mode := range zxModes {
+		t.Run(mode, func(t *testing.T) { testZoneExpungeNexusRace(t, mode) })
+	}
+}
+
+func testZoneExpungeNexusRace(t *testing.T, mode string) {
 	env := testenv.New(t)
-	r := newZXRack(t, 4)
+	r := newZXRack(t, 4, mode)
 	sim := env.StartFleetsim(r.spec)
 	env.StartWorker(workerapp.Deps{Fleet: env.Endpoints(sim)})
 	require.Eventually(t, func() bool { return nexusOf(sledTruth(t, sim), r.nexusA).SagasClaimed >= 5 },
@@ -234,8 +250,9 @@ func TestZoneExpungeNexusRaceAgainstFleetsim(t *testing.T) {
 	}()
 
 	run := startZoneExpunge(t, env, r.input())
-	// While the removal fails, the workflow is stuck in step 3 and has not
-	// moved a single saga.
+	// While the removal fails, the workflow is stuck in step 3 (opt-in: the
+	// PUT fails) or 4 (today's: the PUT succeeded, inventory shows the
+	// failure) and has not moved a single saga.
 	require.Eventually(t, func() bool {
 		return sledOf(sledTruth(t, sim), r.sledA).RemovalAttempts[r.nexusA] >= 2
 	}, 20*time.Second, 10*time.Millisecond)
@@ -243,7 +260,11 @@ func TestZoneExpungeNexusRaceAgainstFleetsim(t *testing.T) {
 	require.NoError(t, err)
 	var p workflows.ZoneExpungeProgress
 	require.NoError(t, v.Get(&p))
-	assert.Contains(t, []string{workflows.ZonePhaseRemovingZone}, p.Phase)
+	stuckIn := workflows.ZonePhaseAwaitingInventory
+	if mode == spec.SledAgentRemoveBeforeLedger {
+		stuckIn = workflows.ZonePhaseRemovingZone
+	}
+	assert.Equal(t, stuckIn, p.Phase)
 	moved, err := env.Store.ReassignedSagas(context.Background(), r.nexusA)
 	require.NoError(t, err)
 	assert.Empty(t, moved, "no reassignment before the inventory proof")
@@ -261,9 +282,14 @@ func TestZoneExpungeNexusRaceAgainstFleetsim(t *testing.T) {
 	mu.Unlock()
 	require.True(t, firstOK && lastOK, "watcher saw the removal attempts: %v", claimedAt)
 	assert.Greater(t, last, first, "the Nexus whose removal failed kept claiming sagas")
-	assert.GreaterOrEqual(t, res.PutAttempts, r.removalErr+1)
+	if mode == spec.SledAgentRemoveBeforeLedger {
+		assert.GreaterOrEqual(t, res.PutAttempts, r.removalErr+1)
+		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/zone-expunge-nexus-race.json")
+	} else {
+		assert.Equal(t, 1, res.PutAttempts, "today's sled-agent ledgers the first PUT")
+		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/zone-expunge-nexus-race-ledger-first.json")
+	}
 	checkExpungeOutcome(t, env, sim, r, res)
-	replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/zone-expunge-nexus-race.json")
 
 	// Running it again for the same zone finds it done.
 	again := startZoneExpunge(t, env, r.input())
@@ -279,8 +305,14 @@ func TestZoneExpungeSurvivesWorkerRestarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: PostgreSQL + Temporal + fleetsim")
 	}
+	for _, mode := range zxModes {
+		t.Run(mode, func(t *testing.T) { testZoneExpungeSurvivesWorkerRestarts(t, mode) })
+	}
+}
+
+func testZoneExpungeSurvivesWorkerRestarts(t *testing.T, mode string) {
 	env := testenv.New(t)
-	r := newZXRack(t, 3)
+	r := newZXRack(t, 3, mode)
 	sim := env.StartFleetsim(r.spec)
 	deps := workerapp.Deps{Fleet: env.Endpoints(sim)}
 	require.Eventually(t, func() bool { return nexusOf(sledTruth(t, sim), r.nexusA).SagasClaimed >= 5 },
@@ -308,7 +340,8 @@ func TestZoneExpungeSurvivesWorkerRestarts(t *testing.T) {
 			require.NoError(t, err)
 			t.Logf("worker killed %d times, at phases %v", kills, phases)
 			assert.GreaterOrEqual(t, kills, 4)
-			assert.True(t, phases[workflows.ZonePhaseRemovingZone], "killed while removing the zone")
+			assert.True(t, phases[workflows.ZonePhaseRemovingZone] || phases[workflows.ZonePhaseAwaitingInventory],
+				"killed while the zone was being removed")
 			checkExpungeOutcome(t, env, sim, r, res)
 			return
 		case <-time.After(5 * time.Millisecond):

@@ -464,3 +464,38 @@ func TestZoneExpungeInputContract(t *testing.T) {
 	require.True(t, ok)
 	assert.IsType(t, &ZoneExpungeInput{}, info.NewInput())
 }
+
+// Issue 14 (5): the chosen owner was expunged before the move (nothing
+// moved): the workflow chooses again and moves the sagas to the live one,
+// instead of failing or stranding them.
+func TestZoneExpungeChoosesAgainWhenTheOwnerIsGone(t *testing.T) {
+	x := newZXTest(t, "nexus")
+	gone, live := zxOwner, uuid.MustParse("55555555-5555-4555-8555-555555555555")
+	var mu sync.Mutex
+	chosen := 0
+	x.on(x.za.ChooseSagaOwner, func(_ context.Context, in activities.ZoneOwnerInput) (uuid.UUID, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		chosen++
+		if chosen == 1 {
+			return gone, nil
+		}
+		return live, nil
+	})
+	var movedTo []uuid.UUID
+	x.on(x.za.ReassignNexusSagas, func(_ context.Context, in activities.ZoneReassignInput) (activities.ZoneReassignResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if in.NewOwner == gone {
+			return activities.ZoneReassignResult{}, temporal.NewNonRetryableApplicationError("gone", activities.ErrTypeOwnerGone, nil)
+		}
+		movedTo = append(movedTo, in.NewOwner)
+		return activities.ZoneReassignResult{Moved: zxSagas}, nil
+	})
+	res, err := x.run()
+	require.NoError(t, err)
+	assert.Equal(t, ZoneOutcomeExpunged, res.Outcome)
+	assert.Equal(t, live, res.NewOwner)
+	assert.Equal(t, []uuid.UUID{live}, movedTo)
+	assert.Equal(t, 2, chosen)
+}

@@ -1,9 +1,10 @@
-// Package nexusdb is fleetsaga's access to the Nexus saga table: moving the
-// unfinished sagas of an expunged Nexus to a live one, and counting what is
-// left. The table follows omicron's `saga` (id, name, saga_state,
-// current_sec, adopt_generation, adopt_time); fleetsim keeps it in PostgreSQL
-// as fleetsim.saga (against a real rack it is omicron.public.saga: pass the
-// table to New).
+// Package nexusdb is fleetsaga's access to Nexus's database: the sled table
+// (where each sled's sled-agent listens, which sleds a rack has) and the
+// saga table (moving the unfinished sagas of an expunged Nexus to a live
+// one, and counting what is left). Tables and columns are omicron's
+// (omicron.public.saga, omicron.public.sled), named unqualified: a real
+// rack's URL names database omicron (schema public); fleetsim's sets
+// search_path=omicron (fleet.FleetsimNexusDB). The same SQL runs on both.
 package nexusdb
 
 import (
@@ -19,8 +20,12 @@ import (
 	_ "github.com/lib/pq" // PostgreSQL driver
 )
 
-// DefaultTable is where fleetsim's Nexus instances keep their sagas.
-const DefaultTable = "fleetsim.saga"
+// DefaultTable is the saga table, resolved by the connection's database
+// (omicron) or search_path (fleetsim: omicron).
+const DefaultTable = "saga"
+
+// SledTable is the sled table, resolved like DefaultTable.
+const SledTable = "sled"
 
 // unfinished is the SQL condition for a saga some Nexus must still drive.
 const unfinished = "saga_state NOT IN ('done', 'abandoned')"
@@ -29,6 +34,7 @@ const unfinished = "saga_state NOT IN ('done', 'abandoned')"
 type DB struct {
 	db    *sql.DB
 	table string
+	sleds string
 	owned bool
 }
 
@@ -42,7 +48,7 @@ func Open(url string) (*DB, error) {
 		return nil, fmt.Errorf("nexusdb: open: %w", err)
 	}
 	db.SetMaxOpenConns(4)
-	return &DB{db: db, table: DefaultTable, owned: true}, nil
+	return &DB{db: db, table: DefaultTable, sleds: SledTable, owned: true}, nil
 }
 
 // New wraps an existing connection pool; table "" means DefaultTable.
@@ -53,7 +59,7 @@ func New(db *sql.DB, table string) (*DB, error) {
 	if !validTable.MatchString(table) {
 		return nil, fmt.Errorf("nexusdb: invalid table name %q", table)
 	}
-	return &DB{db: db, table: table}, nil
+	return &DB{db: db, table: table, sleds: SledTable}, nil
 }
 
 var validTable = regexp.MustCompile(`^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*){0,2}$`)

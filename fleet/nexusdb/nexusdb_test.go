@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleet/nexusdb"
 	"github.com/fleetsaga/fleetsaga/fleetsim/domain"
 	"github.com/fleetsaga/fleetsaga/fleetsim/sled"
@@ -36,7 +37,7 @@ func sagaDB(t *testing.T) (string, *sql.DB) {
 func insertSaga(t *testing.T, db *sql.DB, sec uuid.UUID, state string) uuid.UUID {
 	t.Helper()
 	id := uuid.New()
-	_, err := db.Exec(`INSERT INTO fleetsim.saga (id, creator, name, saga_state, current_sec) VALUES ($1, $2, 'test', $3, $2)`, id, sec, state)
+	_, err := db.Exec(`INSERT INTO omicron.saga (id, creator, name, saga_state, current_sec) VALUES ($1, $2, 'test', $3, $2)`, id, sec, state)
 	require.NoError(t, err)
 	return id
 }
@@ -44,7 +45,7 @@ func insertSaga(t *testing.T, db *sql.DB, sec uuid.UUID, state string) uuid.UUID
 func TestReassignSagasMovesOnlyUnfinishedSagasOfThatNexus(t *testing.T) {
 	ctx := context.Background()
 	url, db := sagaDB(t)
-	ndb, err := nexusdb.Open(url)
+	ndb, err := nexusdb.Open(fleet.FleetsimNexusDB(url))
 	require.NoError(t, err)
 	defer ndb.Close()
 
@@ -71,7 +72,7 @@ func TestReassignSagasMovesOnlyUnfinishedSagasOfThatNexus(t *testing.T) {
 		var sec uuid.UUID
 		var gen int
 		var adopted bool
-		require.NoError(t, db.QueryRow(`SELECT current_sec, adopt_generation, adopt_time IS NOT NULL FROM fleetsim.saga WHERE id = $1`, id).
+		require.NoError(t, db.QueryRow(`SELECT current_sec, adopt_generation, adopt_time IS NOT NULL FROM omicron.saga WHERE id = $1`, id).
 			Scan(&sec, &gen, &adopted))
 		assert.Equal(t, to, sec)
 		assert.Equal(t, 2, gen)
@@ -80,12 +81,12 @@ func TestReassignSagasMovesOnlyUnfinishedSagasOfThatNexus(t *testing.T) {
 	for _, id := range []uuid.UUID{done, abandoned} {
 		var sec uuid.UUID
 		var gen int
-		require.NoError(t, db.QueryRow(`SELECT current_sec, adopt_generation FROM fleetsim.saga WHERE id = $1`, id).Scan(&sec, &gen))
+		require.NoError(t, db.QueryRow(`SELECT current_sec, adopt_generation FROM omicron.saga WHERE id = $1`, id).Scan(&sec, &gen))
 		assert.Equal(t, from, sec, "finished sagas stay where they are")
 		assert.Equal(t, 1, gen)
 	}
 	var sec uuid.UUID
-	require.NoError(t, db.QueryRow(`SELECT current_sec FROM fleetsim.saga WHERE id = $1`, others).Scan(&sec))
+	require.NoError(t, db.QueryRow(`SELECT current_sec FROM omicron.saga WHERE id = $1`, others).Scan(&sec))
 	assert.Equal(t, other, sec)
 
 	n, err = ndb.CountUnfinished(ctx, from)
@@ -100,14 +101,14 @@ func TestReassignSagasMovesOnlyUnfinishedSagasOfThatNexus(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, again.Sagas)
 	var maxGen int
-	require.NoError(t, db.QueryRow(`SELECT max(adopt_generation) FROM fleetsim.saga`).Scan(&maxGen))
+	require.NoError(t, db.QueryRow(`SELECT max(adopt_generation) FROM omicron.saga`).Scan(&maxGen))
 	assert.Equal(t, 2, maxGen)
 }
 
 func TestReassignSagasRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
 	url, _ := sagaDB(t)
-	ndb, err := nexusdb.Open(url)
+	ndb, err := nexusdb.Open(fleet.FleetsimNexusDB(url))
 	require.NoError(t, err)
 	defer ndb.Close()
 	a := uuid.New()

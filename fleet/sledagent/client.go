@@ -13,17 +13,17 @@ import (
 	"github.com/google/uuid"
 )
 
-// Error codes the sled-agent (and fleetsim) return for the rules fleetsaga
-// depends on (DOMAIN.md §D).
-const (
-	// CodeGenerationOutdated: the PUT's generation is older than the ledger.
-	CodeGenerationOutdated = "GenerationOutdated"
-	// CodeConfigurationChanged: same generation as the ledger, different contents.
-	CodeConfigurationChanged = "ConfigurationChanged"
-	// CodeZoneRemovalFailed: a zone could not be removed; the ledger was not
-	// changed and the same request may be retried.
-	CodeZoneRemovalFailed = "ZoneRemovalFailed"
-)
+// CodeZoneRemovalFailed is the error_code of fleetsim's opt-in
+// remove-before-ledger mode for a PUT whose zone removal failed (the ledger
+// was not changed and the same request may be retried). The real sled-agent
+// has no such answer: fleetsaga never depends on it (a 500 is retried).
+//
+// The real sled-agent's 400s for an outdated generation ("sled config
+// generation out of date (got G1, have G2)") or a changed config at the same
+// generation ("sled config changed with the same generation (G)") carry no
+// error_code: a client tells them apart by re-reading the sled's ledgered
+// generation (IsBadRequest, then Inventory), never by a code.
+const CodeZoneRemovalFailed = "ZoneRemovalFailed"
 
 // maxResponseBytes bounds what the client reads from a sled-agent.
 const maxResponseBytes = 8 << 20
@@ -48,7 +48,7 @@ func (e *Error) Error() string {
 // Retryable is the one place that decides whether an HTTP error from a
 // sled-agent is worth retrying unchanged: server-side failures (5xx, which
 // includes a failed zone removal), 429 and 408. Other 4xx answers mean the
-// request itself must change (e.g. GenerationOutdated → rebase).
+// request itself must change (a 400: re-read the ledger, then rebase).
 func (e *Error) Retryable() bool {
 	return e.StatusCode >= 500 || e.StatusCode == http.StatusTooManyRequests ||
 		e.StatusCode == http.StatusRequestTimeout
@@ -80,11 +80,13 @@ func HasCode(err error, code string) bool {
 	return errors.As(err, &he) && he.ErrorCode == code
 }
 
-// IsGenerationOutdated reports a 400 GenerationOutdated (someone ledgered a newer config).
-func IsGenerationOutdated(err error) bool { return HasCode(err, CodeGenerationOutdated) }
-
-// IsConfigurationChanged reports a 400 ConfigurationChanged (same generation, other contents).
-func IsConfigurationChanged(err error) bool { return HasCode(err, CodeConfigurationChanged) }
+// IsBadRequest reports a 400: the sled-agent refused this config. Whether
+// another writer moved the sled on (rebase) or the config itself is wrong
+// only a fresh read of the ledgered generation can tell.
+func IsBadRequest(err error) bool {
+	var he *Error
+	return errors.As(err, &he) && he.StatusCode == http.StatusBadRequest
+}
 
 // Client talks to one sled's sled-agent.
 type Client struct {
@@ -102,8 +104,8 @@ func New(baseURL string, hc *http.Client) *Client {
 }
 
 // PutOmicronConfig sends the sled's whole config (PUT /omicron-config → 204).
-// It returns once the sled has ledgered it, which (fleetsaga's rule) happens
-// only after every zone left out of it was removed.
+// Success means the sled ledgered it; today's sled-agent removes the zones
+// left out afterwards, so only inventory proves a removal.
 func (c *Client) PutOmicronConfig(ctx context.Context, cfg OmicronSledConfig) error {
 	cfg = cfg.Normalized()
 	if err := cfg.Validate(); err != nil {

@@ -1,8 +1,7 @@
 // Package sledagent is a typed client for the sled-agent API (the subset
 // fleetsaga drives: PUT /omicron-config and GET /inventory). Shapes follow
-// oxidecomputer/omicron's sled-agent OpenAPI document 48.0.0
-// (../shared/specs/sled-agent-openapi-48.0.0.json): same paths and field
-// names, a subset of the fields.
+// oxidecomputer/omicron's sled-agent OpenAPI document 48.0.0 (vendored in
+// fleet/openapi/specs): same paths and field names, a subset of the fields.
 package sledagent
 
 import (
@@ -283,6 +282,31 @@ func (inv *Inventory) ZonePresent(id uuid.UUID) (bool, ConfigReconcilerInventory
 	}
 	r, ok := inv.LastReconciliation.Zones[id]
 	return ok, r
+}
+
+// ZoneGone is the inventory proof that zone is removed as of generation gen
+// (DOMAIN.md §E): the sled ledgered gen or later, its last reconciliation
+// applied gen or later, and the zone is no longer on the sled (neither
+// running nor failed to shut down). Today's sled-agent ledgers before it
+// removes, so the ledger alone proves nothing. why says what is missing.
+func (inv *Inventory) ZoneGone(zone uuid.UUID, gen uint64) (gone bool, why string) {
+	if g := inv.LedgeredGeneration(); g < gen {
+		return false, fmt.Sprintf("ledgered generation %d < %d", g, gen)
+	}
+	lr := inv.LastReconciliation
+	if lr == nil {
+		return false, "no reconciliation yet"
+	}
+	if g := lr.LastReconciledConfig.Generation; g < gen {
+		return false, fmt.Sprintf("last reconciliation applied generation %d < %d (reconciler %s)", g, gen, inv.ReconcilerStatus.Status)
+	}
+	if r, ok := lr.Zones[zone]; ok {
+		if r.Result == ResultErr {
+			return false, "zone still on the sled: " + r.Message
+		}
+		return false, "zone still running"
+	}
+	return true, ""
 }
 
 // validate is the strict part of decoding an inventory: required fields and

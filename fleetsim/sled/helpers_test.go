@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetsaga/fleetsaga/fleet/openapi"
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
 	"github.com/fleetsaga/fleetsaga/fleetsim"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
@@ -29,8 +33,14 @@ const testSpeedUp = 100
 // at generation 3.
 func rackSpec(t *testing.T, zoneKinds ...[]string) *spec.Spec {
 	t.Helper()
+	return rackSpecMode(t, "", zoneKinds...)
+}
+
+// rackSpecMode is rackSpec with the rack's sledAgentMode.
+func rackSpecMode(t *testing.T, mode string, zoneKinds ...[]string) *spec.Spec {
+	t.Helper()
 	s := &spec.Spec{Seed: 7, SpeedUp: testSpeedUp, Timings: spec.DefaultTimings()}
-	rack := spec.Rack{ID: "rack-test", MGSSleds: []int{0, 1}}
+	rack := spec.Rack{ID: "rack-test", MGSSleds: []int{0, 1}, SledAgentMode: mode}
 	for i := 0; i < max(2, len(zoneKinds)); i++ {
 		sl := spec.Sled{
 			ID: uuid.New(), Cubby: i, Serial: fmt.Sprintf("BRM0000%02d", i), Part: "913-0000019",
@@ -60,12 +70,29 @@ func startSim(t *testing.T, s *spec.Spec, databaseURL string) *fleetsim.Server {
 	return srv
 }
 
-func sledURL(srv *fleetsim.Server, id uuid.UUID) string {
-	return srv.URL + "/sled-agent/" + id.String()
+// sledURL is the sled's own sled-agent listener, behind a proxy that checks
+// every response of a documented operation against the sled-agent OpenAPI
+// document (violations fail the test).
+func sledURL(t *testing.T, srv *fleetsim.Server, id uuid.UUID) string {
+	t.Helper()
+	var addr string
+	for _, s := range truth(t, srv).Sleds {
+		if s.ID == id {
+			addr = s.Address
+		}
+	}
+	require.NotEmpty(t, addr, "sled %s has no address", id)
+	target, err := url.Parse("http://" + addr)
+	require.NoError(t, err)
+	contract := openapi.MustLoad(openapi.SledAgent)
+	undocumented := func(r *http.Request) bool { return contract.Operation(r, "") == "" }
+	proxy := httptest.NewServer(openapi.Middleware(contract, "", t, undocumented, httputil.NewSingleHostReverseProxy(target)))
+	t.Cleanup(proxy.Close)
+	return proxy.URL
 }
 
-func client(srv *fleetsim.Server, id uuid.UUID) *sledagent.Client {
-	return sledagent.New(sledURL(srv, id), &http.Client{Timeout: 30 * time.Second})
+func client(t *testing.T, srv *fleetsim.Server, id uuid.UUID) *sledagent.Client {
+	return sledagent.New(sledURL(t, srv, id), &http.Client{Timeout: 30 * time.Second})
 }
 
 func inventory(t *testing.T, c *sledagent.Client) *sledagent.Inventory {
@@ -166,4 +193,18 @@ func zoneIDs(s *spec.Spec, sledIdx int) []uuid.UUID {
 		out = append(out, z.ID)
 	}
 	return out
+}
+
+// awaitZoneGone waits for inventory to prove zone removed: the last
+// reconciliation applied generation >= gen and the zone is no longer on the
+// sled (neither running nor failed to shut down).
+func awaitZoneGone(t *testing.T, c *sledagent.Client, zone uuid.UUID, gen uint64) *sledagent.Inventory {
+	t.Helper()
+	var inv *sledagent.Inventory
+	require.Eventually(t, func() bool {
+		inv = inventory(t, c)
+		present, _ := inv.ZonePresent(zone)
+		return inv.LastReconciliation != nil && inv.LastReconciliation.LastReconciledConfig.Generation >= gen && !present
+	}, 10*time.Second, 5*time.Millisecond, "zone %s never gone at generation %d", zone, gen)
+	return inv
 }

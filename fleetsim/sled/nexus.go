@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -12,38 +13,71 @@ import (
 	_ "github.com/lib/pq" // PostgreSQL driver
 )
 
-// The simulated Nexus database lives in schema fleetsim of Env.DatabaseURL.
+// The simulated Nexus database follows omicron's (CockroachDB, database
+// omicron, schema public): its tables are omicron.public.saga and
+// omicron.public.sled. PostgreSQL cannot name another database, so fleetsim
+// keeps them in schema omicron of Env.DatabaseURL, and clients reach them by
+// their unqualified names with search_path=omicron (fleet.FleetsimNexusDB):
+// the same SQL then runs against a real rack's database omicron.
 //
-// fleetsim.saga follows omicron's saga table (id, creator, time_created,
-// name, saga_state, current_sec, adopt_generation, adopt_time), plus what the
-// simulation needs: current_sec NULL means no Nexus has claimed the saga yet,
-// and time_claimed / time_finished. fleet/nexusdb reads and reassigns it.
+// omicron.saga has omicron's columns (id, creator, time_created, name,
+// saga_dag, saga_state enum, current_sec, adopt_generation, adopt_time),
+// plus what the simulation needs: current_sec NULL means no Nexus has
+// claimed the saga yet, adopt_time NULL means it was never reassigned, and
+// time_claimed / time_finished. omicron.sled has omicron's columns fleetsaga
+// reads (id, rack_id, is_scrimlet, serial_number, part_number, ip, port,
+// sled_policy, sled_state, time_deleted); fleetsim records each sled-agent's
+// loopback listener there. fleet/nexusdb reads and reassigns them.
 //
 // fleetsim.saga_history is an append-only log (a trigger refuses UPDATE and
 // DELETE) of every claim, adoption and finish with the Nexus that did it and
 // the adopt generation, so tests can prove who owned what and when.
 const nexusSchemaSQL = `
+CREATE SCHEMA IF NOT EXISTS omicron;
 CREATE SCHEMA IF NOT EXISTS fleetsim;
-CREATE TABLE IF NOT EXISTS fleetsim.saga (
-	id               uuid        PRIMARY KEY,
-	creator          uuid        NOT NULL,
-	time_created     timestamptz NOT NULL DEFAULT now(),
-	name             text        NOT NULL,
-	saga_state       text        NOT NULL DEFAULT 'running'
-	                 CHECK (saga_state IN ('running', 'unwinding', 'done', 'abandoned')),
+DO $$ BEGIN
+	CREATE TYPE omicron.saga_state AS ENUM ('running', 'unwinding', 'done', 'abandoned');
+EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+DO $$ BEGIN
+	CREATE TYPE omicron.sled_policy AS ENUM ('in_service', 'no_provision', 'expunged');
+EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+DO $$ BEGIN
+	CREATE TYPE omicron.sled_state AS ENUM ('active', 'decommissioned');
+EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+CREATE TABLE IF NOT EXISTS omicron.saga (
+	id               uuid               PRIMARY KEY,
+	creator          uuid               NOT NULL,
+	time_created     timestamptz        NOT NULL DEFAULT now(),
+	name             text               NOT NULL,
+	saga_dag         jsonb              NOT NULL DEFAULT '{}',
+	saga_state       omicron.saga_state NOT NULL DEFAULT 'running',
 	current_sec      uuid,
-	adopt_generation bigint      NOT NULL DEFAULT 1,
+	adopt_generation bigint             NOT NULL DEFAULT 1,
 	adopt_time       timestamptz,
 	time_claimed     timestamptz,
 	time_finished    timestamptz
 );
-CREATE INDEX IF NOT EXISTS saga_unclaimed ON fleetsim.saga (time_created, id)
+CREATE INDEX IF NOT EXISTS saga_unclaimed ON omicron.saga (time_created, id)
 	WHERE current_sec IS NULL AND saga_state = 'running';
-CREATE INDEX IF NOT EXISTS saga_by_sec ON fleetsim.saga (current_sec)
+CREATE INDEX IF NOT EXISTS saga_by_sec ON omicron.saga (current_sec)
 	WHERE saga_state NOT IN ('done', 'abandoned');
+CREATE TABLE IF NOT EXISTS omicron.sled (
+	id            uuid                PRIMARY KEY,
+	time_created  timestamptz         NOT NULL DEFAULT now(),
+	time_modified timestamptz         NOT NULL DEFAULT now(),
+	time_deleted  timestamptz,
+	rack_id       uuid                NOT NULL,
+	is_scrimlet   bool                NOT NULL,
+	serial_number text                NOT NULL,
+	part_number   text                NOT NULL,
+	ip            inet                NOT NULL,
+	port          int4                NOT NULL CHECK (port BETWEEN 0 AND 65535),
+	sled_policy   omicron.sled_policy NOT NULL DEFAULT 'in_service',
+	sled_state    omicron.sled_state  NOT NULL DEFAULT 'active'
+);
 CREATE TABLE IF NOT EXISTS fleetsim.saga_history (
 	seq              bigserial   PRIMARY KEY,
-	saga_id          uuid        NOT NULL REFERENCES fleetsim.saga (id),
+	saga_id          uuid        NOT NULL REFERENCES omicron.saga (id),
 	sec              uuid        NOT NULL,
 	event            text        NOT NULL CHECK (event IN ('claim', 'adopt', 'finish')),
 	adopt_generation bigint      NOT NULL,
@@ -59,6 +93,36 @@ CREATE OR REPLACE TRIGGER saga_history_append_only
 	BEFORE UPDATE OR DELETE ON fleetsim.saga_history
 	FOR EACH ROW EXECUTE FUNCTION fleetsim.saga_history_append_only();
 `
+
+// recordSleds writes every sled into omicron.sled with its sled-agent's
+// listener address (fleetsim's sled-agents listen on loopback). A sled
+// already there (another fleetsim on the same database) is updated.
+func (d *Domain) recordSleds(ctx context.Context) error {
+	for _, rack := range d.env.Spec.Racks {
+		rackID := RackUUID(rack.ID)
+		for _, s := range rack.Sleds {
+			sa := d.sleds[s.ID]
+			host, port, err := net.SplitHostPort(sa.address)
+			if err != nil {
+				return fmt.Errorf("fleetsim sled %s: address %q: %w", s.ID, sa.address, err)
+			}
+			if _, err := d.db.ExecContext(ctx, `
+INSERT INTO omicron.sled (id, rack_id, is_scrimlet, serial_number, part_number, ip, port)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (id) DO UPDATE SET rack_id = $2, is_scrimlet = $3, serial_number = $4, part_number = $5,
+	ip = $6, port = $7, time_modified = now(), time_deleted = NULL, sled_policy = 'in_service', sled_state = 'active'`,
+				s.ID, rackID, sa.scrimlet, s.Serial, s.Part, host, port); err != nil {
+				return fmt.Errorf("fleetsim sled %s: record in omicron.sled: %w", s.ID, err)
+			}
+		}
+	}
+	return nil
+}
+
+// RackUUID is the rack_id fleetsim records for a spec rack (whose ID is a name).
+func RackUUID(name string) uuid.UUID {
+	return uuid.NewSHA1(uuid.NameSpaceOID, []byte("fleetsim rack "+name))
+}
 
 const (
 	// sagasCreatedPerTick is how many new sagas each running Nexus creates
@@ -93,7 +157,7 @@ func setupNexusSchema(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("fleetsim sled: nexus database: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('fleetsim.saga'))`); err != nil {
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('fleetsim.nexus'))`); err != nil {
 		return fmt.Errorf("fleetsim sled: nexus schema lock: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, nexusSchemaSQL); err != nil {
@@ -239,7 +303,7 @@ func (n *nexusSim) create(ctx context.Context) (int64, error) {
 		name := sagaNames[int(n.created+int64(i))%len(sagaNames)]
 		n.mu.Unlock()
 		res, err := n.d.db.ExecContext(ctx,
-			`INSERT INTO fleetsim.saga (id, creator, name) VALUES ($1, $2, $3)`, uuid.New(), n.zone, name)
+			`INSERT INTO omicron.saga (id, creator, name) VALUES ($1, $2, $3)`, uuid.New(), n.zone, name)
 		if err != nil {
 			return total, err
 		}
@@ -254,12 +318,12 @@ func (n *nexusSim) create(ctx context.Context) (int64, error) {
 func (n *nexusSim) claim(ctx context.Context) (int64, error) {
 	return execCount(ctx, n.d.db, `
 WITH c AS (
-	SELECT id FROM fleetsim.saga
+	SELECT id FROM omicron.saga
 	WHERE current_sec IS NULL AND saga_state = 'running'
 	ORDER BY time_created, id LIMIT $2
 	FOR UPDATE SKIP LOCKED
 ), u AS (
-	UPDATE fleetsim.saga s SET current_sec = $1, time_claimed = now()
+	UPDATE omicron.saga s SET current_sec = $1, time_claimed = now()
 	FROM c WHERE s.id = c.id
 	RETURNING s.id, s.adopt_generation
 )
@@ -271,7 +335,7 @@ SELECT id, $1, 'claim', adopt_generation FROM u`, n.zone, claimBatch)
 func (n *nexusSim) adopt(ctx context.Context) (int64, error) {
 	return execCount(ctx, n.d.db, `
 INSERT INTO fleetsim.saga_history (saga_id, sec, event, adopt_generation)
-SELECT s.id, $1, 'adopt', s.adopt_generation FROM fleetsim.saga s
+SELECT s.id, $1, 'adopt', s.adopt_generation FROM omicron.saga s
 WHERE s.current_sec = $1 AND s.saga_state = 'running' AND s.adopt_time IS NOT NULL
   AND NOT EXISTS (
 	SELECT 1 FROM fleetsim.saga_history h
@@ -283,7 +347,7 @@ WHERE s.current_sec = $1 AND s.saga_state = 'running' AND s.adopt_time IS NOT NU
 func (n *nexusSim) finish(ctx context.Context, runFor time.Duration) (int64, error) {
 	return execCount(ctx, n.d.db, `
 WITH u AS (
-	UPDATE fleetsim.saga SET saga_state = 'done', time_finished = now()
+	UPDATE omicron.saga SET saga_state = 'done', time_finished = now()
 	WHERE current_sec = $1 AND saga_state = 'running'
 	  AND GREATEST(time_claimed, adopt_time) <= now() - $2 * interval '1 microsecond'
 	RETURNING id, adopt_generation

@@ -11,8 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleet/nexusdb"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 )
 
@@ -43,17 +45,17 @@ func assertSagaInvariants(t *testing.T, db *sql.DB) {
 		WHERE event = 'claim' GROUP BY saga_id HAVING count(*) > 1) d`), "saga claimed twice")
 	assert.Zero(t, count(t, db, `SELECT count(*) FROM (SELECT saga_id FROM fleetsim.saga_history
 		WHERE event = 'finish' GROUP BY saga_id HAVING count(*) > 1) d`), "saga finished twice")
-	assert.Zero(t, count(t, db, `SELECT count(*) FROM fleetsim.saga s WHERE saga_state = 'done' AND NOT EXISTS (
+	assert.Zero(t, count(t, db, `SELECT count(*) FROM omicron.saga s WHERE saga_state = 'done' AND NOT EXISTS (
 		SELECT 1 FROM fleetsim.saga_history h WHERE h.saga_id = s.id AND h.event = 'finish' AND h.sec = s.current_sec)`),
 		"done saga without a finish by its owner")
-	assert.Zero(t, count(t, db, `SELECT count(*) FROM fleetsim.saga s WHERE current_sec IS NOT NULL AND NOT EXISTS (
+	assert.Zero(t, count(t, db, `SELECT count(*) FROM omicron.saga s WHERE current_sec IS NOT NULL AND NOT EXISTS (
 		SELECT 1 FROM fleetsim.saga_history h WHERE h.saga_id = s.id AND h.event IN ('claim', 'adopt') AND h.sec = s.current_sec)
 		AND adopt_time IS NULL`), "owned saga never claimed by its owner")
 }
 
 func TestNexusInstancesClaimAndFinishSagas(t *testing.T) {
 	url, db := nexusDB(t)
-	s := rackSpec(t, []string{"ntp", "nexus"}, []string{"nexus"})
+	s := rackSpec(t, []string{"internal_ntp", "nexus"}, []string{"nexus"})
 	srv := startSim(t, s, url)
 	a, b := s.Racks[0].Sleds[0].Zones[1].ID, s.Racks[0].Sleds[1].Zones[0].ID
 
@@ -68,7 +70,7 @@ func TestNexusInstancesClaimAndFinishSagas(t *testing.T) {
 		assert.True(t, n.Running)
 		assert.NotNil(t, n.LastClaimAt)
 		assert.Empty(t, n.LastError)
-		assert.Positive(t, count(t, db, `SELECT count(*) FROM fleetsim.saga WHERE creator = $1`, z))
+		assert.Positive(t, count(t, db, `SELECT count(*) FROM omicron.saga WHERE creator = $1`, z))
 		assert.Positive(t, count(t, db, `SELECT count(*) FROM fleetsim.saga_history WHERE sec = $1 AND event = 'claim'`, z))
 	}
 	assertSagaInvariants(t, db)
@@ -85,11 +87,11 @@ func TestNexusInstancesClaimAndFinishSagas(t *testing.T) {
 // claims after that.
 func TestRunningNexusKeepsClaimingUntilZoneRemoved(t *testing.T) {
 	url, db := nexusDB(t)
-	s := rackSpec(t, []string{"ntp", "nexus"}, []string{"nexus"})
+	s := rackSpecMode(t, spec.SledAgentRemoveBeforeLedger, []string{"internal_ntp", "nexus"}, []string{"nexus"})
 	srv := startSim(t, s, url)
 	sl := s.Racks[0].Sleds[0]
 	a, b := sl.Zones[1].ID, s.Racks[0].Sleds[1].Zones[0].ID
-	c := client(srv, sl.ID)
+	c := client(t, srv, sl.ID)
 	armFault(t, srv, faults.Fault{Kind: faults.ZoneRemovalFailure, Target: "zone/" + a.String(), Times: 3})
 	next := inventory(t, c).LedgeredSledConfig.WithoutZone(4, a)
 
@@ -127,12 +129,12 @@ func TestRunningNexusKeepsClaimingUntilZoneRemoved(t *testing.T) {
 // bumped) are adopted by it and finished; none is lost or run twice.
 func TestNexusAdoptsReassignedSagas(t *testing.T) {
 	url, db := nexusDB(t)
-	s := rackSpec(t, []string{"ntp", "nexus"}, []string{"nexus"})
+	s := rackSpec(t, []string{"internal_ntp", "nexus"}, []string{"nexus"})
 	s.Timings.SagaRunTime.Duration = 100 * time.Second // 1 s: A's sagas outlive A
 	srv := startSim(t, s, url)
 	sl := s.Racks[0].Sleds[0]
 	a, b := sl.Zones[1].ID, s.Racks[0].Sleds[1].Zones[0].ID
-	ndb, err := nexusdb.Open(url)
+	ndb, err := nexusdb.Open(fleet.FleetsimNexusDB(url))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ndb.Close() })
 
@@ -140,8 +142,9 @@ func TestNexusAdoptsReassignedSagas(t *testing.T) {
 		n, err := ndb.CountUnfinished(ctx, a)
 		return err == nil && n >= 3
 	}, 10*time.Second, 10*time.Millisecond)
-	c := client(srv, sl.ID)
+	c := client(t, srv, sl.ID)
 	require.NoError(t, c.PutOmicronConfig(ctx, inventory(t, c).LedgeredSledConfig.WithoutZone(4, a)))
+	awaitZoneGone(t, c, a, 4) // ledgered is not removed: inventory is the proof
 	orphans, err := ndb.CountUnfinished(ctx, a)
 	require.NoError(t, err)
 	require.Positive(t, orphans, "the removed Nexus left unfinished sagas")
@@ -153,7 +156,7 @@ func TestNexusAdoptsReassignedSagas(t *testing.T) {
 	for _, id := range res.Sagas {
 		var sec uuid.UUID
 		var gen int
-		require.NoError(t, db.QueryRow(`SELECT current_sec, adopt_generation FROM fleetsim.saga WHERE id = $1`, id).Scan(&sec, &gen))
+		require.NoError(t, db.QueryRow(`SELECT current_sec, adopt_generation FROM omicron.saga WHERE id = $1`, id).Scan(&sec, &gen))
 		assert.Equal(t, b, sec)
 		assert.Equal(t, 2, gen)
 	}
@@ -163,7 +166,7 @@ func TestNexusAdoptsReassignedSagas(t *testing.T) {
 
 	// B adopts each moved saga once and finishes it.
 	require.Eventually(t, func() bool {
-		return count(t, db, `SELECT count(*) FROM fleetsim.saga WHERE id = ANY($1::uuid[]) AND saga_state = 'done'`, uuidArray(res.Sagas)) == len(res.Sagas)
+		return count(t, db, `SELECT count(*) FROM omicron.saga WHERE id = ANY($1::uuid[]) AND saga_state = 'done'`, uuidArray(res.Sagas)) == len(res.Sagas)
 	}, 10*time.Second, 20*time.Millisecond)
 	assert.Equal(t, len(res.Sagas), count(t, db, `SELECT count(*) FROM fleetsim.saga_history
 		WHERE saga_id = ANY($1::uuid[]) AND sec = $2 AND event = 'adopt' AND adopt_generation = 2`, uuidArray(res.Sagas), b))

@@ -7,13 +7,26 @@
 //	PUT /omicron-config  the sled's whole config {generation, zones, ...}
 //	GET /inventory       ledgered config, reconciler status, zones present
 //
-// with fleetsaga's stricter rule (DOMAIN.md §D): a zone left out of a new
-// config is removed before the new generation is ledgered. A failed removal
-// fails the request (500 ZoneRemovalFailed) and keeps the old ledger; the
-// same request sent again retries the removal, and a zone already gone
-// counts as removed. Removal takes Timings.ZoneRemovalTime (scaled). The
-// fault zone_removal_failure (target zone/<uuid>, Times = attempts) makes
-// removals fail.
+// in one of two modes (spec.Rack.SledAgentMode, DOMAIN.md §D and §H):
+//
+//   - ledger-first (default, today's sled-agent): a PUT that passes the
+//     generation checks is ledgered and answered 204 at once. A reconciler
+//     per sled then removes the zones left out and starts the new ones in
+//     the background, retrying failed removals every reconcileRetry, and
+//     reports each zone's result in GET /inventory's last_reconciliation.
+//     The PUT's success proves nothing about removal.
+//   - remove-before-ledger (opt-in, the seed's rule): removal must succeed
+//     before the new generation is ledgered. A failed removal fails the
+//     request (500 ZoneRemovalFailed) and keeps the old ledger; the same
+//     request sent again retries the removal, and a zone already gone counts
+//     as removed.
+//
+// In both modes an older generation is a 400 "sled config generation out of
+// date (got G1, have G2)" and the same generation with other contents a 400
+// "sled config changed with the same generation (G)", with no error_code, as
+// the real sled-agent answers. Removal takes Timings.ZoneRemovalTime
+// (scaled). The fault zone_removal_failure (target zone/<uuid>, Times =
+// attempts) makes removals fail.
 //
 // Nexus instances (see nexus.go) claim sagas in PostgreSQL while their zone
 // is present on its sled, and stop only once the zone is really removed. With
@@ -33,6 +46,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -46,6 +60,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/domain"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/httpx"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 )
 
 // Name is the domain's key under /truth.
@@ -53,6 +68,11 @@ const Name = "sled"
 
 // maxConfigBytes bounds a PUT /omicron-config body.
 const maxConfigBytes = 1 << 20
+
+// reconcileRetry is how soon the ledger-first reconciler retries after a
+// failed attempt (real time, scaled by SpeedUp). The real reconciler retries
+// on a timer too; the value here is an order of magnitude, not omicron's.
+const reconcileRetry = 30 * time.Second
 
 // requiredConfigFields are OmicronSledConfig's required properties in the
 // OpenAPI document; a real sled-agent rejects a body without them.
@@ -107,15 +127,15 @@ func NewDomain(ctx context.Context, env domain.Env) (*Domain, error) {
 	for _, rack := range env.Spec.Racks {
 		for _, s := range rack.Sleds {
 			zones := make([]sledagent.OmicronZoneConfig, 0, len(s.Zones))
-			for _, z := range s.Zones {
-				zones = append(zones, sledagent.OmicronZoneConfig{
-					ID: z.ID, ZoneType: sledagent.OmicronZoneType{Type: z.Kind},
-				})
+			for i, z := range s.Zones {
+				zones = append(zones, sledagent.OmicronZoneConfig{ID: z.ID, ZoneType: zoneType(z.Kind, z.ID, i)})
 			}
 			cfg := sledagent.NewSledConfig(uint64(s.Generation), zones...)
 			sa := &sledAgent{
 				d:           d,
 				id:          s.ID,
+				mode:        rack.SledAgentMode,
+				wake:        make(chan struct{}, 1),
 				serial:      s.Serial,
 				part:        s.Part,
 				scrimlet:    slices.Contains(rack.MGSSleds, s.Cubby),
@@ -127,59 +147,113 @@ func NewDomain(ctx context.Context, env domain.Env) (*Domain, error) {
 				lastRemoval: map[uuid.UUID]sledagent.ConfigReconcilerInventoryResult{},
 				removedAt:   map[uuid.UUID]time.Time{},
 			}
+			sa.handler = sa.newHandler()
+			if err := sa.listen(); err != nil {
+				_ = d.Close()
+				return nil, err
+			}
 			for _, z := range zones {
 				sa.startZone(z)
 			}
 			d.sleds[s.ID] = sa
 			d.order = append(d.order, s.ID)
+			if !sa.removesBeforeLedger() {
+				go sa.reconcileLoop()
+			}
 		}
 	}
 	slices.SortFunc(d.order, compareUUID)
+	if d.db != nil {
+		if err := d.recordSleds(ctx); err != nil {
+			_ = d.Close()
+			return nil, err
+		}
+	}
 	return d, nil
 }
 
 // Name implements domain.Domain.
 func (d *Domain) Name() string { return Name }
 
-// Mount implements domain.Domain.
+// Mount implements domain.Domain. Each sled-agent is also served at the
+// root of its own listener (SledAgentAddress), as a real one is; the
+// /sled-agent/{sled}/ prefix on the shared server is fleetsim's routing.
 func (d *Domain) Mount(mux *http.ServeMux) {
-	wrap := func(h http.HandlerFunc) http.Handler { return d.env.Faults.Middleware("sled-agent", h) }
-	mux.Handle("PUT /sled-agent/{sled}/omicron-config", wrap(d.withSled((*sledAgent).putConfig)))
-	mux.Handle("GET /sled-agent/{sled}/inventory", wrap(d.withSled((*sledAgent).inventory)))
-	// Everything else under the prefix gets a JSON 404/405, not the mux's text.
-	mux.Handle("/sled-agent/", wrap(func(w http.ResponseWriter, r *http.Request) {
-		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-		if len(parts) == 3 && (parts[2] == "omicron-config" || parts[2] == "inventory") {
-			httpx.WriteError(w, http.StatusMethodNotAllowed, "MethodNotAllowed",
-				r.Method+" is not allowed on "+r.URL.Path)
-			return
-		}
-		httpx.WriteError(w, http.StatusNotFound, "NotFound", "no sled-agent route for "+r.Method+" "+r.URL.Path)
-	}))
-	mux.HandleFunc("GET /truth/"+Name, func(w http.ResponseWriter, _ *http.Request) {
-		httpx.WriteJSON(w, http.StatusOK, d.Truth())
-	})
-}
-
-func (d *Domain) withSled(h func(*sledAgent, http.ResponseWriter, *http.Request)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/sled-agent/{sled}/", func(w http.ResponseWriter, r *http.Request) {
 		id, err := uuid.Parse(r.PathValue("sled"))
 		if err != nil {
 			httpx.WriteError(w, http.StatusBadRequest, "InvalidRequest", "sled id must be a UUID: "+err.Error())
 			return
 		}
-		sa := d.sleds[id]
-		if sa == nil {
+		h := d.SledAgentHandler(id)
+		if h == nil {
 			httpx.WriteError(w, http.StatusNotFound, "NotFound", "no sled "+id.String())
 			return
 		}
-		h(sa, w, r)
+		http.StripPrefix("/sled-agent/"+r.PathValue("sled"), h).ServeHTTP(w, r)
+	})
+	mux.HandleFunc("/sled-agent/", func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, http.StatusNotFound, "NotFound", "no sled-agent route for "+r.Method+" "+r.URL.Path)
+	})
+	mux.HandleFunc("GET /truth/"+Name, func(w http.ResponseWriter, _ *http.Request) {
+		httpx.WriteJSON(w, http.StatusOK, d.Truth())
+	})
+}
+
+// SledAgentHandler serves one sled's sled-agent API at its root paths
+// (PUT /omicron-config, GET /inventory); nil for an unknown sled.
+func (d *Domain) SledAgentHandler(id uuid.UUID) http.Handler {
+	sa := d.sleds[id]
+	if sa == nil {
+		return nil
 	}
+	return sa.handler
+}
+
+// SledAgentAddress is where the sled's own listener serves its sled-agent
+// ("" for an unknown sled).
+func (d *Domain) SledAgentAddress(id uuid.UUID) string {
+	if sa := d.sleds[id]; sa != nil {
+		return sa.address
+	}
+	return ""
+}
+
+func (s *sledAgent) newHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /omicron-config", s.putConfig)
+	mux.HandleFunc("GET /inventory", s.inventory)
+	// Everything else gets a JSON 404/405, not the mux's text.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/omicron-config" || r.URL.Path == "/inventory" {
+			httpx.WriteError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", r.Method+" is not allowed on "+r.URL.Path)
+			return
+		}
+		httpx.WriteError(w, http.StatusNotFound, "NotFound", "no sled-agent route for "+r.Method+" "+r.URL.Path)
+	})
+	return s.d.env.Faults.Middleware("sled-agent", mux)
+}
+
+// listen starts the sled's own listener on loopback.
+func (s *sledAgent) listen() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("fleetsim sled %s: listen: %w", s.id, err)
+	}
+	s.address = ln.Addr().String()
+	s.srv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	return nil
 }
 
 // Close implements domain.Domain: stops removals and every Nexus.
 func (d *Domain) Close() error {
 	d.cancel()
+	for _, sa := range d.sleds {
+		if sa.srv != nil {
+			_ = sa.srv.Close()
+		}
+	}
 	d.nexusMu.Lock()
 	all := make([]*nexusSim, 0, len(d.nexus))
 	for _, n := range d.nexus {
@@ -202,6 +276,13 @@ type sledAgent struct {
 	serial   string
 	part     string
 	scrimlet bool
+	mode     string // spec.SledAgent*; "" is ledger-first
+	// address is where this sled-agent listens (inventory's sled_agent_address).
+	address string
+	handler http.Handler
+	srv     *http.Server
+	// wake tells the ledger-first reconciler that a new config was ledgered.
+	wake chan struct{}
 
 	// put serializes PUT /omicron-config, like the real ledger writer.
 	put sync.Mutex
@@ -255,10 +336,11 @@ func (s *sledAgent) putConfig(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	ledger := s.ledger
 	s.mu.Unlock()
+	// The real sled-agent's 400s carry no error_code: only these messages.
 	switch {
 	case cfg.Generation < ledger.Generation:
-		httpx.WriteError(w, http.StatusBadRequest, sledagent.CodeGenerationOutdated, fmt.Sprintf(
-			"sled config generation %d is older than the ledgered generation %d", cfg.Generation, ledger.Generation))
+		httpx.WriteError(w, http.StatusBadRequest, "", fmt.Sprintf(
+			"sled config generation out of date (got %d, have %d)", cfg.Generation, ledger.Generation))
 		return
 	case cfg.Generation == ledger.Generation:
 		same, err := sledagent.SameContents(cfg, ledger)
@@ -267,16 +349,54 @@ func (s *sledAgent) putConfig(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !same {
-			httpx.WriteError(w, http.StatusBadRequest, sledagent.CodeConfigurationChanged, fmt.Sprintf(
-				"sled config generation %d is already ledgered with different contents", cfg.Generation))
+			httpx.WriteError(w, http.StatusBadRequest, "", fmt.Sprintf(
+				"sled config changed with the same generation (%d)", cfg.Generation))
 			return
 		}
+	}
+	if !s.removesBeforeLedger() {
+		// Today's sled-agent: ledgered means done for the PUT; the
+		// reconciler removes zones afterwards and inventory reports how.
+		s.mu.Lock()
+		s.ledger = cfg
+		s.mu.Unlock()
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
 	}
 	if err := s.reconcile(cfg); err != nil {
 		httpx.WriteError(w, http.StatusInternalServerError, sledagent.CodeZoneRemovalFailed, err.Error())
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *sledAgent) removesBeforeLedger() bool { return s.mode == spec.SledAgentRemoveBeforeLedger }
+
+// reconcileLoop is the ledger-first reconciler: it applies the ledgered
+// config whenever a new one arrives, and again every reconcileRetry while
+// an attempt failed (a zone that failed to shut down is retried).
+func (s *sledAgent) reconcileLoop() {
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-s.d.ctx.Done():
+			return
+		case <-s.wake:
+		case <-retry:
+		}
+		s.mu.Lock()
+		cfg := s.ledger.Clone()
+		s.mu.Unlock()
+		retry = nil
+		if err := s.apply(cfg); err != nil {
+			retry = time.After(s.d.env.Scale(reconcileRetry))
+			s.d.log.Info().Str("sled", s.id.String()).Err(err).Msg("reconciliation failed; will retry")
+		}
+	}
 }
 
 // decodeSledConfig strictly decodes an OmicronSledConfig: required fields
@@ -303,10 +423,27 @@ func decodeSledConfig(raw json.RawMessage) (sledagent.OmicronSledConfig, error) 
 	return cfg.Normalized(), nil
 }
 
-// reconcile makes the sled match cfg: remove zones absent from it (each must
-// succeed), start zones it adds, then ledger it. A failed removal leaves the
-// ledger untouched and returns the error.
+// reconcile is the remove-before-ledger PUT: apply cfg (every removal must
+// succeed), then ledger it. A failed removal leaves the ledger untouched and
+// returns the error.
 func (s *sledAgent) reconcile(cfg sledagent.OmicronSledConfig) error {
+	if err := s.apply(cfg); err != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return fmt.Errorf("sled %s keeps ledgered generation %d: %w", s.id, s.ledger.Generation, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cfg.Generation >= s.ledger.Generation {
+		s.ledger = cfg
+	}
+	return nil
+}
+
+// apply makes the sled match cfg: remove zones absent from it, start zones
+// it adds, and record the attempt as the last reconciliation. It returns
+// the removals that failed (those zones stay, reported with their error).
+func (s *sledAgent) apply(cfg sledagent.OmicronSledConfig) error {
 	start := time.Now()
 	s.mu.Lock()
 	s.running, s.startedAt = &cfg, start
@@ -343,13 +480,7 @@ func (s *sledAgent) reconcile(cfg sledagent.OmicronSledConfig) error {
 	defer s.mu.Unlock()
 	s.lastConfig, s.running = cfg, nil
 	s.completedAt, s.ranFor = time.Now(), time.Since(start)
-	if len(errs) > 0 {
-		return fmt.Errorf("sled %s keeps ledgered generation %d: %w", s.id, s.ledger.Generation, errors.Join(errs...))
-	}
-	if cfg.Generation >= s.ledger.Generation {
-		s.ledger = cfg
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // removeZone shuts zone id down and removes it, taking ZoneRemovalTime. A
@@ -392,7 +523,7 @@ func (s *sledAgent) removeZone(id uuid.UUID) error {
 }
 
 func (s *sledAgent) inventory(w http.ResponseWriter, _ *http.Request) {
-	httpx.WriteJSON(w, http.StatusOK, s.snapshotInventory())
+	httpx.WriteJSON(w, http.StatusOK, fullInventoryOf(s.snapshotInventory()))
 }
 
 func (s *sledAgent) snapshotInventory() sledagent.Inventory {
@@ -406,6 +537,7 @@ func (s *sledAgent) snapshotInventory() sledagent.Inventory {
 	inv := sledagent.Inventory{
 		SledID:             s.id,
 		SledRole:           role,
+		SledAgentAddress:   s.address,
 		BaseboardID:        &sledagent.BaseboardID{PartNumber: s.part, SerialNumber: s.serial},
 		LedgeredSledConfig: &ledger,
 		LastReconciliation: &sledagent.ConfigReconcilerInventory{

@@ -14,16 +14,17 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 )
 
 var ctx = context.Background()
 
 func TestInventoryReportsSpecState(t *testing.T) {
-	s := rackSpec(t, []string{"ntp", "crucible"})
+	s := rackSpec(t, []string{"internal_ntp", "crucible"})
 	srv := startSim(t, s, "")
 	sl := s.Racks[0].Sleds[0]
 
-	inv := inventory(t, client(srv, sl.ID))
+	inv := inventory(t, client(t, srv, sl.ID))
 	assert.Equal(t, sl.ID, inv.SledID)
 	assert.Equal(t, "scrimlet", inv.SledRole) // cubby 0 runs an MGS
 	assert.Equal(t, sl.Serial, inv.BaseboardID.SerialNumber)
@@ -38,14 +39,14 @@ func TestInventoryReportsSpecState(t *testing.T) {
 	}
 }
 
-// The rule at the heart of §D: the zone is removed before the new generation
-// is ledgered, and the removal takes ZoneRemovalTime (scaled).
-func TestPutConfigRemovesZoneBeforeLedgerCommits(t *testing.T) {
-	s := rackSpec(t, []string{"ntp", "crucible"})
+// Opt-in mode (the seed's rule, §D): the zone is removed before the new
+// generation is ledgered, and the removal takes ZoneRemovalTime (scaled).
+func TestRemoveBeforeLedgerPutRemovesZoneFirst(t *testing.T) {
+	s := rackSpecMode(t, spec.SledAgentRemoveBeforeLedger, []string{"internal_ntp", "crucible"})
 	s.Timings.ZoneRemovalTime.Duration = 30 * time.Second // 300 ms at testSpeedUp
 	srv := startSim(t, s, "")
 	sl := s.Racks[0].Sleds[0]
-	c := client(srv, sl.ID)
+	c := client(t, srv, sl.ID)
 	gone := sl.Zones[1].ID
 
 	cur := inventory(t, c).LedgeredSledConfig
@@ -96,10 +97,10 @@ func TestPutConfigRemovesZoneBeforeLedgerCommits(t *testing.T) {
 }
 
 func TestPutConfigOlderGenerationIsRejected(t *testing.T) {
-	s := rackSpec(t, []string{"ntp", "crucible"})
+	s := rackSpec(t, []string{"internal_ntp", "crucible"})
 	srv := startSim(t, s, "")
 	sl := s.Racks[0].Sleds[0]
-	c := client(srv, sl.ID)
+	c := client(t, srv, sl.ID)
 	old := *inventory(t, c).LedgeredSledConfig
 
 	require.NoError(t, c.PutOmicronConfig(ctx, old.WithoutZone(4, sl.Zones[1].ID)))
@@ -107,29 +108,32 @@ func TestPutConfigOlderGenerationIsRejected(t *testing.T) {
 	// The old config (generation 3, with the zone) must not bring it back.
 	err := c.PutOmicronConfig(ctx, old)
 	require.Error(t, err)
-	assert.True(t, sledagent.IsGenerationOutdated(err), "%v", err)
 	assert.False(t, sledagent.IsRetryable(err))
 	var he *sledagent.Error
 	require.ErrorAs(t, err, &he)
 	assert.Equal(t, http.StatusBadRequest, he.StatusCode)
+	assert.Empty(t, he.ErrorCode, "the real sled-agent's 400 has no error_code")
+	assert.Equal(t, "sled config generation out of date (got 3, have 4)", he.Message)
 
-	inv := inventory(t, c)
+	inv := awaitZoneGone(t, c, sl.Zones[1].ID, 4)
 	assert.Equal(t, uint64(4), inv.LedgeredGeneration())
-	present, _ := inv.ZonePresent(sl.Zones[1].ID)
-	assert.False(t, present)
 }
 
 func TestPutConfigSameGenerationDifferentContentsIsRejected(t *testing.T) {
-	s := rackSpec(t, []string{"ntp", "crucible"})
+	s := rackSpec(t, []string{"internal_ntp", "crucible"})
 	srv := startSim(t, s, "")
 	sl := s.Racks[0].Sleds[0]
-	c := client(srv, sl.ID)
+	c := client(t, srv, sl.ID)
 	cur := *inventory(t, c).LedgeredSledConfig
 
 	err := c.PutOmicronConfig(ctx, cur.WithoutZone(3, sl.Zones[1].ID))
 	require.Error(t, err)
-	assert.True(t, sledagent.IsConfigurationChanged(err), "%v", err)
 	assert.False(t, sledagent.IsRetryable(err))
+	var he *sledagent.Error
+	require.ErrorAs(t, err, &he)
+	assert.Equal(t, http.StatusBadRequest, he.StatusCode)
+	assert.Empty(t, he.ErrorCode, "the real sled-agent's 400 has no error_code")
+	assert.Equal(t, "sled config changed with the same generation (3)", he.Message)
 
 	tr := sledTruth(t, srv, sl.ID)
 	assert.Equal(t, uint64(3), tr.LedgeredGeneration)
@@ -138,10 +142,10 @@ func TestPutConfigSameGenerationDifferentContentsIsRejected(t *testing.T) {
 }
 
 func TestPutConfigSameGenerationSameContentsIsAccepted(t *testing.T) {
-	s := rackSpec(t, []string{"ntp", "crucible"})
+	s := rackSpec(t, []string{"internal_ntp", "crucible"})
 	srv := startSim(t, s, "")
 	sl := s.Racks[0].Sleds[0]
-	c := client(srv, sl.ID)
+	c := client(t, srv, sl.ID)
 
 	next := inventory(t, c).LedgeredSledConfig.WithoutZone(4, sl.Zones[1].ID)
 	require.NoError(t, c.PutOmicronConfig(ctx, next))
@@ -149,6 +153,7 @@ func TestPutConfigSameGenerationSameContentsIsAccepted(t *testing.T) {
 	// Also when the client re-reads it from inventory (a round trip keeps the contents).
 	require.NoError(t, c.PutOmicronConfig(ctx, *inventory(t, c).LedgeredSledConfig))
 
+	awaitZoneGone(t, c, sl.Zones[1].ID, 4)
 	tr := sledTruth(t, srv, sl.ID)
 	assert.Equal(t, uint64(4), tr.LedgeredGeneration)
 	assert.Equal(t, 1, tr.RemovalAttempts[sl.Zones[1].ID])
@@ -157,11 +162,11 @@ func TestPutConfigSameGenerationSameContentsIsAccepted(t *testing.T) {
 // zone_removal_failure for N attempts: each PUT fails with a retryable 500,
 // the old ledger stays, the zone stays present with the error as its last
 // result; the same PUT retried succeeds once the fault is used up.
-func TestZoneRemovalFailureKeepsLedgerAndRetryRetriesRemoval(t *testing.T) {
-	s := rackSpec(t, []string{"ntp", "crucible"})
+func TestRemoveBeforeLedgerFailureKeepsLedgerAndRetryRetriesRemoval(t *testing.T) {
+	s := rackSpecMode(t, spec.SledAgentRemoveBeforeLedger, []string{"internal_ntp", "crucible"})
 	srv := startSim(t, s, "")
 	sl := s.Racks[0].Sleds[0]
-	c := client(srv, sl.ID)
+	c := client(t, srv, sl.ID)
 	gone := sl.Zones[1].ID
 	armFault(t, srv, faults.Fault{Kind: faults.ZoneRemovalFailure, Target: "zone/" + gone.String(), Times: 2})
 
@@ -197,11 +202,11 @@ func TestZoneRemovalFailureKeepsLedgerAndRetryRetriesRemoval(t *testing.T) {
 
 // A retry after a partial failure retries only what is left: a zone already
 // removed counts as removed and is not attempted again.
-func TestRetryAfterPartialRemovalIsIdempotent(t *testing.T) {
-	s := rackSpec(t, []string{"ntp", "crucible", "internal_dns"})
+func TestRemoveBeforeLedgerRetryAfterPartialRemovalIsIdempotent(t *testing.T) {
+	s := rackSpecMode(t, spec.SledAgentRemoveBeforeLedger, []string{"internal_ntp", "crucible", "internal_dns"})
 	srv := startSim(t, s, "")
 	sl := s.Racks[0].Sleds[0]
-	c := client(srv, sl.ID)
+	c := client(t, srv, sl.ID)
 	a, b := sl.Zones[1].ID, sl.Zones[2].ID
 	armFault(t, srv, faults.Fault{Kind: faults.ZoneRemovalFailure, Target: "zone/" + b.String(), Times: 1})
 
@@ -225,17 +230,22 @@ func TestRetryAfterPartialRemovalIsIdempotent(t *testing.T) {
 }
 
 func TestPutConfigAddsZone(t *testing.T) {
-	s := rackSpec(t, []string{"ntp"})
+	s := rackSpec(t, []string{"internal_ntp"})
 	srv := startSim(t, s, "")
 	sl := s.Racks[0].Sleds[0]
-	c := client(srv, sl.ID)
+	c := client(t, srv, sl.ID)
 	cur := *inventory(t, c).LedgeredSledConfig
 	next := cur.Clone()
 	next.Generation = 4
-	nz := sledagent.OmicronZoneConfig{ID: uuid.New(), ZoneType: sledagent.OmicronZoneType{Type: "crucible_pantry"}}
+	nz := sledagent.OmicronZoneConfig{ID: uuid.New(), ZoneType: sledagent.OmicronZoneType{Type: "crucible_pantry",
+		Raw: []byte(`{"type":"crucible_pantry","address":"[fd00:1122:3344:101::9]:17000"}`)}}
 	next.Zones[nz.ID] = nz
 	require.NoError(t, c.PutOmicronConfig(ctx, next))
-	inv := inventory(t, c)
+	var inv *sledagent.Inventory
+	require.Eventually(t, func() bool {
+		inv = inventory(t, c)
+		return inv.LastReconciliation.LastReconciledConfig.Generation == 4
+	}, 5*time.Second, 5*time.Millisecond)
 	present, res := inv.ZonePresent(nz.ID)
 	assert.True(t, present)
 	assert.Equal(t, sledagent.ResultOK, res.Result)
@@ -244,10 +254,10 @@ func TestPutConfigAddsZone(t *testing.T) {
 
 // Every malformed request gets a 4xx with a Dropshot JSON error body.
 func TestBadRequestsGetJSONErrors(t *testing.T) {
-	s := rackSpec(t, []string{"ntp"})
+	s := rackSpec(t, []string{"internal_ntp"})
 	srv := startSim(t, s, "")
 	sl := s.Racks[0].Sleds[0]
-	base := sledURL(srv, sl.ID)
+	base := sledURL(t, srv, sl.ID)
 	z := sl.Zones[0].ID.String()
 	valid := `{"generation":4,"zones":{},"datasets":{},"disks":{},"measurements":[]}`
 
@@ -265,10 +275,10 @@ func TestBadRequestsGetJSONErrors(t *testing.T) {
 		{"missing datasets", "PUT", base + "/omicron-config", `{"generation":4,"zones":{},"disks":{},"measurements":[]}`, 400},
 		{"negative generation", "PUT", base + "/omicron-config", `{"generation":-1,"zones":{},"datasets":{},"disks":{},"measurements":[]}`, 400},
 		{"zones as array", "PUT", base + "/omicron-config", `{"generation":4,"zones":[],"datasets":{},"disks":{},"measurements":[]}`, 400},
-		{"zone key mismatch", "PUT", base + "/omicron-config", `{"generation":4,"zones":{"` + z + `":{"id":"` + uuid.NewString() + `","zone_type":{"type":"ntp"}}},"datasets":{},"disks":{},"measurements":[]}`, 400},
-		{"zone key not a uuid", "PUT", base + "/omicron-config", `{"generation":4,"zones":{"abc":{"id":"` + z + `","zone_type":{"type":"ntp"}}},"datasets":{},"disks":{},"measurements":[]}`, 400},
+		{"zone key mismatch", "PUT", base + "/omicron-config", `{"generation":4,"zones":{"` + z + `":{"id":"` + uuid.NewString() + `","zone_type":{"type":"internal_ntp"}}},"datasets":{},"disks":{},"measurements":[]}`, 400},
+		{"zone key not a uuid", "PUT", base + "/omicron-config", `{"generation":4,"zones":{"abc":{"id":"` + z + `","zone_type":{"type":"internal_ntp"}}},"datasets":{},"disks":{},"measurements":[]}`, 400},
 		{"zone without type", "PUT", base + "/omicron-config", `{"generation":4,"zones":{"` + z + `":{"id":"` + z + `","zone_type":{}}},"datasets":{},"disks":{},"measurements":[]}`, 400},
-		{"unknown zone field", "PUT", base + "/omicron-config", `{"generation":4,"zones":{"` + z + `":{"id":"` + z + `","zone_type":{"type":"ntp"},"x":1}},"datasets":{},"disks":{},"measurements":[]}`, 400},
+		{"unknown zone field", "PUT", base + "/omicron-config", `{"generation":4,"zones":{"` + z + `":{"id":"` + z + `","zone_type":{"type":"internal_ntp"},"x":1}},"datasets":{},"disks":{},"measurements":[]}`, 400},
 		{"trailing data", "PUT", base + "/omicron-config", valid + `{}`, 400},
 		{"oversized body", "PUT", base + "/omicron-config", `{"generation":4,"name":"` + strings.Repeat("x", 2<<20) + `"}`, 413},
 		{"wrong method", "POST", base + "/omicron-config", valid, 405},
@@ -289,9 +299,9 @@ func TestBadRequestsGetJSONErrors(t *testing.T) {
 
 // Faults.Middleware("sled-agent") applies API-level faults.
 func TestSledAgentAPIFaults(t *testing.T) {
-	s := rackSpec(t, []string{"ntp"})
+	s := rackSpec(t, []string{"internal_ntp"})
 	srv := startSim(t, s, "")
-	c := client(srv, s.Racks[0].Sleds[0].ID)
+	c := client(t, srv, s.Racks[0].Sleds[0].ID)
 
 	armFault(t, srv, faults.Fault{Kind: faults.ErrorRate, Target: "api/sled-agent", Rate: 1, Times: 1})
 	_, err := c.Inventory(ctx)
@@ -310,10 +320,10 @@ func TestSledAgentAPIFaults(t *testing.T) {
 
 // Concurrent PUTs of the same config are serialized: one removal attempt.
 func TestConcurrentPutsAreSerialized(t *testing.T) {
-	s := rackSpec(t, []string{"ntp", "crucible"})
+	s := rackSpec(t, []string{"internal_ntp", "crucible"})
 	srv := startSim(t, s, "")
 	sl := s.Racks[0].Sleds[0]
-	c := client(srv, sl.ID)
+	c := client(t, srv, sl.ID)
 	next := inventory(t, c).LedgeredSledConfig.WithoutZone(4, sl.Zones[1].ID)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
@@ -325,13 +335,14 @@ func TestConcurrentPutsAreSerialized(t *testing.T) {
 	for _, err := range errs {
 		assert.NoError(t, err)
 	}
+	awaitZoneGone(t, c, sl.Zones[1].ID, 4)
 	assert.Equal(t, 1, sledTruth(t, srv, sl.ID).RemovalAttempts[sl.Zones[1].ID])
 }
 
 // Without a database the Nexus simulation is off, but Nexus zones are still
 // zones: listed, reported and removable.
 func TestNexusZonesWithoutDatabase(t *testing.T) {
-	s := rackSpec(t, []string{"ntp", "nexus"})
+	s := rackSpec(t, []string{"internal_ntp", "nexus"})
 	srv := startSim(t, s, "")
 	sl := s.Racks[0].Sleds[0]
 	nexus := sl.Zones[1].ID
@@ -340,10 +351,61 @@ func TestNexusZonesWithoutDatabase(t *testing.T) {
 	require.Len(t, tr.Nexus, 1)
 	assert.True(t, tr.Nexus[0].Running)
 
-	c := client(srv, sl.ID)
+	c := client(t, srv, sl.ID)
 	require.NoError(t, c.PutOmicronConfig(ctx, inventory(t, c).LedgeredSledConfig.WithoutZone(4, nexus)))
+	awaitZoneGone(t, c, nexus, 4)
 	n := nexusTruth(t, srv, nexus)
 	assert.False(t, n.Running)
 	assert.NotNil(t, n.StoppedAt)
 	assert.Zero(t, n.SagasClaimed)
+}
+
+// Default mode (today's sled-agent, §H): the PUT is answered once the
+// config is ledgered, before any zone is removed; inventory then shows the
+// removal running and, once done, the zone gone from last_reconciliation.
+func TestLedgerFirstPutLedgersThenRemovesInBackground(t *testing.T) {
+	s := rackSpec(t, []string{"internal_ntp", "crucible"})
+	s.Timings.ZoneRemovalTime.Duration = 30 * time.Second // 300 ms at testSpeedUp
+	srv := startSim(t, s, "")
+	sl := s.Racks[0].Sleds[0]
+	c := client(t, srv, sl.ID)
+	gone := sl.Zones[1].ID
+
+	require.NoError(t, c.PutOmicronConfig(ctx, inventory(t, c).LedgeredSledConfig.WithoutZone(4, gone)))
+	mid := inventory(t, c)
+	assert.Equal(t, uint64(4), mid.LedgeredGeneration(), "success means ledgered")
+	present, _ := mid.ZonePresent(gone)
+	assert.True(t, present, "the zone is removed after the PUT returned")
+
+	inv := awaitZoneGone(t, c, gone, 4)
+	kept, res := inv.ZonePresent(sl.Zones[0].ID)
+	assert.True(t, kept)
+	assert.Equal(t, sledagent.ResultOK, res.Result)
+	tr := sledTruth(t, srv, sl.ID)
+	assert.Equal(t, 1, tr.RemovalAttempts[gone])
+	assert.Contains(t, tr.RemovedAt, gone)
+}
+
+// Default mode: a failed removal does not fail the PUT (already ledgered);
+// inventory reports the zone with its error, and the reconciler retries
+// until the removal succeeds.
+func TestLedgerFirstFailedRemovalIsReportedAndRetried(t *testing.T) {
+	s := rackSpec(t, []string{"internal_ntp", "crucible"})
+	srv := startSim(t, s, "")
+	sl := s.Racks[0].Sleds[0]
+	c := client(t, srv, sl.ID)
+	gone := sl.Zones[1].ID
+	armFault(t, srv, faults.Fault{Kind: faults.ZoneRemovalFailure, Target: "zone/" + gone.String(), Times: 2})
+
+	require.NoError(t, c.PutOmicronConfig(ctx, inventory(t, c).LedgeredSledConfig.WithoutZone(4, gone)))
+	require.Eventually(t, func() bool {
+		present, res := inventory(t, c).ZonePresent(gone)
+		return present && res.Result == sledagent.ResultErr && strings.Contains(res.Message, gone.String())
+	}, 5*time.Second, 5*time.Millisecond, "inventory reports the failed removal")
+	assert.Equal(t, uint64(4), inventory(t, c).LedgeredGeneration(), "the ledger moved on anyway")
+
+	awaitZoneGone(t, c, gone, 4)
+	tr := sledTruth(t, srv, sl.ID)
+	assert.Equal(t, 3, tr.RemovalAttempts[gone])
+	assert.Equal(t, sledagent.ResultOK, tr.LastRemoval[gone].Result)
 }

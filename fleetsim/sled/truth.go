@@ -20,8 +20,10 @@ type Truth struct {
 
 // SledTruth is one sled-agent's state.
 type SledTruth struct {
-	ID                 uuid.UUID `json:"id"`
-	LedgeredGeneration uint64    `json:"ledgered_generation"`
+	ID uuid.UUID `json:"id"`
+	// Address is where the sled's own sled-agent listener is (ip:port).
+	Address            string `json:"address"`
+	LedgeredGeneration uint64 `json:"ledgered_generation"`
 	// Zones are the zones present on the sled (running, or failed to shut down).
 	Zones []ZoneTruth `json:"zones"`
 	// RemovalAttempts counts removal attempts per zone.
@@ -67,6 +69,7 @@ func (d *Domain) Snapshot() Truth {
 		s.mu.Lock()
 		st := SledTruth{
 			ID:                 s.id,
+			Address:            s.address,
 			LedgeredGeneration: s.ledger.Generation,
 			Zones:              []ZoneTruth{},
 			RemovalAttempts:    make(map[uuid.UUID]int, len(s.attempts)),

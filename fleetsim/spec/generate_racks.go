@@ -86,7 +86,7 @@ func GenerateRacks(nSleds int, seed int64) []Rack {
 			Generation: 2,
 		}
 		s.Zones = append(s.Zones,
-			Zone{ID: newID(), Kind: "ntp"},
+			Zone{ID: newID(), Kind: "internal_ntp"},
 			Zone{ID: newID(), Kind: "internal_dns"},
 			Zone{ID: newID(), Kind: "crucible"},
 		)

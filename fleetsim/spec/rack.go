@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 )
@@ -21,6 +22,31 @@ type Rack struct {
 	// the fetch. Off (today's MGS): each MGS answers only with the requests
 	// it served itself. See fleetsim/DEVIATIONS.md.
 	SPPhase2Record bool `json:"spPhase2Record,omitempty"`
+	// SledAgentMode is how the rack's sled-agents apply a config (see the
+	// SledAgent* constants). Empty means SledAgentLedgerFirst, today's.
+	SledAgentMode string `json:"sledAgentMode,omitempty"`
+}
+
+// Sled-agent modes (DOMAIN.md §D and §H).
+const (
+	// SledAgentLedgerFirst is today's sled-agent (fleetsim's default): a
+	// PUT /omicron-config that passes the generation checks is ledgered and
+	// answered 204 at once; the reconciler then removes and starts zones in
+	// the background, retries failed removals, and reports each zone's
+	// result in GET /inventory's last_reconciliation.
+	SledAgentLedgerFirst = "ledger-first"
+	// SledAgentRemoveBeforeLedger is the seed's rule (opt-in): zone removal
+	// must succeed before the new generation is ledgered; a failed removal
+	// fails the PUT (500 ZoneRemovalFailed) and keeps the old ledger, and
+	// the same PUT again retries the removal.
+	SledAgentRemoveBeforeLedger = "remove-before-ledger"
+)
+
+// ZoneKinds are the zone types of the sled-agent API (OmicronZoneType's
+// "type" tags in sled-agent-openapi-48.0.0.json).
+var ZoneKinds = []string{
+	"boundary_ntp", "clickhouse", "clickhouse_keeper", "clickhouse_server", "cockroach_db", "crucible",
+	"crucible_pantry", "external_dns", "internal_dns", "internal_ntp", "nexus", "oximeter",
 }
 
 // Sled is one compute sled: its SP, its host boot flash and its zones.
@@ -53,7 +79,7 @@ type HostFlash struct {
 // Zone is one service zone on a sled (omicron's OmicronZoneConfig subset).
 type Zone struct {
 	ID   uuid.UUID `json:"id"`
-	Kind string    `json:"kind"` // e.g. nexus, crucible, internal_dns, ntp
+	Kind string    `json:"kind"` // one of ZoneKinds, e.g. nexus, crucible, internal_dns, internal_ntp
 }
 
 // ZoneKindNexus is the zone kind whose sagas must be reassigned on expunge.
@@ -69,6 +95,12 @@ func validateRacks(racks []Rack) error {
 		}
 		if len(r.MGSSleds) != 2 {
 			errs = append(errs, fmt.Errorf("rack %q: mgsSleds must name exactly 2 cubbies, got %d", r.ID, len(r.MGSSleds)))
+		}
+		switch r.SledAgentMode {
+		case "", SledAgentLedgerFirst, SledAgentRemoveBeforeLedger:
+		default:
+			errs = append(errs, fmt.Errorf("rack %q: sledAgentMode %q is not %q or %q", r.ID, r.SledAgentMode,
+				SledAgentLedgerFirst, SledAgentRemoveBeforeLedger))
 		}
 		cubbies := map[int]bool{}
 		for si, s := range r.Sleds {
@@ -96,6 +128,8 @@ func validateRacks(racks []Rack) error {
 			for zi, z := range s.Zones {
 				if z.ID == uuid.Nil || z.Kind == "" {
 					errs = append(errs, fmt.Errorf("%s zones[%d]: id and kind are required", where, zi))
+				} else if !slices.Contains(ZoneKinds, z.Kind) {
+					errs = append(errs, fmt.Errorf("%s zones[%d]: kind %q is not a sled-agent zone type (%v)", where, zi, z.Kind, ZoneKinds))
 				}
 				if zones[z.ID] {
 					errs = append(errs, fmt.Errorf("%s zones[%d]: duplicate zone id %s", where, zi, z.ID))

@@ -192,8 +192,8 @@ type Fleet struct {
 func (f *Fleet) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Fleetsim, "fleetsim", env("FLEETSIM_URL", ""), "fleetsim base URL; derives every API below (env FLEETSIM_URL)")
 	fs.StringVar(&f.MGS, "mgs", env("FLEETSAGA_MGS_URLS", ""), "comma-separated MGS base URLs (env FLEETSAGA_MGS_URLS)")
-	fs.StringVar(&f.SledAgent, "sled-agent", env("FLEETSAGA_SLED_AGENT_URL", ""), "sled-agent URL template with {sled} (env FLEETSAGA_SLED_AGENT_URL)")
-	fs.StringVar(&f.NexusDB, "nexus-db-url", env("NEXUS_DATABASE_URL", ""), "database holding Nexus sagas (env NEXUS_DATABASE_URL)")
+	fs.StringVar(&f.SledAgent, "sled-agent", env("FLEETSAGA_SLED_AGENT_URL", ""), "sled-agent URL template with {sled}; only for a fleetsim without a database: otherwise sled-agents are found at the ip:port in Nexus's sled table (env FLEETSAGA_SLED_AGENT_URL)")
+	fs.StringVar(&f.NexusDB, "nexus-db-url", env("NEXUS_DATABASE_URL", ""), "Nexus's database (saga and sled tables; a rack's CockroachDB database omicron) (env NEXUS_DATABASE_URL)")
 	fs.StringVar(&f.CNAPI, "cnapi", env("FLEETSAGA_CNAPI_URL", ""), "CNAPI base URL (env FLEETSAGA_CNAPI_URL)")
 	fs.StringVar(&f.SAPI, "sapi", env("FLEETSAGA_SAPI_URL", ""), "SAPI base URL (env FLEETSAGA_SAPI_URL)")
 	fs.StringVar(&f.IMGAPI, "imgapi", env("FLEETSAGA_IMGAPI_URL", ""), "IMGAPI base URL (env FLEETSAGA_IMGAPI_URL)")
@@ -218,7 +218,9 @@ func (f *Fleet) Endpoints() (fleet.Endpoints, error) {
 		}
 	}
 	set(&e.SledAgent, f.SledAgent)
-	set(&e.NexusDB, f.NexusDB)
+	if f.Fleetsim == "" { // with --fleetsim, FromFleetsim pointed it at fleetsim's schema
+		set(&e.NexusDB, f.NexusDB)
+	}
 	set(&e.CNAPI, f.CNAPI)
 	set(&e.SAPI, f.SAPI)
 	set(&e.IMGAPI, f.IMGAPI)
