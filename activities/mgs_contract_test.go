@@ -2,8 +2,6 @@ package activities_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -59,22 +57,7 @@ func TestMGSAbortDecidedFromTheSPState(t *testing.T) {
 // through the SP, and the wait clears it once the SP reports the boot.
 func TestHostRecoveryModeForTheBootOnly(t *testing.T) {
 	m := newMGSAct(t)
-	p2 := simmgs.MakePhase2Image("2", 64<<10)
-	p2Path := filepath.Join(m.dir, "p2.bin")
-	require.NoError(t, os.WriteFile(p2Path, p2, 0o644))
-	p2Ref := activities.ArtifactRef{Version: "2", SHA256: simmgs.SHA256Hex(p2), Path: p2Path}
-	p1Path := filepath.Join(m.dir, "p1.bin")
-	p1sum, err := simmgs.WriteImageFile(p1Path, simmgs.ImageHeader{Component: simmgs.CompHost, Version: "2", Phase2: p2Ref.SHA256}, 32<<10)
-	require.NoError(t, err)
-	id := uuid.New()
-	_, err = exec[activities.StartUpdateResult](m, m.a.MGSStartUpdate, activities.StartUpdateInput{
-		SP: sled2, Component: mgs.ComponentHostBootFlash, FirmwareSlot: 1, UpdateID: id,
-		Artifact: activities.ArtifactRef{Version: "2", SHA256: p1sum, Path: p1Path}})
-	require.NoError(t, err)
-	wr, err := exec[activities.WaitUpdateResult](m, m.a.MGSWaitUpdate, activities.WaitUpdateInput{
-		SP: sled2, Component: mgs.ComponentHostBootFlash, UpdateID: id, Ours: true, PollInterval: 10 * time.Millisecond, ProgressTimeout: 5 * time.Second})
-	require.NoError(t, err)
-	require.Equal(t, activities.WaitComplete, wr.Outcome)
+	p1sum, p2Ref, _ := m.flashHostPhase1(t)
 
 	pre, err := exec[activities.PrecheckResult](m, m.a.MGSPrecheck, activities.PrecheckInput{SP: sled2, Component: mgs.ComponentHostBootFlash})
 	require.NoError(t, err)
@@ -111,25 +94,10 @@ func TestHostRecoveryModeForTheBootOnly(t *testing.T) {
 // again: the SP's own state tells the cycle is done.
 func TestHostPostUpdateRetryDoesNotCycleAgain(t *testing.T) {
 	m := newMGSAct(t)
-	p2 := simmgs.MakePhase2Image("2", 64<<10)
-	p2Path := filepath.Join(m.dir, "p2.bin")
-	require.NoError(t, os.WriteFile(p2Path, p2, 0o644))
-	p2Ref := activities.ArtifactRef{Version: "2", SHA256: simmgs.SHA256Hex(p2), Path: p2Path}
-	p1Path := filepath.Join(m.dir, "p1.bin")
-	p1sum, err := simmgs.WriteImageFile(p1Path, simmgs.ImageHeader{Component: simmgs.CompHost, Version: "2", Phase2: p2Ref.SHA256}, 32<<10)
-	require.NoError(t, err)
-	id := uuid.New()
-	_, err = exec[activities.StartUpdateResult](m, m.a.MGSStartUpdate, activities.StartUpdateInput{
-		SP: sled2, Component: mgs.ComponentHostBootFlash, FirmwareSlot: 1, UpdateID: id,
-		Artifact: activities.ArtifactRef{Version: "2", SHA256: p1sum, Path: p1Path}})
-	require.NoError(t, err)
-	wr, err := exec[activities.WaitUpdateResult](m, m.a.MGSWaitUpdate, activities.WaitUpdateInput{
-		SP: sled2, Component: mgs.ComponentHostBootFlash, UpdateID: id, Ours: true, PollInterval: 10 * time.Millisecond, ProgressTimeout: 5 * time.Second})
-	require.NoError(t, err)
-	require.Equal(t, activities.WaitComplete, wr.Outcome)
+	_, p2Ref, id := m.flashHostPhase1(t)
 
 	in := activities.HostPostUpdateInput{SP: sled2, AttemptID: id, NewSlot: 1, Phase2: p2Ref}
-	_, err = m.env.ExecuteActivity(m.a.HostPostUpdate, in)
+	_, err := m.env.ExecuteActivity(m.a.HostPostUpdate, in)
 	require.NoError(t, err)
 	// The same activity again: a retry after a lost reply (no ledger here).
 	_, err = m.env.ExecuteActivity(m.a.HostPostUpdate, in)

@@ -273,27 +273,11 @@ func TestSPPostUpdateNotActivated(t *testing.T) {
 
 func TestHostActivitiesFollowPhase2ThroughSP(t *testing.T) {
 	m := newMGSAct(t)
-	p2 := simmgs.MakePhase2Image("2", 64<<10)
-	p2Path := filepath.Join(m.dir, "p2.bin")
-	require.NoError(t, os.WriteFile(p2Path, p2, 0o644))
-	p2Ref := activities.ArtifactRef{Version: "2", SHA256: simmgs.SHA256Hex(p2), Path: p2Path}
-	p1Path := filepath.Join(m.dir, "p1.bin")
-	p1sum, err := simmgs.WriteImageFile(p1Path, simmgs.ImageHeader{Component: simmgs.CompHost, Version: "2", Phase2: p2Ref.SHA256}, 32<<10)
-	require.NoError(t, err)
-	id := uuid.New()
-	sr, err := exec[activities.StartUpdateResult](m, m.a.MGSStartUpdate, activities.StartUpdateInput{
-		SP: sled2, Component: mgs.ComponentHostBootFlash, FirmwareSlot: 1, UpdateID: id,
-		Artifact: activities.ArtifactRef{Version: "2", SHA256: p1sum, Path: p1Path}})
-	require.NoError(t, err)
-	require.True(t, sr.Started)
-	wr, err := exec[activities.WaitUpdateResult](m, m.a.MGSWaitUpdate, activities.WaitUpdateInput{
-		SP: sled2, Component: mgs.ComponentHostBootFlash, UpdateID: id, Ours: true, PollInterval: 10 * time.Millisecond, ProgressTimeout: 5 * time.Second})
-	require.NoError(t, err)
-	require.Equal(t, activities.WaitComplete, wr.Outcome)
+	_, p2Ref, _ := m.flashHostPhase1(t)
 
 	// mgs/0 is down: phase 2 goes to mgs/1 only and the SP fetches through it.
 	m.reg.Arm(faults.Fault{Kind: faults.MGSDown, Target: "mgs/0"})
-	_, err = m.env.ExecuteActivity(m.a.HostPostUpdate, activities.HostPostUpdateInput{SP: sled2, NewSlot: 1, Phase2: p2Ref})
+	_, err := m.env.ExecuteActivity(m.a.HostPostUpdate, activities.HostPostUpdateInput{SP: sled2, NewSlot: 1, Phase2: p2Ref})
 	require.NoError(t, err)
 	res, err := exec[activities.HostWaitBootResult](m, m.a.HostWaitBoot, activities.HostWaitBootInput{
 		SP: sled2, NewSlot: 1, Phase2SHA256: p2Ref.SHA256, Timeout: 10 * time.Second, PollInterval: 10 * time.Millisecond})
@@ -306,4 +290,28 @@ func TestHostActivitiesFollowPhase2ThroughSP(t *testing.T) {
 	_, err = m.env.ExecuteActivity(m.a.HostWaitBoot, activities.HostWaitBootInput{
 		SP: sled2, NewSlot: 1, Phase2SHA256: "ab" + p2Ref.SHA256[2:], Timeout: 200 * time.Millisecond, PollInterval: 10 * time.Millisecond})
 	assert.Equal(t, activities.ErrTypeHostBootTimeout, mgsErrType(err))
+}
+
+// flashHostPhase1 writes a 64 KiB phase 2 image and its phase 1, delivers
+// phase 1 to sled2's host boot flash slot 1 and waits until the SP has it.
+func (m *mgsAct) flashHostPhase1(t *testing.T) (p1sum string, p2Ref activities.ArtifactRef, id uuid.UUID) {
+	t.Helper()
+	p2 := simmgs.MakePhase2Image("2", 64<<10)
+	p2Path := filepath.Join(m.dir, "p2.bin")
+	require.NoError(t, os.WriteFile(p2Path, p2, 0o644))
+	p2Ref = activities.ArtifactRef{Version: "2", SHA256: simmgs.SHA256Hex(p2), Path: p2Path}
+	p1Path := filepath.Join(m.dir, "p1.bin")
+	p1sum, err := simmgs.WriteImageFile(p1Path, simmgs.ImageHeader{Component: simmgs.CompHost, Version: "2", Phase2: p2Ref.SHA256}, 32<<10)
+	require.NoError(t, err)
+	id = uuid.New()
+	sr, err := exec[activities.StartUpdateResult](m, m.a.MGSStartUpdate, activities.StartUpdateInput{
+		SP: sled2, Component: mgs.ComponentHostBootFlash, FirmwareSlot: 1, UpdateID: id,
+		Artifact: activities.ArtifactRef{Version: "2", SHA256: p1sum, Path: p1Path}})
+	require.NoError(t, err)
+	require.True(t, sr.Started)
+	wr, err := exec[activities.WaitUpdateResult](m, m.a.MGSWaitUpdate, activities.WaitUpdateInput{
+		SP: sled2, Component: mgs.ComponentHostBootFlash, UpdateID: id, Ours: true, PollInterval: 10 * time.Millisecond, ProgressTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, activities.WaitComplete, wr.Outcome)
+	return p1sum, p2Ref, id
 }

@@ -1,29 +1,19 @@
 package mgs
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 
+	fmgs "github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/httpx"
 )
 
-// StartupOptions is MGS's HostStartupOptions: the flags the host reads from
-// its SP when it boots. Phase2RecoveryMode makes the host fetch phase 2
-// through the SP (the recovery path); without it the host boots the
-// phase 2 on its disk.
-type StartupOptions struct {
-	BootNet            bool `json:"boot_net"`
-	BootRamdisk        bool `json:"boot_ramdisk"`
-	Bootrd             bool `json:"bootrd"`
-	Kbm                bool `json:"kbm"`
-	Kmdb               bool `json:"kmdb"`
-	KmdbBoot           bool `json:"kmdb_boot"`
-	Phase2RecoveryMode bool `json:"phase2_recovery_mode"`
-	Prom               bool `json:"prom"`
-	Verbose            bool `json:"verbose"`
-}
+// StartupOptions is MGS's HostStartupOptions (the client's type, which
+// follows the document): the flags the host reads from its SP when it boots.
+// Phase2RecoveryMode makes the host fetch phase 2 through the SP (the
+// recovery path); without it the host boots the phase 2 on its disk.
+type StartupOptions = fmgs.HostStartupOptions
 
 // startupFields are HostStartupOptions' fields, all required.
 var startupFields = []string{"boot_net", "boot_ramdisk", "bootrd", "kbm", "kmdb", "kmdb_boot", "phase2_recovery_mode", "prom", "verbose"}
@@ -58,11 +48,13 @@ func (m *instance) startupSet(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if len(raw) != len(startupFields) {
+		httpx.WriteError(w, http.StatusBadRequest, noCode, "unable to parse JSON body: unknown field")
+		return
+	}
 	b, _ := json.Marshal(raw)
 	var opts StartupOptions
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&opts); err != nil {
+	if err := json.Unmarshal(b, &opts); err != nil {
 		httpx.WriteError(w, http.StatusBadRequest, noCode, "unable to parse JSON body: "+err.Error())
 		return
 	}
