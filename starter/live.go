@@ -34,12 +34,10 @@ func liveLedger(ctx context.Context, dbURL string) *ledger.Store {
 }
 
 // liveBytes is the part of a device activity's heartbeat that counts
-// progress: done/total for the MGS delivery wait (WaitHeartbeat),
-// offset/total for the host's phase 2 fetch (HostWaitBootResult).
+// progress (the MGS delivery wait, the host's phase 2 fetch).
 type liveBytes struct {
-	Done   int64 `json:"done"`
-	Offset int64 `json:"offset"`
-	Total  int64 `json:"total"`
+	Done  int64 `json:"done"`
+	Total int64 `json:"total"`
 }
 
 // currentProgress is the workflow's progress query answer with live
@@ -96,11 +94,8 @@ func heartbeatProgress(ctx context.Context, c client.Client, id, runID string) (
 	}
 	for _, act := range desc.GetPendingActivities() {
 		var l liveBytes
-		if d := act.GetHeartbeatDetails(); d != nil && converter.GetDefaultDataConverter().FromPayloads(d, &l) == nil {
-			l.Done = max(l.Done, l.Offset)
-			if usable(l) {
-				return l, true
-			}
+		if d := act.GetHeartbeatDetails(); d != nil && converter.GetDefaultDataConverter().FromPayloads(d, &l) == nil && usable(l) {
+			return l, true
 		}
 	}
 	return liveBytes{}, false
