@@ -34,7 +34,8 @@ func liveLedger(ctx context.Context, dbURL string) *ledger.Store {
 }
 
 // liveBytes is the part of a device activity's heartbeat that counts
-// progress (the MGS delivery wait, the host's phase 2 fetch).
+// progress: activities.WaitHeartbeat, which the MGS delivery wait and the
+// host's phase 2 fetch both send.
 type liveBytes struct {
 	Done  int64 `json:"done"`
 	Total int64 `json:"total"`
