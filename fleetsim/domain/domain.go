@@ -22,6 +22,18 @@ type Env struct {
 	// keep their sagas (like the real CockroachDB).
 	DatabaseURL string
 	Log         zerolog.Logger
+	// Check, when set, wraps the handler of each real API fleetsim serves
+	// ("mgs" below /mgs/N, "sled-agent" on each sled's own listener), so
+	// tests can hold every answer, faults included, to the API's contract.
+	Check func(api, prefix string, h http.Handler) http.Handler
+}
+
+// Wrap applies Check to h, if one is set.
+func (e Env) Wrap(api, prefix string, h http.Handler) http.Handler {
+	if e.Check == nil {
+		return h
+	}
+	return e.Check(api, prefix, h)
 }
 
 // Scale turns a real-world device duration into simulated wall time.

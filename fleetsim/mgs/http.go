@@ -24,7 +24,7 @@ func (d *Domain) Mount(mux *http.ServeMux) {
 		for _, m := range r.mgs {
 			prefix := "/mgs/" + strconv.Itoa(m.url)
 			h := d.env.Faults.Middleware("mgs/"+strconv.Itoa(m.url), http.StripPrefix(prefix, m.routes()))
-			handlers[strconv.Itoa(m.url)] = m.downCheck(h)
+			handlers[strconv.Itoa(m.url)] = d.env.Wrap("mgs", prefix, m.downCheck(h))
 		}
 	}
 	mux.HandleFunc("/mgs/", func(w http.ResponseWriter, r *http.Request) {

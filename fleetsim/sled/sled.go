@@ -241,7 +241,7 @@ func (s *sledAgent) listen() error {
 		return fmt.Errorf("fleetsim sled %s: listen: %w", s.id, err)
 	}
 	s.address = ln.Addr().String()
-	s.srv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: s.d.env.Wrap("sled-agent", "", s.handler), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
 	return nil
 }

@@ -124,6 +124,7 @@ func (e *Env) StartFleetsim(s *spec.Spec) *fleetsim.Server {
 	e.T.Helper()
 	srv, err := fleetsim.Start(context.Background(), fleetsim.Env{
 		Spec: s, DatabaseURL: e.DatabaseURL, Log: e.Log.With().Str("component", "fleetsim").Logger(),
+		Check: contractCheck(e.T),
 	}, "127.0.0.1:0")
 	if err != nil {
 		e.T.Fatalf("testenv: start fleetsim: %v", err)
