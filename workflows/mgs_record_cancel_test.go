@@ -24,9 +24,11 @@ func TestMGSCancelWhileRecordingAttemptEndsThatAttempt(t *testing.T) {
 		// recordsBefore are the record-attempt calls that complete normally
 		// before the one the cancel races with.
 		recordsBefore int
+		host          bool
 	}{
 		{name: "first attempt", recordsBefore: 0},
 		{name: "next attempt", recordsBefore: 1},
+		{name: "host flash first attempt", recordsBefore: 0, host: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newMGSTest(t)
@@ -42,7 +44,13 @@ func TestMGSCancelWhileRecordingAttemptEndsThatAttempt(t *testing.T) {
 			scripts = append(scripts, late.racing, late.after)
 			m.script("MGSRecordAttempt", scripts...)
 
-			_, err := m.runSP(spInput())
+			var err error
+			if tc.host {
+				m.script("MGSPrecheck", hostAt(1, "1.0.0", "ab"))
+				_, err = m.runHost(hostInput())
+			} else {
+				_, err = m.runSP(spInput())
+			}
 			var ce *temporal.CanceledError
 			require.ErrorAs(t, err, &ce)
 
