@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -25,10 +26,15 @@ func TestMGSCancelWhileRecordingAttemptEndsThatAttempt(t *testing.T) {
 		// before the one the cancel races with.
 		recordsBefore int
 		host          bool
+		// commitLast: the late write commits after the workflow's end
+		// wrote the ledger (else before it).
+		commitLast bool
 	}{
 		{name: "first attempt", recordsBefore: 0},
 		{name: "next attempt", recordsBefore: 1},
 		{name: "host flash first attempt", recordsBefore: 0, host: true},
+		{name: "first attempt, committed after the end", recordsBefore: 0, commitLast: true},
+		{name: "next attempt, committed after the end", recordsBefore: 1, commitLast: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newMGSTest(t)
@@ -36,7 +42,7 @@ func TestMGSCancelWhileRecordingAttemptEndsThatAttempt(t *testing.T) {
 				// Attempt 1's update is lost: attempt 2 is recorded.
 				m.script("MGSWaitUpdate", waitDone(activities.WaitLost))
 			}
-			late := m.lateRecord()
+			late := m.lateRecord(tc.commitLast)
 			scripts := []any{}
 			for range tc.recordsBefore {
 				scripts = append(scripts, m.record)
@@ -53,9 +59,10 @@ func TestMGSCancelWhileRecordingAttemptEndsThatAttempt(t *testing.T) {
 			}
 			var ce *temporal.CanceledError
 			require.ErrorAs(t, err, &ce)
+			<-late.done
 
 			rows := replayLedger(m.records)
-			raced := m.records[tc.recordsBefore].Next
+			raced := late.in.Next
 			require.NotNil(t, raced)
 			require.Contains(t, rows, raced.ID, "the attempt being recorded is in the ledger")
 			assert.Equal(t, ledger.StateCancelled, rows[raced.ID], "the attempt being recorded ends cancelled")
@@ -75,15 +82,18 @@ func (m *mgsTest) record(_ context.Context, in activities.RecordAttemptInput) er
 }
 
 // lateRecord scripts a record-attempt call that commits only after the
-// workflow was cancelled and stopped waiting for it; every later call
-// commits after it.
+// workflow was cancelled and stopped waiting for it: before the next
+// record-attempt call (the workflow's end), or, with commitLast, after it.
 type lateRecordScript struct {
 	racing, after func(context.Context, activities.RecordAttemptInput) error
+	// done is closed once the late write committed; in is what it wrote.
+	done chan struct{}
+	in   activities.RecordAttemptInput
 }
 
-func (m *mgsTest) lateRecord() lateRecordScript {
+func (m *mgsTest) lateRecord(commitLast bool) *lateRecordScript {
 	gaveUp := make(chan struct{})
-	committed := make(chan struct{})
+	first, second := make(chan struct{}), make(chan struct{}) // late, end in commit order
 	var racingID string
 	m.env.SetOnActivityCanceledListener(func(info *activity.Info) {
 		m.mu.Lock()
@@ -93,22 +103,35 @@ func (m *mgsTest) lateRecord() lateRecordScript {
 			close(gaveUp)
 		}
 	})
-	return lateRecordScript{
-		racing: func(ctx context.Context, in activities.RecordAttemptInput) error {
-			m.mu.Lock()
-			racingID = activity.GetInfo(ctx).ActivityID
-			m.mu.Unlock()
-			m.env.CancelWorkflow()
-			<-gaveUp
-			err := m.record(ctx, in)
-			close(committed)
-			return err
-		},
-		after: func(ctx context.Context, in activities.RecordAttemptInput) error {
-			<-committed
-			return m.record(ctx, in)
-		},
+	l := &lateRecordScript{done: make(chan struct{})}
+	if commitLast {
+		close(first) // the end does not wait
 	}
+	l.racing = func(ctx context.Context, in activities.RecordAttemptInput) error {
+		m.mu.Lock()
+		racingID = activity.GetInfo(ctx).ActivityID
+		l.in = in
+		m.mu.Unlock()
+		m.env.CancelWorkflow()
+		<-gaveUp
+		if commitLast {
+			<-second
+		}
+		err := m.record(ctx, in)
+		if !commitLast {
+			close(first)
+		}
+		close(l.done)
+		return err
+	}
+	var once sync.Once
+	l.after = func(ctx context.Context, in activities.RecordAttemptInput) error {
+		<-first
+		err := m.record(ctx, in)
+		once.Do(func() { close(second) })
+		return err
+	}
+	return l
 }
 
 // replayLedger applies record-attempt inputs in order as the ledger does:
