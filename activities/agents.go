@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
@@ -78,24 +77,6 @@ func NewAgentActivities(ep fleet.Endpoints, hc *http.Client, store *ledger.Store
 		return nil, err
 	}
 	return &AgentActivities{CNAPI: cn, SAPI: sapi, IMGAPI: img, Store: store, Identity: identity}, nil
-}
-
-// RegisterAgents registers the agent activities and the agent workflows
-// (passed in by workerapp, since workflows import this package). Endpoints
-// without a CNAPI leave the agent kinds unregistered.
-func RegisterAgents(r worker.Registry, ep fleet.Endpoints, hc *http.Client, store *ledger.Store, identity string, workflows []any) error {
-	if ep.CNAPI == "" {
-		return nil
-	}
-	a, err := NewAgentActivities(ep, hc, store, identity)
-	if err != nil {
-		return fmt.Errorf("agent activities: %w", err)
-	}
-	r.RegisterActivity(a)
-	for _, w := range workflows {
-		r.RegisterWorkflow(w)
-	}
-	return nil
 }
 
 // tritonErr is the one place that turns a Triton client error into a

@@ -39,6 +39,7 @@ func main() {
 func newCommand() *cobra.Command {
 	var (
 		tc          config.Temporal
+		dc          config.Deployment
 		lc          config.Logging
 		fc          config.Fleet
 		dbURL       string
@@ -58,6 +59,9 @@ func newCommand() *cobra.Command {
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := tc.Validate(); err != nil {
+				return usageError{err}
+			}
+			if err := dc.Validate(); err != nil {
 				return usageError{err}
 			}
 			if err := config.ValidateDatabaseURL(dbURL); err != nil {
@@ -123,6 +127,8 @@ func newCommand() *cobra.Command {
 				StopTimeout:             stopTimeout,
 				MaxConcurrentActivities: maxActs,
 				Metrics:                 metrics,
+				DeploymentName:          dc.Name,
+				BuildID:                 dc.BuildID,
 			}, workerapp.Deps{
 				Ledger:   store,
 				Fleet:    endpoints,
@@ -134,6 +140,7 @@ func newCommand() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	tc.Bind(fs)
+	dc.Bind(fs)
 	lc.Bind(fs)
 	fc.Bind(fs)
 	fs.StringVar(&dbURL, "database-url", os.Getenv("DATABASE_URL"), "ledger PostgreSQL URL (env DATABASE_URL)")

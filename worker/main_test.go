@@ -35,13 +35,15 @@ func TestBadConfigurationFailsWithOneLine(t *testing.T) {
 		{"not postgres", []string{"--database-url", "mysql://x"}, 2, "must be a postgres:// URL"},
 		{"bad log level", []string{"--database-url", "postgres://x@127.0.0.1/x", "--log-level", "loud"}, 2, "bad log level"},
 		{"bad endpoint", []string{"--database-url", "postgres://x@127.0.0.1/x", "--cnapi", "ftp://x"}, 2, "not an http(s) URL"},
+		{"build ID without deployment", []string{"--database-url", "postgres://x@127.0.0.1/x", "--build-id", "v2"}, 2, "--build-id needs --deployment-name"},
+		{"deployment without build ID", []string{"--database-url", "postgres://x@127.0.0.1/x", "--deployment-name", "fleetsaga"}, 2, "--deployment-name needs --build-id"},
 		{"unknown flag", []string{"--frobnicate"}, 2, "unknown flag"},
 		{"unreachable database", []string{"--database-url", "postgres://postgres@127.0.0.1:1/x?sslmode=disable"}, 1, "does not answer"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(bin, tc.args...)
-			cmd.Env = append(os.Environ(), "DATABASE_URL=")
+			cmd.Env = append(os.Environ(), "DATABASE_URL=", "FLEETSAGA_DEPLOYMENT_NAME=", "FLEETSAGA_BUILD_ID=")
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			err := cmd.Run()

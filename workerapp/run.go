@@ -22,6 +22,9 @@ type Options struct {
 	// Metrics, when set, receives the worker's own counters (workflow
 	// panics); the SDK's metrics go through the client's handler.
 	Metrics *Metrics
+	// DeploymentName and BuildID, both set, make this worker a Worker
+	// Deployment Version (docs/DEPLOYING.md); both empty, unversioned.
+	DeploymentName, BuildID string
 }
 
 // Run registers everything and polls TaskQueue until ctx ends, then stops
@@ -34,7 +37,8 @@ func Run(ctx context.Context, c client.Client, o Options, d Deps) error {
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	d.Log.Info().Str("task_queue", o.TaskQueue).Str("identity", o.Identity).Msg("worker polling")
+	d.Log.Info().Str("task_queue", o.TaskQueue).Str("identity", o.Identity).
+		Str("deployment", o.DeploymentName).Str("build_id", o.BuildID).Msg("worker polling")
 	<-ctx.Done()
 	d.Log.Info().Dur("stop_timeout", o.StopTimeout).Msg("worker stopping: finishing or handing back in-flight tasks")
 	w.Stop()
@@ -51,13 +55,25 @@ func NewWorker(c client.Client, o Options, d Deps) (worker.Worker, error) {
 	if o.Metrics != nil {
 		watch.counter = o.Metrics.WorkflowPanics
 	}
-	w := worker.New(c, o.TaskQueue, worker.Options{
+	wo := worker.Options{
 		Identity:                           o.Identity,
 		WorkerStopTimeout:                  o.StopTimeout,
 		MaxConcurrentActivityExecutionSize: o.MaxConcurrentActivities,
 		WorkflowPanicPolicy:                PanicPolicy,
 		Interceptors:                       []interceptor.WorkerInterceptor{watch},
-	})
+	}
+	if (o.DeploymentName == "") != (o.BuildID == "") {
+		return nil, fmt.Errorf("deployment name %q and build ID %q: set both or neither", o.DeploymentName, o.BuildID)
+	}
+	if o.DeploymentName != "" {
+		// Every workflow type is registered with its own behaviour
+		// (register.go), so no default is set here.
+		wo.DeploymentOptions = worker.DeploymentOptions{
+			UseVersioning: true,
+			Version:       worker.WorkerDeploymentVersion{DeploymentName: o.DeploymentName, BuildID: o.BuildID},
+		}
+	}
+	w := worker.New(c, o.TaskQueue, wo)
 	d.Temporal = c
 	if err := Register(w, d); err != nil {
 		return nil, fmt.Errorf("register: %w", err)

@@ -23,9 +23,6 @@ func init() {
 	Kinds[KindAgentDrift] = KindInfo{Workflow: AgentDriftCheck, NewInput: func() UpdateInput { return &AgentDriftInput{} }}
 }
 
-// AgentWorkflows are the agent workflows a worker registers.
-func AgentWorkflows() []any { return []any{AgentInstall, AgentInstallServer, AgentDriftCheck} }
-
 // Fan-out defaults and bounds.
 const (
 	// DefaultAgentConcurrency is how many servers install at once (the

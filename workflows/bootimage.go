@@ -3,14 +3,12 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
@@ -45,13 +43,6 @@ func BootImageBump(ctx workflow.Context, in BootImageBumpInput) (BootImageBumpRe
 		return b.result, err
 	}
 	return b.run(ctx)
-}
-
-// RegisterBootImageBump registers the workflow and its activities on a
-// worker; kube says how each cluster's API server is reached.
-func RegisterBootImageBump(r worker.Registry, kube machineapi.Access, hc *http.Client) {
-	r.RegisterWorkflow(BootImageBump)
-	r.RegisterActivity(&activities.BootImageActivities{Kube: kube, HTTP: hc})
 }
 
 func init() {

@@ -8,20 +8,11 @@ import (
 
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 )
-
-// RegisterMGSUpdates registers the SP firmware and host boot flash
-// workflows and their activities on a worker.
-func RegisterMGSUpdates(r worker.Registry, a *activities.MGSActivities) {
-	r.RegisterWorkflow(SPFirmwareUpdate)
-	r.RegisterWorkflow(HostBootFlashUpdate)
-	r.RegisterActivity(a)
-}
 
 func init() {
 	Kinds[KindSPFirmware] = KindInfo{Workflow: SPFirmwareUpdate, NewInput: func() UpdateInput { return &SPFirmwareInput{} }}

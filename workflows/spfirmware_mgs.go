@@ -208,7 +208,11 @@ type mgsUpdate struct {
 	attempt   int
 	attemptID uuid.UUID // current ledger attempt (uuid.Nil: none yet)
 	finished  bool      // current attempt already ended in the ledger
-	started   bool      // the current attempt's ID reached the device
+	// recording is the attempt whose intent is being written: until the
+	// write returns, the row may or may not be in the ledger (a cancel
+	// stops the wait, not the write), so the ending must end it too.
+	recording *ledger.Attempt
+	started   bool // the current attempt's ID reached the device
 	saga      Saga
 	// abortArmed: the current attempt's abort is in saga.
 	abortArmed bool
@@ -339,17 +343,32 @@ func (u *mgsUpdate) newAttempt(ctx workflow.Context, why string) error {
 	if u.attemptID != uuid.Nil && !u.finished {
 		in.Finish = &ledger.Finish{AttemptID: u.attemptID, State: ledger.StateFailed, Outcome: "attempt failed", Error: why}
 	}
+	if workflow.GetVersion(ctx, changeEndRecordingAttempt, workflow.DefaultVersion, 1) >= 1 {
+		u.recording = in.Next
+	}
 	if err := workflow.ExecuteActivity(ledgerOptions(ctx), mgsActs.MGSRecordAttempt, in).Get(ctx, nil); err != nil {
 		return err
 	}
-	u.attempt++
-	u.attemptID, u.finished, u.started = id, false, false
+	u.adopt(in.Next)
+	return nil
+}
+
+// changeEndRecordingAttempt: an attempt whose intent was being written
+// when the update was cancelled (or failed) is ended too, by its own ID.
+// Histories before it ended only the previous attempt, or recorded a
+// fresh one, and left the late-committed row active.
+const changeEndRecordingAttempt = "end-attempt-being-recorded"
+
+// adopt makes a recorded attempt the current one.
+func (u *mgsUpdate) adopt(a *ledger.Attempt) {
+	u.recording = nil
+	u.attempt = a.Attempt
+	u.attemptID, u.finished, u.started = a.ID, false, false
 	u.saga, u.abortArmed = Saga{}, false
 	u.result.Attempts = u.attempt
-	u.result.AttemptIDs = append(u.result.AttemptIDs, id.String())
-	u.progress.Attempt, u.progress.AttemptID = u.attempt, id.String()
+	u.result.AttemptIDs = append(u.result.AttemptIDs, a.ID.String())
+	u.progress.Attempt, u.progress.AttemptID = u.attempt, a.ID.String()
 	u.progress.Done, u.progress.Total, u.progress.Message = 0, 0, ""
-	return nil
 }
 
 func (u *mgsUpdate) attemptRow(id uuid.UUID, n int) *ledger.Attempt {
@@ -364,6 +383,22 @@ func (u *mgsUpdate) finishLedger(ctx workflow.Context, state ledger.State, outco
 		return nil
 	}
 	in := activities.RecordAttemptInput{}
+	if r := u.recording; r != nil {
+		// Write the attempt again (idempotent by ID) and end it, after
+		// the previous one: whether or not its first write committed,
+		// no attempt of ours stays active.
+		if u.attemptID != uuid.Nil {
+			in.Finish = &ledger.Finish{AttemptID: u.attemptID, State: state, Outcome: outcome, Error: errText}
+		}
+		in.Next = r
+		in.FinishNext = &ledger.Finish{AttemptID: r.ID, State: state, Outcome: outcome, Error: errText}
+		if err := workflow.ExecuteActivity(ledgerOptions(ctx), mgsActs.MGSRecordAttempt, in).Get(ctx, nil); err != nil {
+			return err
+		}
+		u.adopt(r)
+		u.finished = true
+		return nil
+	}
 	if u.attemptID == uuid.Nil {
 		var id uuid.UUID
 		if err := workflow.SideEffect(ctx, func(workflow.Context) any { return uuid.New() }).Get(&id); err != nil {
