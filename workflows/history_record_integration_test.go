@@ -10,7 +10,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
@@ -75,12 +74,7 @@ func TestRolloutCancelOnRealServerWaitsAndEndsCancelled(t *testing.T) {
 		t.Skip("integration")
 	}
 	env := testenv.New(t)
-	w := worker.New(env.Client, env.TaskQueue, worker.Options{})
-	w.RegisterWorkflow(workflows.Rollout)
-	w.RegisterWorkflow(workflows.TestUpdate)
-	w.RegisterActivity(&activities.RolloutActivities{Store: env.Store})
-	require.NoError(t, w.Start())
-	defer w.Stop()
+	startRolloutWorker(t, env)
 
 	in := workflows.RolloutInput{Name: "cancelled-" + env.TaskQueue, Stages: []workflows.Stage{
 		{Name: "first", Kind: workflows.KindTest, Concurrency: 2, Updates: workflows.TestUpdates(

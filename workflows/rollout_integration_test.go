@@ -23,12 +23,7 @@ func TestRolloutOnRealServerRecordsApproval(t *testing.T) {
 		t.Skip("integration")
 	}
 	env := testenv.New(t)
-	w := worker.New(env.Client, env.TaskQueue, worker.Options{})
-	w.RegisterWorkflow(workflows.Rollout)
-	w.RegisterWorkflow(workflows.TestUpdate)
-	w.RegisterActivity(&activities.RolloutActivities{Store: env.Store})
-	require.NoError(t, w.Start())
-	defer w.Stop()
+	startRolloutWorker(t, env)
 
 	in := workflows.RolloutInput{Name: "integration", Stages: []workflows.Stage{
 		{Name: "first", Kind: workflows.KindTest, Concurrency: 2, Updates: workflows.TestUpdates(workflows.TestInput{Name: "a", Take: time.Second}, workflows.TestInput{Name: "b", Take: time.Second})},
@@ -64,4 +59,16 @@ func TestRolloutOnRealServerRecordsApproval(t *testing.T) {
 	require.Equal(t, "first stage healthy", approvals[0].Reason)
 
 	replay.Record(t, env.Client, id, run.GetRunID(), "testdata/histories/rollout-approval.json")
+}
+
+// startRolloutWorker runs a worker with the rollout and its stand-in update
+// on the test's task queue until the test ends.
+func startRolloutWorker(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	w := worker.New(env.Client, env.TaskQueue, worker.Options{})
+	w.RegisterWorkflow(workflows.Rollout)
+	w.RegisterWorkflow(workflows.TestUpdate)
+	w.RegisterActivity(&activities.RolloutActivities{Store: env.Store})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
 }
