@@ -321,6 +321,10 @@ func (h *harness) check(ctx context.Context, rolloutID string, fl *fleet, before
 	if err != nil {
 		return err
 	}
+	expunged, err := h.obs.expungedZones(ctx)
+	if err != nil {
+		return err
+	}
 	wfs, err := h.obs.workflows(ctx)
 	if err != nil {
 		return err
@@ -330,7 +334,7 @@ func (h *harness) check(ctx context.Context, rolloutID string, fl *fleet, before
 		return err
 	}
 	in := &evidence{fleet: fl, expect: h.rep.expect, before: before, after: after, attempts: attempts,
-		sagas: sagas, workflows: wfs, rolloutID: rolloutID, rolloutStatus: h.rep.RolloutStatus}
+		sagas: sagas, expunged: expunged, workflows: wfs, rolloutID: rolloutID, rolloutStatus: h.rep.RolloutStatus}
 	h.rep.fill(in, armed)
 	return nil
 }

@@ -23,6 +23,7 @@ type evidence struct {
 	before, after *truth
 	attempts      []attempt
 	sagas         map[uuid.UUID]*saga
+	expunged      map[uuid.UUID]string // zones the ledger records expunged, by kind
 	workflows     []*wf
 	rolloutID     string
 	rolloutStatus enumspb.WorkflowExecutionStatus
@@ -69,6 +70,10 @@ var invariantChecks = []struct {
 	{"no saga lost, duplicated, or moved while its Nexus ran", checkSagas},
 	{"no SAPI intent ahead of the server's actual agents", checkSAPIIntent},
 	{"no MachineSet left on a rolled-back canary image", checkCanaryRollback},
+	{"no target blocked by an attempt whose workflow is closed", checkBlockedTargets},
+	{"no unfinished saga owned by an expunged Nexus", checkSagaOwners},
+	{"no MachineSet left patched by a cancelled bump", checkCancelledBumps},
+	{"no device action done twice", checkDeviceActionsOnce},
 }
 
 func evaluate(e *evidence) []*invariant {

@@ -99,6 +99,7 @@ func cleanEvidence() *evidence {
 			{ID: zoneID, Status: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED},
 			{ID: bumpID, Status: enumspb.WORKFLOW_EXECUTION_STATUS_FAILED},
 		},
+		expunged:      map[uuid.UUID]string{tZone: "nexus", tNexusOld: "nexus"},
 		rolloutStatus: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED,
 	}
 }
@@ -202,6 +203,30 @@ func TestInvariantsCatchEachViolation(t *testing.T) {
 		}},
 		{"failing canary reported completed", "no MachineSet", "yet the bump completed", func(e *evidence) {
 			e.attempts[3].State, e.attempts[3].Outcome = "completed", "Reconciled"
+		}},
+		{"target blocked by a closed run", "no target blocked", "run r1 is closed", func(e *evidence) {
+			e.attempts[1].State, e.attempts[1].WorkflowID, e.attempts[1].RunID = "running", e.workflows[1].ID, "r1"
+			e.workflows[1].RunID = "r1"
+		}},
+		{"target blocked by a terminated workflow's leftover", "no target blocked", "latest run is closed", func(e *evidence) {
+			e.attempts[1].State, e.attempts[1].WorkflowID, e.attempts[1].RunID = "pending", e.workflows[1].ID, "gone"
+		}},
+		{"saga owned by an expunged Nexus", "no unfinished saga", "records expunged", func(e *evidence) {
+			e.expunged[tNexusNew] = "nexus"
+		}},
+		{"cancelled bump left a MachineSet patched", "no MachineSet left patched", "bump cancelled", func(e *evidence) {
+			e.attempts[3].State, e.attempts[3].Outcome = "cancelled", "Cancelled"
+			ms := e.after.Machine.Clusters["c0"].MachineSets["c0-worker-b"]
+			ms.Image = "ami-new"
+			e.after.Machine.Clusters["c0"].MachineSets["c0-worker-b"] = ms
+		}},
+		{"MachineSet patched again within one attempt", "no device action", "patched 3 times", func(e *evidence) {
+			ms := e.after.Machine.Clusters["c0"].MachineSets["c0-worker-a"]
+			ms.ImagePatches = 3
+			e.after.Machine.Clusters["c0"].MachineSets["c0-worker-a"] = ms
+		}},
+		{"SP delivery completed twice", "no device action", "completed 2 deliveries", func(e *evidence) {
+			sp(e).Deliveries = append(sp(e).Deliveries, delivery(tAttempt, t0.Add(5*time.Second), time.Second))
 		}},
 	}
 	for _, c := range cases {
