@@ -128,3 +128,54 @@ func checkDeviceActionsOnce(e *evidence, iv *invariant) {
 		}
 	}
 }
+
+// checkDuplicateStart: of two starters run at once for one update, one
+// started it and the other attached to that run (exit 0) or was refused
+// (exit 5); Temporal holds exactly one run of it.
+func checkDuplicateStart(e *evidence, iv *invariant) {
+	for _, r := range e.restarts {
+		iv.Checked++
+		if strings.Contains(r.Err, "TargetBusy") || strings.Contains(r.Err, "refused") {
+			iv.fail("%s started again after a terminate was refused: %s", r.ID, r.Err)
+		}
+	}
+	d := e.dup
+	if d == nil {
+		return
+	}
+	iv.Checked++
+	runs := 0
+	for _, w := range e.workflows {
+		if w.ID == d.ID {
+			runs++
+		}
+	}
+	if runs != 1 {
+		iv.fail("%s: %d runs after two concurrent starters (%s)", d.ID, runs, d)
+	}
+	var res [2]starterResult
+	for i, code := range d.Exits {
+		switch code {
+		case 0:
+			r, ok := parseStarter(d.Out[i])
+			if !ok {
+				iv.fail("%s: starter %d exited 0 without naming the run (%s)", d.ID, i+1, d)
+			}
+			res[i] = r
+		case 5:
+		default:
+			iv.fail("%s: starter %d exited %d (want 0 or 5): %s", d.ID, i+1, code, d)
+		}
+	}
+	switch {
+	case d.Exits[0] == 5 && d.Exits[1] == 5:
+		iv.fail("%s: both concurrent starters were refused (%s)", d.ID, d)
+	case d.Exits[0] == 0 && d.Exits[1] == 0:
+		if res[0].Attached == res[1].Attached {
+			iv.fail("%s: both starters say attached=%v (%s)", d.ID, res[0].Attached, d)
+		}
+		if res[0].RunID != res[1].RunID {
+			iv.fail("%s: the starters name different runs %s and %s", d.ID, res[0].RunID, res[1].RunID)
+		}
+	}
+}

@@ -120,6 +120,18 @@ func TestInvariantsCleanRunHasNoViolations(t *testing.T) {
 	}
 }
 
+func TestInvariantsAcceptTheChaosOwnTerminateAndOneStart(t *testing.T) {
+	e := cleanEvidence()
+	e.workflows[1].RunID = "r1"
+	e.workflows = append(e.workflows, &wf{ID: e.workflows[1].ID, RunID: "r0", Status: enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED})
+	e.terminated = map[string]bool{"r0": true}
+	e.restarts = []restartOutcome{{ID: e.workflows[1].ID, RunID: "r1"}}
+	e.dup = &dupStart{ID: e.workflows[0].ID, Exits: [2]int{0, 5}, Out: [2]string{`{"workflowId": "x", "runId": "r"}`, "refused"}}
+	if got := violationsOf(e); len(got) > 0 {
+		t.Fatalf("the chaos's own terminate and a clean duplicate start reported: %v", got)
+	}
+}
+
 func TestInvariantsCatchEachViolation(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	sp := func(e *evidence) *simmgs.SPTruth { return &e.after.MGS.Racks[0].SPs[0] }
@@ -227,6 +239,20 @@ func TestInvariantsCatchEachViolation(t *testing.T) {
 		}},
 		{"SP delivery completed twice", "no device action", "completed 2 deliveries", func(e *evidence) {
 			sp(e).Deliveries = append(sp(e).Deliveries, delivery(tAttempt, t0.Add(5*time.Second), time.Second))
+		}},
+		{"fresh start after a terminate refused", "a duplicate start", "was refused", func(e *evidence) {
+			e.restarts = []restartOutcome{{ID: "x", RunID: "r2", Err: "TargetBusy: zone/… is busy"}}
+		}},
+		{"two starters ran two workflows", "a duplicate start", "2 runs", func(e *evidence) {
+			e.dup = &dupStart{ID: e.workflows[1].ID, Out: [2]string{`{"workflowId": "z", "runId": "r1"}`, `{"workflowId": "z", "runId": "r2"}`}}
+			e.workflows = append(e.workflows, &wf{ID: e.workflows[1].ID, RunID: "r2", Status: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED})
+		}},
+		{"both starters refused", "a duplicate start", "both concurrent starters were refused", func(e *evidence) {
+			e.dup = &dupStart{ID: e.workflows[1].ID, Exits: [2]int{5, 5}}
+		}},
+		{"a terminated run not ours", "every update", "ended Terminated", func(e *evidence) {
+			e.workflows[0].Status = enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED
+			e.terminated = map[string]bool{"other-run": true}
 		}},
 	}
 	for _, c := range cases {

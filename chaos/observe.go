@@ -86,6 +86,7 @@ type attempt struct {
 	Error    string
 	// WorkflowID and RunID are the run that owns the attempt.
 	WorkflowID, RunID string
+	CreatedAt         time.Time
 }
 
 func (o *observer) attempts(ctx context.Context) ([]attempt, error) {
@@ -94,8 +95,8 @@ func (o *observer) attempts(ctx context.Context) ([]attempt, error) {
 		return nil, err
 	}
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, `SELECT id, update_id, attempt, kind, target, artifact, state, outcome, error, workflow_id, run_id
-		FROM update_attempt ORDER BY update_id, attempt`)
+	rows, err := db.QueryContext(ctx, `SELECT id, update_id, attempt, kind, target, artifact, state, outcome, error, workflow_id, run_id, created_at
+		FROM update_attempt ORDER BY update_id, created_at, attempt`)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
@@ -103,7 +104,7 @@ func (o *observer) attempts(ctx context.Context) ([]attempt, error) {
 	var out []attempt
 	for rows.Next() {
 		var a attempt
-		if err := rows.Scan(&a.ID, &a.UpdateID, &a.Attempt, &a.Kind, &a.Target, &a.Artifact, &a.State, &a.Outcome, &a.Error, &a.WorkflowID, &a.RunID); err != nil {
+		if err := rows.Scan(&a.ID, &a.UpdateID, &a.Attempt, &a.Kind, &a.Target, &a.Artifact, &a.State, &a.Outcome, &a.Error, &a.WorkflowID, &a.RunID, &a.CreatedAt); err != nil {
 			return nil, err
 		}
 		out = append(out, a)
