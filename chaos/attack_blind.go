@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
@@ -115,7 +116,7 @@ func (h *harness) runningChild(ctx context.Context, k workflows.Kind) (*wf, plan
 // cancelChild cancels a running child of kind k (once per kind): it must
 // run its compensations and end cancelled, its target consistent.
 func (h *harness) cancelChild(ctx context.Context, k workflows.Kind) bool {
-	if h.blind.cancelledKinds[k] {
+	if h.blind.cancelledKinds[k] || h.cfg.NoCancel[k] {
 		return false
 	}
 	w, _, ok := h.runningChild(ctx, k)
@@ -152,12 +153,17 @@ func (h *harness) terminateRestart(ctx context.Context, k workflows.Kind) bool {
 		return false
 	}
 	h.blind.terminated[w.RunID] = true
+	arg, err := typedInput(workflows.Kinds[p.Kind].Workflow, p.Input)
+	if err != nil {
+		h.say("decode the input of %s: %v", w.ID, err)
+		return true
+	}
 	run, err := h.c.ExecuteWorkflow(cctx, client.StartWorkflowOptions{
 		ID: w.ID, TaskQueue: workflows.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		TypedSearchAttributes: workflows.StartAttributes(p.Kind, p.Target, p.Artifact),
 		StaticSummary:         "chaos: started again after a terminate",
-	}, workflows.Kinds[p.Kind].Workflow, p.Input)
+	}, workflows.Kinds[p.Kind].Workflow, arg)
 	if err != nil {
 		h.say("start %s again after terminating it: %v", w.ID, err)
 		h.blind.restarted = append(h.blind.restarted, restartedRun{ID: w.ID})
@@ -169,6 +175,21 @@ func (h *harness) terminateRestart(ctx context.Context, k workflows.Kind) bool {
 	h.mu.Unlock()
 	h.say("terminated %s (run %s) and started it again", w.ID, short(w.RunID))
 	return true
+}
+
+// typedInput decodes a plan update's raw input into the workflow
+// function's input type (the client checks argument types; the rollout's
+// child start does not).
+func typedInput(fn any, raw json.RawMessage) (any, error) {
+	t := reflect.TypeOf(fn)
+	if t.Kind() != reflect.Func || t.NumIn() != 2 {
+		return nil, fmt.Errorf("workflow %T does not take (ctx, input)", fn)
+	}
+	v := reflect.New(t.In(1))
+	if err := json.Unmarshal(raw, v.Interface()); err != nil {
+		return nil, err
+	}
+	return v.Elem().Interface(), nil
 }
 
 // duplicateStart runs the real starter twice at once for the extra zone

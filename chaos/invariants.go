@@ -82,7 +82,7 @@ var invariantChecks = []struct {
 	{"no unfinished saga owned by an expunged Nexus", checkSagaOwners},
 	{"no MachineSet left patched by a cancelled bump", checkCancelledBumps},
 	{"no device action done twice", checkDeviceActionsOnce},
-	{"a duplicate start runs one workflow", checkDuplicateStart},
+	{"no restart refused, no duplicate start run twice", checkDuplicateStart},
 }
 
 func evaluate(e *evidence) []*invariant {

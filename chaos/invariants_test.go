@@ -240,14 +240,14 @@ func TestInvariantsCatchEachViolation(t *testing.T) {
 		{"SP delivery completed twice", "no device action", "completed 2 deliveries", func(e *evidence) {
 			sp(e).Deliveries = append(sp(e).Deliveries, delivery(tAttempt, t0.Add(5*time.Second), time.Second))
 		}},
-		{"fresh start after a terminate refused", "a duplicate start", "was refused", func(e *evidence) {
+		{"fresh start after a terminate refused", "no restart refused", "was refused", func(e *evidence) {
 			e.restarts = []restartOutcome{{ID: "x", RunID: "r2", Err: "TargetBusy: zone/… is busy"}}
 		}},
-		{"two starters ran two workflows", "a duplicate start", "2 runs", func(e *evidence) {
+		{"two starters ran two workflows", "no restart refused", "2 runs", func(e *evidence) {
 			e.dup = &dupStart{ID: e.workflows[1].ID, Out: [2]string{`{"workflowId": "z", "runId": "r1"}`, `{"workflowId": "z", "runId": "r2"}`}}
 			e.workflows = append(e.workflows, &wf{ID: e.workflows[1].ID, RunID: "r2", Status: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED})
 		}},
-		{"both starters refused", "a duplicate start", "both concurrent starters were refused", func(e *evidence) {
+		{"both starters refused", "no restart refused", "both concurrent starters were refused", func(e *evidence) {
 			e.dup = &dupStart{ID: e.workflows[1].ID, Exits: [2]int{5, 5}}
 		}},
 		{"a terminated run not ours", "every update", "ended Terminated", func(e *evidence) {
