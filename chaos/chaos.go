@@ -112,8 +112,10 @@ func Short(seed int64) Config {
 		Kills: 3, KillGap: [2]time.Duration{4 * time.Second, 8 * time.Second},
 		RestartPostgres: true, RestartTemporal: true, APIFaults: 3,
 		Cancels: 1, TerminateRestarts: 1, DuplicateStarts: true, NexusExpunges: 2,
-		// A cancelled zone expunge strands its Nexus's sagas (chaos/README.md).
-		NoCancel: map[workflows.Kind]bool{workflows.KindZoneExpunge: true},
+		// Known product gaps (chaos/README.md): a cancelled zone expunge
+		// strands its Nexus's sagas; an agent install cancelled while it
+		// plans leaves its ledger attempt pending. The full run cancels them.
+		NoCancel: map[workflows.Kind]bool{workflows.KindZoneExpunge: true, workflows.KindAgentInstall: true},
 		Timeout:  2 * time.Minute, Settle: time.Minute,
 	}
 }
