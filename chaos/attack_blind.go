@@ -31,9 +31,12 @@ type blindState struct {
 	// terminated are the runs we terminated (their TERMINATED status is
 	// ours, not the product's); restarted are the fresh runs.
 	terminated map[string]bool
-	restarted  []restartedRun
-	dup        *dupStart
-	dupDone    bool
+	// cancelled are the runs we cancelled: never terminated as well (that
+	// would cut their compensation short, our doing, not the product's).
+	cancelled map[string]bool
+	restarted []restartedRun
+	dup       *dupStart
+	dupDone   bool
 }
 
 type restartedRun struct{ ID, RunID string }
@@ -47,7 +50,7 @@ type dupStart struct {
 
 func (h *harness) planBlind() {
 	h.blind = &blindState{cancelStages: map[int]bool{}, terminateStages: map[int]bool{}, cancelledKinds: map[workflows.Kind]bool{},
-		terminated: map[string]bool{}}
+		terminated: map[string]bool{}, cancelled: map[string]bool{}}
 	for _, i := range pick(h.brng, len(h.stages), h.cfg.Cancels) {
 		h.blind.cancelStages[i] = true
 	}
@@ -64,6 +67,7 @@ func (h *harness) blindTick(ctx context.Context, stage int) {
 		if b.cancelStages[i] && stage >= i {
 			if h.cancelChild(ctx, h.stageKind[stage]) {
 				delete(b.cancelStages, i)
+				return // one attack on the children per tick
 			}
 			break
 		}
@@ -102,7 +106,7 @@ func (h *harness) runningChild(ctx context.Context, k workflows.Kind) (*wf, plan
 	}
 	var cands []*wf
 	for _, w := range ws {
-		if p, ok := h.rep.expect.planned[w.ID]; ok && p.Kind == k && !h.blind.terminated[w.RunID] {
+		if p, ok := h.rep.expect.planned[w.ID]; ok && p.Kind == k && !h.blind.terminated[w.RunID] && !h.blind.cancelled[w.RunID] {
 			cands = append(cands, w)
 		}
 	}
@@ -130,6 +134,7 @@ func (h *harness) cancelChild(ctx context.Context, k workflows.Kind) bool {
 		return false
 	}
 	h.blind.cancelledKinds[k] = true
+	h.blind.cancelled[w.RunID] = true
 	h.mu.Lock()
 	h.rep.Cancels++
 	h.mu.Unlock()
