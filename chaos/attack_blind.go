@@ -20,9 +20,9 @@ import (
 // The blind-spot attacks of issue 14 part 4, aimed at the stage running:
 // a running child cancelled (at most one per kind), a running child
 // terminated and started again under the same ID and input, and the real
-// starter run twice at once for one extra zone expunge. Each fires at the
-// first chaos tick at or after its seeded stage, so the moment within the
-// stage is random.
+// starter run twice at once for one extra zone expunge (at the first chaos
+// tick). A cancel or terminate fires at the first chaos tick at or after
+// its seeded stage, so the moment within the stage is random.
 
 // blindState is what the blind-spot attacks did, for the invariants.
 type blindState struct {
@@ -51,11 +51,13 @@ type dupStart struct {
 func (h *harness) planBlind() {
 	h.blind = &blindState{cancelStages: map[int]bool{}, terminateStages: map[int]bool{}, cancelledKinds: map[workflows.Kind]bool{},
 		terminated: map[string]bool{}, cancelled: map[string]bool{}}
-	for _, i := range pick(h.brng, len(h.stages), h.cfg.Cancels) {
-		h.blind.cancelStages[i] = true
+	// Distinct stages for cancels and terminates while there are enough.
+	order := h.brng.Perm(len(h.stages))
+	for n := 0; n < h.cfg.Cancels && len(order) > 0; n++ {
+		h.blind.cancelStages[order[n%len(order)]] = true
 	}
-	for _, i := range pick(h.brng, len(h.stages), h.cfg.TerminateRestarts) {
-		h.blind.terminateStages[i] = true
+	for n := 0; n < h.cfg.TerminateRestarts && len(order) > 0; n++ {
+		h.blind.terminateStages[order[(h.cfg.Cancels+n)%len(order)]] = true
 	}
 }
 
@@ -63,6 +65,12 @@ func (h *harness) planBlind() {
 // index running).
 func (h *harness) blindTick(ctx context.Context, stage int) {
 	b := h.blind
+	// The duplicate starters go first, at the first tick: their update is
+	// outside the plan and must not depend on catching a stage.
+	if h.cfg.DuplicateStarts && !b.dupDone && h.rep.expect.dupZone != [16]byte{} {
+		b.dupDone = true
+		h.duplicateStart(ctx)
+	}
 	for i := range h.stages {
 		if b.cancelStages[i] && stage >= i {
 			if h.cancelChild(ctx, h.stageKind[stage]) {
@@ -80,20 +88,6 @@ func (h *harness) blindTick(ctx context.Context, stage int) {
 			break
 		}
 	}
-	if h.cfg.DuplicateStarts && !b.dupDone && h.rep.expect.dupZone != [16]byte{} &&
-		(h.stageKind[stage] == workflows.KindZoneExpunge || stage > h.stageIndex(workflows.KindZoneExpunge)) {
-		b.dupDone = true
-		h.duplicateStart(ctx)
-	}
-}
-
-func (h *harness) stageIndex(k workflows.Kind) int {
-	for i, sk := range h.stageKind {
-		if sk == k {
-			return i
-		}
-	}
-	return len(h.stageKind)
 }
 
 // runningChild picks (seeded) a running child of the plan of kind k.

@@ -85,6 +85,9 @@ func (r *Report) ChaosShortfall() string {
 	if r.cfg.RestartTemporal && r.TemporalRestarts == 0 {
 		miss = append(miss, "no Temporal restart")
 	}
+	if r.cfg.DuplicateStarts && r.expect.dupZone != [16]byte{} && r.DuplicateStarts == 0 {
+		miss = append(miss, "no duplicate starters")
+	}
 	return strings.Join(miss, ", ")
 }
 
