@@ -121,7 +121,7 @@ func Short(seed int64) Config {
 		// full run cancels them.
 		NoCancel: map[workflows.Kind]bool{workflows.KindZoneExpunge: true, workflows.KindAgentInstall: true,
 			workflows.KindSPFirmware: true, workflows.KindHostFlash: true},
-		Timeout: 2 * time.Minute, Settle: time.Minute,
+		Timeout: 2 * time.Minute, Settle: 2 * time.Minute,
 	}
 }
 
