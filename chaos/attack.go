@@ -34,6 +34,11 @@ type harness struct {
 	// rolloutID and stages are the rollout's workflow ID and stage names.
 	rolloutID string
 	stages    []string
+	stageKind []workflows.Kind
+	// brng drives the blind-spot attacks (its own stream, so the kill
+	// and fault schedule of a seed stays what it was).
+	brng  *rand.Rand
+	blind *blindState
 
 	// mu serialises changes to the stack (kills, restarts, supervision)
 	// and guards the report's counters.
@@ -127,6 +132,9 @@ func (h *harness) attack(ctx context.Context, done <-chan struct{}) {
 		if tmStage >= 0 && stage >= tmStage {
 			h.restartTemporal(ctx, phase)
 			tmStage = -1
+		}
+		if phase == string(workflows.PhaseRunningStage) {
+			h.blindTick(ctx, stage)
 		}
 		h.mu.Lock()
 		armed := h.rep.apiFaults

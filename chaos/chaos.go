@@ -64,6 +64,19 @@ type Config struct {
 	// armed on seeded targets before it starts.
 	APIFaults int
 
+	// Blind-spot attacks (issue 14 part 4). Cancels and TerminateRestarts
+	// are how many running children (at most one per kind) are cancelled,
+	// or terminated and started again under the same ID and input;
+	// DuplicateStarts runs the real starter twice at once for one extra
+	// zone expunge; NexusExpunges Nexus zones (never the last) are expunged
+	// concurrently in the plan.
+	Cancels, TerminateRestarts int
+	DuplicateStarts            bool
+	NexusExpunges              int
+	// NoCancel are kinds whose children are never cancelled (a known
+	// product gap the short run leaves to the full one).
+	NoCancel map[workflows.Kind]bool
+
 	// Timeout bounds the rollout; Settle bounds the wait for everything
 	// to end afterwards.
 	Timeout time.Duration
@@ -84,6 +97,7 @@ func Full(seed int64) Config {
 		Concurrency: 8, SpeedUp: 40,
 		Kills: 12, KillGap: [2]time.Duration{3 * time.Second, 9 * time.Second},
 		RestartPostgres: true, RestartTemporal: true, APIFaults: 16,
+		Cancels: 6, TerminateRestarts: 3, DuplicateStarts: true, NexusExpunges: 2,
 		Timeout: 30 * time.Minute, Settle: 3 * time.Minute,
 	}
 }
@@ -97,7 +111,17 @@ func Short(seed int64) Config {
 		Concurrency: 4, SpeedUp: 80,
 		Kills: 3, KillGap: [2]time.Duration{4 * time.Second, 8 * time.Second},
 		RestartPostgres: true, RestartTemporal: true, APIFaults: 3,
-		Timeout: 2 * time.Minute, Settle: time.Minute,
+		// One Nexus expunge: two at once with a sled-agent error_rate fault
+		// can strand sagas (chaos/README.md); the full run expunges two.
+		Cancels: 1, TerminateRestarts: 1, DuplicateStarts: true, NexusExpunges: 1,
+		// Known product gaps (chaos/README.md): a cancelled zone expunge
+		// strands its Nexus's sagas; an agent install cancelled while it
+		// plans leaves its ledger attempt pending; an SP firmware or host
+		// flash update cancelled while it records its attempt hangs. The
+		// full run cancels them.
+		NoCancel: map[workflows.Kind]bool{workflows.KindZoneExpunge: true, workflows.KindAgentInstall: true,
+			workflows.KindSPFirmware: true, workflows.KindHostFlash: true},
+		Timeout: 2 * time.Minute, Settle: 2 * time.Minute,
 	}
 }
 
@@ -184,7 +208,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rng: rand.New(rand.NewSource(cfg.Seed + 1)), rep: newReport(cfg, expect), rolloutID: workflows.RolloutWorkflowID(plan.Name)}
 	for _, st := range plan.Stages {
 		h.stages = append(h.stages, st.Name)
+		h.stageKind = append(h.stageKind, st.Kind)
 	}
+	h.brng = rand.New(rand.NewSource(cfg.Seed + 2))
+	h.planBlind()
 	for _, f := range devFaults {
 		if err := h.armFault(ctx, f); err != nil {
 			return nil, err
@@ -321,6 +348,10 @@ func (h *harness) check(ctx context.Context, rolloutID string, fl *fleet, before
 	if err != nil {
 		return err
 	}
+	expunged, err := h.obs.expungedZones(ctx)
+	if err != nil {
+		return err
+	}
 	wfs, err := h.obs.workflows(ctx)
 	if err != nil {
 		return err
@@ -329,8 +360,8 @@ func (h *harness) check(ctx context.Context, rolloutID string, fl *fleet, before
 	if err != nil {
 		return err
 	}
-	in := &evidence{fleet: fl, expect: h.rep.expect, before: before, after: after, attempts: attempts,
-		sagas: sagas, workflows: wfs, rolloutID: rolloutID, rolloutStatus: h.rep.RolloutStatus}
+	in := &evidence{terminated: h.blind.terminated, restarts: h.restartOutcomes(ctx), dup: h.blind.dup, fleet: fl, expect: h.rep.expect, before: before, after: after, attempts: attempts,
+		sagas: sagas, expunged: expunged, workflows: wfs, rolloutID: rolloutID, rolloutStatus: h.rep.RolloutStatus}
 	h.rep.fill(in, armed)
 	return nil
 }

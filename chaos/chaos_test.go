@@ -85,7 +85,7 @@ func buildBinaries(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		for name, pkg := range map[string]string{"worker": "./worker", "fleetsim": "./fleetsim/cmd/fleetsim"} {
+		for name, pkg := range map[string]string{"worker": "./worker", "fleetsim": "./fleetsim/cmd/fleetsim", "starter": "./starter"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, name), pkg)
 			cmd.Dir = root
 			if out, err := cmd.CombinedOutput(); err != nil {

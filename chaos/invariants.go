@@ -23,6 +23,12 @@ type evidence struct {
 	before, after *truth
 	attempts      []attempt
 	sagas         map[uuid.UUID]*saga
+	expunged      map[uuid.UUID]string // zones the ledger records expunged, by kind
+	// terminated are the runs the chaos terminated; restarts how the fresh
+	// runs after them ended; dup the duplicate starters (nil = not run).
+	terminated    map[string]bool
+	restarts      []restartOutcome
+	dup           *dupStart
 	workflows     []*wf
 	rolloutID     string
 	rolloutStatus enumspb.WorkflowExecutionStatus
@@ -38,7 +44,10 @@ func (e *evidence) index() {
 	e.byID = map[uuid.UUID]*attempt{}
 	for i := range e.attempts {
 		a := &e.attempts[i]
-		if l := e.latestByUpdate[a.UpdateID]; l == nil || a.Attempt > l.Attempt {
+		// The latest attempt is the last one created: a fresh start after a
+		// terminate numbers its attempts from 1 again.
+		if l := e.latestByUpdate[a.UpdateID]; l == nil || a.CreatedAt.After(l.CreatedAt) ||
+			(a.CreatedAt.Equal(l.CreatedAt) && a.Attempt > l.Attempt) {
 			e.latestByUpdate[a.UpdateID] = a
 		}
 		e.byTarget[a.Target] = append(e.byTarget[a.Target], a)
@@ -69,6 +78,11 @@ var invariantChecks = []struct {
 	{"no saga lost, duplicated, or moved while its Nexus ran", checkSagas},
 	{"no SAPI intent ahead of the server's actual agents", checkSAPIIntent},
 	{"no MachineSet left on a rolled-back canary image", checkCanaryRollback},
+	{"no target blocked by an attempt whose workflow is closed", checkBlockedTargets},
+	{"no unfinished saga owned by an expunged Nexus", checkSagaOwners},
+	{"no MachineSet left patched by a cancelled bump", checkCancelledBumps},
+	{"no device action done twice", checkDeviceActionsOnce},
+	{"no restart refused, no duplicate start run twice", checkDuplicateStart},
 }
 
 func evaluate(e *evidence) []*invariant {
@@ -100,6 +114,9 @@ func checkTerminal(e *evidence, iv *invariant) {
 		seen[w.ID] = true
 		if w.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			iv.fail("workflow %s (%s) still running", w.ID, w.Type)
+		}
+		if w.Status == enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED && e.terminated[w.RunID] {
+			continue // the chaos terminated it
 		}
 		if w.Status == enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT || w.Status == enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED {
 			iv.fail("workflow %s (%s) ended %s instead of completing or failing", w.ID, w.Type, w.Status)

@@ -99,6 +99,7 @@ func cleanEvidence() *evidence {
 			{ID: zoneID, Status: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED},
 			{ID: bumpID, Status: enumspb.WORKFLOW_EXECUTION_STATUS_FAILED},
 		},
+		expunged:      map[uuid.UUID]string{tZone: "nexus", tNexusOld: "nexus"},
 		rolloutStatus: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED,
 	}
 }
@@ -116,6 +117,18 @@ func violationsOf(e *evidence) map[string][]string {
 func TestInvariantsCleanRunHasNoViolations(t *testing.T) {
 	if got := violationsOf(cleanEvidence()); len(got) > 0 {
 		t.Fatalf("clean evidence reported: %v", got)
+	}
+}
+
+func TestInvariantsAcceptTheChaosOwnTerminateAndOneStart(t *testing.T) {
+	e := cleanEvidence()
+	e.workflows[1].RunID = "r1"
+	e.workflows = append(e.workflows, &wf{ID: e.workflows[1].ID, RunID: "r0", Status: enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED})
+	e.terminated = map[string]bool{"r0": true}
+	e.restarts = []restartOutcome{{ID: e.workflows[1].ID, RunID: "r1"}}
+	e.dup = &dupStart{ID: e.workflows[0].ID, Exits: [2]int{0, 5}, Out: [2]string{`{"workflowId": "x", "runId": "r"}`, "refused"}}
+	if got := violationsOf(e); len(got) > 0 {
+		t.Fatalf("the chaos's own terminate and a clean duplicate start reported: %v", got)
 	}
 }
 
@@ -202,6 +215,44 @@ func TestInvariantsCatchEachViolation(t *testing.T) {
 		}},
 		{"failing canary reported completed", "no MachineSet", "yet the bump completed", func(e *evidence) {
 			e.attempts[3].State, e.attempts[3].Outcome = "completed", "Reconciled"
+		}},
+		{"target blocked by a closed run", "no target blocked", "run r1 is closed", func(e *evidence) {
+			e.attempts[1].State, e.attempts[1].WorkflowID, e.attempts[1].RunID = "running", e.workflows[1].ID, "r1"
+			e.workflows[1].RunID = "r1"
+		}},
+		{"target blocked by a terminated workflow's leftover", "no target blocked", "latest run is closed", func(e *evidence) {
+			e.attempts[1].State, e.attempts[1].WorkflowID, e.attempts[1].RunID = "pending", e.workflows[1].ID, "gone"
+		}},
+		{"saga owned by an expunged Nexus", "no unfinished saga", "records expunged", func(e *evidence) {
+			e.expunged[tNexusNew] = "nexus"
+		}},
+		{"cancelled bump left a MachineSet patched", "no MachineSet left patched", "bump cancelled", func(e *evidence) {
+			e.attempts[3].State, e.attempts[3].Outcome = "cancelled", "Cancelled"
+			ms := e.after.Machine.Clusters["c0"].MachineSets["c0-worker-b"]
+			ms.Image = "ami-new"
+			e.after.Machine.Clusters["c0"].MachineSets["c0-worker-b"] = ms
+		}},
+		{"MachineSet patched again within one attempt", "no device action", "patched 3 times", func(e *evidence) {
+			ms := e.after.Machine.Clusters["c0"].MachineSets["c0-worker-a"]
+			ms.ImagePatches = 3
+			e.after.Machine.Clusters["c0"].MachineSets["c0-worker-a"] = ms
+		}},
+		{"SP delivery completed twice", "no device action", "completed 2 deliveries", func(e *evidence) {
+			sp(e).Deliveries = append(sp(e).Deliveries, delivery(tAttempt, t0.Add(5*time.Second), time.Second))
+		}},
+		{"fresh start after a terminate refused", "no restart refused", "was refused", func(e *evidence) {
+			e.restarts = []restartOutcome{{ID: "x", RunID: "r2", Err: "TargetBusy: zone/… is busy"}}
+		}},
+		{"two starters ran two workflows", "no restart refused", "2 runs", func(e *evidence) {
+			e.dup = &dupStart{ID: e.workflows[1].ID, Out: [2]string{`{"workflowId": "z", "runId": "r1"}`, `{"workflowId": "z", "runId": "r2"}`}}
+			e.workflows = append(e.workflows, &wf{ID: e.workflows[1].ID, RunID: "r2", Status: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED})
+		}},
+		{"both starters refused", "no restart refused", "both concurrent starters were refused", func(e *evidence) {
+			e.dup = &dupStart{ID: e.workflows[1].ID, Exits: [2]int{5, 5}}
+		}},
+		{"a terminated run not ours", "every update", "ended Terminated", func(e *evidence) {
+			e.workflows[0].Status = enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED
+			e.terminated = map[string]bool{"other-run": true}
 		}},
 	}
 	for _, c := range cases {

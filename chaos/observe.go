@@ -84,6 +84,9 @@ type attempt struct {
 	State    string
 	Outcome  string
 	Error    string
+	// WorkflowID and RunID are the run that owns the attempt.
+	WorkflowID, RunID string
+	CreatedAt         time.Time
 }
 
 func (o *observer) attempts(ctx context.Context) ([]attempt, error) {
@@ -92,8 +95,8 @@ func (o *observer) attempts(ctx context.Context) ([]attempt, error) {
 		return nil, err
 	}
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, `SELECT id, update_id, attempt, kind, target, artifact, state, outcome, error
-		FROM update_attempt ORDER BY update_id, attempt`)
+	rows, err := db.QueryContext(ctx, `SELECT id, update_id, attempt, kind, target, artifact, state, outcome, error, workflow_id, run_id, created_at
+		FROM update_attempt ORDER BY update_id, created_at, attempt`)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
@@ -101,7 +104,7 @@ func (o *observer) attempts(ctx context.Context) ([]attempt, error) {
 	var out []attempt
 	for rows.Next() {
 		var a attempt
-		if err := rows.Scan(&a.ID, &a.UpdateID, &a.Attempt, &a.Kind, &a.Target, &a.Artifact, &a.State, &a.Outcome, &a.Error); err != nil {
+		if err := rows.Scan(&a.ID, &a.UpdateID, &a.Attempt, &a.Kind, &a.Target, &a.Artifact, &a.State, &a.Outcome, &a.Error, &a.WorkflowID, &a.RunID, &a.CreatedAt); err != nil {
 			return nil, err
 		}
 		out = append(out, a)
@@ -118,6 +121,31 @@ func (o *observer) activeAttempts(ctx context.Context) (int, error) {
 	var n int
 	err = db.QueryRowContext(ctx, `SELECT count(*) FROM update_attempt WHERE state IN ('pending', 'running')`).Scan(&n)
 	return n, err
+}
+
+// expungedZones are the zones the ledger records as expunged, with their
+// kind.
+func (o *observer) expungedZones(ctx context.Context) (map[uuid.UUID]string, error) {
+	db, err := o.db()
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT zone_id, zone_kind FROM zone_disposition WHERE disposition = 'expunged'`)
+	if err != nil {
+		return nil, fmt.Errorf("zone dispositions: %w", err)
+	}
+	defer rows.Close()
+	out := map[uuid.UUID]string{}
+	for rows.Next() {
+		var id uuid.UUID
+		var kind string
+		if err := rows.Scan(&id, &kind); err != nil {
+			return nil, err
+		}
+		out[id] = kind
+	}
+	return out, rows.Err()
 }
 
 // saga is one simulated Nexus saga with its history.

@@ -55,12 +55,22 @@ type expectations struct {
 	nexusZones   []uuid.UUID // of which Nexus zones
 	agents       []string    // agents installed on every server
 	servers      int
-	offline      map[uuid.UUID]bool // servers armed offline (expected failures)
-	clusters     []string           // clusters bumped
-	canaryFailed map[string]bool    // clusters whose canary was armed to fail
-	updates      int                // plan updates
-	updateIDs    []string           // their workflow IDs
-	targets      map[workflows.Kind]int
+	offline      map[uuid.UUID]bool       // servers armed offline (expected failures)
+	clusters     []string                 // clusters bumped
+	canaryFailed map[string]bool          // clusters whose canary was armed to fail
+	updates      int                      // plan updates
+	updateIDs    []string                 // their workflow IDs
+	planned      map[string]plannedUpdate // by workflow ID, for a fresh start
+	// dupZone is the zone the duplicate starters expunge (outside the
+	// plan); dupSled is its sled.
+	dupZone, dupSled uuid.UUID
+	targets          map[workflows.Kind]int
+}
+
+// plannedUpdate is one update of the plan with its kind.
+type plannedUpdate struct {
+	Kind workflows.Kind
+	workflows.PlanUpdate
 }
 
 func (e *expectations) totalTargets() int {
@@ -74,7 +84,8 @@ func (e *expectations) totalTargets() int {
 // buildPlan makes the chaos rollout covering every registered kind.
 func buildPlan(cfg Config, f *fleet) (workflows.RolloutInput, []faults.Fault, *expectations, error) {
 	b := &planBuilder{cfg: cfg, fleet: f, rng: rand.New(rand.NewSource(cfg.Seed)),
-		expect: &expectations{offline: map[uuid.UUID]bool{}, canaryFailed: map[string]bool{}, targets: map[workflows.Kind]int{}}}
+		expect: &expectations{offline: map[uuid.UUID]bool{}, canaryFailed: map[string]bool{}, targets: map[workflows.Kind]int{},
+			planned: map[string]plannedUpdate{}}}
 	wired := map[workflows.Kind]bool{}
 	in := workflows.RolloutInput{Name: fmt.Sprintf("chaos-%d", cfg.Seed)}
 	for _, st := range stageOrder {
@@ -91,7 +102,9 @@ func buildPlan(cfg Config, f *fleet) (workflows.RolloutInput, []faults.Fault, *e
 		}
 		b.expect.updates += len(stage.Updates)
 		for _, u := range stage.Updates {
-			b.expect.updateIDs = append(b.expect.updateIDs, workflows.WorkflowID(stage.Kind, u.Target))
+			id := workflows.WorkflowID(stage.Kind, u.Target)
+			b.expect.updateIDs = append(b.expect.updateIDs, id)
+			b.expect.planned[id] = plannedUpdate{Kind: stage.Kind, PlanUpdate: u}
 		}
 		in.Stages = append(in.Stages, stage)
 	}
@@ -251,10 +264,34 @@ func zoneExpungeStage(b *planBuilder) (workflows.Stage, error) {
 	for _, i := range pick(b.rng, len(plain), b.cfg.Zones) {
 		chosen = append(chosen, plain[i])
 	}
-	// One Nexus (of three): its sagas must move to a live Nexus, and only
-	// after inventory proves it gone.
+	// NexusExpunges Nexus zones (never the last one), first in the stage
+	// so they run at once: their sagas must move to a live Nexus, and only
+	// after inventory proves each gone.
+	var nx []cand
 	if len(nexus) > 1 {
-		chosen = append(chosen, nexus[b.rng.Intn(len(nexus))])
+		for _, i := range pick(b.rng, len(nexus), min(max(b.cfg.NexusExpunges, 1), len(nexus)-1)) {
+			nx = append(nx, nexus[i])
+		}
+	}
+	chosen = append(nx, chosen...)
+	// The duplicate starters' zone: a plain zone the plan leaves alone.
+	if b.cfg.DuplicateStarts {
+		var rest []cand
+		for _, c := range plain {
+			taken := false
+			for _, o := range chosen {
+				taken = taken || o.zone.ID == c.zone.ID
+			}
+			if !taken {
+				rest = append(rest, c)
+			}
+		}
+		if len(rest) > 0 {
+			c := rest[b.rng.Intn(len(rest))]
+			b.expect.dupZone, b.expect.dupSled = c.zone.ID, c.sled
+			b.expect.zones = append(b.expect.zones, c.zone.ID)
+			b.expect.updateIDs = append(b.expect.updateIDs, workflows.WorkflowID(workflows.KindZoneExpunge, workflows.ZoneExpungeTarget(c.zone.ID)))
+		}
 	}
 	st := workflows.Stage{Name: "zone-expunge", Kind: workflows.KindZoneExpunge, Concurrency: b.cfg.Concurrency, FailureBudget: len(chosen)}
 	timing := workflows.ZoneExpungeTiming{PutTimeout: 3 * time.Minute, RetryInitial: 200 * time.Millisecond, RetryMax: 2 * time.Second,

@@ -28,12 +28,17 @@ type Report struct {
 	// offline servers, the failing canary).
 	Failed []string `json:"failed,omitempty"`
 
-	Kills            int                 `json:"kills"`
-	WorkerRevivals   int                 `json:"workerRevivals"`
-	PostgresRestarts int                 `json:"postgresRestarts"`
-	TemporalRestarts int                 `json:"temporalRestarts"`
-	FaultsArmed      int                 `json:"faultsArmed"`
-	FaultKinds       map[faults.Kind]int `json:"faultKinds"`
+	Kills            int `json:"kills"`
+	WorkerRevivals   int `json:"workerRevivals"`
+	PostgresRestarts int `json:"postgresRestarts"`
+	TemporalRestarts int `json:"temporalRestarts"`
+	// Blind-spot attacks: children cancelled, children terminated and
+	// started again, duplicate starter pairs.
+	Cancels           int                 `json:"cancels"`
+	TerminateRestarts int                 `json:"terminateRestarts"`
+	DuplicateStarts   int                 `json:"duplicateStarts"`
+	FaultsArmed       int                 `json:"faultsArmed"`
+	FaultKinds        map[faults.Kind]int `json:"faultKinds"`
 	// FaultsUnfired are armed faults that never fired (their target was
 	// not touched while they were armed).
 	FaultsUnfired []string `json:"faultsUnfired,omitempty"`
@@ -79,6 +84,9 @@ func (r *Report) ChaosShortfall() string {
 	}
 	if r.cfg.RestartTemporal && r.TemporalRestarts == 0 {
 		miss = append(miss, "no Temporal restart")
+	}
+	if r.cfg.DuplicateStarts && r.expect.dupZone != [16]byte{} && r.DuplicateStarts == 0 {
+		miss = append(miss, "no duplicate starters")
 	}
 	return strings.Join(miss, ", ")
 }
@@ -152,6 +160,8 @@ func (r *Report) print(out io.Writer) {
 	fmt.Fprintf(tw, "worker SIGKILLs\t%d\t(+%d restarts of workers that exited by themselves)\n", r.Kills, r.WorkerRevivals)
 	fmt.Fprintf(tw, "PostgreSQL restarts\t%d\t\n", r.PostgresRestarts)
 	fmt.Fprintf(tw, "Temporal restarts\t%d\t\n", r.TemporalRestarts)
+	fmt.Fprintf(tw, "blind-spot attacks\t%d\t(%d children cancelled, %d terminated and started again, %d duplicate starter pairs)\n",
+		r.Cancels+r.TerminateRestarts+r.DuplicateStarts, r.Cancels, r.TerminateRestarts, r.DuplicateStarts)
 	fk := map[string]int{}
 	for k, n := range r.FaultKinds {
 		fk[string(k)] = n

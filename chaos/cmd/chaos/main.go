@@ -77,7 +77,7 @@ func newRoot() *cobra.Command {
 			if cfg.BinDir, err = filepath.Abs(binDir); err != nil {
 				return usageError{err}
 			}
-			for _, b := range []string{"worker", "fleetsim"} {
+			for _, b := range []string{"worker", "fleetsim", "starter"} {
 				if _, err := os.Stat(filepath.Join(cfg.BinDir, b)); err != nil {
 					return usageError{fmt.Errorf("--bin-dir %s has no %s binary (make build)", binDir, b)}
 				}
@@ -103,7 +103,7 @@ func newRoot() *cobra.Command {
 	f.Int64Var(&seed, "seed", 1, "seed for the fleet, the plan, the faults and the chaos schedule")
 	f.BoolVar(&short, "short", false, "the small variant (a few targets, 3 kills)")
 	f.StringVar(&dir, "dir", ".stack/chaos", "state directory (a seed-N subdirectory is wiped and kept for a post-mortem)")
-	f.StringVar(&binDir, "bin-dir", "bin", "directory with the built worker and fleetsim binaries")
+	f.StringVar(&binDir, "bin-dir", "bin", "directory with the built worker, fleetsim and starter binaries")
 	f.IntVar(&uiPort, "ui-port", 0, "serve the Temporal Web UI on this port (0 = none)")
 	f.DurationVar(&timeout, "timeout", 0, "bound on the rollout (default 30m, 2m with --short)")
 	f.IntVar(&kills, "kills", 0, "minimum worker SIGKILLs (default 12, 3 with --short)")
