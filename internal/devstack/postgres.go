@@ -78,7 +78,7 @@ func FindOrStartPostgres(ctx context.Context, dir string, log zerolog.Logger) (*
 	}
 	ReapLeftovers(log)
 	pg := &Postgres{Private: true, Source: "a private cluster", dir: PrivateClusterDir(dir), binDir: binDir}
-	if err := pg.start(ctx, log); err != nil {
+	if err := pg.start(ctx); err != nil {
 		return nil, err
 	}
 	log.Info().Str("url", pg.URL).Str("dir", pg.dir).Msg("PostgreSQL: using a private cluster (no DATABASE_URL or PGHOST/PGPORT/… set)")
@@ -123,7 +123,7 @@ func pgMajor(initdb string) int {
 	return n
 }
 
-func (pg *Postgres) start(ctx context.Context, log zerolog.Logger) error {
+func (pg *Postgres) start(ctx context.Context) error {
 	owner, err := serverUser()
 	if err != nil {
 		return err
