@@ -59,7 +59,7 @@ func (a *app) watchUntilGate(ctx context.Context, c client.Client, id string) er
 	if kind, _, _ := workflows.ParseWorkflowID(id); kind != workflows.KindRollout {
 		return usageErr("--until-gate is for rollouts (fleetsaga/rollout/plan/NAME); %s has no approval gates", id)
 	}
-	return a.watchUntil(ctx, c, id, "", func(p workflows.Progress) bool { return atGate(p) })
+	return a.watchUntil(ctx, c, id, "", atGate)
 }
 
 // atGate says whether a rollout's progress shows it waiting for approval.
@@ -87,7 +87,7 @@ func (a *app) watchUntil(ctx context.Context, c client.Client, id, runID string,
 			r.render(p)
 			if stop != nil && stop(p) {
 				r.close(false)
-				fmt.Fprintf(os.Stderr, "%s: %s\n", id, p.Phase)
+				fmt.Fprintf(os.Stderr, "%s: %s %s\n", id, p.Phase, p.Message)
 				return nil
 			}
 		}
