@@ -345,12 +345,10 @@ func TestBumpCancelMidPatchLeavesNothingPatched(t *testing.T) {
 	e.worker()
 	in := fastInput()
 	in.Concurrency = 1
-	run := e.start(in)
-	require.Eventually(t, func() bool {
-		return e.pendingActivity(run, "WaitBootImagePreconditions") || e.pendingActivity(run, "PlanBootImages")
-	},
-		30*time.Second, 20*time.Millisecond)
+	// Slow from the start: waiting to see an early step before arming
+	// raced with that step on a loaded machine.
 	e.arm(faults.Fault{Kind: faults.Latency, Target: "api/kube", Latency: "400ms"})
+	run := e.start(in)
 	require.Eventually(t, func() bool { return e.pendingActivity(run, "ReconcileBootImage") }, 60*time.Second, 20*time.Millisecond)
 	require.NoError(t, e.Client.CancelWorkflow(context.Background(), run.GetID(), run.GetRunID()))
 	res, err := e.wait(run)
@@ -375,9 +373,8 @@ func TestBumpCancelMidCanaryScaleLeavesNothingChanged(t *testing.T) {
 	before := e.truth()
 	in := fastInput()
 	in.Canary = &workflows.BootImageCanary{MachineSet: "c1-worker-a", Timeout: time.Minute}
+	e.arm(faults.Fault{Kind: faults.Latency, Target: "api/kube", Latency: "400ms"}) // slow from the start (see above)
 	run := e.start(in)
-	require.Eventually(t, func() bool { return e.pendingActivity(run, "CanaryBaseline") }, 60*time.Second, 5*time.Millisecond)
-	e.arm(faults.Fault{Kind: faults.Latency, Target: "api/kube", Latency: "400ms"})
 	require.Eventually(t, func() bool { return e.pendingActivity(run, "ScaleMachineSet") }, 60*time.Second, 20*time.Millisecond)
 	require.NoError(t, e.Client.CancelWorkflow(context.Background(), run.GetID(), run.GetRunID()))
 	res, err := e.wait(run)
