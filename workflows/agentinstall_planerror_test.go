@@ -9,8 +9,6 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/ledger"
@@ -21,13 +19,7 @@ import (
 // counts them as they ended, not as "running".
 func TestAgentInstallPlanPageFailureWaitsForRunningServersBeforeSummary(t *testing.T) {
 	f := newFakeFleet(5)
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflow(AgentInstall)
-	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: "AgentInstallServer"})
-	env.RegisterActivity(&activities.AgentActivities{})
-	env.RegisterActivity(&activities.LedgerActivities{})
-	env.OnActivity(agentLedger.RecordIntent, mock.Anything, mock.Anything).Return(nil)
+	env := f.newEnv()
 	env.OnActivity(agentLedger.FinishAttempt, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(agentActs.PlanAgentInstall, mock.Anything, mock.Anything).Return(f.plan(), nil)
 	env.OnActivity(agentActs.NextAgentServers, mock.Anything, mock.Anything).Return(

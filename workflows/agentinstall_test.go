@@ -88,13 +88,7 @@ func (f *fakeFleet) maxOverlap() int {
 }
 
 func (f *fakeFleet) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflow(AgentInstall)
-	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: "AgentInstallServer"})
-	env.RegisterActivity(&activities.AgentActivities{})
-	env.RegisterActivity(&activities.LedgerActivities{})
-	env.OnActivity(agentLedger.RecordIntent, mock.Anything, mock.Anything).Return(nil)
+	env := f.newEnv()
 	env.OnActivity(agentLedger.FinishAttempt, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, fin ledger.Finish) error { f.finished = append(f.finished, fin); return nil })
 	plan := f.plan()
@@ -288,13 +282,7 @@ func TestAgentInstallPausedStartsNothingNew(t *testing.T) {
 
 func TestAgentInstallInvalidPlanTouchesNothing(t *testing.T) {
 	f := newFakeFleet(5)
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflow(AgentInstall)
-	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: "AgentInstallServer"})
-	env.RegisterActivity(&activities.AgentActivities{})
-	env.RegisterActivity(&activities.LedgerActivities{})
-	env.OnActivity(agentLedger.RecordIntent, mock.Anything, mock.Anything).Return(nil)
+	env := f.newEnv()
 	env.OnActivity(agentLedger.FinishAttempt, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(agentActs.PlanAgentInstall, mock.Anything, mock.Anything).Return(activities.AgentInstallPlan{},
 		temporal.NewNonRetryableApplicationError("unknown servers (not in CNAPI): cn-typo", activities.ErrTypeInvalidAgentRequest, nil))
@@ -538,4 +526,17 @@ func TestAgentInstallCancelStopsAndRecords(t *testing.T) {
 	require.NotEmpty(t, f.finished)
 	assert.Equal(t, ledger.StateCancelled, f.finished[len(f.finished)-1].State)
 	assert.Len(t, f.spans, 2, "only the first two servers finished before the cancel")
+}
+
+// newEnv is an SDK test environment running AgentInstall over this fake
+// fleet's servers, with the ledger's intent accepted.
+func (f *fakeFleet) newEnv() *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(AgentInstall)
+	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: "AgentInstallServer"})
+	env.RegisterActivity(&activities.AgentActivities{})
+	env.RegisterActivity(&activities.LedgerActivities{})
+	env.OnActivity(agentLedger.RecordIntent, mock.Anything, mock.Anything).Return(nil)
+	return env
 }
