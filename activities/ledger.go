@@ -12,12 +12,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
-
-// ErrTypeTargetBusy is the application error type for a target that already
-// has an active update in the ledger.
-const ErrTypeTargetBusy = "TargetBusy"
 
 // LedgerActivities write the ledger on behalf of workflows.
 type LedgerActivities struct {
@@ -38,7 +35,7 @@ func (a *LedgerActivities) RecordIntent(ctx context.Context, at ledger.Attempt) 
 		err = a.Store.RecordIntent(ctx, at)
 	}
 	if errors.As(err, &busy) {
-		return temporal.NewNonRetryableApplicationError(busy.Error(), ErrTypeTargetBusy, nil, busy.UpdateID)
+		return temporal.NewNonRetryableApplicationError(busy.Error(), failure.TargetBusy, nil, busy.UpdateID)
 	}
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
@@ -210,8 +211,8 @@ func (s *agentServer) recordIntent(ctx workflow.Context) error {
 		if err == nil {
 			return nil
 		}
-		if !errors.As(err, &ae) || ae.Type() != activities.ErrTypeTargetBusy || !workflow.Now(ctx).Before(deadline) {
-			if ae != nil && ae.Type() == activities.ErrTypeTargetBusy {
+		if !errors.As(err, &ae) || ae.Type() != failure.TargetBusy || !workflow.Now(ctx).Before(deadline) {
+			if ae != nil && ae.Type() == failure.TargetBusy {
 				s.attemptID = uuid.Nil // nothing of ours to end
 			}
 			return err

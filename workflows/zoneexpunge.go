@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
@@ -118,12 +119,6 @@ const (
 	ZoneOutcomeAlreadyExpunged = "AlreadyExpunged"
 )
 
-// Workflow-level error types.
-const (
-	ErrTypeInvalidInput   = "InvalidInput"
-	ErrTypeTooManyRebases = "TooManyRebases"
-)
-
 const (
 	// maxZoneRebases bounds how often the expunge chases a sled that keeps
 	// moving on (each rebase is another actor's newer config).
@@ -197,7 +192,7 @@ func (w *zoneExpunge) setup(ctx workflow.Context) error {
 		return err
 	}
 	if err := w.in.Validate(); err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
+		return temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidInput, nil)
 	}
 	return nil
 }
@@ -312,7 +307,7 @@ func (w *zoneExpunge) removeZone(ctx workflow.Context, asOf uint64) (uint64, err
 			return asOf, nil
 		}
 		var appErr *temporal.ApplicationError
-		if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeStaleGeneration {
+		if !errors.As(err, &appErr) || appErr.Type() != failure.StaleGeneration {
 			return asOf, err
 		}
 		var ledgered uint64
@@ -322,7 +317,7 @@ func (w *zoneExpunge) removeZone(ctx workflow.Context, asOf uint64) (uint64, err
 		if w.result.Rebases >= maxZoneRebases {
 			return asOf, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 				"sled %s moved on %d times while expunging zone %s; giving up (resumable)", w.in.Sled, w.result.Rebases, w.in.Zone),
-				ErrTypeTooManyRebases, err)
+				failure.TooManyRebases, err)
 		}
 		w.setPhase(ctx, ZonePhaseRebasing)
 		var disp ledger.ZoneDisposition
@@ -374,7 +369,7 @@ func (w *zoneExpunge) reassignSagas(ctx workflow.Context) error {
 				AttemptID: w.attempt.ID, Zone: w.in.Zone, NewOwner: owner,
 			}).Get(ctx, &moved); err != nil {
 			var appErr *temporal.ApplicationError
-			if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeOwnerGone || round >= maxSagaRounds ||
+			if !errors.As(err, &appErr) || appErr.Type() != failure.OwnerGone || round >= maxSagaRounds ||
 				workflow.GetVersion(ctx, changeRechooseGoneOwner, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 				return err
 			}
@@ -398,7 +393,7 @@ func (w *zoneExpunge) reassignSagas(ctx workflow.Context) error {
 		if round >= maxSagaRounds {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 				"%d unfinished sagas still belong to expunged Nexus %s after %d reassignments", left, w.in.Zone, round),
-				activities.ErrTypeSagasRemain, nil, left)
+				failure.SagasRemain, nil, left)
 		}
 		workflow.GetLogger(ctx).Warn("sagas remain on the expunged Nexus; reassigning again", "zone", w.in.Zone, "left", left)
 	}
