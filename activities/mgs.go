@@ -374,35 +374,11 @@ func (a *MGSActivities) hostSlotHash(ctx context.Context, set *mgs.Set, sp mgs.S
 
 // --- ledger ---
 
-// RecordAttemptInput ends the previous attempt (if any) and writes the next
-// attempt's intent (if any), in that order, so the target never has two
-// active attempts.
-type RecordAttemptInput struct {
-	Finish *ledger.Finish  `json:"finish,omitempty"`
-	Next   *ledger.Attempt `json:"next,omitempty"`
-	// FinishNext ends Next at once (an update that never touched the
-	// device: no change needed, or a failed precheck).
-	FinishNext *ledger.Finish `json:"finishNext,omitempty"`
-}
-
 // MGSRecordAttempt writes attempt transitions to the ledger (idempotent).
 func (a *MGSActivities) MGSRecordAttempt(ctx context.Context, in RecordAttemptInput) error {
 	la := a.Ledger
 	if la == nil { // tests without Temporal: no abandoned attempt can be released
 		la = &LedgerActivities{Store: a.Store, Identity: a.Identity}
 	}
-	if in.Finish != nil {
-		if err := la.FinishAttempt(ctx, *in.Finish); err != nil {
-			return err
-		}
-	}
-	if in.Next != nil {
-		if err := la.RecordIntent(ctx, *in.Next); err != nil {
-			return err
-		}
-	}
-	if in.FinishNext != nil {
-		return la.FinishAttempt(ctx, *in.FinishNext)
-	}
-	return nil
+	return la.RecordAttempt(ctx, in)
 }

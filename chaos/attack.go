@@ -118,7 +118,7 @@ func (h *harness) attack(ctx context.Context, done <-chan struct{}) {
 		h.kill(victim)
 		phase := ""
 		if p, err := h.progress(ctx, h.rolloutID); err == nil {
-			phase = p.Phase
+			phase = string(p.Phase)
 			for i, name := range h.stages {
 				if phase == string(workflows.PhaseRunningStage) && p.Message == "stage "+name {
 					stage = i

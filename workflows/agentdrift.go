@@ -104,7 +104,7 @@ func AgentDriftCheck(ctx workflow.Context, in AgentDriftInput) (AgentDriftResult
 		return AgentDriftResult{}, err
 	}
 	phase := func(p Phase, detail ...string) {
-		progress.Phase, progress.PhaseSince, progress.Message = string(p), workflow.Now(ctx), strings.Join(detail, "")
+		progress.Phase, progress.PhaseSince, progress.Message = p, workflow.Now(ctx), strings.Join(detail, "")
 		setSearchState(ctx, progress.State, p, detail...)
 	}
 	var res AgentDriftResult

@@ -279,7 +279,7 @@ func (r *agentRollout) setPaused(ctx workflow.Context, p bool) {
 // phase announces a phase; detail is free text for the Web UI's current
 // details, never the search attribute (refresh owns the progress Message).
 func (r *agentRollout) phase(ctx workflow.Context, p Phase, detail ...string) {
-	r.progress.Phase, r.progress.PhaseSince = string(p), workflow.Now(ctx)
+	r.progress.Phase, r.progress.PhaseSince = p, workflow.Now(ctx)
 	setSearchState(ctx, r.progress.State, p, detail...)
 }
 

@@ -112,7 +112,7 @@ func (s *agentServer) setup(ctx workflow.Context) error {
 		labels[i] = ag.Label()
 	}
 	s.progress = Progress{Kind: KindAgentInstall, Target: ServerTarget(s.in.Server), Artifact: strings.Join(labels, ","),
-		State: StateRunning, Phase: string(PhaseStarting), PhaseSince: s.started, Started: s.started,
+		State: StateRunning, Phase: PhaseStarting, PhaseSince: s.started, Started: s.started,
 		Total: int64(len(s.in.Agents)), Unit: "agents"}
 	return workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return s.progress, nil })
 }
@@ -120,7 +120,7 @@ func (s *agentServer) setup(ctx workflow.Context) error {
 // phase announces a phase; detail is free text (progress Message, current
 // details), never the search attribute.
 func (s *agentServer) phase(ctx workflow.Context, p Phase, detail ...string) {
-	s.progress.Phase, s.progress.PhaseSince, s.progress.Message = string(p), workflow.Now(ctx), strings.Join(detail, "")
+	s.progress.Phase, s.progress.PhaseSince, s.progress.Message = p, workflow.Now(ctx), strings.Join(detail, "")
 	setSearchState(ctx, s.progress.State, p, detail...)
 }
 

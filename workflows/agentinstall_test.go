@@ -222,7 +222,7 @@ func TestAgentInstallStragglerWarnedNotKilled(t *testing.T) {
 	assert.Equal(t, []string{"cn007"}, mid.Stragglers, "warned while still running")
 	assert.Equal(t, 1, mid.Counts["running"])
 	assert.Equal(t, 9, mid.Counts["done"])
-	assert.Equal(t, string(PhaseInstalling), mid.Phase, "the straggler is named in Stragglers and the details, not in the phase")
+	assert.Equal(t, PhaseInstalling, mid.Phase, "the straggler is named in Stragglers and the details, not in the phase")
 	var res AgentInstallResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	assert.Equal(t, 10, res.Installed, "the straggler finished: warned, not killed")

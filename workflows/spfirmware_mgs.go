@@ -138,14 +138,14 @@ const maxCheckpoints = 4
 // MGS update phases, in order (progress query, search attribute, ledger),
 // after the Nexus driver's.
 const (
-	MGSPhasePrecheck     = "precheck"
-	MGSPhaseUpdating     = "updating"
-	MGSPhaseConcurrent   = "waiting-for-concurrent-update"
-	MGSPhasePostUpdate   = "post-update"
-	MGSPhaseHostBoot     = "host-boot"
-	MGSPhaseAttemptPause = "attempt-pause"
-	MGSPhaseDone         = "done"
-	MGSPhaseCompensating = "compensating"
+	MGSPhasePrecheck     Phase = "precheck"
+	MGSPhaseUpdating     Phase = "updating"
+	MGSPhaseConcurrent   Phase = "waiting-for-concurrent-update"
+	MGSPhasePostUpdate   Phase = "post-update"
+	MGSPhaseHostBoot     Phase = "host-boot"
+	MGSPhaseAttemptPause Phase = "attempt-pause"
+	MGSPhaseDone         Phase = "done"
+	MGSPhaseCompensating Phase = "compensating"
 )
 
 // How an MGS update succeeded (the result's and the ledger's outcome).
@@ -225,7 +225,7 @@ func newMGSUpdate(ctx workflow.Context, kind Kind, target string, sp mgs.SpIdent
 	return u, nil
 }
 
-func (u *mgsUpdate) phase(ctx workflow.Context, p string) {
+func (u *mgsUpdate) phase(ctx workflow.Context, p Phase) {
 	if u.progress.Phase == p {
 		return
 	}

@@ -100,15 +100,15 @@ func (in ZoneExpungeInput) Validate() error {
 
 // Zone expunge phases, in order (progress query, search attribute, ledger).
 const (
-	ZonePhaseValidating        = "validating"
-	ZonePhaseRecordingIntent   = "recording-intent"
-	ZonePhaseRemovingZone      = "removing-zone"
-	ZonePhaseRebasing          = "rebasing"
-	ZonePhaseAwaitingInventory = "awaiting-inventory-proof"
-	ZonePhaseReassigningSagas  = "reassigning-sagas"
-	ZonePhaseVerifyingSagas    = "verifying-sagas"
-	ZonePhaseCommitting        = "committing"
-	ZonePhaseDone              = "done"
+	ZonePhaseValidating        Phase = "validating"
+	ZonePhaseRecordingIntent   Phase = "recording-intent"
+	ZonePhaseRemovingZone      Phase = "removing-zone"
+	ZonePhaseRebasing          Phase = "rebasing"
+	ZonePhaseAwaitingInventory Phase = "awaiting-inventory-proof"
+	ZonePhaseReassigningSagas  Phase = "reassigning-sagas"
+	ZonePhaseVerifyingSagas    Phase = "verifying-sagas"
+	ZonePhaseCommitting        Phase = "committing"
+	ZonePhaseDone              Phase = "done"
 )
 
 // Zone expunge outcomes.
@@ -453,7 +453,7 @@ func (w *zoneExpunge) deviceOptions(ctx workflow.Context, summary string) workfl
 	})
 }
 
-func (w *zoneExpunge) setPhase(ctx workflow.Context, phase string) {
+func (w *zoneExpunge) setPhase(ctx workflow.Context, phase Phase) {
 	if w.progress.Phase == phase {
 		return
 	}
@@ -461,7 +461,7 @@ func (w *zoneExpunge) setPhase(ctx workflow.Context, phase string) {
 	setSearchState(ctx, StateRunning, Phase(phase))
 	if w.attempt != nil {
 		_ = workflow.ExecuteActivity(ledgerOptions(ctx), zxLedger.SetProgress, ledger.Progress{
-			AttemptID: w.attempt.ID, Phase: phase, Done: w.progress.Done, Total: w.progress.Total,
+			AttemptID: w.attempt.ID, Phase: string(phase), Done: w.progress.Done, Total: w.progress.Total,
 		}).Get(ctx, nil)
 	}
 }
@@ -490,7 +490,7 @@ func (w *zoneExpunge) fail(ctx workflow.Context, err error) {
 		return
 	}
 	ferr := workflow.ExecuteActivity(ledgerOptions(dctx), zxLedger.FinishAttempt, ledger.Finish{
-		AttemptID: w.attempt.ID, State: ledgerState, Outcome: "stopped in phase " + w.progress.Phase, Error: err.Error(),
+		AttemptID: w.attempt.ID, State: ledgerState, Outcome: "stopped in phase " + string(w.progress.Phase), Error: err.Error(),
 	}).Get(dctx, nil)
 	if ferr != nil {
 		workflow.GetLogger(ctx).Error("recording the failed attempt failed", "error", ferr)
