@@ -39,6 +39,11 @@ type lifecycle struct {
 	// onPhase, when set, runs after each phase change (a kind that also
 	// records its phase in the ledger).
 	onPhase func(ctx workflow.Context, p Phase)
+	// stateFirst, when set, says whether an ending (failed: with an error)
+	// publishes the search state before the ledger end: the order of a
+	// kind's ending from before the lifecycle, kept under a GetVersion's
+	// DefaultVersion so that its recorded histories replay.
+	stateFirst func(failed bool) bool
 }
 
 // newLifecycle starts an update's lifecycle: the progress query answers
@@ -176,10 +181,16 @@ func (l *lifecycle) end(ctx workflow.Context, err error, ok Ending) error {
 			msg += "; compensation failed: " + cerr.Error()
 		}
 	}
-	l.endAttempt(dctx, ls, outcome, msg)
+	stateFirst := l.stateFirst != nil && l.stateFirst(err != nil)
 	l.progress.State, l.progress.Outcome, l.progress.Message = state, outcome, msg
 	l.progress.Phase, l.progress.PhaseSince = final, workflow.Now(dctx)
-	setSearchState(dctx, state, final)
+	if stateFirst {
+		setSearchState(dctx, state, final)
+	}
+	l.endAttempt(dctx, ls, outcome, msg)
+	if !stateFirst {
+		setSearchState(dctx, state, final)
+	}
 	if state == StateCancelled {
 		return temporal.NewCanceledError(msg)
 	}
