@@ -284,10 +284,10 @@ func testZoneExpungeNexusRace(t *testing.T, mode string) {
 	assert.Greater(t, last, first, "the Nexus whose removal failed kept claiming sagas")
 	if mode == spec.SledAgentRemoveBeforeLedger {
 		assert.GreaterOrEqual(t, res.PutAttempts, r.removalErr+1)
-		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/zone-expunge-nexus-race.json")
+		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/zone-expunge-nexus-race-v2.json")
 	} else {
 		assert.Equal(t, 1, res.PutAttempts, "today's sled-agent ledgers the first PUT")
-		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/zone-expunge-nexus-race-ledger-first.json")
+		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/zone-expunge-nexus-race-ledger-first-v2.json")
 	}
 	checkExpungeOutcome(t, env, sim, r, res)
 
