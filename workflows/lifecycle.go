@@ -48,7 +48,8 @@ type lifecycle struct {
 
 // newLifecycle starts an update's lifecycle: the progress query answers
 // query() (the kind's Progress or a struct embedding it) and the Web UI
-// shows the first phase.
+// shows the first phase (none yet when first is "": the first phase()
+// publishes it; for a kind whose recorded histories start without it).
 func newLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attemptWriter, query func() P) (*lifecycle, error) {
 	now := workflow.Now(ctx)
 	p.State, p.Phase, p.PhaseSince = StateRunning, first, now
@@ -59,7 +60,9 @@ func newLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attem
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (P, error) { return query(), nil }); err != nil {
 		return nil, err
 	}
-	setSearchState(ctx, StateRunning, first)
+	if first != "" {
+		setSearchState(ctx, StateRunning, first)
+	}
 	return l, nil
 }
 
@@ -76,6 +79,19 @@ func (l *lifecycle) phase(ctx workflow.Context, p Phase, detail ...string) bool 
 		l.onPhase(ctx, p)
 	}
 	return true
+}
+
+// recordPhaseInLedger makes each phase change also the current ledger
+// attempt's progress (for a kind whose ledger rows show the phase).
+func (l *lifecycle) recordPhaseInLedger() {
+	l.onPhase = func(ctx workflow.Context, p Phase) {
+		if l.attempt == nil {
+			return
+		}
+		_ = workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.SetProgress, ledger.Progress{
+			AttemptID: l.attempt.ID, Phase: string(p), Done: l.progress.Done, Total: l.progress.Total,
+		}).Get(ctx, nil)
+	}
 }
 
 // newAttemptID is a workflow-generated attempt UUID (also the device-side
@@ -157,6 +173,10 @@ type Ending struct {
 	Outcome string
 	Message string
 	Phase   Phase // the final phase (PhaseDone unless the kind names its own)
+	// FailedOutcome, when set, is the ledger outcome of a failed or
+	// cancelled ending (default "failed" / "cancelled"), for a kind whose
+	// outcomes also name its failures.
+	FailedOutcome string
 }
 
 // end ends the update: on success with ok; on failure or cancel it runs the
@@ -175,6 +195,9 @@ func (l *lifecycle) end(ctx workflow.Context, err error, ok Ending) error {
 		state, ls, outcome, msg = StateFailed, ledger.StateFailed, "failed", err.Error()
 		if isCancel(ctx, err) {
 			state, ls, outcome, msg = StateCancelled, ledger.StateCancelled, "cancelled", "cancelled in phase "+string(l.progress.Phase)
+		}
+		if ok.FailedOutcome != "" {
+			outcome = ok.FailedOutcome
 		}
 		final = l.progress.Phase
 		if cerr := l.saga.Compensate(dctx); cerr != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
-	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
 // ZoneExpungeInput names the zone to expunge from its sled.
@@ -224,14 +223,7 @@ func (w *zoneExpunge) setup(ctx workflow.Context) error {
 		return err
 	}
 	w.life = life
-	// The phase is also the ledger attempt's progress.
-	life.onPhase = func(ctx workflow.Context, p Phase) {
-		if id := life.attemptID(); id != uuid.Nil {
-			_ = workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.SetProgress, ledger.Progress{
-				AttemptID: id, Phase: string(p), Done: w.progress.Done, Total: w.progress.Total,
-			}).Get(ctx, nil)
-		}
-	}
+	life.recordPhaseInLedger()
 	return nil
 }
 
