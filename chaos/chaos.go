@@ -111,15 +111,12 @@ func Short(seed int64) Config {
 		Concurrency: 4, SpeedUp: 80,
 		Kills: 3, KillGap: [2]time.Duration{4 * time.Second, 8 * time.Second},
 		RestartPostgres: true, RestartTemporal: true, APIFaults: 3,
-		// One Nexus expunge: two at once with a sled-agent error_rate fault
-		// can strand sagas (chaos/README.md); the full run expunges two.
-		Cancels: 1, TerminateRestarts: 1, DuplicateStarts: true, NexusExpunges: 1,
-		// Known product gaps (chaos/README.md): a cancelled zone expunge
-		// strands its Nexus's sagas; an agent install cancelled while it
-		// plans leaves its ledger attempt pending; an SP firmware or host
-		// flash update cancelled while it records its attempt hangs. The
-		// full run cancels them.
-		NoCancel: map[workflows.Kind]bool{workflows.KindZoneExpunge: true, workflows.KindAgentInstall: true,
+		Cancels: 1, TerminateRestarts: 1, DuplicateStarts: true, NexusExpunges: 2,
+		// Known product gaps (chaos/README.md): an agent install cancelled
+		// while it plans leaves its ledger attempt pending; an SP firmware or
+		// host flash update cancelled while it records its attempt hangs.
+		// The full run cancels them.
+		NoCancel: map[workflows.Kind]bool{workflows.KindAgentInstall: true,
 			workflows.KindSPFirmware: true, workflows.KindHostFlash: true},
 		Timeout: 2 * time.Minute, Settle: 2 * time.Minute,
 	}
