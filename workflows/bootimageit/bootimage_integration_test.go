@@ -116,9 +116,11 @@ var install = spec.SampleBootImages()[0]
 func TestBumpHappyPathWithCanary(t *testing.T) {
 	c := spec.SampleCluster("c1", spec.PlatformAWS, false)
 	c.Upgrading = true
-	c.UpgradeCompletesAfter = spec.Duration{Duration: 10 * time.Minute} // 0.5 s
+	// Long enough that a loaded machine still starts the bump before the
+	// upgrade ends (0.5 s flaked under make test's load).
+	c.UpgradeCompletesAfter = spec.Duration{Duration: 60 * time.Minute} // 3 s
 	c.GoldenStampedRelease = spec.SampleMidRelease
-	c.GoldenStampAfter = spec.Duration{Duration: 20 * time.Minute} // 1 s
+	c.GoldenStampAfter = spec.Duration{Duration: 80 * time.Minute} // 4 s
 	e := setup(t, c)
 	e.worker()
 	in := fastInput()
