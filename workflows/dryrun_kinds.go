@@ -40,12 +40,24 @@ var (
 
 // planners run one kind's dry run of a decoded input.
 var planners = map[Kind]func(workflow.Context, UpdateInput) updatePlan{
-	KindSPFirmware:    func(ctx workflow.Context, in UpdateInput) updatePlan { return planSPFirmware(ctx, *in.(*SPFirmwareInput)) },
-	KindHostFlash:     func(ctx workflow.Context, in UpdateInput) updatePlan { return planHostFlash(ctx, *in.(*HostFlashInput)) },
-	KindZoneExpunge:   func(ctx workflow.Context, in UpdateInput) updatePlan { return planZoneExpunge(ctx, *in.(*ZoneExpungeInput)) },
-	KindBootImageBump: func(ctx workflow.Context, in UpdateInput) updatePlan { return planBootImage(ctx, *in.(*BootImageBumpInput)) },
-	KindAgentInstall:  func(ctx workflow.Context, in UpdateInput) updatePlan { return planAgentInstall(ctx, *in.(*AgentInstallInput)) },
-	KindAgentDrift:    func(ctx workflow.Context, in UpdateInput) updatePlan { return planAgentDrift(ctx, *in.(*AgentDriftInput)) },
+	KindSPFirmware: func(ctx workflow.Context, in UpdateInput) updatePlan {
+		return planSPFirmware(ctx, *in.(*SPFirmwareInput))
+	},
+	KindHostFlash: func(ctx workflow.Context, in UpdateInput) updatePlan {
+		return planHostFlash(ctx, *in.(*HostFlashInput))
+	},
+	KindZoneExpunge: func(ctx workflow.Context, in UpdateInput) updatePlan {
+		return planZoneExpunge(ctx, *in.(*ZoneExpungeInput))
+	},
+	KindBootImageBump: func(ctx workflow.Context, in UpdateInput) updatePlan {
+		return planBootImage(ctx, *in.(*BootImageBumpInput))
+	},
+	KindAgentInstall: func(ctx workflow.Context, in UpdateInput) updatePlan {
+		return planAgentInstall(ctx, *in.(*AgentInstallInput))
+	},
+	KindAgentDrift: func(ctx workflow.Context, in UpdateInput) updatePlan {
+		return planAgentDrift(ctx, *in.(*AgentDriftInput))
+	},
 }
 
 // planUpdate decodes u's input and runs its kind's dry run. What cannot
@@ -70,8 +82,8 @@ func planOptions(ctx workflow.Context, summary string) workflow.Context {
 		StartToCloseTimeout: 2 * time.Minute,
 		// A worker without the kind's endpoints never picks it up.
 		ScheduleToCloseTimeout: 5 * time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
-		Summary:             "dry run: " + summary,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
+		Summary:                "dry run: " + summary,
 	})
 }
 
