@@ -131,3 +131,16 @@ func shortDigest(d string) string {
 	}
 	return d
 }
+
+// gatePlan is the plan a rollout shows at its gate (nil when none).
+func gatePlan(ctx context.Context, c client.Client, id string) *workflows.StagePlan {
+	if kind, _, _ := workflows.ParseWorkflowID(id); kind != workflows.KindRollout {
+		return nil
+	}
+	v, err := c.QueryWorkflow(ctx, id, "", workflows.GatePlanQuery)
+	var sp *workflows.StagePlan
+	if err != nil || v.Get(&sp) != nil {
+		return nil
+	}
+	return sp
+}
