@@ -35,7 +35,7 @@ func dryRunPlan(u update) (workflows.RolloutInput, error) {
 	if err != nil {
 		return workflows.RolloutInput{}, usageErr("encode the update: %v", err)
 	}
-	return workflows.RolloutInput{Name: "dry-run", Stages: []workflows.Stage{{
+	return workflows.RolloutInput{Name: string(u.Kind), Stages: []workflows.Stage{{
 		Name: string(u.Kind), Kind: u.Kind, Concurrency: 1,
 		Updates: []workflows.PlanUpdate{{Target: u.Target, Artifact: u.Artifact, Input: raw}},
 	}}}, nil
@@ -92,8 +92,11 @@ func planExit(res workflows.PlanResult) error {
 
 // printPlan prints a plan as one table per stage.
 func printPlan(w io.Writer, res workflows.PlanResult) {
-	fmt.Fprintf(w, "dry run of %s: %d changes, %d refused, about %s (nothing was changed)\n",
+	fmt.Fprintf(w, "dry run of %s: %d to change, %d refused, about %s (nothing was changed)\n",
 		res.Name, res.Changes, res.Refused, res.Estimate.Round(time.Second))
+	if len(res.Stages) > 1 {
+		fmt.Fprintln(w, "every stage is planned against the fleet as it is now, not as earlier stages will leave it")
+	}
 	for _, st := range res.Stages {
 		printStagePlan(w, st)
 	}
@@ -108,7 +111,7 @@ func printStagePlan(w io.Writer, st workflows.StagePlan) {
 	if st.Approval {
 		fmt.Fprint(w, ", waits for approval")
 	}
-	fmt.Fprintf(w, "; %d changes, %d refused, about %s; digest %s\n", st.Changes, st.Refused, st.Estimate.Round(time.Second), shortDigest(st.Digest))
+	fmt.Fprintf(w, "; %d to change, %d refused, about %s; digest %s\n", st.Changes, st.Refused, st.Estimate.Round(time.Second), shortDigest(st.Digest))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ORDER\tTARGET\tDEVICE\tCURRENT\tDESIRED\tACTION\tREASON")
 	for _, r := range st.Rows {
