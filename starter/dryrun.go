@@ -140,10 +140,39 @@ func gatePlan(ctx context.Context, c client.Client, id string) *workflows.StageP
 	if kind, _, _ := workflows.ParseWorkflowID(id); kind != workflows.KindRollout {
 		return nil
 	}
-	v, err := c.QueryWorkflow(ctx, id, "", workflows.GatePlanQuery)
-	var sp *workflows.StagePlan
-	if err != nil || v.Get(&sp) != nil {
-		return nil
-	}
+	sp, _ := queryGatePlan(ctx, c, id)
 	return sp
 }
+
+// queryGatePlan asks a rollout for its gate's plan: nil while it plans (or
+// is at no gate); an error when it cannot answer (a run that started
+// before gates planned).
+func queryGatePlan(ctx context.Context, c client.Client, id string) (*workflows.StagePlan, error) {
+	v, err := c.QueryWorkflow(ctx, id, "", workflows.GatePlanQuery)
+	if err != nil {
+		return nil, err
+	}
+	var sp *workflows.StagePlan
+	return sp, v.Get(&sp)
+}
+
+// awaitGatePlan waits (bounded) until a rollout at a gate has planned the
+// stage, so an approval binds to a plan; nil when it cannot say.
+func awaitGatePlan(ctx context.Context, c client.Client, id string) *workflows.StagePlan {
+	ctx, cancel := context.WithTimeout(ctx, gatePlanWait)
+	defer cancel()
+	for {
+		sp, err := queryGatePlan(ctx, c, id)
+		if err != nil || sp != nil {
+			return sp
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// gatePlanWait bounds the wait for a gate's plan: a few reads per target.
+const gatePlanWait = 2 * time.Minute

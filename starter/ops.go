@@ -328,6 +328,10 @@ state no longer matches the approved plan is not touched (outcome PlanDrift).`,
 				return usageErr("--by and --reason are required: approvals are recorded in the ledger")
 			}
 			return a.control(cmd.Context(), args[0], "approved", func(c client.Client) error {
+				// A gate plans its stage first: the approval binds to that plan.
+				if sp := awaitGatePlan(cmd.Context(), c, args[0]); sp != nil {
+					fmt.Fprintf(os.Stderr, "stage %s's plan at the gate: %s\n", sp.Stage, shortDigest(sp.Digest))
+				}
 				h, err := c.UpdateWorkflow(cmd.Context(), client.UpdateWorkflowOptions{
 					WorkflowID: args[0], UpdateName: workflows.ApproveUpdate, Args: []any{ap},
 					WaitForStage: client.WorkflowUpdateStageCompleted,
