@@ -18,6 +18,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -215,4 +216,73 @@ func ledgerTables(t *testing.T, url string) map[string]string {
 		out[table] = rows.String
 	}
 	return out
+}
+
+// An approved plan that drifted before the stage ran: the target whose
+// state moved since the gate's plan is refused (PlanDrift, with what was
+// planned and what was found) and never touched; the rest run. The
+// ledger's approval carries the plan's digest. With
+// FLEETSAGA_RECORD_HISTORIES=1 the history is saved for the replay test.
+func TestApprovedPlanThatDriftedRefusesTheDriftedTargetAndRunsTheRest(t *testing.T) {
+	st := newMGSStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	plan := workflows.RolloutInput{Name: "drift", Stages: []workflows.Stage{{
+		Name: "sp", Kind: workflows.KindSPFirmware, Concurrency: 2, Approval: true,
+		Updates: []workflows.PlanUpdate{planUpdateOf(t, st.spInput(0, "1.1.0")), planUpdateOf(t, st.spInput(2, "1.1.0"))},
+	}}}
+	id := workflows.RolloutWorkflowID(plan.Name) + "#" + uuid.NewString()[:8]
+	run, err := st.env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: st.env.TaskQueue}, workflows.Rollout, plan)
+	require.NoError(t, err)
+
+	var gate *workflows.StagePlan
+	require.Eventually(t, func() bool {
+		v, err := st.env.Client.QueryWorkflow(ctx, id, "", workflows.GatePlanQuery)
+		return err == nil && v.Get(&gate) == nil && gate != nil
+	}, time.Minute, 200*time.Millisecond)
+	require.Len(t, gate.Rows, 2)
+	for _, r := range gate.Rows {
+		assert.Equal(t, activities.PlanUpdate, r.Action, r.Target)
+		assert.Equal(t, spec.GeneratedSPActive+" → 1.1.0", r.Current+" → "+r.Desired)
+	}
+
+	// Someone moves sled 2 on while the gate waits.
+	other := st.startWF(workflows.KindSPFirmware, st.spInput(2, "1.2.0"), workflows.SPFirmwareUpdate)
+	_, err = st.result(other)
+	require.NoError(t, err)
+
+	stale := workflows.Approval{By: "alice", Reason: "plan reviewed", PlanDigest: "0123456789ab"}
+	h, err := st.env.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
+		Args: []any{stale}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	require.NoError(t, err)
+	require.ErrorContains(t, h.Get(ctx, nil), "the approval is for plan 0123456789ab", "an approval for another plan is refused")
+	h, err = st.env.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
+		Args:         []any{workflows.Approval{By: "alice", Reason: "plan reviewed", PlanDigest: gate.Digest[:12]}},
+		WaitForStage: client.WorkflowUpdateStageCompleted})
+	require.NoError(t, err)
+	require.NoError(t, h.Get(ctx, nil))
+
+	var res workflows.RolloutResult
+	require.NoError(t, run.Get(ctx, &res))
+	require.Len(t, res.Outcomes, 2)
+	byTarget := map[string]workflows.UpdateOutcome{}
+	for _, o := range res.Outcomes {
+		byTarget[o.Target] = o
+	}
+	assert.Equal(t, workflows.StateCompleted, byTarget["sp/sled/0"].State)
+	drifted := byTarget["sp/sled/2"]
+	assert.Equal(t, workflows.StateRefused, drifted.State)
+	assert.Equal(t, workflows.OutcomePlanDrift, drifted.Outcome)
+	assert.Equal(t, "planned 1.0.0 → 1.1.0, found 1.2.0", drifted.Error)
+	assert.Equal(t, 1, res.Refused)
+
+	assert.Equal(t, "1.1.0", st.truth(0).SP.Active.Version)
+	assert.Equal(t, "1.2.0", st.truth(2).SP.Active.Version, "the drifted SP is left as found")
+	assert.Len(t, completed(st.truth(2).Deliveries), 1, "only the out-of-band update was delivered to sled 2")
+	approvals, err := st.env.Store.Approvals(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, approvals, 1)
+	assert.Equal(t, gate.Digest, approvals[0].PlanDigest)
+
+	replay.Record(t, st.env.Client, id, run.GetRunID(), "testdata/histories/rollout-approval-plan-drift.json")
 }
