@@ -3,7 +3,6 @@ package workflows
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -146,9 +145,15 @@ func exclusiveGroup(st Stage, target string) string {
 	return ""
 }
 
-// planDigest is the SHA-256 of the rows' JSON: what an approval binds to.
+// planDigest is the SHA-256 of the rows' fields: what an approval binds to.
 func planDigest(rows []PlanRow) string {
-	b, _ := json.Marshal(rows)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	h := sha256.New()
+	for _, r := range rows {
+		for _, f := range []string{r.Stage, r.Kind, r.Target, r.Device, r.Current, r.Desired, string(r.Action), r.Reason, r.Group, fmt.Sprint(r.Order)} {
+			h.Write([]byte(f))
+			h.Write([]byte{0})
+		}
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

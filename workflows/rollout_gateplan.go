@@ -35,14 +35,14 @@ func (r *rollout) showGatePlan(ctx workflow.Context, st Stage) {
 // change, then what will not and why.
 func gatePlanDetails(sp StagePlan) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Plan %s: %d to change, %d refused, about %s. Approve with `starter approve` (digest %s).\n\n",
-		sp.Digest[:12], sp.Changes, sp.Refused, sp.Estimate, sp.Digest[:12])
+	b.WriteString(fmt.Sprintf("Plan %s: %d to change, %d refused, about %s. Approve with `starter approve` (digest %s).\n\n",
+		sp.Digest[:12], sp.Changes, sp.Refused, sp.Estimate, sp.Digest[:12]))
 	for _, row := range sp.Rows {
 		what := row.Target
 		if row.Device != "" {
 			what += " " + row.Device
 		}
-		fmt.Fprintf(&b, "- %s: **%s** %s → %s", what, row.Action, dashEmpty(row.Current), dashEmpty(row.Desired))
+		b.WriteString(fmt.Sprintf("- %s: **%s** %s → %s", what, row.Action, dashEmpty(row.Current), dashEmpty(row.Desired)))
 		if row.Reason != "" {
 			b.WriteString(" (" + row.Reason + ")")
 		}
