@@ -115,8 +115,8 @@ func PlanDrift(approved, now []PlanRow) string {
 		if a.Current != n.Current {
 			return fmt.Sprintf("%splanned %s → %s, found %s", where, dashEmpty(a.Current), dashEmpty(a.Desired), dashEmpty(n.Current))
 		}
-		return fmt.Sprintf("%splanned %s (%s → %s), now %s (%s → %s) %s", where, a.Action, dashEmpty(a.Current), dashEmpty(a.Desired),
-			n.Action, dashEmpty(n.Current), dashEmpty(n.Desired), n.Reason)
+		return strings.TrimSpace(fmt.Sprintf("%splanned %s (%s → %s), now %s (%s → %s) %s", where, a.Action, dashEmpty(a.Current), dashEmpty(a.Desired),
+			n.Action, dashEmpty(n.Current), dashEmpty(n.Desired), n.Reason))
 	}
 	return ""
 }
