@@ -46,13 +46,24 @@ type PlanRow struct {
 	Group string `json:"group,omitempty"`
 }
 
-// refuseRow turns a non-retryable error of a precheck into the refusal it
-// means ("" type: the error's text alone). Other errors are returned.
-func refuseRow(row PlanRow, err error) (PlanRow, error) {
+// RefusalReason is the reason a refusal row gives for err: "Type: message"
+// for an application error (fatal says it is non-retryable), else the
+// error's text.
+func RefusalReason(err error) (reason string, fatal bool) {
 	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || !ae.NonRetryable() {
+	if !errors.As(err, &ae) {
+		return err.Error(), false
+	}
+	return ae.Type() + ": " + ae.Message(), ae.NonRetryable()
+}
+
+// refuseRow turns a non-retryable error of a precheck into the refusal it
+// means. Other errors are returned (the activity is retried).
+func refuseRow(row PlanRow, err error) (PlanRow, error) {
+	reason, fatal := RefusalReason(err)
+	if !fatal {
 		return row, err
 	}
-	row.Action, row.Reason = PlanRefuse, ae.Type()+": "+ae.Message()
+	row.Action, row.Reason = PlanRefuse, reason
 	return row, nil
 }

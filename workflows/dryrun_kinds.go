@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
@@ -90,21 +89,20 @@ func planOptions(ctx workflow.Context, summary string) workflow.Context {
 	})
 }
 
-// unreadable is the row of a target whose precheck could not run.
+// unreadable is the row of a target whose precheck failed after its
+// retries: a refusal (the update would not get further either).
 func unreadable(row PlanRow, err error) []PlanRow {
-	row.Action = activities.PlanRefuse
-	var ae *temporal.ApplicationError
-	if errors.As(err, &ae) {
-		row.Reason = ae.Type() + ": " + ae.Message()
-	} else {
-		row.Reason = "cannot read the device: " + err.Error()
-	}
-	return []PlanRow{row}
+	return []PlanRow{refusal(row, err)}
 }
 
-// refusal fills a row's refusal from a precheck's typed error.
+// refusal fills a row's refusal from a precheck's error.
 func refusal(row PlanRow, err error) PlanRow {
-	return unreadable(row, err)[0]
+	reason, fatal := activities.RefusalReason(err)
+	if !fatal {
+		reason = "cannot read the device: " + reason
+	}
+	row.Action, row.Reason = activities.PlanRefuse, reason
+	return row
 }
 
 func planSPFirmware(ctx workflow.Context, in SPFirmwareInput) updatePlan {
