@@ -157,11 +157,15 @@ func queryGatePlan(ctx context.Context, c client.Client, id string) (*workflows.
 }
 
 // awaitGatePlan waits (bounded) until a rollout at a gate has planned the
-// stage, so an approval binds to a plan; nil when it cannot say.
+// stage, so an approval binds to a plan; nil when it is at no gate or
+// cannot say.
 func awaitGatePlan(ctx context.Context, c client.Client, id string) *workflows.StagePlan {
 	ctx, cancel := context.WithTimeout(ctx, gatePlanWait)
 	defer cancel()
 	for {
+		if p, err := queryProgress(ctx, c, id, ""); err != nil || !atGate(p) {
+			return nil
+		}
 		sp, err := queryGatePlan(ctx, c, id)
 		if err != nil || sp != nil {
 			return sp
