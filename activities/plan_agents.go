@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
 )
 
@@ -58,7 +59,7 @@ func (a *AgentActivities) PlanAgentInstallDry(ctx context.Context, r PlanAgentIn
 	}
 	chosen, _, err := SelectServers(all, r.Selection, r.ExcludeServers)
 	if err != nil {
-		return []PlanRow{{Device: "(request)", Action: PlanRefuse, Reason: ErrTypeInvalidAgentRequest + ": " + err.Error()}}, nil
+		return []PlanRow{{Device: "(request)", Action: PlanRefuse, Reason: failure.InvalidAgentRequest + ": " + err.Error()}}, nil
 	}
 	rows := a.excludedAgentRows(ctx, r, agents)
 	rows = append(rows, excludedServerRows(all, r, chosen)...)

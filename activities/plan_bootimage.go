@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/machineapi"
 )
 
@@ -22,7 +23,7 @@ func (a *BootImageActivities) PlanBootImageBump(ctx context.Context, in BootImag
 	why, snap, err := a.preconditions(ctx, c, in.Release)
 	switch {
 	case errors.Is(err, errReleaseMismatch):
-		cluster.Action, cluster.Reason = PlanRefuse, ErrTypeBootImageRelease+": "+err.Error()
+		cluster.Action, cluster.Reason = PlanRefuse, failure.BootImageRelease+": "+err.Error()
 		return []PlanRow{cluster}, nil
 	case err != nil:
 		row, err := refuseRow(cluster, classifyKube(err))

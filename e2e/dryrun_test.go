@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -43,7 +44,7 @@ func TestStarterDryRunExitCodesAndRows(t *testing.T) {
 	wrong[4] = "BRM-NOT-THIS-ONE"
 	row = plan(7, wrong...).Rows()[0]
 	require.Equal(t, "refuse", string(row.Action))
-	require.Contains(t, row.Reason, workflows.ErrTypeWrongDevice)
+	require.Contains(t, row.Reason, failure.WrongDevice)
 
 	r := op.run(append(args, "--wait")...)
 	require.Equal(t, 0, r.code, r.stderr)

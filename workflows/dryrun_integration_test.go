@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
@@ -91,17 +92,17 @@ func TestDryRunChangesNothingAndNamesEveryActionAndReason(t *testing.T) {
 	}{
 		{"sp", "sp/sled/0", "", activities.PlanUpdate, ""},
 		{"sp", "sp/sled/1", "", activities.PlanAtTarget, ""},
-		{"sp", "sp/sled/2", "", activities.PlanRefuse, workflows.ErrTypeWrongDevice},
-		{"sp", "sp/sled/3", "", activities.PlanRefuse, workflows.ErrTypeWouldDowngrade},
-		{"sp-expected", "sp/sled/3", "", activities.PlanRefuse, workflows.ErrTypeWrongActiveVersion},
+		{"sp", "sp/sled/2", "", activities.PlanRefuse, failure.WrongDevice},
+		{"sp", "sp/sled/3", "", activities.PlanRefuse, failure.WouldDowngrade},
+		{"sp-expected", "sp/sled/3", "", activities.PlanRefuse, failure.WrongActiveVersion},
 		{"agents", "", srv[0].Hostname + " vm-agent", activities.PlanUpdate, ""},
 		{"agents", "", srv[1].Hostname, activities.PlanSkip, "excluded server"},
 		{"agents", "", srv[2].Hostname, activities.PlanSkip, "offline"},
 		{"agents", "", "amon-agent", activities.PlanSkip, "excluded agent"},
 		{"agents", "", "marlin-agent", activities.PlanSkip, "only installed when named"},
-		{"agents", "", "(request)", activities.PlanRefuse, activities.ErrTypeInvalidAgentRequest},
+		{"agents", "", "(request)", activities.PlanRefuse, failure.InvalidAgentRequest},
 		{"zones", "zone/" + nexus.zone.String(), "", activities.PlanUpdate, "Nexus"},
-		{"zones", "", "", activities.PlanRefuse, activities.ErrTypeZoneNotFound},
+		{"zones", "", "", activities.PlanRefuse, failure.ZoneNotFound},
 		{"boot-images", "", "machineset/c1-worker-a", activities.PlanUpdate, ""},
 		{"boot-images", "", "machineset/c1-current", activities.PlanAtTarget, ""},
 		{"boot-images", "", "machineset/c1-custom", activities.PlanSkip, "CustomImage"},
