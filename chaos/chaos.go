@@ -119,12 +119,10 @@ func Short(seed int64) Config {
 		Cancels: 1, TerminateRestarts: 1, DuplicateStarts: true, NexusExpunges: 1, NewBuild: true,
 		// Known product gaps (chaos/README.md): a cancelled zone expunge
 		// strands its Nexus's sagas; an agent install cancelled while it
-		// plans leaves its ledger attempt pending; an SP firmware or host
-		// flash update cancelled while it records its attempt hangs. The
-		// full run cancels them.
-		NoCancel: map[workflows.Kind]bool{workflows.KindZoneExpunge: true, workflows.KindAgentInstall: true,
-			workflows.KindSPFirmware: true, workflows.KindHostFlash: true},
-		Timeout: 2 * time.Minute, Settle: 2 * time.Minute,
+		// plans leaves its ledger attempt pending. The full run cancels
+		// them.
+		NoCancel: map[workflows.Kind]bool{workflows.KindZoneExpunge: true, workflows.KindAgentInstall: true},
+		Timeout:  2 * time.Minute, Settle: 2 * time.Minute,
 	}
 }
 
