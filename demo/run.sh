@@ -10,12 +10,25 @@ id=fleetsaga/rollout/plan/demo
 
 demo/artifacts.sh
 echo "== Temporal Web UI: ${TEMPORAL_UI_URL:-(off)}/namespaces/default/workflows?query=FleetsagaRollout%3D%22demo%22"
+
+# Plan before touching: the dry run prechecks every target read-only and
+# exits 6 when it plans changes (0: nothing to change, 7: refusals).
+plan_status=0
+$starter rollout demo/plan.yaml --dry-run >.stack/demo/dry-run.txt || plan_status=$?
+echo "== dry run (full table in .stack/demo/dry-run.txt):"
+grep -E '^(dry run|stage )' .stack/demo/dry-run.txt
+if [ "$plan_status" -ne 6 ]; then
+  echo "== demo: the dry run exited $plan_status, not 6 (changes planned)"
+  exit 1
+fi
+
 $starter rollout demo/plan.yaml
 
-# Play the operator: watch until the gate, approve, watch to the end.
+# Play the operator: watch until the gate (it prints the stage's plan),
+# approve that plan (the ledger records its digest), watch to the end.
 status=0
 if $starter watch "$id" --until-gate; then
-  echo "== gate reached: approving the host OS stage"
+  echo "== gate reached: approving the host OS stage's plan (above)"
   $starter approve "$id" --by demo --reason "SP firmware stage healthy"
   $starter watch "$id" || status=$?
 else

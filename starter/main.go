@@ -9,6 +9,10 @@
 //	3  the update was cancelled
 //	4  Temporal (or the ledger) is unreachable
 //	5  refused: the target is busy with another update
+//	6  --dry-run: changes planned (nothing refused)
+//	7  --dry-run: some target would be refused
+//
+// A --dry-run that would change nothing exits 0.
 package main
 
 import (
@@ -24,6 +28,8 @@ const (
 	exitCancelled   = 3
 	exitUnreachable = 4
 	exitRefused     = 5
+	exitPlanChanges = 6
+	exitPlanRefused = 7
 )
 
 // exitError carries an exit code and one message line.

@@ -41,6 +41,8 @@ type statusView struct {
 	Started    time.Time           `json:"started"`
 	Closed     *time.Time          `json:"closed,omitempty"`
 	Progress   *workflows.Progress `json:"progress,omitempty"`
+	// GatePlan is the plan a rollout shows at its gate.
+	GatePlan *workflows.StagePlan `json:"gatePlan,omitempty"`
 }
 
 func statusCmd(a *app) *cobra.Command {
@@ -74,6 +76,7 @@ func statusCmd(a *app) *cobra.Command {
 			if p, err := currentProgress(ctx, c, store, args[0], ""); err == nil {
 				v.Progress = &p
 			}
+			v.GatePlan = gatePlan(ctx, c, args[0])
 			if dbURL != "" {
 				if v.Attempts, err = ledgerAttempts(ctx, dbURL, args[0]); err != nil {
 					return err
@@ -83,6 +86,9 @@ func statusCmd(a *app) *cobra.Command {
 				fmt.Fprintf(w, "%s (run %s): %s since %s\n", v.WorkflowID, v.RunID, v.Status, v.Started.Format(time.RFC3339))
 				if v.Progress != nil {
 					fmt.Fprintln(w, "  "+progressLine(*v.Progress))
+				}
+				if v.GatePlan != nil {
+					printStagePlan(w, *v.GatePlan)
 				}
 				for _, at := range v.Attempts {
 					fmt.Fprintf(w, "  attempt %d %s: %s %s %s\n", at.Attempt.Attempt, at.ID, at.State, at.Outcome, at.Error)
@@ -308,15 +314,24 @@ var (
 func approveCmd(a *app) *cobra.Command {
 	var ap workflows.Approval
 	cmd := &cobra.Command{
-		Use:     "approve WORKFLOW_ID --by NAME --reason TEXT",
-		Short:   "Approve the next stage of a rollout waiting at a gate",
-		Example: `  starter approve fleetsaga/rollout/plan/q3 --by alice --reason "canary sleds healthy"`,
-		Args:    exactArgs(1),
+		Use:   "approve WORKFLOW_ID --by NAME --reason TEXT [--plan-digest D]",
+		Short: "Approve the next stage of a rollout waiting at a gate",
+		Long: `Approves the plan the gate shows (starter status prints it): the ledger records
+who, why and the plan's digest. With --plan-digest the approval is refused
+unless the gate still shows that plan. When the stage runs, a target whose
+state no longer matches the approved plan is not touched (outcome PlanDrift).`,
+		Example: `  starter status fleetsaga/rollout/plan/q3      # the gate's plan and its digest
+  starter approve fleetsaga/rollout/plan/q3 --by alice --reason "canary sleds healthy" --plan-digest 3f9a1c0e7b2d`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(ap.By) == "" || strings.TrimSpace(ap.Reason) == "" {
 				return usageErr("--by and --reason are required: approvals are recorded in the ledger")
 			}
 			return a.control(cmd.Context(), args[0], "approved", func(c client.Client) error {
+				// A gate plans its stage first: the approval binds to that plan.
+				if sp := awaitGatePlan(cmd.Context(), c, args[0]); sp != nil {
+					fmt.Fprintf(os.Stderr, "stage %s's plan at the gate: %s\n", sp.Stage, shortDigest(sp.Digest))
+				}
 				h, err := c.UpdateWorkflow(cmd.Context(), client.UpdateWorkflowOptions{
 					WorkflowID: args[0], UpdateName: workflows.ApproveUpdate, Args: []any{ap},
 					WaitForStage: client.WorkflowUpdateStageCompleted,
@@ -330,6 +345,7 @@ func approveCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&ap.By, "by", os.Getenv("USER"), "who approves")
 	cmd.Flags().StringVar(&ap.Reason, "reason", "", "why")
+	cmd.Flags().StringVar(&ap.PlanDigest, "plan-digest", "", "approve only this plan (its digest or its first 12+ characters, from starter status)")
 	return cmd
 }
 

@@ -36,8 +36,10 @@ func newRoot() *cobra.Command {
 		Long: `starter starts fleet updates as Temporal workflows and steers them.
 
 Exit codes: 0 success, 1 failed, 2 usage/invalid input, 3 cancelled,
-4 Temporal unreachable, 5 refused (target busy).`,
+4 Temporal unreachable, 5 refused (target busy); with --dry-run 0 nothing
+would change, 6 changes planned, 7 some target would be refused.`,
 		Example: `  starter sp-firmware --sled 12 --serial BRM42000012 --artifact sp-1.0.5.img --version 1.0.5 --wait
+  starter rollout plans/q3.yaml --dry-run
   starter rollout plans/q3.yaml --wait
   starter status fleetsaga/sp-firmware/sp/sled/12
   starter list --kind sp-firmware --running`,

@@ -34,11 +34,13 @@ type update struct {
 type startFlags struct {
 	wait    bool
 	timeout time.Duration
+	dryRun  bool
 }
 
 func (f *startFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.wait, "wait", false, "watch the update until it ends and exit with its outcome")
-	cmd.Flags().DurationVar(&f.timeout, "wait-timeout", 0, "with --wait, give up watching after this long (0 = never)")
+	cmd.Flags().DurationVar(&f.timeout, "wait-timeout", 0, "with --wait, give up watching after this long (0 = never); with --dry-run, waiting for the plan (default 5m)")
+	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, dryRunHelp)
 }
 
 type startResult struct {
@@ -73,6 +75,9 @@ func requestDigest(u update) string {
 // running under the ID, or another update running on the same target, is
 // refused (exit 5) with its workflow ID.
 func (a *app) startUpdate(cmd *cobra.Command, u update, f startFlags) error {
+	if f.dryRun {
+		return a.dryRun(cmd, u, f)
+	}
 	ctx := cmd.Context()
 	c, err := a.dial(ctx)
 	if err != nil {

@@ -42,7 +42,7 @@ func init() {
 				return a.watch(cmd.Context(), c, args[0], "")
 			},
 		}
-		cmd.Flags().BoolVar(&untilGate, "until-gate", false, "return (exit 0) as soon as the rollout waits at an approval gate, so a script can approve; if it ends first, exit with its outcome")
+		cmd.Flags().BoolVar(&untilGate, "until-gate", false, "return (exit 0) as soon as the rollout waits at an approval gate and shows the stage's plan, so a script can approve; if it ends first, exit with its outcome")
 		cmd.Flags().StringVar(&a.liveDB, "database-url", os.Getenv("DATABASE_URL"), "ledger PostgreSQL URL for live device progress between the workflow's checkpoints (env DATABASE_URL; optional)")
 		return cmd
 	})
@@ -59,7 +59,22 @@ func (a *app) watchUntilGate(ctx context.Context, c client.Client, id string) er
 	if kind, _, _ := workflows.ParseWorkflowID(id); kind != workflows.KindRollout {
 		return usageErr("--until-gate is for rollouts (fleetsaga/rollout/plan/NAME); %s has no approval gates", id)
 	}
-	return a.watchUntil(ctx, c, id, "", atGate)
+	return a.watchUntil(ctx, c, id, "", func(p workflows.Progress) bool {
+		if !atGate(p) {
+			return false
+		}
+		sp, err := queryGatePlan(ctx, c, id)
+		if err != nil {
+			return true // a run from before gates planned: no plan to show
+		}
+		if sp == nil {
+			return false // still planning the stage
+		}
+		if !a.json {
+			printStagePlan(a.out, *sp)
+		}
+		return true
+	})
 }
 
 // atGate says whether a rollout's progress shows it waiting for approval.

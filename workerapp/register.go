@@ -38,6 +38,7 @@ var Workflows = []WorkflowEntry{
 	{Workflow: workflows.ZoneExpunge, Behavior: pinned},
 	{Workflow: workflows.BootImageBump, Behavior: pinned},
 	{Workflow: workflows.AgentInstallServer, Behavior: pinned, Agents: true},
+	{Workflow: workflows.DryRun, Behavior: pinned},
 	{Workflow: workflows.Rollout, Behavior: autoUpgrade},
 	{Workflow: workflows.AgentInstall, Behavior: autoUpgrade, Agents: true},
 	{Workflow: workflows.AgentDriftCheck, Behavior: autoUpgrade, Agents: true},

@@ -250,18 +250,13 @@ func (s *agentServer) prepare(ctx workflow.Context) (activities.AgentServerState
 // agent runs the saga of one agent on the server.
 func (s *agentServer) agent(ctx workflow.Context, ag activities.PlannedAgent, st activities.AgentServerState) (AgentStep, error) {
 	step := AgentStep{Agent: ag.Name}
-	var cur *activities.PlannedAgent
-	for _, have := range st.Agents {
-		if have.Name == ag.Name {
-			cur = &activities.PlannedAgent{Name: have.Name, ImageUUID: have.ImageUUID}
-		}
-	}
-	if ag.OnlyIfPresent && cur == nil {
+	decision, _ := activities.DecideAgentOnServer(ag, st.Agents)
+	if decision == activities.AgentAbsent {
 		step.Outcome = "absent"
 		return step, nil
 	}
 	step.Outcome = AgentOutcomeVerified
-	if cur == nil || cur.ImageUUID != ag.ImageUUID {
+	if decision == activities.AgentInstall {
 		s.phase(ctx, PhaseInstalling, ag.Label())
 		opts := workflow.ActivityOptions{
 			StartToCloseTimeout:    agentTaskTimeout,

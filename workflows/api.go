@@ -154,6 +154,9 @@ const (
 type Approval struct {
 	By     string `json:"by"`
 	Reason string `json:"reason"`
+	// PlanDigest, when given, is the gate's plan the approver looked at
+	// (its first 12 characters or more): another plan refuses the approval.
+	PlanDigest string `json:"planDigest,omitempty"`
 }
 
 // UpdateInput is what every update kind's input provides, so plans and the

@@ -61,6 +61,9 @@ type RolloutResult struct {
 	Outcomes []UpdateOutcome `json:"outcomes"`
 	Failed   int             `json:"failed"`
 	Skipped  int             `json:"skipped"`
+	// Refused counts updates not started because their target no longer
+	// matched the approved plan (see rollout_gateplan.go).
+	Refused int `json:"refused,omitempty"`
 }
 
 // RolloutWorkflowID is the workflow ID of a plan's rollout.
@@ -86,12 +89,18 @@ type rollout struct {
 	// compensations and publishes its cancelled state (workflow version
 	// changeRolloutCancelWaits; older runs ended at once, still "running").
 	cancelWaits bool
-	progress    Progress
-	paused      bool
-	gate        string    // stage awaiting approval ("" = none)
-	approval    *Approval // the approval received for gate
-	result      RolloutResult
-	running     map[string]bool // targets running now
+	// planGates: a gate shows its stage's plan, the approval binds to its
+	// digest, and a target that drifted from it is refused (workflow
+	// version changeRolloutPlanAtGate; older runs did not plan).
+	planGates bool
+	gatePlan  *StagePlan // the plan shown at the current gate (nil while planning)
+	approved  *StagePlan // the plan approved for the stage running now
+	progress  Progress
+	paused    bool
+	gate      string    // stage awaiting approval ("" = none)
+	approval  *Approval // the approval received for gate
+	result    RolloutResult
+	running   map[string]bool // targets running now
 }
 
 func (r *rollout) setup(ctx workflow.Context) error {
@@ -110,6 +119,9 @@ func (r *rollout) setup(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return r.progress, nil }); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandler(ctx, GatePlanQuery, func() (*StagePlan, error) { return r.gatePlan, nil }); err != nil {
+		return err
+	}
 	listenPauseResume(ctx, r.setPaused)
 	return workflow.SetUpdateHandlerWithOptions(ctx, ApproveUpdate, func(ctx workflow.Context, ap Approval) error {
 		return r.recordApproval(ctx, ap)
@@ -120,7 +132,7 @@ func (r *rollout) setup(ctx workflow.Context) error {
 		if ap.By == "" || ap.Reason == "" {
 			return fmt.Errorf("an approval needs who (by) and why (reason)")
 		}
-		return nil
+		return r.checkApprovedDigest(ap)
 	}})
 }
 
@@ -130,6 +142,7 @@ const changeRolloutCancelWaits = "rollout-cancel-waits-for-children"
 
 func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 	r.cancelWaits = workflow.GetVersion(ctx, changeRolloutCancelWaits, workflow.DefaultVersion, 1) == 1
+	r.planGates = workflow.GetVersion(ctx, changeRolloutPlanAtGate, workflow.DefaultVersion, 1) == 1
 	for _, st := range r.in.Stages {
 		if st.Approval {
 			if err := r.awaitApproval(ctx, st); err != nil {
@@ -141,6 +154,9 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 				return r.result, r.cancelled(ctx, st.Name, err)
 			}
 		}
+		if !st.Approval {
+			r.approved = nil
+		}
 		failed, err := r.runStage(ctx, st)
 		if err != nil {
 			return r.result, r.cancelled(ctx, st.Name, err)
@@ -151,7 +167,11 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 			return r.result, temporal.NewNonRetryableApplicationError(r.progress.Outcome, "FailureBudgetExceeded", nil)
 		}
 	}
-	r.finish(ctx, StateCompleted, fmt.Sprintf("%d updates done", r.progress.Counts["done"]))
+	done := fmt.Sprintf("%d updates done", r.progress.Counts["done"])
+	if r.result.Refused > 0 {
+		done += fmt.Sprintf(", %d refused (drifted from the approved plan: plan again)", r.result.Refused)
+	}
+	r.finish(ctx, StateCompleted, done)
 	return r.result, nil
 }
 
@@ -159,10 +179,14 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 func (r *rollout) awaitApproval(ctx workflow.Context, st Stage) error {
 	r.gate = st.Name
 	r.setPhase(ctx, PhaseAwaitingApproval, "stage "+st.Name)
+	if r.planGates {
+		r.showGatePlan(ctx, st)
+	}
 	if err := workflow.Await(ctx, func() bool { return r.approval != nil }); err != nil {
 		return err
 	}
-	r.gate, r.approval = "", nil
+	r.approved = r.gatePlan
+	r.gate, r.approval, r.gatePlan = "", nil, nil
 	return nil
 }
 
@@ -173,9 +197,11 @@ func (r *rollout) recordApproval(ctx workflow.Context, ap Approval) error {
 		Summary: "record approval of stage " + stage + " by " + ap.By,
 	})
 	var a *activities.RolloutActivities
-	if err := workflow.ExecuteActivity(actx, a.RecordApproval, ledger.Approval{
-		Rollout: workflow.GetInfo(ctx).WorkflowExecution.ID, Stage: stage, By: ap.By, Reason: ap.Reason,
-	}).Get(ctx, nil); err != nil {
+	rec := ledger.Approval{Rollout: workflow.GetInfo(ctx).WorkflowExecution.ID, Stage: stage, By: ap.By, Reason: ap.Reason}
+	if r.gatePlan != nil {
+		rec.PlanDigest = r.gatePlan.Digest
+	}
+	if err := workflow.ExecuteActivity(actx, a.RecordApproval, rec).Get(ctx, nil); err != nil {
 		return err
 	}
 	if r.gate == stage {
@@ -243,12 +269,18 @@ func (r *rollout) runStage(ctx workflow.Context, st Stage) (int, error) {
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
-			out := r.runUpdate(ctx, st, u)
+			out, drifted := r.checkDrift(ctx, st, u)
+			if !drifted {
+				out = r.runUpdate(ctx, st, u)
+			}
 			inFlight--
 			delete(r.running, u.Target)
 			r.count("running", -1)
 			r.result.Outcomes = append(r.result.Outcomes, out)
-			if out.State == StateCompleted {
+			if drifted {
+				r.result.Refused++
+				r.count("refused", 1)
+			} else if out.State == StateCompleted {
 				r.count("done", 1)
 				r.progress.Done++
 			} else {

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+// dryRunHelp is the --dry-run flag's help, exit codes included.
+const dryRunHelp = `plan only: the workers precheck every target read-only and print what would happen
+(nothing is written to devices or the ledger); exit 0 nothing would change,
+6 changes planned, 7 some target would be refused`
+
+// defaultDryRunTimeout bounds the wait for a dry run (a few reads per target).
+const defaultDryRunTimeout = 5 * time.Minute
+
+// dryRunPlan is the plan a dry run of u covers: a rollout's own plan, or a
+// one-stage plan holding the one update.
+func dryRunPlan(u update) (workflows.RolloutInput, error) {
+	if in, ok := u.Input.(workflows.RolloutInput); ok {
+		return in, nil
+	}
+	raw, err := json.Marshal(u.Input)
+	if err != nil {
+		return workflows.RolloutInput{}, usageErr("encode the update: %v", err)
+	}
+	return workflows.RolloutInput{Name: string(u.Kind), Stages: []workflows.Stage{{
+		Name: string(u.Kind), Kind: u.Kind, Concurrency: 1,
+		Updates: []workflows.PlanUpdate{{Target: u.Target, Artifact: u.Artifact, Input: raw}},
+	}}}, nil
+}
+
+// dryRun runs the DryRun workflow for u on the workers, waits for it and
+// prints its rows. The exit code says what the plan would do.
+func (a *app) dryRun(cmd *cobra.Command, u update, f startFlags) error {
+	in, err := dryRunPlan(u)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	c, err := a.dial(ctx)
+	if err != nil {
+		return err
+	}
+	timeout := f.timeout
+	if timeout <= 0 {
+		timeout = defaultDryRunTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       workflows.DryRunWorkflowID(u.Target, uuid.NewString()),
+		TaskQueue:                a.temporal.TaskQueue,
+		WorkflowExecutionTimeout: timeout,
+	}, workflows.DryRun, in)
+	if err != nil {
+		return &exitError{exitUnreachable, fmt.Errorf("start the dry run: %v", err)}
+	}
+	var res workflows.PlanResult
+	if err := run.Get(ctx, &res); err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return &exitError{exitUnreachable, fmt.Errorf("dry run %s: no answer within %s (are workers running?)", run.GetID(), timeout)}
+		}
+		return &exitError{exitFailed, fmt.Errorf("dry run %s: %v", run.GetID(), err)}
+	}
+	a.print(res, func(w io.Writer) { printPlan(w, res) })
+	return planExit(res)
+}
+
+// planExit is a dry run's exit code: 0 nothing would change, 6 changes
+// planned, 7 some target would be refused.
+func planExit(res workflows.PlanResult) error {
+	switch {
+	case res.Refused > 0:
+		return &exitError{exitPlanRefused, nil}
+	case res.Changes > 0:
+		return &exitError{exitPlanChanges, nil}
+	}
+	return nil
+}
+
+// printPlan prints a plan as one table per stage.
+func printPlan(w io.Writer, res workflows.PlanResult) {
+	fmt.Fprintf(w, "dry run of %s: %d to change, %d refused, about %s (nothing was changed)\n",
+		res.Name, res.Changes, res.Refused, res.Estimate.Round(time.Second))
+	if len(res.Stages) > 1 {
+		fmt.Fprintln(w, "every stage is planned against the fleet as it is now, not as earlier stages will leave it")
+	}
+	for _, st := range res.Stages {
+		printStagePlan(w, st)
+	}
+}
+
+// printStagePlan prints one stage's plan: its settings, then its rows.
+func printStagePlan(w io.Writer, st workflows.StagePlan) {
+	fmt.Fprintf(w, "\nstage %s (%s): concurrency %d", st.Stage, st.Kind, st.Concurrency)
+	for _, g := range st.Exclusive {
+		fmt.Fprintf(w, ", never at once: %s", strings.Join(g, " "))
+	}
+	if st.Approval {
+		fmt.Fprint(w, ", waits for approval")
+	}
+	fmt.Fprintf(w, "; %d to change, %d refused, about %s; digest %s\n", st.Changes, st.Refused, st.Estimate.Round(time.Second), shortDigest(st.Digest))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ORDER\tTARGET\tDEVICE\tCURRENT\tDESIRED\tACTION\tREASON")
+	for _, r := range st.Rows {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Order, r.Target, dash(r.Device), dash(r.Current), dash(r.Desired), r.Action, r.Reason)
+	}
+	_ = tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// shortDigest is the digest's first 12 characters (what approve accepts).
+func shortDigest(d string) string {
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}
+
+// gatePlan is the plan a rollout shows at its gate (nil when none).
+func gatePlan(ctx context.Context, c client.Client, id string) *workflows.StagePlan {
+	if kind, _, _ := workflows.ParseWorkflowID(id); kind != workflows.KindRollout {
+		return nil
+	}
+	sp, _ := queryGatePlan(ctx, c, id)
+	return sp
+}
+
+// queryGatePlan asks a rollout for its gate's plan: nil while it plans (or
+// is at no gate); an error when it cannot answer (a run that started
+// before gates planned).
+func queryGatePlan(ctx context.Context, c client.Client, id string) (*workflows.StagePlan, error) {
+	v, err := c.QueryWorkflow(ctx, id, "", workflows.GatePlanQuery)
+	if err != nil {
+		return nil, err
+	}
+	var sp *workflows.StagePlan
+	return sp, v.Get(&sp)
+}
+
+// awaitGatePlan waits (bounded) until a rollout at a gate has planned the
+// stage, so an approval binds to a plan; nil when it is at no gate or
+// cannot say.
+func awaitGatePlan(ctx context.Context, c client.Client, id string) *workflows.StagePlan {
+	ctx, cancel := context.WithTimeout(ctx, gatePlanWait)
+	defer cancel()
+	for {
+		if p, err := queryProgress(ctx, c, id, ""); err != nil || !atGate(p) {
+			return nil
+		}
+		sp, err := queryGatePlan(ctx, c, id)
+		if err != nil || sp != nil {
+			return sp
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// gatePlanWait bounds the wait for a gate's plan: a few reads per target.
+const gatePlanWait = 2 * time.Minute

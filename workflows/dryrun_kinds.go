@@ -1,0 +1,232 @@
+package workflows
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/fleet/mgs"
+)
+
+// updatePlan is one update's dry run: its rows, and what the estimate
+// needs (how many devices it changes at once, how long one takes).
+type updatePlan struct {
+	rows   []PlanRow
+	inner  int           // devices the update changes at once (1: the target itself)
+	device time.Duration // one device's change (deviceTime)
+}
+
+// duration is how long the update's changes take at its own concurrency.
+func (p updatePlan) duration(changes int) time.Duration {
+	if changes == 0 {
+		return 0
+	}
+	inner := max(p.inner, 1)
+	return time.Duration((changes+inner-1)/inner) * p.device
+}
+
+// Nil receivers naming the read-only activities a dry run calls.
+var (
+	planMGS   *activities.MGSActivities
+	planZone  *activities.ZoneActivities
+	planBoot  *activities.BootImageActivities
+	planAgent *activities.AgentActivities
+)
+
+// planners run one kind's dry run of a decoded input.
+var planners = map[Kind]func(workflow.Context, UpdateInput) updatePlan{
+	KindSPFirmware: func(ctx workflow.Context, in UpdateInput) updatePlan {
+		return planSPFirmware(ctx, *in.(*SPFirmwareInput))
+	},
+	KindHostFlash: func(ctx workflow.Context, in UpdateInput) updatePlan {
+		return planHostFlash(ctx, *in.(*HostFlashInput))
+	},
+	KindZoneExpunge: func(ctx workflow.Context, in UpdateInput) updatePlan {
+		return planZoneExpunge(ctx, *in.(*ZoneExpungeInput))
+	},
+	KindBootImageBump: func(ctx workflow.Context, in UpdateInput) updatePlan {
+		return planBootImage(ctx, *in.(*BootImageBumpInput))
+	},
+	KindAgentInstall: func(ctx workflow.Context, in UpdateInput) updatePlan {
+		return planAgentInstall(ctx, *in.(*AgentInstallInput))
+	},
+	KindAgentDrift: func(ctx workflow.Context, in UpdateInput) updatePlan {
+		return planAgentDrift(ctx, *in.(*AgentDriftInput))
+	},
+}
+
+// planUpdate decodes u's input and runs its kind's dry run. What cannot
+// be read is a refusal (the update would not get further either).
+func planUpdate(ctx workflow.Context, kind Kind, u PlanUpdate) updatePlan {
+	info, ok := Kinds[kind]
+	plan, planned := planners[kind]
+	if !ok || !planned {
+		return updatePlan{rows: []PlanRow{{Action: activities.PlanUpdate, Reason: "kind " + string(kind) + " has no dry run: the update runs its own prechecks"}}}
+	}
+	in := info.NewInput()
+	// Decoding the plan's input into a fresh value depends on the bytes
+	// alone (workflowcheck flags the reflection json uses).
+	//workflowcheck:ignore
+	if err := json.Unmarshal(u.Input, in); err != nil {
+		return updatePlan{rows: []PlanRow{{Action: activities.PlanRefuse, Reason: "invalid input: " + err.Error()}}}
+	}
+	return plan(ctx, in)
+}
+
+// planOptions: a dry run reads; a device that does not answer after a few
+// tries is reported, not waited for.
+func planOptions(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		// A worker without the kind's endpoints never picks it up.
+		ScheduleToCloseTimeout: 5 * time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
+		Summary:                "dry run: " + summary,
+	})
+}
+
+// unreadable is the row of a target whose precheck failed after its
+// retries: a refusal (the update would not get further either).
+func unreadable(row PlanRow, err error) []PlanRow {
+	return []PlanRow{refusal(row, err)}
+}
+
+// refusal fills a row's refusal from a precheck's error.
+func refusal(row PlanRow, err error) PlanRow {
+	reason, fatal := activities.RefusalReason(err)
+	if !fatal {
+		reason = "cannot read the device: " + reason
+	}
+	row.Action, row.Reason = activities.PlanRefuse, reason
+	return row
+}
+
+func planSPFirmware(ctx workflow.Context, in SPFirmwareInput) updatePlan {
+	p := updatePlan{inner: 1, device: deviceTime[KindSPFirmware]}
+	row := PlanRow{Desired: in.Artifact.Version}
+	var pre activities.PrecheckResult
+	err := workflow.ExecuteActivity(planOptions(ctx, "precheck "+in.Target()), planMGS.MGSPrecheck,
+		activities.PrecheckInput{SP: in.SP.id(), Component: mgs.ComponentSP, Artifacts: []Artifact{in.Artifact}}).Get(ctx, &pre)
+	if err != nil {
+		p.rows = unreadable(row, err)
+		return p
+	}
+	row.Current = slotVersion(pre.Active)
+	idErr, verErr := checkIdentity(in.SP, pre), checkVersions(in.Artifact.Version, in.ExpectedActive, in.ExpectedInactive, pre)
+	switch {
+	case idErr != nil:
+		row = refusal(row, idErr)
+	case pre.Active.Valid && pre.Active.Version == in.Artifact.Version:
+		row.Action = activities.PlanAtTarget
+	case verErr != nil:
+		row = refusal(row, verErr)
+	default:
+		row = mgsBusyOrUpdate(row, pre)
+	}
+	p.rows = []PlanRow{row}
+	return p
+}
+
+func planHostFlash(ctx workflow.Context, in HostFlashInput) updatePlan {
+	p := updatePlan{inner: 1, device: deviceTime[KindHostFlash]}
+	row := PlanRow{Desired: in.Phase1.Version + " (phase 1 " + short(in.Phase1.SHA256) + ")"}
+	var pre activities.PrecheckResult
+	err := workflow.ExecuteActivity(planOptions(ctx, "precheck "+in.Target()+" host flash"), planMGS.MGSPrecheck,
+		activities.PrecheckInput{SP: in.Sled.id(), Component: mgs.ComponentHostBootFlash, Artifacts: []Artifact{in.Phase1, in.Phase2}}).Get(ctx, &pre)
+	if err != nil {
+		p.rows = unreadable(row, err)
+		return p
+	}
+	row.Current = "phase 1 " + short(hostSlotVersion(pre.Active))
+	idErr, slotErr := checkIdentity(in.Sled, pre), checkHostSlots(in, pre)
+	switch {
+	case idErr != nil:
+		row = refusal(row, idErr)
+	case strings.EqualFold(pre.Active.SHA256, in.Phase1.SHA256):
+		row.Action = activities.PlanAtTarget
+	case slotErr != nil:
+		row = refusal(row, slotErr)
+	default:
+		row = mgsBusyOrUpdate(row, pre)
+	}
+	p.rows = []PlanRow{row}
+	return p
+}
+
+// mgsBusyOrUpdate: an SP working on another update is busy (the update
+// would wait for it, or take it over); otherwise the update goes ahead.
+func mgsBusyOrUpdate(row PlanRow, pre activities.PrecheckResult) PlanRow {
+	if pre.Status.InProgress() {
+		row.Action, row.Reason = activities.PlanRefuse, "target busy: the SP is working on update "+pre.Status.ID.String()+" ("+pre.Status.String()+"); the update would wait for it"
+		return row
+	}
+	row.Action = activities.PlanUpdate
+	return row
+}
+
+// short abbreviates a hash for a table cell.
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func planZoneExpunge(ctx workflow.Context, in ZoneExpungeInput) updatePlan {
+	p := updatePlan{inner: 1, device: deviceTime[KindZoneExpunge]}
+	var row PlanRow
+	err := workflow.ExecuteActivity(planOptions(ctx, "precheck "+in.Target()), planZone.PlanZoneExpunge, activities.ZonePrecheckInput{
+		UpdateID: WorkflowID(KindZoneExpunge, in.Target()), Sled: in.Sled, Zone: in.Zone, RackSleds: in.RackSleds,
+	}).Get(ctx, &row)
+	if err != nil {
+		p.rows = unreadable(PlanRow{Desired: "expunged"}, err)
+		return p
+	}
+	p.rows = []PlanRow{row}
+	return p
+}
+
+func planBootImage(ctx workflow.Context, in BootImageBumpInput) updatePlan {
+	in.defaults()
+	p := updatePlan{inner: in.Concurrency, device: deviceTime[KindBootImageBump]}
+	// As the bump does today: the opt-in is the cluster's own.
+	err := workflow.ExecuteActivity(planOptions(ctx, "plan MachineSets of "+in.Cluster), planBoot.PlanBootImageBump, activities.BootImagePlanInput{
+		Cluster: in.Cluster, Release: in.Release, Selection: in.Selection, Selector: in.Selector, FromCluster: true,
+	}).Get(ctx, &p.rows)
+	if err != nil {
+		p.rows = unreadable(PlanRow{Device: "(cluster)"}, err)
+	}
+	return p
+}
+
+func planAgentInstall(ctx workflow.Context, in AgentInstallInput) updatePlan {
+	p := updatePlan{inner: in.Concurrency, device: deviceTime[KindAgentInstall]}
+	if p.inner == 0 {
+		p.inner = DefaultAgentConcurrency
+	}
+	err := workflow.ExecuteActivity(planOptions(ctx, "plan "+in.Target()), planAgent.PlanAgentInstallDry, activities.PlanAgentInstallRequest{
+		Agents: in.Agents, AllAgents: in.AllAgents, Selection: in.Selection, ExcludeServers: in.ExcludeServers, ExcludeAgents: in.ExcludeAgents,
+	}).Get(ctx, &p.rows)
+	if err != nil {
+		p.rows = unreadable(PlanRow{Device: "(request)"}, err)
+	}
+	return p
+}
+
+func planAgentDrift(ctx workflow.Context, in AgentDriftInput) updatePlan {
+	p := updatePlan{inner: in.Concurrency, device: deviceTime[KindAgentInstall]}
+	if p.inner == 0 {
+		p.inner = DefaultAgentConcurrency
+	}
+	err := workflow.ExecuteActivity(planOptions(ctx, "check "+in.Target()), planAgent.PlanAgentDrift, activities.FindAgentDriftRequest{
+		Agents: in.Agents, Selection: in.Selection, ExcludeServers: in.ExcludeServers,
+	}, in.Repair).Get(ctx, &p.rows)
+	if err != nil {
+		p.rows = unreadable(PlanRow{Device: "(request)"}, err)
+	}
+	return p
+}

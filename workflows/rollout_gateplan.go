@@ -1,0 +1,122 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// GatePlanQuery answers the plan a rollout shows at its current gate
+// (null when it is not at a gate, or still planning).
+const GatePlanQuery = "gate-plan"
+
+// changeRolloutPlanAtGate names the change that made a gate plan its
+// stage, bind the approval to the plan's digest, and refuse targets that
+// drifted from it.
+const changeRolloutPlanAtGate = "rollout-plan-at-gate"
+
+// OutcomePlanDrift is the outcome of an update a gated stage did not start
+// because its target no longer matched the approved plan.
+const OutcomePlanDrift = "PlanDrift"
+
+// StateRefused is the outcome state of such an update.
+const StateRefused State = "refused"
+
+// showGatePlan plans st read-only and publishes the plan: the gate-plan
+// query (starter status, starter approve) and the Web UI's current details.
+func (r *rollout) showGatePlan(ctx workflow.Context, st Stage) {
+	sp := planStage(ctx, st)
+	r.gatePlan = &sp
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** — %s: stage %s\n\n%s", r.progress.State, PhaseAwaitingApproval, st.Name, gatePlanDetails(sp)))
+}
+
+// gatePlanDetails is a gate's plan as Markdown for the Web UI: what will
+// change, then what will not and why.
+func gatePlanDetails(sp StagePlan) string {
+	var b strings.Builder
+	b.WriteString(fmt.Sprintf("Plan %s: %d to change, %d refused, about %s. Approve with `starter approve` (digest %s).\n\n",
+		sp.Digest[:12], sp.Changes, sp.Refused, sp.Estimate, sp.Digest[:12]))
+	for _, row := range sp.Rows {
+		what := row.Target
+		if row.Device != "" {
+			what += " " + row.Device
+		}
+		b.WriteString(fmt.Sprintf("- %s: **%s** %s → %s", what, row.Action, dashEmpty(row.Current), dashEmpty(row.Desired)))
+		if row.Reason != "" {
+			b.WriteString(" (" + row.Reason + ")")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func dashEmpty(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// checkApprovedDigest refuses an approval while the gate's plan is not
+// known yet, or one given for another plan than the gate shows (the
+// approver saw an older plan). An approval without a digest approves the
+// plan the gate shows.
+func (r *rollout) checkApprovedDigest(ap Approval) error {
+	if !r.planGates {
+		return nil
+	}
+	if r.gatePlan == nil {
+		return fmt.Errorf("rollout %s is still planning stage %s: look at the plan (starter status) and approve again", r.in.Name, r.gate)
+	}
+	if ap.PlanDigest != "" && (len(ap.PlanDigest) < 12 || !strings.HasPrefix(r.gatePlan.Digest, ap.PlanDigest)) {
+		return fmt.Errorf("the approval is for plan %s, but stage %s's plan is %s: look at it again (starter status)",
+			ap.PlanDigest, r.gate, r.gatePlan.Digest[:12])
+	}
+	return nil
+}
+
+// checkDrift plans u again before a gated stage starts it and compares the
+// plan with the approved one: a target whose state moved is not touched.
+func (r *rollout) checkDrift(ctx workflow.Context, st Stage, u PlanUpdate) (UpdateOutcome, bool) {
+	out := UpdateOutcome{Stage: st.Name, Target: u.Target, WorkflowID: WorkflowID(st.Kind, u.Target)}
+	if r.approved == nil || r.approved.Stage != st.Name {
+		return out, false
+	}
+	var approved []PlanRow
+	for _, row := range r.approved.Rows {
+		if row.Target == u.Target {
+			approved = append(approved, row)
+		}
+	}
+	why := PlanDrift(approved, planUpdate(ctx, st.Kind, u).rows)
+	if why == "" {
+		return out, false
+	}
+	out.State, out.Outcome, out.Error = StateRefused, OutcomePlanDrift, why
+	return out, true
+}
+
+// PlanDrift compares a target's approved rows with its rows now ("" when
+// they match): e.g. "planned 1.0.4 → 1.0.5, found 1.0.6".
+func PlanDrift(approved, now []PlanRow) string {
+	if len(approved) != len(now) {
+		return fmt.Sprintf("planned %d rows, found %d: the target changed since the approval", len(approved), len(now))
+	}
+	for i, a := range approved {
+		n := now[i]
+		if a.Device == n.Device && a.Current == n.Current && a.Desired == n.Desired && a.Action == n.Action {
+			continue
+		}
+		where := ""
+		if a.Device != "" {
+			where = a.Device + ": "
+		}
+		if a.Current != n.Current {
+			return fmt.Sprintf("%splanned %s → %s, found %s", where, dashEmpty(a.Current), dashEmpty(a.Desired), dashEmpty(n.Current))
+		}
+		return strings.TrimSpace(fmt.Sprintf("%splanned %s (%s → %s), now %s (%s → %s) %s", where, a.Action, dashEmpty(a.Current), dashEmpty(a.Desired),
+			n.Action, dashEmpty(n.Current), dashEmpty(n.Desired), n.Reason))
+	}
+	return ""
+}
