@@ -5,11 +5,22 @@ GO        ?= go
 CACHE     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fleetsaga
 TEMPORAL  := $(CACHE)/bin/temporal-v1.5.1
 WFCHECK   := $(CACHE)/bin/workflowcheck-v0.6.0
+# The cluster stack (STACK=cluster): the real server the CLI embeds, its
+# schema tool and the Web UI server the CLI embeds, from tools/go.mod.
+TSERVER   := $(CACHE)/bin/temporal-server-v1.29.1
+TSQLTOOL  := $(CACHE)/bin/temporal-sql-tool-v1.29.1
+TUISERVER := $(CACHE)/bin/temporal-ui-server-v2.42.1
+# Which Temporal up/demo run: dev (the CLI's dev server on SQLite) or
+# cluster (the real server on the stack's PostgreSQL).
+STACK     ?= dev
 BINS      := bin/worker bin/starter bin/fleetsim bin/devstack
 TEST_FLAGS ?= -count=1 -timeout 40m
 UI_PORT   ?= 8233
 
 export FLEETSAGA_TEMPORAL_BIN := $(TEMPORAL)
+export FLEETSAGA_TEMPORAL_SERVER_BIN := $(TSERVER)
+export FLEETSAGA_TEMPORAL_SQL_TOOL_BIN := $(TSQLTOOL)
+export FLEETSAGA_TEMPORAL_UI_BIN := $(TUISERVER)
 
 .PHONY: all build tools test unit lint browser systemd demo up down bench chaos clean $(BINS)
 
@@ -22,9 +33,10 @@ bin/starter:  ; $(GO) build -o $@ ./starter
 bin/fleetsim: ; $(GO) build -o $@ ./fleetsim/cmd/fleetsim
 bin/devstack: ; $(GO) build -o $@ ./cmd/devstack
 
-# The pinned Temporal CLI (dev server + Web UI) and workflowcheck, built once
-# from tools/go.mod into the cache (a few minutes the first time).
-tools: $(TEMPORAL) $(WFCHECK)
+# The pinned Temporal CLI (dev server + Web UI), the real server, its schema
+# tool and Web UI server (STACK=cluster and its tests), and workflowcheck,
+# built once from tools/go.mod into the cache (a few minutes the first time).
+tools: $(TEMPORAL) $(WFCHECK) $(TSERVER) $(TSQLTOOL) $(TUISERVER)
 
 $(TEMPORAL):
 	@mkdir -p $(dir $@)
@@ -34,6 +46,19 @@ $(TEMPORAL):
 $(WFCHECK):
 	@mkdir -p $(dir $@)
 	cd tools && $(GO) build -o $@ go.temporal.io/sdk/contrib/tools/workflowcheck
+
+$(TSERVER):
+	@mkdir -p $(dir $@)
+	@echo "building Temporal server v1.29.1 into $@ (once; shares most of the CLI's build)"
+	cd tools && $(GO) build -o $@ go.temporal.io/server/cmd/server
+
+$(TSQLTOOL):
+	@mkdir -p $(dir $@)
+	cd tools && $(GO) build -o $@ go.temporal.io/server/cmd/tools/sql
+
+$(TUISERVER):
+	@mkdir -p $(dir $@)
+	cd tools && $(GO) build -o $@ github.com/temporalio/ui-server/v2/cmd/server
 
 # Everything CI needs: lint, then unit + integration tests against a real
 # Temporal dev server and PostgreSQL (DATABASE_URL if it answers, else a
@@ -68,13 +93,15 @@ lint: $(WFCHECK)
 	$(WFCHECK) ./workflows/...
 
 # The demo: the whole stack, a rollout over every update kind, a summary.
+# STACK=cluster runs it on the real Temporal server on PostgreSQL.
 demo: tools build
-	bin/devstack run --dir .stack/demo --ui-port $(UI_PORT) --workers 2 --database fleetsaga_demo \
+	bin/devstack run --temporal $(STACK) --dir .stack/demo --ui-port $(UI_PORT) --workers 2 --database fleetsaga_demo \
 	  --fleetsim-spec fleetsim/specs/demo.yaml -- demo/run.sh
 
 # Keep the stack running for interactive use (Web UI on :$(UI_PORT)).
+# STACK=cluster: the real Temporal server on PostgreSQL instead.
 up: tools build
-	bin/devstack up --dir .stack/up --ui-port $(UI_PORT) --workers 2 --persist --database fleetsaga_up \
+	bin/devstack up --temporal $(STACK) --dir .stack/up --ui-port $(UI_PORT) --workers 2 --persist --database fleetsaga_up \
 	  --fleetsim-spec fleetsim/specs/demo.yaml
 
 down: bin/devstack
