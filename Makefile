@@ -118,12 +118,13 @@ bench: tools bin/worker bin/fleetsim
 # Chaos (issue 9): the real stack, a rollout over every update kind (>= 200
 # targets), worker SIGKILLs, a PostgreSQL and a Temporal restart, random
 # fleetsim faults; then the invariants against fleetsim's truth and the
-# ledger. Seeded: SEED=N replays a run; CHAOS_FLAGS for the rest
-# (bin/chaos --help). Exits non-zero on any violation.
+# ledger. Seeded: SEED=N replays a run; STACK=cluster runs it on the real
+# Temporal server on PostgreSQL; CHAOS_FLAGS for the rest (bin/chaos --help).
+# Exits non-zero on any violation.
 SEED ?= 1
 chaos: tools bin/worker bin/fleetsim
 	$(GO) build -o bin/chaos ./chaos/cmd/chaos
-	bin/chaos --bin-dir bin --dir .stack/chaos --seed $(SEED) $(CHAOS_FLAGS)
+	bin/chaos --bin-dir bin --dir .stack/chaos --seed $(SEED) --temporal $(STACK) $(CHAOS_FLAGS)
 
 clean:
 	rm -rf bin .stack

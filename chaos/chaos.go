@@ -83,6 +83,10 @@ type Config struct {
 	Settle  time.Duration
 	// UIPort serves the Temporal Web UI (0 = none).
 	UIPort int
+	// Temporal is the stack's Temporal: devstack.TemporalDev (default) or
+	// devstack.TemporalCluster (the real server on the private PostgreSQL,
+	// so the PostgreSQL restart hits Temporal's persistence too).
+	Temporal string
 
 	Log zerolog.Logger
 	// Out receives the progress lines and the final table (nil = discard).
@@ -180,7 +184,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	stack, err := devstack.StartStack(ctx, devstack.StackOptions{
 		Dir: cfg.Dir, BinDir: cfg.BinDir, UIPort: cfg.UIPort, FleetsimSpec: fl.specPath,
-		Workers: cfg.Workers, PersistTemporal: true, Database: "fleetsaga",
+		Workers: cfg.Workers, PersistTemporal: true, Database: "fleetsaga", Temporal: cfg.Temporal,
 	}, log)
 	if err != nil {
 		return nil, fmt.Errorf("start the stack: %w", err)
