@@ -22,7 +22,7 @@ export FLEETSAGA_TEMPORAL_SERVER_BIN := $(TSERVER)
 export FLEETSAGA_TEMPORAL_SQL_TOOL_BIN := $(TSQLTOOL)
 export FLEETSAGA_TEMPORAL_UI_BIN := $(TUISERVER)
 
-.PHONY: all build tools test unit lint browser systemd demo up down bench chaos clean $(BINS)
+.PHONY: all build tools test test-cluster unit lint browser systemd demo up down bench chaos clean $(BINS)
 
 all: build
 
@@ -65,6 +65,12 @@ $(TUISERVER):
 # private cluster), all started and stopped here.
 test: tools build lint browser systemd
 	bin/devstack run --dir .stack/test --ui-port 0 --database fleetsaga_test -- $(GO) test $(TEST_FLAGS) ./...
+
+# The whole suite with every integration test's Temporal the real server on
+# PostgreSQL instead of the dev server (make test runs the e2e core on it,
+# e2e/cluster_test.go; this is the rest, outside CI's time budget).
+test-cluster: tools build lint browser systemd
+	bin/devstack run --temporal cluster --dir .stack/test-cluster --ui-port 0 --database fleetsaga_test_cluster -- $(GO) test $(TEST_FLAGS) ./...
 
 # The Web UI end-to-end test drives Debian's headless chromium.
 browser:
