@@ -2,7 +2,8 @@
 // then proves nothing was lost or done twice.
 //
 // Run starts the embedded stack (a private PostgreSQL, the pinned Temporal
-// dev server on a persistent database file, fleetsim, worker processes),
+// dev server on a persistent database file, or with Config.Temporal the real
+// server on that PostgreSQL; fleetsim, worker processes),
 // starts one rollout plan with a stage for every update kind registered in
 // workflows.Kinds, and meanwhile SIGKILLs random workers (restarting them),
 // restarts PostgreSQL and the Temporal server, and arms random fleetsim
