@@ -11,22 +11,10 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
 	"github.com/fleetsaga/fleetsaga/ledger"
-)
-
-// Non-retryable error types of the agent activities; workflows and tests
-// match on them.
-const (
-	ErrTypeInvalidAgentRequest = "InvalidAgentRequest" // bad input, unknown servers, unknown agents
-	ErrTypeImageInvalid        = "ImageInvalid"        // missing, not an agent, wrong name, size/digest mismatch
-	ErrTypeServerNotFound      = "ServerNotFound"
-	ErrTypeServerNotRunning    = "ServerNotRunning"
-	ErrTypeServerNotSetup      = "ServerNotSetup"
-	ErrTypeAgentTaskFailed     = "AgentTaskFailed" // cn-agent's install task failed (backup restored)
-	ErrTypeAgentRefreshFailed  = "AgentRefreshFailed"
-	ErrTypeTritonAPI           = "TritonAPI" // a non-retryable CNAPI/SAPI/IMGAPI answer
 )
 
 // CoreAgents run the install machinery itself: each is installed alone.
@@ -89,9 +77,9 @@ func tritonErr(err error, what string) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || triton.IsRetryable(err) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	typ := ErrTypeTritonAPI
+	typ := failure.TritonAPI
 	if code := triton.ErrorCode(err); code != "" {
-		typ = ErrTypeTritonAPI + ":" + code
+		typ = failure.TritonAPI + ":" + code
 	}
 	return temporal.NewNonRetryableApplicationError(what+": "+err.Error(), typ, err)
 }
@@ -132,16 +120,16 @@ type PrepareAgentServerRequest struct {
 func (a *AgentActivities) PrepareAgentServer(ctx context.Context, r PrepareAgentServerRequest) (AgentServerState, error) {
 	s, err := a.CNAPI.GetServer(ctx, r.Server)
 	if triton.IsNotFound(err) {
-		return AgentServerState{}, nonRetryable(ErrTypeServerNotFound, "server %s is not in CNAPI", r.Server)
+		return AgentServerState{}, nonRetryable(failure.ServerNotFound, "server %s is not in CNAPI", r.Server)
 	}
 	if err != nil {
 		return AgentServerState{}, tritonErr(err, "get server")
 	}
 	if s.Status != triton.StatusRunning {
-		return AgentServerState{}, nonRetryable(ErrTypeServerNotRunning, "server %s (%s) is not running: status %s", s.Hostname, s.UUID, s.Status)
+		return AgentServerState{}, nonRetryable(failure.ServerNotRunning, "server %s (%s) is not running: status %s", s.Hostname, s.UUID, s.Status)
 	}
 	if !s.Setup {
-		return AgentServerState{}, nonRetryable(ErrTypeServerNotSetup, "server %s (%s) is not set up", s.Hostname, s.UUID)
+		return AgentServerState{}, nonRetryable(failure.ServerNotSetup, "server %s (%s) is not set up", s.Hostname, s.UUID)
 	}
 	if r.RolloutID != uuid.Nil {
 		if err := a.Store.SetAgentServer(ctx, r.RolloutID, ledger.AgentServer{ServerUUID: r.Server,
@@ -195,7 +183,7 @@ func (a *AgentActivities) InstallAgentImage(ctx context.Context, r InstallAgentR
 		taskID, err = a.CNAPI.InstallAgent(ctx, r.Server, triton.InstallAgentRequest{ImageUUID: r.Agent.ImageUUID, PackageName: r.Agent.Name})
 		if err != nil {
 			if triton.HasCode(err, triton.CodeServerNotRunning) {
-				return InstallAgentResult{}, nonRetryable(ErrTypeServerNotRunning, "install %s on %s: %v", r.Agent.Label(), r.Server, err)
+				return InstallAgentResult{}, nonRetryable(failure.ServerNotRunning, "install %s on %s: %v", r.Agent.Label(), r.Server, err)
 			}
 			return InstallAgentResult{}, tritonErr(err, "start agent_install")
 		}
@@ -226,7 +214,7 @@ func (a *AgentActivities) InstallAgentImage(ctx context.Context, r InstallAgentR
 		case triton.TaskFailure:
 			return InstallAgentResult{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("install %s on %s: task %s failed: %s", r.Agent.Label(), r.Server, taskID, task.ErrorMessage()),
-				ErrTypeAgentTaskFailed, nil, taskID)
+				failure.AgentTaskFailed, nil, taskID)
 		}
 		if err := ctx.Err(); err != nil {
 			return InstallAgentResult{}, err
@@ -334,7 +322,7 @@ func (a *AgentActivities) SetAgentIntent(ctx context.Context, r SetAgentIntentRe
 		// A retry after a lost answer: it exists now.
 		in, err = a.SAPI.GetInstance(ctx, id)
 		if err == nil && !ours(in) {
-			return SetAgentIntentResult{}, nonRetryable(ErrTypeTritonAPI, "SAPI instance %s exists but is not %s on server %s", id, r.Agent.Name, r.Server)
+			return SetAgentIntentResult{}, nonRetryable(failure.TritonAPI, "SAPI instance %s exists but is not %s on server %s", id, r.Agent.Name, r.Server)
 		}
 	}
 	if err != nil {

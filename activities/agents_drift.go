@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
 )
 
@@ -84,7 +85,7 @@ func (a *AgentActivities) FindAgentDrift(ctx context.Context, r FindAgentDriftRe
 		for _, n := range r.Agents {
 			s, ok := byName[n]
 			if !ok {
-				return AgentDriftReport{}, nonRetryable(ErrTypeInvalidAgentRequest, "no SAPI agent service named %q", n)
+				return AgentDriftReport{}, nonRetryable(failure.InvalidAgentRequest, "no SAPI agent service named %q", n)
 			}
 			services = append(services, s)
 		}
@@ -95,7 +96,7 @@ func (a *AgentActivities) FindAgentDrift(ctx context.Context, r FindAgentDriftRe
 	}
 	chosen, _, err := SelectServers(all, r.Selection, r.ExcludeServers)
 	if err != nil {
-		return AgentDriftReport{}, nonRetryable(ErrTypeInvalidAgentRequest, "%v", err)
+		return AgentDriftReport{}, nonRetryable(failure.InvalidAgentRequest, "%v", err)
 	}
 	rep := AgentDriftReport{Counts: map[string]int{}, Drift: []AgentDrift{}}
 	add := func(d AgentDrift) {

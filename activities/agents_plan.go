@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
@@ -255,7 +256,7 @@ func (a *AgentActivities) PlanAgentInstall(ctx context.Context, r PlanAgentInsta
 	}
 	chosen, excluded, err := SelectServers(all, r.Selection, r.ExcludeServers)
 	if err != nil {
-		return AgentInstallPlan{}, nonRetryable(ErrTypeInvalidAgentRequest, "%v", err)
+		return AgentInstallPlan{}, nonRetryable(failure.InvalidAgentRequest, "%v", err)
 	}
 	plan := AgentInstallPlan{Agents: agents, Selected: len(chosen), Excluded: excluded, LastSeq: len(chosen)}
 	rows := make([]ledger.AgentServer, len(chosen))
@@ -288,7 +289,7 @@ func (a *AgentActivities) PlanAgentInstall(ctx context.Context, r PlanAgentInsta
 // agents first.
 func (a *AgentActivities) resolveAgents(ctx context.Context, r PlanAgentInstallRequest) ([]PlannedAgent, error) {
 	invalid := func(format string, args ...any) error {
-		return nonRetryable(ErrTypeInvalidAgentRequest, format, args...)
+		return nonRetryable(failure.InvalidAgentRequest, format, args...)
 	}
 	services, err := a.SAPI.ListServices(ctx, triton.ListServicesOptions{Type: triton.ServiceTypeAgent})
 	if err != nil {
@@ -345,7 +346,7 @@ func (a *AgentActivities) resolveAgents(ctx context.Context, r PlanAgentInstallR
 		if err := a.IMGAPI.VerifyFile(ctx, im); err != nil {
 			var mm *triton.FileMismatchError
 			if errors.As(err, &mm) {
-				return nil, nonRetryable(ErrTypeImageInvalid, "%v", err)
+				return nil, nonRetryable(failure.ImageInvalid, "%v", err)
 			}
 			return nil, tritonErr(err, "download image "+im.UUID.String())
 		}
@@ -360,16 +361,16 @@ func (a *AgentActivities) agentImage(ctx context.Context, ag AgentRequest) (trit
 	if ag.ImageUUID != uuid.Nil {
 		im, err := a.IMGAPI.GetImage(ctx, ag.ImageUUID)
 		if triton.IsNotFound(err) {
-			return triton.Image{}, nonRetryable(ErrTypeImageInvalid, "image %s not found in IMGAPI", ag.ImageUUID)
+			return triton.Image{}, nonRetryable(failure.ImageInvalid, "image %s not found in IMGAPI", ag.ImageUUID)
 		}
 		if err != nil {
 			return triton.Image{}, tritonErr(err, "get image")
 		}
 		if !im.IsAgent() {
-			return triton.Image{}, nonRetryable(ErrTypeImageInvalid, "image %s (%s %s) is not an agent image", im.UUID, im.Name, im.Type)
+			return triton.Image{}, nonRetryable(failure.ImageInvalid, "image %s (%s %s) is not an agent image", im.UUID, im.Name, im.Type)
 		}
 		if im.Name != ag.Name {
-			return triton.Image{}, nonRetryable(ErrTypeImageInvalid, "image %s is %s, not %s", im.UUID, im.Name, ag.Name)
+			return triton.Image{}, nonRetryable(failure.ImageInvalid, "image %s is %s, not %s", im.UUID, im.Name, ag.Name)
 		}
 		return im, nil
 	}
@@ -388,7 +389,7 @@ func (a *AgentActivities) agentImage(ctx context.Context, ag AgentRequest) (trit
 		}
 	}
 	if best == nil {
-		return triton.Image{}, nonRetryable(ErrTypeImageInvalid, "IMGAPI has no active image of agent %s", ag.Name)
+		return triton.Image{}, nonRetryable(failure.ImageInvalid, "IMGAPI has no active image of agent %s", ag.Name)
 	}
 	return *best, nil
 }

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
 	"github.com/fleetsaga/fleetsaga/fleetsim"
@@ -165,12 +166,12 @@ func TestInstallAgentImageAgainstFleetsim(t *testing.T) {
 	assert.True(t, res.AlreadyInstalled)
 
 	_, err = e.act.ExecuteActivity(e.acts.InstallAgentImage, activities.InstallAgentRequest{Server: d.Servers[2].UUID, Agent: vm})
-	assert.Equal(t, activities.ErrTypeServerNotRunning, errType(err), err)
+	assert.Equal(t, failure.ServerNotRunning, errType(err), err)
 
 	bad := vm
 	bad.Name = "net-agent" // the image is vm-agent: cn-agent's task refuses it
 	_, err = e.act.ExecuteActivity(e.acts.InstallAgentImage, activities.InstallAgentRequest{Server: d.Servers[1].UUID, Agent: bad})
-	assert.Equal(t, activities.ErrTypeAgentTaskFailed, errType(err), err)
+	assert.Equal(t, failure.AgentTaskFailed, errType(err), err)
 }
 
 func TestRefreshAndIntentAgainstFleetsim(t *testing.T) {
@@ -302,7 +303,7 @@ func TestFindAgentDriftAgainstFleetsim(t *testing.T) {
 
 	_, err = e.act.ExecuteActivity(e.acts.FindAgentDrift, activities.FindAgentDriftRequest{Agents: []string{"nope"},
 		Selection: activities.ServerSelection{All: true}})
-	assert.Equal(t, activities.ErrTypeInvalidAgentRequest, errType(err))
+	assert.Equal(t, failure.InvalidAgentRequest, errType(err))
 }
 
 // A deleted server's SAPI instances outlive it (CNAPI does not remove

@@ -12,17 +12,8 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/machineapi"
-)
-
-// Application error types of the boot image activities (non-retryable).
-const (
-	ErrTypeBootImagePrecondition = "BootImagePreconditionTimeout" // cluster kept upgrading / golden record not stamped
-	ErrTypeBootImageRelease      = "BootImageReleaseMismatch"     // the cluster runs another release than asked
-	ErrTypeBootImageMalformed    = "BootImageMalformed"           // an object has an unexpected shape
-	ErrTypeBootImageNotFound     = "BootImageNotFound"            // MachineSet / record / cluster missing
-	ErrTypeBootImageInvalid      = "BootImageInvalidRequest"
-	ErrTypeBootImageReplicas     = "BootImageReplicasChanged" // someone else scaled the canary MachineSet
 )
 
 // conflictRetries bounds fresh-read retries of a patch inside one activity
@@ -45,7 +36,7 @@ type BootImageActivities struct {
 
 func (a *BootImageActivities) client(cluster string) (*machineapi.Client, error) {
 	if cluster == "" {
-		return nil, temporal.NewNonRetryableApplicationError("cluster is required", ErrTypeBootImageInvalid, nil)
+		return nil, temporal.NewNonRetryableApplicationError("cluster is required", failure.BootImageInvalid, nil)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -54,7 +45,7 @@ func (a *BootImageActivities) client(cluster string) (*machineapi.Client, error)
 	}
 	c, err := a.Kube.Client(cluster, a.HTTP)
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBootImageInvalid, err)
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), failure.BootImageInvalid, err)
 	}
 	if a.clients == nil {
 		a.clients = map[string]*machineapi.Client{}
@@ -69,9 +60,9 @@ func classifyKube(err error) error {
 	case err == nil:
 		return nil
 	case machineapi.IsMalformed(err):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBootImageMalformed, err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), failure.BootImageMalformed, err)
 	case machineapi.IsNotFound(err):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBootImageNotFound, err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), failure.BootImageNotFound, err)
 	}
 	return err // transient, conflicts, unknown: retry with backoff
 }
@@ -120,7 +111,7 @@ func (a *BootImageActivities) WaitBootImagePreconditions(ctx context.Context, in
 		why, snap, err := a.preconditions(ctx, c, in.Release)
 		if err != nil {
 			if errors.Is(err, errReleaseMismatch) {
-				return BootImageSnapshot{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBootImageRelease, nil)
+				return BootImageSnapshot{}, temporal.NewNonRetryableApplicationError(err.Error(), failure.BootImageRelease, nil)
 			}
 			if cerr := classifyKube(err); cerr != err {
 				return BootImageSnapshot{}, cerr
@@ -136,7 +127,7 @@ func (a *BootImageActivities) WaitBootImagePreconditions(ctx context.Context, in
 		if !in.Deadline.IsZero() && time.Now().After(in.Deadline) {
 			return BootImageSnapshot{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("cluster %s: gave up waiting at %s: %s", in.Cluster, in.Deadline.UTC().Format(time.RFC3339), why),
-				ErrTypeBootImagePrecondition, nil)
+				failure.BootImagePrecondition, nil)
 		}
 		if err := sleepCtx(ctx, poll); err != nil {
 			return BootImageSnapshot{}, err
@@ -224,12 +215,12 @@ func (a *BootImageActivities) PlanBootImages(ctx context.Context, in BootImagePl
 	case "All":
 	case "Partial":
 		if selector == "" && !in.FromCluster {
-			return out, temporal.NewNonRetryableApplicationError("Partial selection needs a label selector", ErrTypeBootImageInvalid, nil)
+			return out, temporal.NewNonRetryableApplicationError("Partial selection needs a label selector", failure.BootImageInvalid, nil)
 		}
 	case "None":
 		return out, nil
 	default:
-		return out, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown selection %q", out.OptIn.Mode), ErrTypeBootImageInvalid, nil)
+		return out, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown selection %q", out.OptIn.Mode), failure.BootImageInvalid, nil)
 	}
 	golden, known, st, err := a.readContext(ctx, c, in.Release)
 	if err != nil {
@@ -241,7 +232,7 @@ func (a *BootImageActivities) PlanBootImages(ctx context.Context, in BootImagePl
 			return out, err
 		}
 		// A bad selector is the operator's error, not a transient one.
-		return out, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBootImageInvalid, err)
+		return out, temporal.NewNonRetryableApplicationError(err.Error(), failure.BootImageInvalid, err)
 	}
 	for _, ms := range sets {
 		out.Plans = append(out.Plans, machineapi.PlanMachineSet(ms, golden, known, st))
@@ -267,7 +258,7 @@ func (a *BootImageActivities) readContext(ctx context.Context, c *machineapi.Cli
 	if !golden.StampedFor(release) || st.DesiredVersion != release {
 		return nil, nil, st, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("cluster %s moved on: runs %s, golden record stamped for %s, bump is for %s", c.Cluster, st.DesiredVersion, golden.ReleaseVersion, release),
-			ErrTypeBootImageRelease, nil)
+			failure.BootImageRelease, nil)
 	}
 	known, err := c.KnownImages(ctx, golden)
 	if err != nil {
@@ -464,7 +455,7 @@ func (a *BootImageActivities) ScaleMachineSet(ctx context.Context, in BootImageS
 		default:
 			return temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("machineset %s has %d replicas, expected %d (someone else scaled it)", in.MachineSet, ms.Replicas, in.From),
-				ErrTypeBootImageReplicas, nil)
+				failure.BootImageReplicas, nil)
 		}
 		activity.RecordHeartbeat(ctx, "scaling "+in.MachineSet)
 		if err := ctx.Err(); err != nil {

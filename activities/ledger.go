@@ -12,12 +12,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
-
-// ErrTypeTargetBusy is the application error type for a target that already
-// has an active update in the ledger.
-const ErrTypeTargetBusy = "TargetBusy"
 
 // LedgerActivities write the ledger on behalf of workflows.
 type LedgerActivities struct {
@@ -38,13 +35,43 @@ func (a *LedgerActivities) RecordIntent(ctx context.Context, at ledger.Attempt) 
 		err = a.Store.RecordIntent(ctx, at)
 	}
 	if errors.As(err, &busy) {
-		return temporal.NewNonRetryableApplicationError(busy.Error(), ErrTypeTargetBusy, nil, busy.UpdateID)
+		return temporal.NewNonRetryableApplicationError(busy.Error(), failure.TargetBusy, nil, busy.UpdateID)
 	}
 	if err != nil {
 		return err
 	}
 	return a.Store.AppendEvent(ctx, ledger.Event{AttemptID: at.ID, Step: "intent", State: string(ledger.StatePending),
 		Message: "attempt recorded for " + at.Target, Worker: a.identity(ctx)})
+}
+
+// RecordAttemptInput ends the previous attempt (if any) and writes the next
+// attempt's intent (if any), in that order, so the target never has two
+// active attempts.
+type RecordAttemptInput struct {
+	Finish *ledger.Finish  `json:"finish,omitempty"`
+	Next   *ledger.Attempt `json:"next,omitempty"`
+	// FinishNext ends Next at once (an update that never touched the
+	// device: no change needed, or a failed precheck).
+	FinishNext *ledger.Finish `json:"finishNext,omitempty"`
+}
+
+// RecordAttempt writes attempt transitions (idempotent by attempt ID): an
+// attempt whose intent write is in doubt is written and ended in one step.
+func (a *LedgerActivities) RecordAttempt(ctx context.Context, in RecordAttemptInput) error {
+	if in.Finish != nil {
+		if err := a.FinishAttempt(ctx, *in.Finish); err != nil {
+			return err
+		}
+	}
+	if in.Next != nil {
+		if err := a.RecordIntent(ctx, *in.Next); err != nil {
+			return err
+		}
+	}
+	if in.FinishNext != nil {
+		return a.FinishAttempt(ctx, *in.FinishNext)
+	}
+	return nil
 }
 
 // SetProgress records phase and progress.

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
@@ -38,7 +39,7 @@ func TestRecordIntentReleasesOnlyAbandonedAttempts(t *testing.T) {
 	err = la.RecordIntent(ctx, second)
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
-	require.Equal(t, activities.ErrTypeTargetBusy, appErr.Type(), "the owner still runs: the target stays busy")
+	require.Equal(t, failure.TargetBusy, appErr.Type(), "the owner still runs: the target stays busy")
 
 	require.NoError(t, env.Client.TerminateWorkflow(ctx, owner.GetID(), owner.GetRunID(), "operator gave up"))
 	require.NoError(t, la.RecordIntent(ctx, second), "the terminated owner's attempt is released")
@@ -92,7 +93,7 @@ func TestRecordIntentKeepsAttemptOfAContinuedAsNewWorkflow(t *testing.T) {
 	err = la.RecordIntent(ctx, second)
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr, "the continued run still owns the attempt")
-	require.Equal(t, activities.ErrTypeTargetBusy, appErr.Type())
+	require.Equal(t, failure.TargetBusy, appErr.Type())
 	got, err := env.Store.Get(ctx, first.ID)
 	require.NoError(t, err)
 	require.Equal(t, ledger.StatePending, got.State, "the running owner's attempt is kept")

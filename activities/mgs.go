@@ -16,20 +16,10 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/ledger"
-)
-
-// Non-retryable error types of the MGS activities (and of the SP firmware
-// and host flash workflows); callers and tests match on them.
-const (
-	ErrTypeArtifactUnavailable   = "ArtifactUnavailable"    // cannot read the artifact file/URL
-	ErrTypeArtifactMismatch      = "ArtifactDigestMismatch" // SHA-256 differs from the expected one
-	ErrTypeMGSNotConfigured      = "MGSNotConfigured"
-	ErrTypeMGSRejected           = "MGSRejected" // a 4xx answer or a malformed reply (type suffix ":<error_code>")
-	ErrTypeHostBootTimeout       = "HostBootTimeout"
-	ErrTypeHostPhase2Unavailable = "HostPhase2Unavailable" // no MGS accepted the phase 2 image
 )
 
 // MGSActivities do every MGS call of the SP firmware and host boot flash
@@ -88,7 +78,7 @@ func mgsErr(err error, what string) error {
 	if errors.As(err, &ae) {
 		return err
 	}
-	typ := ErrTypeMGSRejected
+	typ := failure.MGSRejected
 	var e *mgs.Error
 	if errors.As(err, &e) && e.Code != "" {
 		typ += ":" + e.Code
@@ -98,7 +88,7 @@ func mgsErr(err error, what string) error {
 
 func (a *MGSActivities) set() (*mgs.Set, error) {
 	if a.MGS == nil {
-		return nil, mgsFatal(ErrTypeMGSNotConfigured, "this worker has no MGS endpoints configured")
+		return nil, mgsFatal(failure.MGSNotConfigured, "this worker has no MGS endpoints configured")
 	}
 	return a.MGS, nil
 }
@@ -154,18 +144,18 @@ func (a *MGSActivities) openArtifact(ctx context.Context, r ArtifactRef) (io.Rea
 	case r.Path != "":
 		f, err := os.Open(r.Path)
 		if err != nil {
-			return nil, 0, mgsFatal(ErrTypeArtifactUnavailable, "artifact %s: %v", r.Path, err)
+			return nil, 0, mgsFatal(failure.ArtifactUnavailable, "artifact %s: %v", r.Path, err)
 		}
 		st, err := f.Stat()
 		if err != nil {
 			f.Close()
-			return nil, 0, mgsFatal(ErrTypeArtifactUnavailable, "artifact %s: %v", r.Path, err)
+			return nil, 0, mgsFatal(failure.ArtifactUnavailable, "artifact %s: %v", r.Path, err)
 		}
 		return f, st.Size(), nil
 	case r.URL != "":
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.URL, nil)
 		if err != nil {
-			return nil, 0, mgsFatal(ErrTypeArtifactUnavailable, "artifact %s: %v", r.URL, err)
+			return nil, 0, mgsFatal(failure.ArtifactUnavailable, "artifact %s: %v", r.URL, err)
 		}
 		hc := a.HTTP
 		if hc == nil {
@@ -180,11 +170,11 @@ func (a *MGSActivities) openArtifact(ctx context.Context, r ArtifactRef) (io.Rea
 			if resp.StatusCode >= 500 {
 				return nil, 0, fmt.Errorf("fetch artifact %s: HTTP %d", r.URL, resp.StatusCode)
 			}
-			return nil, 0, mgsFatal(ErrTypeArtifactUnavailable, "artifact %s: HTTP %d", r.URL, resp.StatusCode)
+			return nil, 0, mgsFatal(failure.ArtifactUnavailable, "artifact %s: HTTP %d", r.URL, resp.StatusCode)
 		}
 		return resp.Body, resp.ContentLength, nil
 	}
-	return nil, 0, mgsFatal(ErrTypeArtifactUnavailable, "artifact %s has neither path nor url", r.Version)
+	return nil, 0, mgsFatal(failure.ArtifactUnavailable, "artifact %s has neither path nor url", r.Version)
 }
 
 // verifyArtifact reads the artifact and checks its SHA-256; it returns the size.
@@ -201,7 +191,7 @@ func (a *MGSActivities) verifyArtifact(ctx context.Context, r ArtifactRef) (int6
 	}
 	got := hex.EncodeToString(sum.Sum(nil))
 	if !strings.EqualFold(got, r.SHA256) {
-		return 0, mgsFatal(ErrTypeArtifactMismatch, "artifact %s (version %s): SHA-256 is %s, expected %s", r.where(), r.Version, got, r.SHA256)
+		return 0, mgsFatal(failure.ArtifactMismatch, "artifact %s (version %s): SHA-256 is %s, expected %s", r.where(), r.Version, got, r.SHA256)
 	}
 	return n, nil
 }
@@ -295,7 +285,7 @@ func (a *MGSActivities) MGSPrecheck(ctx context.Context, in PrecheckInput) (Prec
 			return out, mgsErr(err, "read active host boot flash slot")
 		}
 		if active > 1 {
-			return out, mgsFatal(ErrTypeMGSRejected, "host boot flash active slot %d is not 0 or 1", active)
+			return out, mgsFatal(failure.MGSRejected, "host boot flash active slot %d is not 0 or 1", active)
 		}
 		inactive = 1 - active
 	}
@@ -384,35 +374,11 @@ func (a *MGSActivities) hostSlotHash(ctx context.Context, set *mgs.Set, sp mgs.S
 
 // --- ledger ---
 
-// RecordAttemptInput ends the previous attempt (if any) and writes the next
-// attempt's intent (if any), in that order, so the target never has two
-// active attempts.
-type RecordAttemptInput struct {
-	Finish *ledger.Finish  `json:"finish,omitempty"`
-	Next   *ledger.Attempt `json:"next,omitempty"`
-	// FinishNext ends Next at once (an update that never touched the
-	// device: no change needed, or a failed precheck).
-	FinishNext *ledger.Finish `json:"finishNext,omitempty"`
-}
-
 // MGSRecordAttempt writes attempt transitions to the ledger (idempotent).
 func (a *MGSActivities) MGSRecordAttempt(ctx context.Context, in RecordAttemptInput) error {
 	la := a.Ledger
 	if la == nil { // tests without Temporal: no abandoned attempt can be released
 		la = &LedgerActivities{Store: a.Store, Identity: a.Identity}
 	}
-	if in.Finish != nil {
-		if err := la.FinishAttempt(ctx, *in.Finish); err != nil {
-			return err
-		}
-	}
-	if in.Next != nil {
-		if err := la.RecordIntent(ctx, *in.Next); err != nil {
-			return err
-		}
-	}
-	if in.FinishNext != nil {
-		return la.FinishAttempt(ctx, *in.FinishNext)
-	}
-	return nil
+	return la.RecordAttempt(ctx, in)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
@@ -85,7 +86,7 @@ func TestHostRecoveryModeForTheBootOnly(t *testing.T) {
 	require.NoError(t, c.SetStartupOptions(context.Background(), sled2, opts))
 	_, err = m.env.ExecuteActivity(m.a.HostWaitBoot, activities.HostWaitBootInput{
 		SP: sled2, NewSlot: 1, Phase2SHA256: "ab" + p2Ref.SHA256[2:], Timeout: 200 * time.Millisecond, PollInterval: 10 * time.Millisecond})
-	assert.Equal(t, activities.ErrTypeHostBootTimeout, mgsErrType(err))
+	assert.Equal(t, failure.HostBootTimeout, mgsErrType(err))
 	assert.False(t, m.truth().Host.StartupOptions.Phase2RecoveryMode, "cleared when the boot timed out")
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 )
 
@@ -44,7 +45,7 @@ func (a *MGSActivities) HostPostUpdate(ctx context.Context, in HostPostUpdateInp
 		rc.Close()
 		switch {
 		case err == nil && !strings.EqualFold(sum, in.Phase2.SHA256):
-			return mgsFatal(ErrTypeArtifactMismatch, "MGS %s hashed phase 2 as %s, expected %s", c.BaseURL(), sum, in.Phase2.SHA256)
+			return mgsFatal(failure.ArtifactMismatch, "MGS %s hashed phase 2 as %s, expected %s", c.BaseURL(), sum, in.Phase2.SHA256)
 		case err == nil:
 			uploaded++
 		case mgs.Classify(err) == mgs.ClassFatal:
@@ -218,7 +219,7 @@ func (a *MGSActivities) HostWaitBoot(ctx context.Context, in HostWaitBootInput) 
 			// wait for a phase 2 nobody serves. Best effort (the MGS may
 			// be unreachable, which may be why the boot failed).
 			_ = setRecoveryMode(ctx, set, in.SP, false)
-			return out, mgsFatal(ErrTypeHostBootTimeout,
+			return out, mgsFatal(failure.HostBootTimeout,
 				"host of %s did not boot slot %d with phase 2 %s within %s (phase 2 fetched %d of %d bytes)",
 				in.SP, in.NewSlot, in.Phase2SHA256, in.Timeout, out.Offset, out.Total)
 		}

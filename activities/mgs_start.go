@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
@@ -123,7 +124,7 @@ func (a *MGSActivities) MGSStartUpdate(ctx context.Context, in StartUpdateInput)
 			_ = set.Do(ctx, func(ctx context.Context, c *mgs.Client) error {
 				return c.UpdateAbort(ctx, in.SP, in.Component, in.UpdateID)
 			})
-			return out, mgsFatal(ErrTypeArtifactMismatch, "artifact %s changed while it was sent: SHA-256 %s, expected %s", in.Artifact.where(), digest, in.Artifact.SHA256)
+			return out, mgsFatal(failure.ArtifactMismatch, "artifact %s changed while it was sent: SHA-256 %s, expected %s", in.Artifact.where(), digest, in.Artifact.SHA256)
 		}
 		out.Started, out.MGS = true, c.BaseURL()
 		a.event(ctx, in.UpdateID, "start", string(ledger.StateRunning), "update "+in.UpdateID.String()+" accepted by "+c.BaseURL())

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/fleet/openapi"
@@ -140,11 +141,11 @@ func TestMGSPrecheckVerifiesArtifactFirst(t *testing.T) {
 	bad := art
 	bad.SHA256 = "00" + art.SHA256[2:]
 	_, err = exec[activities.PrecheckResult](m, m.a.MGSPrecheck, activities.PrecheckInput{SP: sled2, Component: mgs.ComponentSP, Artifacts: []activities.ArtifactRef{bad}})
-	assert.Equal(t, activities.ErrTypeArtifactMismatch, mgsErrType(err))
+	assert.Equal(t, failure.ArtifactMismatch, mgsErrType(err))
 	missing := art
 	missing.Path = filepath.Join(m.dir, "nope")
 	_, err = exec[activities.PrecheckResult](m, m.a.MGSPrecheck, activities.PrecheckInput{SP: sled2, Component: mgs.ComponentSP, Artifacts: []activities.ArtifactRef{missing}})
-	assert.Equal(t, activities.ErrTypeArtifactUnavailable, mgsErrType(err))
+	assert.Equal(t, failure.ArtifactUnavailable, mgsErrType(err))
 
 	// Host boot flash: the active slot, its hash, the inactive slot.
 	pre, err = exec[activities.PrecheckResult](m, m.a.MGSPrecheck, activities.PrecheckInput{SP: sled2, Component: mgs.ComponentHostBootFlash})
@@ -155,7 +156,7 @@ func TestMGSPrecheckVerifiesArtifactFirst(t *testing.T) {
 
 	// An unknown SP is a non-retryable MGS rejection.
 	_, err = exec[activities.PrecheckResult](m, m.a.MGSPrecheck, activities.PrecheckInput{SP: mgs.SpIdentifier{Type: mgs.SpTypeSled, Slot: 99}, Component: mgs.ComponentSP})
-	assert.Equal(t, activities.ErrTypeMGSRejected+":InvalidSp", mgsErrType(err))
+	assert.Equal(t, failure.MGSRejected+":InvalidSp", mgsErrType(err))
 }
 
 func TestMGSStartIsIdempotentAndReportsBusy(t *testing.T) {
@@ -289,7 +290,7 @@ func TestHostActivitiesFollowPhase2ThroughSP(t *testing.T) {
 	// A stale record (another image) is not taken for progress.
 	_, err = m.env.ExecuteActivity(m.a.HostWaitBoot, activities.HostWaitBootInput{
 		SP: sled2, NewSlot: 1, Phase2SHA256: "ab" + p2Ref.SHA256[2:], Timeout: 200 * time.Millisecond, PollInterval: 10 * time.Millisecond})
-	assert.Equal(t, activities.ErrTypeHostBootTimeout, mgsErrType(err))
+	assert.Equal(t, failure.HostBootTimeout, mgsErrType(err))
 }
 
 // flashHostPhase1 writes a 64 KiB phase 2 image and its phase 1, delivers

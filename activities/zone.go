@@ -13,44 +13,11 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleet/nexusdb"
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
 	"github.com/fleetsaga/fleetsaga/ledger"
-)
-
-// Zone expunge error types (temporal.ApplicationError.Type()). All are
-// non-retryable: the workflow decides what each means.
-const (
-	ErrTypeSledNotFound = "SledNotFound"
-	ErrTypeZoneNotFound = "ZoneNotFound"
-	// ErrTypeLastNexusZone: expunging would leave no in-service Nexus zone.
-	ErrTypeLastNexusZone = "LastNexusZone"
-	// ErrTypeStaleGeneration: the sled ledgered a config at or past ours that
-	// still has the zone; details: the ledgered generation (uint64). Rebase.
-	ErrTypeStaleGeneration = "StaleGeneration"
-	// ErrTypeZoneRemovalTimedOut: the config PUT kept failing past its bound.
-	ErrTypeZoneRemovalTimedOut = "ZoneRemovalTimedOut"
-	// ErrTypeInventoryProofTimedOut: inventory never showed the zone gone.
-	ErrTypeInventoryProofTimedOut = "InventoryProofTimedOut"
-	// ErrTypeZoneReinstated: a newer sled config put the zone back.
-	ErrTypeZoneReinstated = "ZoneReinstated"
-	// ErrTypeGateNotProven: saga reassignment refused, the zone is not ready
-	// for cleanup in the ledger.
-	ErrTypeGateNotProven = "GateNotProven"
-	ErrTypeNoLiveNexus   = "NoLiveNexus"
-	// ErrTypeOwnerGone: the chosen new saga owner was expunged before the
-	// move; nothing moved. Choose again.
-	ErrTypeOwnerGone = "SagaOwnerGone"
-	// ErrTypeSagasRemain: sagas still belong to the expunged Nexus after reassignment.
-	ErrTypeSagasRemain = "SagasRemain"
-	// ErrTypeSledAgent: a sled-agent answer that retrying cannot change.
-	ErrTypeSledAgent            = "SledAgentRejected"
-	ErrTypeNexusDBNotConfigured = "NexusDBNotConfigured"
-	ErrTypeInvalidZoneExpunge   = "InvalidZoneExpunge"
-	// ErrTypeExpungeConflict: the ledger has the expunge committed but the
-	// sled still has the zone (the device is the truth: no success over it).
-	ErrTypeExpungeConflict = "ExpungeConflict"
 )
 
 // ZoneActivities drive sled-agents, the Nexus saga table and the ledger for
@@ -90,9 +57,9 @@ func sledAgentErr(sled uuid.UUID, err error) error {
 	}
 	var he *sledagent.Error
 	if errors.As(err, &he) && he.StatusCode == http.StatusNotFound {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("sled %s: %v", sled, err), ErrTypeSledNotFound, err)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("sled %s: %v", sled, err), failure.SledNotFound, err)
 	}
-	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("sled %s: %v", sled, err), ErrTypeSledAgent, err)
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("sled %s: %v", sled, err), failure.SledAgentRejected, err)
 }
 
 func zoneFail(typ, format string, args ...any) error {
@@ -163,7 +130,7 @@ func (a *ZoneActivities) PrecheckZoneExpunge(ctx context.Context, in ZonePrechec
 		return out, err
 	default:
 		if existing.SledID != in.Sled {
-			return out, zoneFail(ErrTypeZoneNotFound, "zone %s was expunged from sled %s, not %s", in.Zone, existing.SledID, in.Sled)
+			return out, zoneFail(failure.ZoneNotFound, "zone %s was expunged from sled %s, not %s", in.Zone, existing.SledID, in.Sled)
 		}
 		out.Existing = existing
 	}
@@ -171,7 +138,7 @@ func (a *ZoneActivities) PrecheckZoneExpunge(ctx context.Context, in ZonePrechec
 	out.Kind, out.InConfig = zoneKind(inv, in.Zone)
 	out.Present, _ = inv.ZonePresent(in.Zone)
 	if out.Existing != nil && out.Existing.Completed() && (out.InConfig || out.Present) {
-		return out, zoneFail(ErrTypeExpungeConflict,
+		return out, zoneFail(failure.ExpungeConflict,
 			"the ledger has zone %s expunged and committed (as of generation %d), but sled %s still has it (ledgered generation %d, in its config %v, present %v): "+
 				"the sled is the truth; find who put it back before expunging it again",
 			in.Zone, out.Existing.ExpungedAsOf, in.Sled, out.LedgeredGeneration, out.InConfig, out.Present)
@@ -179,10 +146,10 @@ func (a *ZoneActivities) PrecheckZoneExpunge(ctx context.Context, in ZonePrechec
 	if out.Existing != nil {
 		out.Kind = out.Existing.Kind
 	} else if !out.InConfig && !out.Present {
-		return out, zoneFail(ErrTypeZoneNotFound, "sled %s has no zone %s (ledgered generation %d)", in.Sled, in.Zone, out.LedgeredGeneration)
+		return out, zoneFail(failure.ZoneNotFound, "sled %s has no zone %s (ledgered generation %d)", in.Sled, in.Zone, out.LedgeredGeneration)
 	}
 	if out.Kind == "" {
-		return out, zoneFail(ErrTypeZoneNotFound, "sled %s: zone %s is running but in no config; its kind is unknown", in.Sled, in.Zone)
+		return out, zoneFail(failure.ZoneNotFound, "sled %s: zone %s is running but in no config; its kind is unknown", in.Sled, in.Zone)
 	}
 
 	attempts, err := a.Store.Attempts(ctx, in.UpdateID)
@@ -203,7 +170,7 @@ func (a *ZoneActivities) PrecheckZoneExpunge(ctx context.Context, in ZonePrechec
 			return out, err
 		}
 		if len(others) == 0 {
-			return out, zoneFail(ErrTypeLastNexusZone,
+			return out, zoneFail(failure.LastNexusZone,
 				"refusing to expunge Nexus zone %s: no other in-service Nexus zone found on the rack's sleds that answered", in.Zone)
 		}
 		out.OtherNexus = others
@@ -351,7 +318,7 @@ type zonePutHeartbeat struct {
 // still in its config is a StaleGeneration error (rebase, never overwrite).
 func (a *ZoneActivities) PutConfigWithoutZone(ctx context.Context, in ZonePutInput) (ZonePutResult, error) {
 	if in.ExpungedAsOf < 1 || in.Deadline.IsZero() {
-		return ZonePutResult{}, zoneFail(ErrTypeInvalidZoneExpunge, "config PUT needs a generation and a deadline")
+		return ZonePutResult{}, zoneFail(failure.InvalidZoneExpunge, "config PUT needs a generation and a deadline")
 	}
 	var hb zonePutHeartbeat
 	if activity.HasHeartbeatDetails(ctx) {
@@ -381,7 +348,7 @@ func (a *ZoneActivities) PutConfigWithoutZone(ctx context.Context, in ZonePutInp
 				if inConfig {
 					return ZonePutResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 						"sled %s ledgered generation %d, which still has zone %s: rebase past it", in.Sled, gen, in.Zone),
-						ErrTypeStaleGeneration, nil, gen)
+						failure.StaleGeneration, nil, gen)
 				}
 				res := ZonePutResult{LedgeredGeneration: gen, Attempts: hb.Attempts, LastError: hb.LastError}
 				return res, a.event(ctx, in.AttemptID, fmt.Sprintf("zone.config.%d", in.ExpungedAsOf), "", fmt.Sprintf(
@@ -391,7 +358,7 @@ func (a *ZoneActivities) PutConfigWithoutZone(ctx context.Context, in ZonePutInp
 				return ZonePutResult{}, sledAgentErr(in.Sled, fmt.Errorf("%w (the sled is still at generation %d)", rejected, gen))
 			}
 			if inv.LedgeredSledConfig == nil {
-				return ZonePutResult{}, zoneFail(ErrTypeSledAgent, "sled %s has no ledgered config to remove zone %s from", in.Sled, in.Zone)
+				return ZonePutResult{}, zoneFail(failure.SledAgentRejected, "sled %s has no ledgered config to remove zone %s from", in.Sled, in.Zone)
 			}
 			if !accepted {
 				hb.Attempts++
@@ -425,7 +392,7 @@ func (a *ZoneActivities) PutConfigWithoutZone(ctx context.Context, in ZonePutInp
 			return ZonePutResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 				"sled %s did not ledger generation %d without zone %s by %s (%d PUT attempts, last error: %s); the expunge is recorded and can be resumed",
 				in.Sled, in.ExpungedAsOf, in.Zone, in.Deadline.Format(time.RFC3339), hb.Attempts, hb.LastError),
-				ErrTypeZoneRemovalTimedOut, err, hb.Attempts)
+				failure.ZoneRemovalTimedOut, err, hb.Attempts)
 		}
 		if err := sleepCtx(ctx, delay); err != nil {
 			return ZonePutResult{}, err
@@ -470,7 +437,7 @@ func (a *ZoneActivities) AwaitZoneGone(ctx context.Context, in ZoneGoneInput) (Z
 			gen := inv.LedgeredGeneration()
 			_, inConfig := zoneKind(inv, in.Zone)
 			if gen >= in.ExpungedAsOf && inConfig {
-				return ZoneGoneResult{}, zoneFail(ErrTypeZoneReinstated,
+				return ZoneGoneResult{}, zoneFail(failure.ZoneReinstated,
 					"sled %s ledgered generation %d with zone %s back in it", in.Sled, gen, in.Zone)
 			}
 			gone, why := inv.ZoneGone(in.Zone, in.ExpungedAsOf)
@@ -488,7 +455,7 @@ func (a *ZoneActivities) AwaitZoneGone(ctx context.Context, in ZoneGoneInput) (Z
 			last = err.Error()
 		}
 		if !in.Deadline.IsZero() && time.Now().After(in.Deadline) {
-			return ZoneGoneResult{}, zoneFail(ErrTypeInventoryProofTimedOut,
+			return ZoneGoneResult{}, zoneFail(failure.InventoryProofTimedOut,
 				"inventory of sled %s never proved zone %s gone at generation >= %d by %s (last: %s)",
 				in.Sled, in.Zone, in.ExpungedAsOf, in.Deadline.Format(time.RFC3339), last)
 		}
@@ -535,7 +502,7 @@ func (a *ZoneActivities) ChooseSagaOwner(ctx context.Context, in ZoneOwnerInput)
 		return in.Preferred, nil
 	}
 	if len(live) == 0 {
-		return uuid.Nil, zoneFail(ErrTypeNoLiveNexus, "no live Nexus zone on the rack's sleds can adopt the sagas of %s (sleds that did not answer: %v)",
+		return uuid.Nil, zoneFail(failure.NoLiveNexus, "no live Nexus zone on the rack's sleds can adopt the sagas of %s (sleds that did not answer: %v)",
 			in.Zone, skipped)
 	}
 	slices.SortFunc(live, func(x, y uuid.UUID) int { return strings.Compare(x.String(), y.String()) })
@@ -577,17 +544,17 @@ func (a *ZoneActivities) ReassignNexusSagas(ctx context.Context, in ZoneReassign
 	var out ZoneReassignResult
 	z, err := a.Store.ZoneDisposition(ctx, in.Zone)
 	if errors.Is(err, ledger.ErrZoneNotExpunged) {
-		return out, zoneFail(ErrTypeGateNotProven, "zone %s is not expunged in the ledger", in.Zone)
+		return out, zoneFail(failure.GateNotProven, "zone %s is not expunged in the ledger", in.Zone)
 	}
 	if err != nil {
 		return out, err
 	}
 	if !z.ReadyForCleanup {
-		return out, zoneFail(ErrTypeGateNotProven,
+		return out, zoneFail(failure.GateNotProven,
 			"refusing to reassign sagas of Nexus %s: inventory has not proven it gone (expunged as of %d, not ready for cleanup)", in.Zone, z.ExpungedAsOf)
 	}
 	if a.Nexus == nil {
-		return out, zoneFail(ErrTypeNexusDBNotConfigured, "no Nexus database configured (fleet endpoint nexusDB)")
+		return out, zoneFail(failure.NexusDBNotConfigured, "no Nexus database configured (fleet endpoint nexusDB)")
 	}
 	planned, err := a.Nexus.UnfinishedSagas(ctx, in.Zone)
 	if err != nil {
@@ -606,7 +573,7 @@ func (a *ZoneActivities) ReassignNexusSagas(ctx context.Context, in ZoneReassign
 		return err
 	})
 	if errors.Is(err, ledger.ErrOwnerExpunged) {
-		return out, zoneFail(ErrTypeOwnerGone, "new saga owner %s was expunged before the sagas of %s moved to it; nothing moved", in.NewOwner, in.Zone)
+		return out, zoneFail(failure.OwnerGone, "new saga owner %s was expunged before the sagas of %s moved to it; nothing moved", in.NewOwner, in.Zone)
 	}
 	if err != nil {
 		return out, err
@@ -622,7 +589,7 @@ func (a *ZoneActivities) ReassignNexusSagas(ctx context.Context, in ZoneReassign
 // CountUnfinishedSagas is step 5's verification.
 func (a *ZoneActivities) CountUnfinishedSagas(ctx context.Context, zone uuid.UUID) (int64, error) {
 	if a.Nexus == nil {
-		return 0, zoneFail(ErrTypeNexusDBNotConfigured, "no Nexus database configured (fleet endpoint nexusDB)")
+		return 0, zoneFail(failure.NexusDBNotConfigured, "no Nexus database configured (fleet endpoint nexusDB)")
 	}
 	return a.Nexus.CountUnfinished(ctx, zone)
 }
@@ -643,7 +610,7 @@ func (a *ZoneActivities) CommitZoneExpunge(ctx context.Context, in ZoneCommitInp
 	}
 	z, err := a.Store.CompleteZoneExpunge(ctx, in.Zone, len(moved), in.NewOwner)
 	if errors.Is(err, ledger.ErrNotReadyForCleanup) {
-		return ledger.ZoneDisposition{}, zoneFail(ErrTypeGateNotProven, "%v", err)
+		return ledger.ZoneDisposition{}, zoneFail(failure.GateNotProven, "%v", err)
 	}
 	if err != nil {
 		return ledger.ZoneDisposition{}, err

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 )
@@ -60,7 +61,7 @@ func TestPutConfigWithoutZoneRebasesOnConcurrentWriter(t *testing.T) {
 	require.Error(t, err)
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
-	require.Equal(t, activities.ErrTypeStaleGeneration, app.Type(), "%v", err)
+	require.Equal(t, failure.StaleGeneration, app.Type(), "%v", err)
 	var gen uint64
 	require.NoError(t, app.Details(&gen))
 	assert.Equal(t, uint64(4), gen)
@@ -100,13 +101,13 @@ func TestAwaitZoneGoneWaitsOutAFailingRemoval(t *testing.T) {
 
 	_, err = f.tenv.ExecuteActivity(f.acts.AwaitZoneGone, activities.ZoneGoneInput{AttemptID: f.attempt, Sled: f.sleds[0],
 		Zone: f.nexusA, ExpungedAsOf: 4, Deadline: time.Now().Add(300 * time.Millisecond), PollInterval: 20 * time.Millisecond})
-	assert.Equal(t, activities.ErrTypeInventoryProofTimedOut, appErrType(err), "%v", err)
+	assert.Equal(t, failure.InventoryProofTimedOut, appErrType(err), "%v", err)
 	assert.Contains(t, err.Error(), "zone still on the sled")
 	z, err := f.env.Store.ZoneDisposition(context.Background(), f.nexusA)
 	require.NoError(t, err)
 	assert.False(t, z.ReadyForCleanup, "a failing removal is not proof")
 	_, err = f.tenv.ExecuteActivity(f.acts.CommitZoneExpunge, activities.ZoneCommitInput{AttemptID: f.attempt, Zone: f.nexusA})
-	assert.Equal(t, activities.ErrTypeGateNotProven, appErrType(err))
+	assert.Equal(t, failure.GateNotProven, appErrType(err))
 
 	require.True(t, f.sim.Env.Faults.Clear(fid))
 	_, err = f.tenv.ExecuteActivity(f.acts.AwaitZoneGone, activities.ZoneGoneInput{AttemptID: f.attempt, Sled: f.sleds[0],

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/nexusdb"
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
 )
@@ -19,12 +20,12 @@ func (a *ZoneActivities) sled(ctx context.Context, id uuid.UUID) (*sledagent.Cli
 		return sledagent.New(a.Fleet.SledAgentURL(id.String()), a.HTTP), nil
 	}
 	if a.Nexus == nil {
-		return nil, zoneFail(ErrTypeNexusDBNotConfigured,
+		return nil, zoneFail(failure.NexusDBNotConfigured,
 			"sled %s: no Nexus database configured (fleet endpoint nexusDB) to find its sled-agent's address", id)
 	}
 	s, err := a.Nexus.Sled(ctx, id)
 	if errors.Is(err, nexusdb.ErrNoSuchSled) {
-		return nil, zoneFail(ErrTypeSledNotFound, "sled %s is not in Nexus's sled table", id)
+		return nil, zoneFail(failure.SledNotFound, "sled %s is not in Nexus's sled table", id)
 	}
 	if err != nil {
 		return nil, err // database: retried
@@ -60,7 +61,7 @@ func (a *ZoneActivities) rackSleds(ctx context.Context, sled uuid.UUID, given []
 		rack, err := a.Nexus.RackSleds(ctx, sled)
 		switch {
 		case errors.Is(err, nexusdb.ErrNoSuchSled):
-			return nil, zoneFail(ErrTypeSledNotFound, "sled %s is not in Nexus's sled table", sled)
+			return nil, zoneFail(failure.SledNotFound, "sled %s is not in Nexus's sled table", sled)
 		case err != nil:
 			return nil, err
 		}

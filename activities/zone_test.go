@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
 	"github.com/fleetsaga/fleetsaga/fleetsim"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
@@ -137,11 +138,11 @@ func TestPrecheckZoneExpunge(t *testing.T) {
 	assert.Equal(t, "internal_ntp", pre.Kind)
 
 	_, err = run(activities.ZonePrecheckInput{Sled: uuid.New(), Zone: f.nexusA})
-	assert.Equal(t, activities.ErrTypeSledNotFound, appErrType(err), "%v", err)
+	assert.Equal(t, failure.SledNotFound, appErrType(err), "%v", err)
 	_, err = run(activities.ZonePrecheckInput{Sled: f.sleds[0], Zone: uuid.New()})
-	assert.Equal(t, activities.ErrTypeZoneNotFound, appErrType(err), "%v", err)
+	assert.Equal(t, failure.ZoneNotFound, appErrType(err), "%v", err)
 	_, err = run(activities.ZonePrecheckInput{Sled: f.sleds[1], Zone: f.nexusA})
-	assert.Equal(t, activities.ErrTypeZoneNotFound, appErrType(err), "zone on another sled: %v", err)
+	assert.Equal(t, failure.ZoneNotFound, appErrType(err), "zone on another sled: %v", err)
 	// No rackSleds typed by hand: the rack's sleds come from Nexus's sled table.
 	pre, err = run(activities.ZonePrecheckInput{Sled: f.sleds[0], Zone: f.nexusA})
 	require.NoError(t, err)
@@ -157,7 +158,7 @@ func TestPrecheckZoneExpunge(t *testing.T) {
 	assert.Equal(t, f.attempt, pre.ActiveAttempt.ID)
 	assert.Equal(t, 2, pre.NextAttempt)
 	_, err = run(activities.ZonePrecheckInput{Sled: f.sleds[1], Zone: f.nexusB, RackSleds: f.sleds})
-	assert.Equal(t, activities.ErrTypeLastNexusZone, appErrType(err), "A is expunged, so B is the last: %v", err)
+	assert.Equal(t, failure.LastNexusZone, appErrType(err), "A is expunged, so B is the last: %v", err)
 }
 
 // Opt-in mode: the PUT fails while the removal fails; it is retried.
@@ -194,7 +195,7 @@ func TestPutConfigWithoutZoneGivesUpAtDeadline(t *testing.T) {
 	_, err := f.tenv.ExecuteActivity(f.acts.PutConfigWithoutZone, activities.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0],
 		Zone: f.nexusA, ExpungedAsOf: 4, Deadline: time.Now().Add(400 * time.Millisecond), RetryInitial: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond})
 	require.Error(t, err)
-	assert.Equal(t, activities.ErrTypeZoneRemovalTimedOut, appErrType(err), "%v", err)
+	assert.Equal(t, failure.ZoneRemovalTimedOut, appErrType(err), "%v", err)
 	assert.Contains(t, err.Error(), "resumed")
 	inv, err := f.sledClient().Inventory(context.Background())
 	require.NoError(t, err)
@@ -217,7 +218,7 @@ func TestPutConfigWithoutZoneReportsStaleGeneration(t *testing.T) {
 	require.Error(t, err)
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
-	assert.Equal(t, activities.ErrTypeStaleGeneration, app.Type())
+	assert.Equal(t, failure.StaleGeneration, app.Type())
 	var gen uint64
 	require.NoError(t, app.Details(&gen))
 	assert.Equal(t, uint64(5), gen)
@@ -241,11 +242,11 @@ func TestAwaitZoneGoneAndTheGate(t *testing.T) {
 	// Before the PUT: no proof, and the reassignment refuses to run.
 	_, err := f.tenv.ExecuteActivity(f.acts.AwaitZoneGone, activities.ZoneGoneInput{AttemptID: f.attempt, Sled: f.sleds[0],
 		Zone: f.nexusA, ExpungedAsOf: 4, Deadline: time.Now().Add(200 * time.Millisecond), PollInterval: 20 * time.Millisecond})
-	assert.Equal(t, activities.ErrTypeInventoryProofTimedOut, appErrType(err), "%v", err)
+	assert.Equal(t, failure.InventoryProofTimedOut, appErrType(err), "%v", err)
 	_, err = f.tenv.ExecuteActivity(f.acts.ReassignNexusSagas, activities.ZoneReassignInput{AttemptID: f.attempt, Zone: f.nexusA, NewOwner: f.nexusB})
-	assert.Equal(t, activities.ErrTypeGateNotProven, appErrType(err), "%v", err)
+	assert.Equal(t, failure.GateNotProven, appErrType(err), "%v", err)
 	_, err = f.tenv.ExecuteActivity(f.acts.CommitZoneExpunge, activities.ZoneCommitInput{AttemptID: f.attempt, Zone: f.nexusA})
-	assert.Equal(t, activities.ErrTypeGateNotProven, appErrType(err), "%v", err)
+	assert.Equal(t, failure.GateNotProven, appErrType(err), "%v", err)
 
 	require.NoError(t, f.sledClient().PutOmicronConfig(context.Background(), func() sledagent.OmicronSledConfig {
 		inv, err := f.sledClient().Inventory(context.Background())
@@ -292,7 +293,7 @@ func TestAwaitZoneGoneDetectsReinstatedZone(t *testing.T) {
 	require.NoError(t, c.PutOmicronConfig(context.Background(), back))
 	_, err = f.tenv.ExecuteActivity(f.acts.AwaitZoneGone, activities.ZoneGoneInput{AttemptID: f.attempt, Sled: f.sleds[0],
 		Zone: f.nexusA, ExpungedAsOf: 4, Deadline: time.Now().Add(time.Second), PollInterval: 20 * time.Millisecond})
-	assert.Equal(t, activities.ErrTypeZoneReinstated, appErrType(err), "%v", err)
+	assert.Equal(t, failure.ZoneReinstated, appErrType(err), "%v", err)
 }
 
 func TestChooseSagaOwner(t *testing.T) {
@@ -333,7 +334,7 @@ func TestChooseSagaOwner(t *testing.T) {
 	require.NoError(t, err)
 	_ = c.PutOmicronConfig(context.Background(), inv.LedgeredSledConfig.WithoutZone(4, f.nexusB))
 	_, err = choose(activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA, RackSleds: f.sleds})
-	assert.Equal(t, activities.ErrTypeNoLiveNexus, appErrType(err))
+	assert.Equal(t, failure.NoLiveNexus, appErrType(err))
 }
 
 func TestReassignWithoutNexusDatabase(t *testing.T) {
@@ -347,5 +348,5 @@ func TestReassignWithoutNexusDatabase(t *testing.T) {
 	tenv := suite.NewTestActivityEnvironment()
 	tenv.RegisterActivity(&acts)
 	_, err = tenv.ExecuteActivity(acts.ReassignNexusSagas, activities.ZoneReassignInput{AttemptID: f.attempt, Zone: f.nexusA, NewOwner: f.nexusB})
-	assert.Equal(t, activities.ErrTypeNexusDBNotConfigured, appErrType(err))
+	assert.Equal(t, failure.NexusDBNotConfigured, appErrType(err))
 }

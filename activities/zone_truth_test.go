@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleetsim/sled"
 	"github.com/fleetsaga/fleetsaga/ledger"
@@ -32,7 +33,7 @@ func TestPrecheckRefusesCommittedExpungeOverARunningZone(t *testing.T) {
 	_, err = f.tenv.ExecuteActivity(f.acts.PrecheckZoneExpunge, activities.ZonePrecheckInput{
 		UpdateID: f.updateID, Sled: f.sleds[0], Zone: f.nexusA})
 	require.Error(t, err)
-	assert.Equal(t, activities.ErrTypeExpungeConflict, appErrType(err), "%v", err)
+	assert.Equal(t, failure.ExpungeConflict, appErrType(err), "%v", err)
 	assert.Contains(t, err.Error(), "still has it")
 	n := func() sled.NexusTruth {
 		for _, n := range f.sim.Truth()[sled.Name].(sled.Truth).Nexus {
@@ -89,7 +90,7 @@ func TestReassignRefusesAnOwnerExpungedBeforeTheMove(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = f.tenv.ExecuteActivity(f.acts.ReassignNexusSagas, activities.ZoneReassignInput{AttemptID: f.attempt, Zone: f.nexusA, NewOwner: f.nexusB})
-	assert.Equal(t, activities.ErrTypeOwnerGone, appErrType(err), "%v", err)
+	assert.Equal(t, failure.OwnerGone, appErrType(err), "%v", err)
 	onB, err := f.acts.Nexus.UnfinishedSagas(ctx, f.nexusB)
 	require.NoError(t, err)
 	moved, err := f.env.Store.ReassignedSagas(ctx, f.nexusA)

@@ -64,7 +64,7 @@ func (a *app) watchUntilGate(ctx context.Context, c client.Client, id string) er
 
 // atGate says whether a rollout's progress shows it waiting for approval.
 func atGate(p workflows.Progress) bool {
-	return p.State == workflows.StateRunning && p.Phase == string(workflows.PhaseAwaitingApproval)
+	return p.State == workflows.StateRunning && p.Phase == workflows.PhaseAwaitingApproval
 }
 
 // watchUntil is watch that also returns nil once stop(progress) holds.

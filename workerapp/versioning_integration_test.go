@@ -93,7 +93,7 @@ func TestNewBuildWhileRolloutInFlight(t *testing.T) {
 	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: e.TaskQueue}, workflows.Rollout, in)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		return phaseOf(ctx, e, id) == string(workflows.PhaseAwaitingApproval)
+		return phaseOf(ctx, e, id) == workflows.PhaseAwaitingApproval
 	}, 30*time.Second, 100*time.Millisecond, "the rollout never reached its approval")
 
 	// Deploy build-2 beside build-1 and make it current.
@@ -140,13 +140,13 @@ func armFault(t *testing.T, sim *fleetsim.Server, f faults.Fault) {
 }
 
 // phaseOf is a workflow's phase from its progress query ("" until it answers).
-func phaseOf(ctx context.Context, e *testenv.Env, workflowID string) string {
+func phaseOf(ctx context.Context, e *testenv.Env, workflowID string) workflows.Phase {
 	v, err := e.Client.QueryWorkflow(ctx, workflowID, "", workflows.ProgressQuery)
 	var p workflows.Progress
 	if err != nil || v.Get(&p) != nil {
 		return ""
 	}
-	return string(p.Phase)
+	return p.Phase
 }
 
 const (

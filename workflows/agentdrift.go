@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 )
 
 // AgentDriftInput asks for a drift check (and repair).
@@ -95,7 +96,7 @@ type AgentDriftResult struct {
 // disagree and, with Repair, fixes them.
 func AgentDriftCheck(ctx workflow.Context, in AgentDriftInput) (AgentDriftResult, error) {
 	if err := in.Validate(); err != nil {
-		return AgentDriftResult{}, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrTypeInvalidAgentRequest, nil)
+		return AgentDriftResult{}, temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidAgentRequest, nil)
 	}
 	start := workflow.Now(ctx)
 	progress := Progress{Kind: KindAgentDrift, Target: in.Target(), State: StateRunning, Started: start, Unit: "drifts"}
@@ -103,7 +104,7 @@ func AgentDriftCheck(ctx workflow.Context, in AgentDriftInput) (AgentDriftResult
 		return AgentDriftResult{}, err
 	}
 	phase := func(p Phase, detail ...string) {
-		progress.Phase, progress.PhaseSince, progress.Message = string(p), workflow.Now(ctx), strings.Join(detail, "")
+		progress.Phase, progress.PhaseSince, progress.Message = p, workflow.Now(ctx), strings.Join(detail, "")
 		setSearchState(ctx, progress.State, p, detail...)
 	}
 	var res AgentDriftResult

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
@@ -208,9 +209,6 @@ type AgentInstallResult struct {
 	Runs            int                        `json:"runs"`
 }
 
-// ErrTypeFailureBudget ends a rollout whose failures exceeded its budget.
-const ErrTypeFailureBudget = "FailureBudgetExceeded"
-
 // AgentInstall installs agent images across a datacenter's servers: it
 // validates and plans up front (into the ledger), then runs one
 // AgentInstallServer child per server in a sliding window, stops starting
@@ -242,7 +240,7 @@ type runningServer struct {
 
 func (r *agentRollout) setup(ctx workflow.Context) error {
 	if err := r.in.Validate(); err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrTypeInvalidAgentRequest, nil)
+		return temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidAgentRequest, nil)
 	}
 	r.in.defaults()
 	r.c = r.in.Carry
@@ -281,7 +279,7 @@ func (r *agentRollout) setPaused(ctx workflow.Context, p bool) {
 // phase announces a phase; detail is free text for the Web UI's current
 // details, never the search attribute (refresh owns the progress Message).
 func (r *agentRollout) phase(ctx workflow.Context, p Phase, detail ...string) {
-	r.progress.Phase, r.progress.PhaseSince = string(p), workflow.Now(ctx)
+	r.progress.Phase, r.progress.PhaseSince = p, workflow.Now(ctx)
 	setSearchState(ctx, r.progress.State, p, detail...)
 }
 
@@ -600,7 +598,7 @@ func (r *agentRollout) end(ctx workflow.Context, runErr error) (AgentInstallResu
 		msg := fmt.Sprintf("%d servers failed, budget %d; %d not started", res.Failed, r.budget, res.NotStarted)
 		r.finishAttempt(dctx, ledger.StateFailed, res.Outcome, msg)
 		r.final(dctx, StateFailed, res.Outcome+": "+msg)
-		return res, temporal.NewNonRetryableApplicationError(res.Outcome+": "+msg, ErrTypeFailureBudget, nil, res)
+		return res, temporal.NewNonRetryableApplicationError(res.Outcome+": "+msg, failure.FailureBudget, nil, res)
 	}
 	res.Outcome = AgentRolloutCompleted
 	if r.c.Plan.Pending == 0 {

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
@@ -111,7 +112,7 @@ func (s *agentServer) setup(ctx workflow.Context) error {
 		labels[i] = ag.Label()
 	}
 	s.progress = Progress{Kind: KindAgentInstall, Target: ServerTarget(s.in.Server), Artifact: strings.Join(labels, ","),
-		State: StateRunning, Phase: string(PhaseStarting), PhaseSince: s.started, Started: s.started,
+		State: StateRunning, Phase: PhaseStarting, PhaseSince: s.started, Started: s.started,
 		Total: int64(len(s.in.Agents)), Unit: "agents"}
 	return workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return s.progress, nil })
 }
@@ -119,7 +120,7 @@ func (s *agentServer) setup(ctx workflow.Context) error {
 // phase announces a phase; detail is free text (progress Message, current
 // details), never the search attribute.
 func (s *agentServer) phase(ctx workflow.Context, p Phase, detail ...string) {
-	s.progress.Phase, s.progress.PhaseSince, s.progress.Message = string(p), workflow.Now(ctx), strings.Join(detail, "")
+	s.progress.Phase, s.progress.PhaseSince, s.progress.Message = p, workflow.Now(ctx), strings.Join(detail, "")
 	setSearchState(ctx, s.progress.State, p, detail...)
 }
 
@@ -210,8 +211,8 @@ func (s *agentServer) recordIntent(ctx workflow.Context) error {
 		if err == nil {
 			return nil
 		}
-		if !errors.As(err, &ae) || ae.Type() != activities.ErrTypeTargetBusy || !workflow.Now(ctx).Before(deadline) {
-			if ae != nil && ae.Type() == activities.ErrTypeTargetBusy {
+		if !errors.As(err, &ae) || ae.Type() != failure.TargetBusy || !workflow.Now(ctx).Before(deadline) {
+			if ae != nil && ae.Type() == failure.TargetBusy {
 				s.attemptID = uuid.Nil // nothing of ours to end
 			}
 			return err

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
@@ -175,7 +176,7 @@ func TestAgentInstallFailureBudgetStopsNewServers(t *testing.T) {
 	require.Error(t, err)
 	var ae *temporal.ApplicationError
 	require.True(t, errors.As(err, &ae), err)
-	assert.Equal(t, ErrTypeFailureBudget, ae.Type())
+	assert.Equal(t, failure.FailureBudget, ae.Type())
 	var res AgentInstallResult
 	require.NoError(t, ae.Details(&res))
 	assert.GreaterOrEqual(t, res.Failed, 2)
@@ -221,7 +222,7 @@ func TestAgentInstallStragglerWarnedNotKilled(t *testing.T) {
 	assert.Equal(t, []string{"cn007"}, mid.Stragglers, "warned while still running")
 	assert.Equal(t, 1, mid.Counts["running"])
 	assert.Equal(t, 9, mid.Counts["done"])
-	assert.Equal(t, string(PhaseInstalling), mid.Phase, "the straggler is named in Stragglers and the details, not in the phase")
+	assert.Equal(t, PhaseInstalling, mid.Phase, "the straggler is named in Stragglers and the details, not in the phase")
 	var res AgentInstallResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	assert.Equal(t, 10, res.Installed, "the straggler finished: warned, not killed")
@@ -285,7 +286,7 @@ func TestAgentInstallInvalidPlanTouchesNothing(t *testing.T) {
 	env := f.newEnv()
 	env.OnActivity(agentLedger.FinishAttempt, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(agentActs.PlanAgentInstall, mock.Anything, mock.Anything).Return(activities.AgentInstallPlan{},
-		temporal.NewNonRetryableApplicationError("unknown servers (not in CNAPI): cn-typo", activities.ErrTypeInvalidAgentRequest, nil))
+		temporal.NewNonRetryableApplicationError("unknown servers (not in CNAPI): cn-typo", failure.InvalidAgentRequest, nil))
 	in := vmInput()
 	in.Selection = activities.ServerSelection{Servers: []string{"cn001", "cn-typo"}}
 	env.ExecuteWorkflow(AgentInstall, in)
@@ -397,14 +398,14 @@ func TestAgentServerAlreadyAtImageIsVerifiedNotReinstalled(t *testing.T) {
 }
 
 func TestAgentServerFailedInstallKeepsIntent(t *testing.T) {
-	fail := temporal.NewNonRetryableApplicationError("task failed: sha1 mismatch", activities.ErrTypeAgentTaskFailed, nil)
+	fail := temporal.NewNonRetryableApplicationError("task failed: sha1 mismatch", failure.AgentTaskFailed, nil)
 	env, calls, fin := serverEnv(t, nil, nil, fail)
 	env.ExecuteWorkflow(AgentInstallServer, AgentServerInput{Server: uuid.New(), Agents: []activities.PlannedAgent{cnAgent, vmAgent}})
 	require.NoError(t, env.GetWorkflowError(), "a failed server is a result")
 	var res AgentServerResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	assert.Equal(t, AgentOutcomeFailed, res.Outcome)
-	assert.Equal(t, activities.ErrTypeAgentTaskFailed, res.ErrorType)
+	assert.Equal(t, failure.AgentTaskFailed, res.ErrorType)
 	assert.Equal(t, []string{"install cn-agent", "refresh cn-agent", "intent cn-agent", "install vm-agent"}, calls.calls,
 		"vm-agent's intent is not moved")
 	assert.Equal(t, ledger.StateFailed, fin.State)
@@ -412,14 +413,14 @@ func TestAgentServerFailedInstallKeepsIntent(t *testing.T) {
 }
 
 func TestAgentServerOfflineIsNotTouched(t *testing.T) {
-	off := temporal.NewNonRetryableApplicationError("server cn1 is not running", activities.ErrTypeServerNotRunning, nil)
+	off := temporal.NewNonRetryableApplicationError("server cn1 is not running", failure.ServerNotRunning, nil)
 	env, calls, fin := serverEnv(t, nil, off, nil)
 	env.ExecuteWorkflow(AgentInstallServer, AgentServerInput{Server: uuid.New(), Agents: []activities.PlannedAgent{vmAgent}})
 	require.NoError(t, env.GetWorkflowError())
 	var res AgentServerResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	assert.Equal(t, AgentOutcomeFailed, res.Outcome)
-	assert.Equal(t, activities.ErrTypeServerNotRunning, res.ErrorType)
+	assert.Equal(t, failure.ServerNotRunning, res.ErrorType)
 	assert.Empty(t, calls.calls)
 	assert.Equal(t, ledger.StateFailed, fin.State)
 }
@@ -442,7 +443,7 @@ func TestAgentServerWaitsWhileAnotherUpdateHoldsTheServer(t *testing.T) {
 	env.RegisterWorkflow(AgentInstallServer)
 	env.RegisterActivity(&activities.AgentActivities{})
 	env.RegisterActivity(&activities.LedgerActivities{})
-	busy := temporal.NewNonRetryableApplicationError("target busy", activities.ErrTypeTargetBusy, nil)
+	busy := temporal.NewNonRetryableApplicationError("target busy", failure.TargetBusy, nil)
 	env.OnActivity(agentLedger.RecordIntent, mock.Anything, mock.Anything).Return(busy).Times(3)
 	env.OnActivity(agentLedger.RecordIntent, mock.Anything, mock.Anything).Return(nil).Once()
 	env.OnActivity(agentLedger.AppendEvent, mock.Anything, mock.Anything).Return(nil)

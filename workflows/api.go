@@ -122,7 +122,7 @@ var (
 		MaximumInterval:    30 * time.Second,
 	}
 	// deviceRetry: device/API calls; non-retryable errors are typed by the
-	// activities (see activities/errors.go).
+	// activities (the catalogue: package failure).
 	deviceRetry = &temporal.RetryPolicy{
 		InitialInterval:    time.Second,
 		BackoffCoefficient: 2,

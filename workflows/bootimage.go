@@ -251,14 +251,14 @@ func BootImageBumpWorkflowID(cluster string) string {
 
 // Bump phases, as the progress query, the ledger and the Web UI show them.
 const (
-	bumpPhasePreconditions = "WaitingForPreconditions"
-	bumpPhasePlanning      = "Planning"
-	bumpPhasePatching      = "Patching"
-	bumpPhaseCanary        = "Canary"
-	bumpPhaseRollingBack   = "RollingBack"
-	bumpPhaseRecording     = "Recording"
-	bumpPhaseSkew          = "SkewEnforcement"
-	bumpPhaseDone          = "Done"
+	bumpPhasePreconditions Phase = "WaitingForPreconditions"
+	bumpPhasePlanning      Phase = "Planning"
+	bumpPhasePatching      Phase = "Patching"
+	bumpPhaseCanary        Phase = "Canary"
+	bumpPhaseRollingBack   Phase = "RollingBack"
+	bumpPhaseRecording     Phase = "Recording"
+	bumpPhaseSkew          Phase = "SkewEnforcement"
+	bumpPhaseDone          Phase = "Done"
 )
 
 // changeBootImageOptInFromCluster: the opt-in is read from the cluster's
@@ -424,12 +424,12 @@ func (b *bootImageBump) bumpChangeOptions(ctx workflow.Context, summary string) 
 
 // --- steps ---
 
-func (b *bootImageBump) setPhase(ctx workflow.Context, phase string) {
+func (b *bootImageBump) setPhase(ctx workflow.Context, phase Phase) {
 	b.progress.Phase, b.progress.PhaseSince = phase, workflow.Now(ctx)
 	setSearchState(ctx, b.progress.State, Phase(phase))
 	var l *activities.LedgerActivities
 	_ = workflow.ExecuteActivity(ledgerOptions(ctx), l.SetProgress, ledger.Progress{
-		AttemptID: b.attemptID, Phase: phase, Done: b.progress.Done, Total: b.progress.Total,
+		AttemptID: b.attemptID, Phase: string(phase), Done: b.progress.Done, Total: b.progress.Total,
 	}).Get(ctx, nil)
 }
 

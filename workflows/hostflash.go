@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 )
 
@@ -66,7 +67,7 @@ func (in HostFlashInput) Validate() error {
 // then the recovery mode is cleared. A bounded wait, else HostBootTimeout.
 func HostBootFlashUpdate(ctx workflow.Context, in HostFlashInput) (MGSUpdateResult, error) {
 	if err := in.Validate(); err != nil {
-		return MGSUpdateResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidMGSInput, nil)
+		return MGSUpdateResult{}, temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidInput, nil)
 	}
 	u, err := newMGSUpdate(ctx, KindHostFlash, in.Target(), in.Sled.id(), mgs.ComponentHostBootFlash, in.Phase1,
 		in.Timing.withDefaults(30*time.Minute))
@@ -232,17 +233,17 @@ func hostSlotVersion(s activities.SlotInfo) string {
 func checkHostSlots(in HostFlashInput, pre activities.PrecheckResult) error {
 	if pre.Active.Version != "" && CompareVersions(pre.Active.Version, in.Phase1.Version) > 0 {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("active version %s is newer than target %s: never roll back", pre.Active.Version, in.Phase1.Version), ErrTypeWouldDowngrade, nil)
+			fmt.Sprintf("active version %s is newer than target %s: never roll back", pre.Active.Version, in.Phase1.Version), failure.WouldDowngrade, nil)
 	}
 	if in.ExpectedActive != "" && !strings.EqualFold(in.ExpectedActive, pre.Active.SHA256) {
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("active slot %d holds phase 1 %s, expected %s", pre.Active.Slot, pre.Active.SHA256, in.ExpectedActive),
-			ErrTypeWrongActiveVersion, nil, in.ExpectedActive, pre.Active.SHA256)
+			failure.WrongActiveVersion, nil, in.ExpectedActive, pre.Active.SHA256)
 	}
 	if in.ExpectedInactive != "" && !strings.EqualFold(in.ExpectedInactive, pre.Inactive.SHA256) {
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("inactive slot %d holds phase 1 %s, expected %s", pre.Inactive.Slot, pre.Inactive.SHA256, in.ExpectedInactive),
-			ErrTypeWrongInactiveVersion, nil, in.ExpectedInactive, pre.Inactive.SHA256)
+			failure.WrongInactiveVersion, nil, in.ExpectedInactive, pre.Inactive.SHA256)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
@@ -116,7 +117,7 @@ func TestSPFirmwareAgainstFleetsimInvalidInactiveSlot(t *testing.T) {
 	require.Error(t, err)
 	var ae *temporal.ApplicationError
 	require.ErrorAs(t, err, &ae)
-	assert.Equal(t, workflows.ErrTypeWrongInactiveVersion, ae.Type())
+	assert.Equal(t, failure.WrongInactiveVersion, ae.Type())
 	assert.Contains(t, err.Error(), "found "+workflows.NoValidVersion)
 	assert.Equal(t, []int32{1}, st.activityAttempts(run, "MGSPrecheck"), "one precheck, no retries")
 	assert.Empty(t, st.truth(cubby).Deliveries)

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
@@ -86,18 +87,18 @@ func TestHostFlashNeverRollsBack(t *testing.T) {
 	m := newMGSTest(t)
 	m.script("MGSPrecheck", hostAt(0, "3.0.0", "cd"))
 	_, err := m.runHost(hostInput())
-	assert.Equal(t, ErrTypeWouldDowngrade, appErrType(err))
+	assert.Equal(t, failure.WouldDowngrade, appErrType(err))
 }
 
 func TestHostFlashBootTimeout(t *testing.T) {
 	m := newMGSTest(t)
 	m.script("MGSPrecheck", hostAt(0, "1.0.0", "ab"))
 	m.script("HostWaitBoot", func(context.Context, activities.HostWaitBootInput) (activities.HostWaitBootResult, error) {
-		return activities.HostWaitBootResult{}, temporal.NewNonRetryableApplicationError("host did not boot", activities.ErrTypeHostBootTimeout, nil)
+		return activities.HostWaitBootResult{}, temporal.NewNonRetryableApplicationError("host did not boot", failure.HostBootTimeout, nil)
 	})
 	_, err := m.runHost(hostInput())
 	require.Error(t, err)
-	assert.Equal(t, activities.ErrTypeHostBootTimeout, appErrType(err))
+	assert.Equal(t, failure.HostBootTimeout, appErrType(err))
 	assert.Equal(t, ledger.StateFailed, m.lastFinish().State)
 }
 

@@ -10,7 +10,7 @@ type Progress struct {
 	Target   string `json:"target"`
 	Artifact string `json:"artifact,omitempty"`
 	State    State  `json:"state"`
-	Phase    string `json:"phase"`
+	Phase    Phase  `json:"phase"`
 	// PhaseSince is when the current phase started (workflow time).
 	PhaseSince time.Time `json:"phaseSince"`
 	Started    time.Time `json:"started"`

@@ -334,7 +334,7 @@ func (r *rollout) setPaused(ctx workflow.Context, p bool) {
 // setPhase announces a phase; detail (the stage) is free text for the
 // progress query and the Web UI's current details.
 func (r *rollout) setPhase(ctx workflow.Context, phase Phase, detail string) {
-	r.progress.Phase, r.progress.PhaseSince, r.progress.Message = string(phase), workflow.Now(ctx), detail
+	r.progress.Phase, r.progress.PhaseSince, r.progress.Message = phase, workflow.Now(ctx), detail
 	setSearchState(ctx, r.progress.State, phase, detail)
 }
 
@@ -354,6 +354,6 @@ func (r *rollout) cancelled(ctx workflow.Context, stage string, err error) error
 
 func (r *rollout) finish(ctx workflow.Context, s State, outcome string) {
 	r.progress.State, r.progress.Outcome = s, outcome
-	r.progress.Phase, r.progress.Message = string(PhaseDone), outcome
+	r.progress.Phase, r.progress.Message = PhaseDone, outcome
 	setSearchState(ctx, s, PhaseDone, outcome)
 }

@@ -38,7 +38,7 @@ func TestRolloutOnRealServerRecordsApproval(t *testing.T) {
 	require.Eventually(t, func() bool {
 		v, err := env.Client.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
 		var p workflows.Progress
-		return err == nil && v.Get(&p) == nil && p.Phase == string(workflows.PhaseAwaitingApproval) && p.Message == "stage second"
+		return err == nil && v.Get(&p) == nil && p.Phase == workflows.PhaseAwaitingApproval && p.Message == "stage second"
 	}, 30*time.Second, 200*time.Millisecond)
 	h, err := env.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
 		Args: []any{workflows.Approval{By: "alice", Reason: "first stage healthy"}}, WaitForStage: client.WorkflowUpdateStageCompleted})

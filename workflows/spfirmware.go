@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 )
 
@@ -62,7 +63,7 @@ func (in SPFirmwareInput) newVersionTimeout() time.Duration {
 // is watched, and taken over when it completes and nobody resets it.
 func SPFirmwareUpdate(ctx workflow.Context, in SPFirmwareInput) (MGSUpdateResult, error) {
 	if err := in.Validate(); err != nil {
-		return MGSUpdateResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidMGSInput, nil)
+		return MGSUpdateResult{}, temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidInput, nil)
 	}
 	u, err := newMGSUpdate(ctx, KindSPFirmware, in.Target(), in.SP.id(), mgs.ComponentSP, in.Artifact,
 		in.Timing.withDefaults(in.newVersionTimeout()))
@@ -180,7 +181,7 @@ func (w *spFirmware) startOrWatch(ctx workflow.Context) (outcome string, upd uui
 		if pre.Active.Valid && CompareVersions(pre.Active.Version, w.in.Artifact.Version) > 0 {
 			return "", uuid.Nil, false, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("a concurrent update moved the SP to %s, newer than target %s: never roll back", pre.Active.Version, w.in.Artifact.Version),
-				ErrTypeWouldDowngrade, nil)
+				failure.WouldDowngrade, nil)
 		}
 	}
 }

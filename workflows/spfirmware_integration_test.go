@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet"
 	fmgs "github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim"
@@ -212,7 +213,7 @@ func TestSPFirmwareAgainstFleetsimNeverRollsBack(t *testing.T) {
 	require.Error(t, err)
 	var ae *temporal.ApplicationError
 	require.ErrorAs(t, err, &ae)
-	assert.Equal(t, workflows.ErrTypeWouldDowngrade, ae.Type())
+	assert.Equal(t, failure.WouldDowngrade, ae.Type())
 	assert.Empty(t, st.truth(2).Deliveries)
 }
 

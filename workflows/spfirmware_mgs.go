@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
@@ -137,14 +138,14 @@ const maxCheckpoints = 4
 // MGS update phases, in order (progress query, search attribute, ledger),
 // after the Nexus driver's.
 const (
-	MGSPhasePrecheck     = "precheck"
-	MGSPhaseUpdating     = "updating"
-	MGSPhaseConcurrent   = "waiting-for-concurrent-update"
-	MGSPhasePostUpdate   = "post-update"
-	MGSPhaseHostBoot     = "host-boot"
-	MGSPhaseAttemptPause = "attempt-pause"
-	MGSPhaseDone         = "done"
-	MGSPhaseCompensating = "compensating"
+	MGSPhasePrecheck     Phase = "precheck"
+	MGSPhaseUpdating     Phase = "updating"
+	MGSPhaseConcurrent   Phase = "waiting-for-concurrent-update"
+	MGSPhasePostUpdate   Phase = "post-update"
+	MGSPhaseHostBoot     Phase = "host-boot"
+	MGSPhaseAttemptPause Phase = "attempt-pause"
+	MGSPhaseDone         Phase = "done"
+	MGSPhaseCompensating Phase = "compensating"
 )
 
 // How an MGS update succeeded (the result's and the ledger's outcome).
@@ -153,18 +154,6 @@ const (
 	MGSOutcomeCompletedUpdate  = "CompletedUpdate"
 	MGSOutcomeWaitedConcurrent = "WaitedForConcurrentUpdate"
 	MGSOutcomeTookOver         = "TookOverConcurrentUpdate"
-)
-
-// Workflow-level error types (non-retryable failures of the update).
-const (
-	ErrTypeInvalidMGSInput       = "InvalidInput"
-	ErrTypeWrongDevice           = "WrongDevice"
-	ErrTypeWrongActiveVersion    = "WrongActiveVersion"
-	ErrTypeWrongInactiveVersion  = "WrongInactiveVersion"
-	ErrTypeWouldDowngrade        = "WouldDowngrade"
-	ErrTypeConcurrentDowngrade   = "ConcurrentDowngradePending"
-	ErrTypeAttemptsExhausted     = "AttemptsExhausted"
-	ErrTypeUnexpectedWaitOutcome = "UnexpectedWaitOutcome"
 )
 
 // MGSUpdateResult says how an SP firmware or host flash update ended.
@@ -236,7 +225,7 @@ func newMGSUpdate(ctx workflow.Context, kind Kind, target string, sp mgs.SpIdent
 	return u, nil
 }
 
-func (u *mgsUpdate) phase(ctx workflow.Context, p string) {
+func (u *mgsUpdate) phase(ctx workflow.Context, p Phase) {
 	if u.progress.Phase == p {
 		return
 	}
@@ -290,7 +279,7 @@ func checkIdentity(want SPTarget, pre activities.PrecheckResult) error {
 	if pre.Serial != want.Serial || (want.Part != "" && pre.Model != want.Part) {
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("SP %s is serial %q part %q, expected serial %q part %q", want.id(), pre.Serial, pre.Model, want.Serial, want.Part),
-			ErrTypeWrongDevice, nil)
+			failure.WrongDevice, nil)
 	}
 	return nil
 }
@@ -301,15 +290,15 @@ func checkVersions(target, expectedActive, expectedInactive string, pre activiti
 	active := slotVersion(pre.Active)
 	if pre.Active.Valid && CompareVersions(pre.Active.Version, target) > 0 {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("active version %s is newer than target %s: never roll back", pre.Active.Version, target), ErrTypeWouldDowngrade, nil)
+			fmt.Sprintf("active version %s is newer than target %s: never roll back", pre.Active.Version, target), failure.WouldDowngrade, nil)
 	}
 	if expectedActive != "" && expectedActive != active {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("active version: expected %s, found %s", expectedActive, active), ErrTypeWrongActiveVersion, nil, expectedActive, active)
+			fmt.Sprintf("active version: expected %s, found %s", expectedActive, active), failure.WrongActiveVersion, nil, expectedActive, active)
 	}
 	if inactive := slotVersion(pre.Inactive); expectedInactive != "" && expectedInactive != inactive {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("inactive version: expected %s, found %s", expectedInactive, inactive), ErrTypeWrongInactiveVersion, nil, expectedInactive, inactive)
+			fmt.Sprintf("inactive version: expected %s, found %s", expectedInactive, inactive), failure.WrongInactiveVersion, nil, expectedInactive, inactive)
 	}
 	return nil
 }
@@ -326,7 +315,7 @@ func slotVersion(s activities.SlotInfo) string {
 func (u *mgsUpdate) newAttempt(ctx workflow.Context, why string) error {
 	if u.attempt >= u.timing.MaxAttempts {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("%d attempts failed; last: %s", u.attempt, why), ErrTypeAttemptsExhausted, nil)
+			fmt.Sprintf("%d attempts failed; last: %s", u.attempt, why), failure.AttemptsExhausted, nil)
 	}
 	if u.attempt > 0 && u.timing.AttemptDelay > 0 {
 		u.phase(ctx, MGSPhaseAttemptPause)
@@ -537,7 +526,7 @@ func (u *mgsUpdate) watchConcurrent(ctx workflow.Context, cur mgs.UpdateStatus) 
 			if pre.Inactive.Valid && pre.Active.Valid && CompareVersions(pre.Inactive.Version, pre.Active.Version) < 0 {
 				return "", cur.ID, temporal.NewNonRetryableApplicationError(
 					fmt.Sprintf("concurrent update %s wrote %s, older than the active %s, and nobody reset the SP: taking it over would roll back",
-						cur.ID, pre.Inactive.Version, pre.Active.Version), ErrTypeConcurrentDowngrade, nil)
+						cur.ID, pre.Inactive.Version, pre.Active.Version), failure.ConcurrentDowngrade, nil)
 			}
 			u.progress.Message = "concurrent update " + cur.ID.String() + " complete but not reset within " +
 				u.timing.TakeoverTimeout.String() + ": taking it over"
@@ -551,7 +540,7 @@ func (u *mgsUpdate) watchConcurrent(ctx workflow.Context, cur mgs.UpdateStatus) 
 			}
 			return "free", cur.ID, nil
 		default:
-			return "", cur.ID, temporal.NewNonRetryableApplicationError("unexpected wait outcome "+wr.Outcome, ErrTypeUnexpectedWaitOutcome, nil)
+			return "", cur.ID, temporal.NewNonRetryableApplicationError("unexpected wait outcome "+wr.Outcome, failure.UnexpectedWaitOutcome, nil)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
@@ -275,16 +276,16 @@ func TestSPFirmwarePrecheckFailures(t *testing.T) {
 			r, _ := precheckAt("1.0.0", "0.9.0")(ctx, in)
 			r.Serial = "BRM-OTHER"
 			return r, nil
-		}, nil, ErrTypeWrongDevice, "BRM-OTHER"},
-		{"wrong part", precheckAt("1.0.0", "0.9.0"), func(in *SPFirmwareInput) { in.SP.Part = "913-9999" }, ErrTypeWrongDevice, "913-9999"},
+		}, nil, failure.WrongDevice, "BRM-OTHER"},
+		{"wrong part", precheckAt("1.0.0", "0.9.0"), func(in *SPFirmwareInput) { in.SP.Part = "913-9999" }, failure.WrongDevice, "913-9999"},
 		{"active not as expected", precheckAt("1.0.0", "0.9.0"), func(in *SPFirmwareInput) { in.ExpectedActive = "0.8.0" },
-			ErrTypeWrongActiveVersion, "expected 0.8.0, found 1.0.0"},
+			failure.WrongActiveVersion, "expected 0.8.0, found 1.0.0"},
 		{"inactive not as expected", precheckAt("1.0.0", ""), func(in *SPFirmwareInput) { in.ExpectedInactive = "0.9.0" },
-			ErrTypeWrongInactiveVersion, "expected 0.9.0, found invalid"},
-		{"never roll back", precheckAt("1.2.0", "1.0.0"), nil, ErrTypeWouldDowngrade, "1.2.0"},
+			failure.WrongInactiveVersion, "expected 0.9.0, found invalid"},
+		{"never roll back", precheckAt("1.2.0", "1.0.0"), nil, failure.WouldDowngrade, "1.2.0"},
 		{"artifact digest", func(context.Context, activities.PrecheckInput) (activities.PrecheckResult, error) {
-			return activities.PrecheckResult{}, temporal.NewNonRetryableApplicationError("sha mismatch", activities.ErrTypeArtifactMismatch, nil)
-		}, nil, activities.ErrTypeArtifactMismatch, "sha mismatch"},
+			return activities.PrecheckResult{}, temporal.NewNonRetryableApplicationError("sha mismatch", failure.ArtifactMismatch, nil)
+		}, nil, failure.ArtifactMismatch, "sha mismatch"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -340,7 +341,7 @@ func TestSPFirmwareAttemptsAreBounded(t *testing.T) {
 	m.script("MGSWaitUpdate", waitDone(activities.WaitLost))
 	_, err := m.runSP(spInput())
 	require.Error(t, err)
-	assert.Equal(t, ErrTypeAttemptsExhausted, appErrType(err))
+	assert.Equal(t, failure.AttemptsExhausted, appErrType(err))
 	assert.Len(t, m.starts, 3)
 	assert.Equal(t, ledger.StateFailed, m.lastFinish().State)
 }
@@ -393,7 +394,7 @@ func TestSPFirmwareRefusesTakeoverThatRollsBack(t *testing.T) {
 	m.script("MGSPrecheck", precheckAt("1.0.0", "0.9.0"), precheckAt("1.0.0", "0.8.0"))
 	_, err := m.runSP(spInput())
 	require.Error(t, err)
-	assert.Equal(t, ErrTypeConcurrentDowngrade, appErrType(err))
+	assert.Equal(t, failure.ConcurrentDowngrade, appErrType(err))
 	assert.Empty(t, m.posts)
 }
 
@@ -470,7 +471,7 @@ func TestSPFirmwareInvalidInput(t *testing.T) {
 	in.SP.Serial = ""
 	_, err := m.runSP(in)
 	require.Error(t, err)
-	assert.Equal(t, ErrTypeInvalidMGSInput, appErrType(err))
+	assert.Equal(t, failure.InvalidInput, appErrType(err))
 	assert.Zero(t, m.count("MGSPrecheck"))
 }
 
@@ -505,11 +506,11 @@ func TestCompareVersions(t *testing.T) {
 func TestSPFirmwareFailureAbortsOurUpdate(t *testing.T) {
 	m := newMGSTest(t)
 	m.script("MGSWaitUpdate", func(context.Context, activities.WaitUpdateInput) (activities.WaitUpdateResult, error) {
-		return activities.WaitUpdateResult{}, temporal.NewNonRetryableApplicationError("rejected", activities.ErrTypeMGSRejected, nil)
+		return activities.WaitUpdateResult{}, temporal.NewNonRetryableApplicationError("rejected", failure.MGSRejected, nil)
 	})
 	_, err := m.runSP(spInput())
 	require.Error(t, err)
-	assert.Equal(t, activities.ErrTypeMGSRejected, appErrType(err))
+	assert.Equal(t, failure.MGSRejected, appErrType(err))
 	require.Len(t, m.aborts, 1)
 	assert.Equal(t, m.starts[0].UpdateID, m.aborts[0].UpdateID)
 	f := m.lastFinish()

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
@@ -99,15 +100,15 @@ func (in ZoneExpungeInput) Validate() error {
 
 // Zone expunge phases, in order (progress query, search attribute, ledger).
 const (
-	ZonePhaseValidating        = "validating"
-	ZonePhaseRecordingIntent   = "recording-intent"
-	ZonePhaseRemovingZone      = "removing-zone"
-	ZonePhaseRebasing          = "rebasing"
-	ZonePhaseAwaitingInventory = "awaiting-inventory-proof"
-	ZonePhaseReassigningSagas  = "reassigning-sagas"
-	ZonePhaseVerifyingSagas    = "verifying-sagas"
-	ZonePhaseCommitting        = "committing"
-	ZonePhaseDone              = "done"
+	ZonePhaseValidating        Phase = "validating"
+	ZonePhaseRecordingIntent   Phase = "recording-intent"
+	ZonePhaseRemovingZone      Phase = "removing-zone"
+	ZonePhaseRebasing          Phase = "rebasing"
+	ZonePhaseAwaitingInventory Phase = "awaiting-inventory-proof"
+	ZonePhaseReassigningSagas  Phase = "reassigning-sagas"
+	ZonePhaseVerifyingSagas    Phase = "verifying-sagas"
+	ZonePhaseCommitting        Phase = "committing"
+	ZonePhaseDone              Phase = "done"
 )
 
 // Zone expunge outcomes.
@@ -116,12 +117,6 @@ const (
 	ZoneOutcomeExpunged = "ZoneExpunged"
 	// ZoneOutcomeAlreadyExpunged: the ledger had the expunge committed already.
 	ZoneOutcomeAlreadyExpunged = "AlreadyExpunged"
-)
-
-// Workflow-level error types.
-const (
-	ErrTypeInvalidInput   = "InvalidInput"
-	ErrTypeTooManyRebases = "TooManyRebases"
 )
 
 const (
@@ -197,7 +192,7 @@ func (w *zoneExpunge) setup(ctx workflow.Context) error {
 		return err
 	}
 	if err := w.in.Validate(); err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
+		return temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidInput, nil)
 	}
 	return nil
 }
@@ -312,7 +307,7 @@ func (w *zoneExpunge) removeZone(ctx workflow.Context, asOf uint64) (uint64, err
 			return asOf, nil
 		}
 		var appErr *temporal.ApplicationError
-		if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeStaleGeneration {
+		if !errors.As(err, &appErr) || appErr.Type() != failure.StaleGeneration {
 			return asOf, err
 		}
 		var ledgered uint64
@@ -322,7 +317,7 @@ func (w *zoneExpunge) removeZone(ctx workflow.Context, asOf uint64) (uint64, err
 		if w.result.Rebases >= maxZoneRebases {
 			return asOf, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 				"sled %s moved on %d times while expunging zone %s; giving up (resumable)", w.in.Sled, w.result.Rebases, w.in.Zone),
-				ErrTypeTooManyRebases, err)
+				failure.TooManyRebases, err)
 		}
 		w.setPhase(ctx, ZonePhaseRebasing)
 		var disp ledger.ZoneDisposition
@@ -374,7 +369,7 @@ func (w *zoneExpunge) reassignSagas(ctx workflow.Context) error {
 				AttemptID: w.attempt.ID, Zone: w.in.Zone, NewOwner: owner,
 			}).Get(ctx, &moved); err != nil {
 			var appErr *temporal.ApplicationError
-			if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeOwnerGone || round >= maxSagaRounds ||
+			if !errors.As(err, &appErr) || appErr.Type() != failure.OwnerGone || round >= maxSagaRounds ||
 				workflow.GetVersion(ctx, changeRechooseGoneOwner, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 				return err
 			}
@@ -398,7 +393,7 @@ func (w *zoneExpunge) reassignSagas(ctx workflow.Context) error {
 		if round >= maxSagaRounds {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 				"%d unfinished sagas still belong to expunged Nexus %s after %d reassignments", left, w.in.Zone, round),
-				activities.ErrTypeSagasRemain, nil, left)
+				failure.SagasRemain, nil, left)
 		}
 		workflow.GetLogger(ctx).Warn("sagas remain on the expunged Nexus; reassigning again", "zone", w.in.Zone, "left", left)
 	}
@@ -458,7 +453,7 @@ func (w *zoneExpunge) deviceOptions(ctx workflow.Context, summary string) workfl
 	})
 }
 
-func (w *zoneExpunge) setPhase(ctx workflow.Context, phase string) {
+func (w *zoneExpunge) setPhase(ctx workflow.Context, phase Phase) {
 	if w.progress.Phase == phase {
 		return
 	}
@@ -466,7 +461,7 @@ func (w *zoneExpunge) setPhase(ctx workflow.Context, phase string) {
 	setSearchState(ctx, StateRunning, Phase(phase))
 	if w.attempt != nil {
 		_ = workflow.ExecuteActivity(ledgerOptions(ctx), zxLedger.SetProgress, ledger.Progress{
-			AttemptID: w.attempt.ID, Phase: phase, Done: w.progress.Done, Total: w.progress.Total,
+			AttemptID: w.attempt.ID, Phase: string(phase), Done: w.progress.Done, Total: w.progress.Total,
 		}).Get(ctx, nil)
 	}
 }
@@ -495,7 +490,7 @@ func (w *zoneExpunge) fail(ctx workflow.Context, err error) {
 		return
 	}
 	ferr := workflow.ExecuteActivity(ledgerOptions(dctx), zxLedger.FinishAttempt, ledger.Finish{
-		AttemptID: w.attempt.ID, State: ledgerState, Outcome: "stopped in phase " + w.progress.Phase, Error: err.Error(),
+		AttemptID: w.attempt.ID, State: ledgerState, Outcome: "stopped in phase " + string(w.progress.Phase), Error: err.Error(),
 	}).Get(dctx, nil)
 	if ferr != nil {
 		workflow.GetLogger(ctx).Error("recording the failed attempt failed", "error", ferr)

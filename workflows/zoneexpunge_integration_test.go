@@ -329,9 +329,9 @@ func testZoneExpungeSurvivesWorkerRestarts(t *testing.T, mode string) {
 	// Kill the worker each time the workflow enters a new phase: the step
 	// before has completed and the next is scheduled, so every kill lands
 	// between two steps (or inside a slow one).
-	phases := map[string]bool{}
+	phases := map[workflows.Phase]bool{}
 	kills := 0
-	last := ""
+	var last workflows.Phase
 	stop := env.StartWorker(deps)
 	for {
 		select {

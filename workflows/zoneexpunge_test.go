@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
@@ -207,7 +208,7 @@ func TestZoneExpungePassesIntentGenerationAndDeadline(t *testing.T) {
 }
 
 func staleErr(gen uint64) error {
-	return temporal.NewNonRetryableApplicationError("stale", activities.ErrTypeStaleGeneration, nil, gen)
+	return temporal.NewNonRetryableApplicationError("stale", failure.StaleGeneration, nil, gen)
 }
 
 func TestZoneExpungeRebasesOnStaleGeneration(t *testing.T) {
@@ -249,7 +250,7 @@ func TestZoneExpungeGivesUpAfterTooManyRebases(t *testing.T) {
 	})
 	_, err := x.run()
 	require.Error(t, err)
-	assert.Equal(t, ErrTypeTooManyRebases, errType(err))
+	assert.Equal(t, failure.TooManyRebases, errType(err))
 	assert.NotContains(t, x.steps(), "AwaitZoneGone")
 	require.Len(t, x.finishes, 1)
 	assert.Equal(t, ledger.StateFailed, x.finishes[0].State)
@@ -268,48 +269,48 @@ func TestZoneExpungeStepErrorsStopBeforeLaterSteps(t *testing.T) {
 	}{
 		{"zone removal timed out", func(x *zxTest) any { return x.za.PutConfigWithoutZone },
 			func(context.Context, activities.ZonePutInput) (activities.ZonePutResult, error) {
-				return activities.ZonePutResult{}, temporal.NewNonRetryableApplicationError("x", activities.ErrTypeZoneRemovalTimedOut, nil, 12)
-			}, activities.ErrTypeZoneRemovalTimedOut, []string{"AwaitZoneGone", "ReassignNexusSagas", "CommitZoneExpunge"}, true},
+				return activities.ZonePutResult{}, temporal.NewNonRetryableApplicationError("x", failure.ZoneRemovalTimedOut, nil, 12)
+			}, failure.ZoneRemovalTimedOut, []string{"AwaitZoneGone", "ReassignNexusSagas", "CommitZoneExpunge"}, true},
 		{"sled agent rejected", func(x *zxTest) any { return x.za.PutConfigWithoutZone },
 			func(context.Context, activities.ZonePutInput) (activities.ZonePutResult, error) {
-				return activities.ZonePutResult{}, temporal.NewNonRetryableApplicationError("x", activities.ErrTypeSledAgent, nil)
-			}, activities.ErrTypeSledAgent, []string{"AwaitZoneGone", "ReassignNexusSagas"}, true},
+				return activities.ZonePutResult{}, temporal.NewNonRetryableApplicationError("x", failure.SledAgentRejected, nil)
+			}, failure.SledAgentRejected, []string{"AwaitZoneGone", "ReassignNexusSagas"}, true},
 		{"inventory proof timed out", func(x *zxTest) any { return x.za.AwaitZoneGone },
 			func(context.Context, activities.ZoneGoneInput) (activities.ZoneGoneResult, error) {
-				return activities.ZoneGoneResult{}, temporal.NewNonRetryableApplicationError("x", activities.ErrTypeInventoryProofTimedOut, nil)
-			}, activities.ErrTypeInventoryProofTimedOut, []string{"ChooseSagaOwner", "ReassignNexusSagas", "CommitZoneExpunge"}, true},
+				return activities.ZoneGoneResult{}, temporal.NewNonRetryableApplicationError("x", failure.InventoryProofTimedOut, nil)
+			}, failure.InventoryProofTimedOut, []string{"ChooseSagaOwner", "ReassignNexusSagas", "CommitZoneExpunge"}, true},
 		{"zone reinstated", func(x *zxTest) any { return x.za.AwaitZoneGone },
 			func(context.Context, activities.ZoneGoneInput) (activities.ZoneGoneResult, error) {
-				return activities.ZoneGoneResult{}, temporal.NewNonRetryableApplicationError("x", activities.ErrTypeZoneReinstated, nil)
-			}, activities.ErrTypeZoneReinstated, []string{"ReassignNexusSagas", "CommitZoneExpunge"}, true},
+				return activities.ZoneGoneResult{}, temporal.NewNonRetryableApplicationError("x", failure.ZoneReinstated, nil)
+			}, failure.ZoneReinstated, []string{"ReassignNexusSagas", "CommitZoneExpunge"}, true},
 		{"no live nexus", func(x *zxTest) any { return x.za.ChooseSagaOwner },
 			func(context.Context, activities.ZoneOwnerInput) (uuid.UUID, error) {
-				return uuid.Nil, temporal.NewNonRetryableApplicationError("x", activities.ErrTypeNoLiveNexus, nil)
-			}, activities.ErrTypeNoLiveNexus, []string{"ReassignNexusSagas", "CommitZoneExpunge"}, true},
+				return uuid.Nil, temporal.NewNonRetryableApplicationError("x", failure.NoLiveNexus, nil)
+			}, failure.NoLiveNexus, []string{"ReassignNexusSagas", "CommitZoneExpunge"}, true},
 		{"gate not proven", func(x *zxTest) any { return x.za.ReassignNexusSagas },
 			func(context.Context, activities.ZoneReassignInput) (activities.ZoneReassignResult, error) {
-				return activities.ZoneReassignResult{}, temporal.NewNonRetryableApplicationError("x", activities.ErrTypeGateNotProven, nil)
-			}, activities.ErrTypeGateNotProven, []string{"CountUnfinishedSagas", "CommitZoneExpunge"}, true},
+				return activities.ZoneReassignResult{}, temporal.NewNonRetryableApplicationError("x", failure.GateNotProven, nil)
+			}, failure.GateNotProven, []string{"CountUnfinishedSagas", "CommitZoneExpunge"}, true},
 		{"nexus db not configured", func(x *zxTest) any { return x.za.ReassignNexusSagas },
 			func(context.Context, activities.ZoneReassignInput) (activities.ZoneReassignResult, error) {
-				return activities.ZoneReassignResult{}, temporal.NewNonRetryableApplicationError("x", activities.ErrTypeNexusDBNotConfigured, nil)
-			}, activities.ErrTypeNexusDBNotConfigured, []string{"CommitZoneExpunge"}, true},
+				return activities.ZoneReassignResult{}, temporal.NewNonRetryableApplicationError("x", failure.NexusDBNotConfigured, nil)
+			}, failure.NexusDBNotConfigured, []string{"CommitZoneExpunge"}, true},
 		{"last nexus", func(x *zxTest) any { return x.za.PrecheckZoneExpunge },
 			func(context.Context, activities.ZonePrecheckInput) (activities.ZonePrecheck, error) {
-				return activities.ZonePrecheck{}, temporal.NewNonRetryableApplicationError("x", activities.ErrTypeLastNexusZone, nil)
-			}, activities.ErrTypeLastNexusZone, []string{"RecordIntent", "RecordZoneExpungeIntent", "PutConfigWithoutZone"}, false},
+				return activities.ZonePrecheck{}, temporal.NewNonRetryableApplicationError("x", failure.LastNexusZone, nil)
+			}, failure.LastNexusZone, []string{"RecordIntent", "RecordZoneExpungeIntent", "PutConfigWithoutZone"}, false},
 		{"zone not found", func(x *zxTest) any { return x.za.PrecheckZoneExpunge },
 			func(context.Context, activities.ZonePrecheckInput) (activities.ZonePrecheck, error) {
-				return activities.ZonePrecheck{}, temporal.NewNonRetryableApplicationError("x", activities.ErrTypeZoneNotFound, nil)
-			}, activities.ErrTypeZoneNotFound, []string{"RecordIntent", "PutConfigWithoutZone"}, false},
+				return activities.ZonePrecheck{}, temporal.NewNonRetryableApplicationError("x", failure.ZoneNotFound, nil)
+			}, failure.ZoneNotFound, []string{"RecordIntent", "PutConfigWithoutZone"}, false},
 		{"sled not found", func(x *zxTest) any { return x.za.PrecheckZoneExpunge },
 			func(context.Context, activities.ZonePrecheckInput) (activities.ZonePrecheck, error) {
-				return activities.ZonePrecheck{}, temporal.NewNonRetryableApplicationError("x", activities.ErrTypeSledNotFound, nil)
-			}, activities.ErrTypeSledNotFound, []string{"RecordIntent", "PutConfigWithoutZone"}, false},
+				return activities.ZonePrecheck{}, temporal.NewNonRetryableApplicationError("x", failure.SledNotFound, nil)
+			}, failure.SledNotFound, []string{"RecordIntent", "PutConfigWithoutZone"}, false},
 		{"target busy", func(x *zxTest) any { return x.la.RecordIntent },
 			func(context.Context, ledger.Attempt) error {
-				return temporal.NewNonRetryableApplicationError("x", activities.ErrTypeTargetBusy, nil)
-			}, activities.ErrTypeTargetBusy, []string{"RecordZoneExpungeIntent", "PutConfigWithoutZone"}, false},
+				return temporal.NewNonRetryableApplicationError("x", failure.TargetBusy, nil)
+			}, failure.TargetBusy, []string{"RecordZoneExpungeIntent", "PutConfigWithoutZone"}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -357,7 +358,7 @@ func TestZoneExpungeFailsWhenSagasRemain(t *testing.T) {
 	x.on(x.za.CountUnfinishedSagas, func(context.Context, uuid.UUID) (int64, error) { return 2, nil })
 	_, err := x.run()
 	require.Error(t, err)
-	assert.Equal(t, activities.ErrTypeSagasRemain, errType(err))
+	assert.Equal(t, failure.SagasRemain, errType(err))
 	assert.NotContains(t, x.steps(), "CommitZoneExpunge")
 }
 
@@ -431,7 +432,7 @@ func TestZoneExpungeRejectsInvalidInput(t *testing.T) {
 			x.in = in
 			_, err := x.run()
 			require.Error(t, err)
-			assert.Equal(t, ErrTypeInvalidInput, errType(err))
+			assert.Equal(t, failure.InvalidInput, errType(err))
 			assert.Empty(t, x.steps())
 		})
 	}
@@ -487,7 +488,7 @@ func TestZoneExpungeChoosesAgainWhenTheOwnerIsGone(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		if in.NewOwner == gone {
-			return activities.ZoneReassignResult{}, temporal.NewNonRetryableApplicationError("gone", activities.ErrTypeOwnerGone, nil)
+			return activities.ZoneReassignResult{}, temporal.NewNonRetryableApplicationError("gone", failure.OwnerGone, nil)
 		}
 		movedTo = append(movedTo, in.NewOwner)
 		return activities.ZoneReassignResult{Moved: zxSagas}, nil

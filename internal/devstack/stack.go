@@ -28,6 +28,8 @@ type StackOptions struct {
 	FleetsimSpec string
 	// Workers is how many worker processes to start (needs fleetsim or endpoints).
 	Workers int
+	// WorkerVersion makes those workers a Worker Deployment version.
+	WorkerVersion WorkerVersion
 	// Temporal is TemporalDev (the CLI's dev server, the default) or
 	// TemporalCluster (the real server on PostgreSQL).
 	Temporal string
@@ -53,6 +55,7 @@ type Stack struct {
 	FleetsimURL string
 	Fleetsim    *Proc
 	Workers     []*Proc
+	versions    []WorkerVersion // per worker
 }
 
 // Env is the environment a command run against the stack gets.
@@ -119,6 +122,7 @@ func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Sta
 		log.Info().Str("url", s.FleetsimURL).Msg("fleetsim up")
 	}
 	for i := range o.Workers {
+		s.versions = append(s.versions, o.WorkerVersion)
 		w, err := s.startWorker(i)
 		if err != nil {
 			return nil, err
@@ -129,9 +133,10 @@ func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Sta
 }
 
 func (s *Stack) startWorker(i int) (*Proc, error) {
+	args := append([]string{"--identity", fmt.Sprintf("worker-%d", i),
+		"--metrics-listen", "127.0.0.1:0", "--log-format", "json"}, s.versions[i].args()...)
 	return StartProc(filepath.Join(s.opts.Dir, fmt.Sprintf("worker-%d.log", i)), s.Env(),
-		filepath.Join(s.opts.BinDir, "worker"), "--identity", fmt.Sprintf("worker-%d", i),
-		"--metrics-listen", "127.0.0.1:0", "--log-format", "json")
+		filepath.Join(s.opts.BinDir, "worker"), args...)
 }
 
 // RestartWorker SIGKILLs worker i (if running) and starts it again.

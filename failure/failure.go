@@ -1,0 +1,94 @@
+// Package failure is the catalogue of fleetsaga's application error types:
+// the Type of every temporal.ApplicationError that workflows and activities
+// raise, and that callers, the starter and tests match on. All of them are
+// raised non-retryable: retrying cannot change the answer, so the workflow
+// decides what each one means. Retryable trouble (a 5xx, a timeout, a
+// database restart) is an ordinary error and is retried by the activity's
+// retry policy.
+package failure
+
+// Any kind.
+const (
+	// InvalidInput: the update's input is invalid (checked again in the
+	// workflow, after the starter's checks).
+	InvalidInput = "InvalidInput"
+	// TargetBusy: another update holds the target in the ledger.
+	TargetBusy = "TargetBusy"
+)
+
+// SP firmware and host boot flash (MGS).
+const (
+	ArtifactUnavailable = "ArtifactUnavailable"    // cannot read the artifact file/URL
+	ArtifactMismatch    = "ArtifactDigestMismatch" // SHA-256 differs from the expected one
+	MGSNotConfigured    = "MGSNotConfigured"
+	// MGSRejected: a 4xx answer or a malformed reply (type suffix
+	// ":<error_code>").
+	MGSRejected           = "MGSRejected"
+	HostBootTimeout       = "HostBootTimeout"
+	WrongDevice           = "WrongDevice"
+	WrongActiveVersion    = "WrongActiveVersion"
+	WrongInactiveVersion  = "WrongInactiveVersion"
+	WouldDowngrade        = "WouldDowngrade"
+	ConcurrentDowngrade   = "ConcurrentDowngradePending"
+	AttemptsExhausted     = "AttemptsExhausted"
+	UnexpectedWaitOutcome = "UnexpectedWaitOutcome"
+)
+
+// Agent install and drift (CNAPI, SAPI, IMGAPI).
+const (
+	InvalidAgentRequest = "InvalidAgentRequest" // bad input, unknown servers, unknown agents
+	ImageInvalid        = "ImageInvalid"        // missing, not an agent, wrong name, size/digest mismatch
+	ServerNotFound      = "ServerNotFound"
+	ServerNotRunning    = "ServerNotRunning"
+	ServerNotSetup      = "ServerNotSetup"
+	AgentTaskFailed     = "AgentTaskFailed" // cn-agent's install task failed (backup restored)
+	AgentRefreshFailed  = "AgentRefreshFailed"
+	TritonAPI           = "TritonAPI" // a non-retryable CNAPI/SAPI/IMGAPI answer
+	// FailureBudget ends a fan-out whose failures exceeded its budget.
+	FailureBudget = "FailureBudgetExceeded"
+)
+
+// MachineSet boot image bump.
+const (
+	BootImagePrecondition = "BootImagePreconditionTimeout" // cluster kept upgrading / golden record not stamped
+	BootImageRelease      = "BootImageReleaseMismatch"     // the cluster runs another release than asked
+	BootImageMalformed    = "BootImageMalformed"           // an object has an unexpected shape
+	BootImageNotFound     = "BootImageNotFound"            // MachineSet / record / cluster missing
+	BootImageInvalid      = "BootImageInvalidRequest"
+	BootImageReplicas     = "BootImageReplicasChanged" // someone else scaled the canary MachineSet
+)
+
+// Zone expunge (sled-agent, Nexus sagas).
+const (
+	SledNotFound = "SledNotFound"
+	ZoneNotFound = "ZoneNotFound"
+	// LastNexusZone: expunging would leave no in-service Nexus zone.
+	LastNexusZone = "LastNexusZone"
+	// StaleGeneration: the sled ledgered a config at or past ours that still
+	// has the zone; details: the ledgered generation (uint64). Rebase.
+	StaleGeneration = "StaleGeneration"
+	// ZoneRemovalTimedOut: the config PUT kept failing past its bound.
+	ZoneRemovalTimedOut = "ZoneRemovalTimedOut"
+	// InventoryProofTimedOut: inventory never showed the zone gone.
+	InventoryProofTimedOut = "InventoryProofTimedOut"
+	// ZoneReinstated: a newer sled config put the zone back.
+	ZoneReinstated = "ZoneReinstated"
+	// GateNotProven: saga reassignment refused, the zone is not ready for
+	// cleanup in the ledger.
+	GateNotProven = "GateNotProven"
+	NoLiveNexus   = "NoLiveNexus"
+	// OwnerGone: the chosen new saga owner was expunged before the move;
+	// nothing moved. Choose again.
+	OwnerGone = "SagaOwnerGone"
+	// SagasRemain: sagas still belong to the expunged Nexus after
+	// reassignment.
+	SagasRemain = "SagasRemain"
+	// SledAgentRejected: a sled-agent answer that retrying cannot change.
+	SledAgentRejected    = "SledAgentRejected"
+	NexusDBNotConfigured = "NexusDBNotConfigured"
+	InvalidZoneExpunge   = "InvalidZoneExpunge"
+	// ExpungeConflict: the ledger has the expunge committed but the sled
+	// still has the zone (the device is the truth: no success over it).
+	ExpungeConflict = "ExpungeConflict"
+	TooManyRebases  = "TooManyRebases"
+)

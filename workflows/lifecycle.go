@@ -1,0 +1,233 @@
+package workflows
+
+import (
+	"errors"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
+	"github.com/fleetsaga/fleetsaga/ledger"
+)
+
+// lifecycle is what every update kind shares, so that a kind's workflow
+// keeps only its steps:
+//   - the phase, one typed value for the progress query, the ledger and the
+//     Web UI;
+//   - the ledger attempt: intent recorded before any device is touched, in a
+//     way that is safe when the workflow is cancelled mid-write;
+//   - compensations, registered before the action they undo;
+//   - one cancel detection and one ending: compensations on a disconnected
+//     context, then the ledger end, then the state the Web UI shows.
+//
+// A kind embeds one, points it at its Progress and calls its methods.
+type lifecycle struct {
+	progress *Progress
+	writer   attemptWriter
+
+	// attempt is the current ledger attempt: recorded, or being recorded
+	// (recorded false) until its write returns. A cancel stops the wait for
+	// the write, not the write, so the ending ends an attempt whose write is
+	// in doubt by writing and ending it in one idempotent step.
+	attempt  *ledger.Attempt
+	recorded bool
+	ended    bool
+
+	saga Saga
+	// onPhase, when set, runs after each phase change (a kind that also
+	// records its phase in the ledger).
+	onPhase func(ctx workflow.Context, p Phase)
+}
+
+// newLifecycle starts an update's lifecycle: the progress query answers
+// query() (the kind's Progress or a struct embedding it) and the Web UI
+// shows the first phase.
+func newLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attemptWriter, query func() P) (*lifecycle, error) {
+	now := workflow.Now(ctx)
+	p.State, p.Phase, p.PhaseSince = StateRunning, first, now
+	if p.Started.IsZero() {
+		p.Started = now
+	}
+	l := &lifecycle{progress: p, writer: w}
+	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (P, error) { return query(), nil }); err != nil {
+		return nil, err
+	}
+	setSearchState(ctx, StateRunning, first)
+	return l, nil
+}
+
+// phase moves the update to phase p (detail is free text for the Web UI's
+// current details, never the search attribute). It reports whether the
+// phase changed.
+func (l *lifecycle) phase(ctx workflow.Context, p Phase, detail ...string) bool {
+	if l.progress.Phase == p {
+		return false
+	}
+	l.progress.Phase, l.progress.PhaseSince = p, workflow.Now(ctx)
+	setSearchState(ctx, StateRunning, p, detail...)
+	if l.onPhase != nil {
+		l.onPhase(ctx, p)
+	}
+	return true
+}
+
+// newAttemptID is a workflow-generated attempt UUID (also the device-side
+// update ID where the device takes one).
+func newAttemptID(ctx workflow.Context) (uuid.UUID, error) {
+	var id uuid.UUID
+	err := workflow.SideEffect(ctx, func(workflow.Context) any { return uuid.New() }).Get(&id)
+	return id, err
+}
+
+// attemptFor is the ledger row of this workflow run's attempt n on target.
+func attemptFor(ctx workflow.Context, id uuid.UUID, n int, kind Kind, target, artifact string) ledger.Attempt {
+	info := workflow.GetInfo(ctx)
+	return ledger.Attempt{ID: id, UpdateID: info.WorkflowExecution.ID, Attempt: n, Kind: string(kind),
+		Target: target, Artifact: artifact, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
+}
+
+// recordIntent writes attempt a before any device is touched. A target busy
+// with another update is a non-retryable TargetBusy error and leaves nothing
+// of ours to end.
+func (l *lifecycle) recordIntent(ctx workflow.Context, a ledger.Attempt) error {
+	l.attempt, l.recorded, l.ended = &a, false, false
+	err := l.writer.record(ctx, a)
+	switch {
+	case err == nil:
+		l.recorded = true
+	case isTargetBusy(err):
+		l.attempt = nil
+	}
+	return err
+}
+
+// adoptAttempt makes an attempt already in the ledger (a resumed update's)
+// the current one.
+func (l *lifecycle) adoptAttempt(a ledger.Attempt) {
+	l.attempt, l.recorded, l.ended = &a, true, false
+}
+
+// attemptID is the current attempt's ID (uuid.Nil: none).
+func (l *lifecycle) attemptID() uuid.UUID {
+	if l.attempt == nil {
+		return uuid.Nil
+	}
+	return l.attempt.ID
+}
+
+// beforeAction registers the compensation of an action the workflow is
+// about to take. It is registered first so that a cancel arriving while the
+// action is in flight still undoes it; the undo must therefore be safe when
+// the action never happened. A device action that the undo races must be
+// started with awaitCancel, so the undo runs after it stopped.
+func (l *lifecycle) beforeAction(name string, undo func(ctx workflow.Context) error) {
+	l.saga.Add(name, undo)
+}
+
+// nothingToUndo drops the registered compensations (the actions reached a
+// point where undoing them is no longer possible or wanted).
+func (l *lifecycle) nothingToUndo() { l.saga = Saga{} }
+
+// awaitCancel makes a cancel of the workflow wait until the activity has
+// stopped (or finished) before the workflow goes on to compensate it.
+func awaitCancel(ctx workflow.Context) workflow.Context {
+	return workflow.WithWaitForCancellation(ctx, true)
+}
+
+// isCancel is the one cancel detection: the error is a cancellation, or the
+// workflow was asked to cancel.
+func isCancel(ctx workflow.Context, err error) bool {
+	return temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled)
+}
+
+func isTargetBusy(err error) bool {
+	var ae *temporal.ApplicationError
+	return errors.As(err, &ae) && ae.Type() == failure.TargetBusy
+}
+
+// Ending says how a successful update ended.
+type Ending struct {
+	Outcome string
+	Message string
+	Phase   Phase // the final phase (PhaseDone unless the kind names its own)
+}
+
+// end ends the update: on success with ok; on failure or cancel it runs the
+// compensations on a disconnected context, ends the ledger attempt as failed
+// or cancelled, and returns err (a cancellation as a CanceledError). Every
+// path ends the attempt, also one whose intent write was in doubt.
+func (l *lifecycle) end(ctx workflow.Context, err error, ok Ending) error {
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	final := ok.Phase
+	if final == "" {
+		final = PhaseDone
+	}
+	state, ls, outcome, msg := StateCompleted, ledger.StateCompleted, ok.Outcome, ok.Message
+	if err != nil {
+		state, ls, outcome, msg = StateFailed, ledger.StateFailed, "failed", err.Error()
+		if isCancel(ctx, err) {
+			state, ls, outcome, msg = StateCancelled, ledger.StateCancelled, "cancelled", "cancelled in phase "+string(l.progress.Phase)
+		}
+		final = l.progress.Phase
+		if cerr := l.saga.Compensate(dctx); cerr != nil {
+			msg += "; compensation failed: " + cerr.Error()
+		}
+	}
+	l.endAttempt(dctx, ls, outcome, msg)
+	l.progress.State, l.progress.Outcome, l.progress.Message = state, outcome, msg
+	l.progress.Phase, l.progress.PhaseSince = final, workflow.Now(dctx)
+	setSearchState(dctx, state, final)
+	if state == StateCancelled {
+		return temporal.NewCanceledError(msg)
+	}
+	return err
+}
+
+// endAttempt ends the current attempt in the ledger, once. Failing to write
+// the end is logged: the next update of the target releases an attempt
+// whose workflow closed (RecordIntent's abandoned check).
+func (l *lifecycle) endAttempt(ctx workflow.Context, s ledger.State, outcome, msg string) {
+	if l.attempt == nil || l.ended {
+		return
+	}
+	f := ledger.Finish{AttemptID: l.attempt.ID, State: s, Outcome: outcome}
+	if s != ledger.StateCompleted {
+		f.Error = msg
+	}
+	err := l.writer.end(ctx, *l.attempt, l.recorded, f)
+	if err != nil && !isTargetBusy(err) {
+		workflow.GetLogger(ctx).Error("ledger: could not end the attempt", "attempt", l.attempt.ID, "error", err)
+		return
+	}
+	l.ended = true
+}
+
+// attemptWriter writes a kind's attempts to the ledger. Kinds keep the
+// activities their recorded histories schedule.
+type attemptWriter interface {
+	// record writes the intent (idempotent by ID).
+	record(ctx workflow.Context, a ledger.Attempt) error
+	// end ends attempt a with f; when recorded is false the intent write
+	// was in doubt and a is written (idempotent by ID) and ended at once.
+	end(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error
+}
+
+var ledgerActs *activities.LedgerActivities
+
+// ledgerWriter writes attempts through LedgerActivities.
+type ledgerWriter struct{}
+
+func (ledgerWriter) record(ctx workflow.Context, a ledger.Attempt) error {
+	return workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.RecordIntent, a).Get(ctx, nil)
+}
+
+func (ledgerWriter) end(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error {
+	if recorded {
+		return workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.FinishAttempt, f).Get(ctx, nil)
+	}
+	return workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.RecordAttempt,
+		activities.RecordAttemptInput{Next: &a, FinishNext: &f}).Get(ctx, nil)
+}
