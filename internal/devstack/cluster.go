@@ -99,15 +99,8 @@ func StartCluster(ctx context.Context, o ClusterOptions, log zerolog.Logger) (_ 
 	if err := c.setUpSchema(ctx, db, cfg); err != nil {
 		return nil, err
 	}
-	for _, p := range []*int{&cfg.Frontend, &cfg.FrontendHTTP, &cfg.History, &cfg.Matching, &cfg.Worker, &cfg.Metrics} {
-		if *p, err = FreePort(); err != nil {
-			return nil, err
-		}
-	}
-	for _, p := range []*int{&cfg.FrontendMembership, &cfg.HistoryMembership, &cfg.MatchingMembership, &cfg.WorkerMembership} {
-		if *p, err = freeMembershipPort(); err != nil {
-			return nil, err
-		}
+	if err := cfg.choosePorts(); err != nil {
+		return nil, err
 	}
 	c.frontend = cfg.Frontend
 	if err := WriteServerConfig(o.Dir, cfg); err != nil {

@@ -220,6 +220,21 @@ func WriteUIConfig(dir string, frontend, port int) error {
 	return os.WriteFile(filepath.Join(confDir, serverConfigEnv+".yaml"), b.Bytes(), 0o644)
 }
 
+// choosePorts picks a free port for every listener.
+func (c *ServerConfig) choosePorts() (err error) {
+	for _, p := range []*int{&c.Frontend, &c.FrontendHTTP, &c.History, &c.Matching, &c.Worker, &c.Metrics} {
+		if *p, err = FreePort(); err != nil {
+			return err
+		}
+	}
+	for _, p := range []*int{&c.FrontendMembership, &c.HistoryMembership, &c.MatchingMembership, &c.WorkerMembership} {
+		if *p, err = freeMembershipPort(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // freeMembershipPort returns a free loopback port below 32768: the
 // server's SQL cluster_membership table keeps the membership port in a
 // smallint, and the kernel's ephemeral ports (FreePort) are above it.
