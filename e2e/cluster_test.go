@@ -47,9 +47,16 @@ func TestClusterDemoRolloutOverEveryKind(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.Symlink(binaries(t), filepath.Join(dir, "bin")))
 	require.NoError(t, os.Symlink(filepath.Join(root, "demo"), filepath.Join(dir, "demo")))
+	database := "e2e_demo_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	if named := os.Getenv("DATABASE_URL"); named != "" { // else a private cluster, removed at the end
+		t.Cleanup(func() {
+			for _, db := range []string{database, database + "_temporal", database + "_temporal_visibility"} {
+				_ = devstack.DropDatabase(context.Background(), named, db)
+			}
+		})
+	}
 	cmd := exec.Command(filepath.Join(dir, "bin", "devstack"), "run", "--temporal", devstack.TemporalCluster,
-		"--dir", ".stack/demo", "--ui-port", "0", "--workers", "2",
-		"--database", "e2e_demo_"+strings.ReplaceAll(uuid.NewString(), "-", "")[:12],
+		"--dir", ".stack/demo", "--ui-port", "0", "--workers", "2", "--database", database,
 		"--fleetsim-spec", filepath.Join(root, "fleetsim/specs/demo.yaml"), "--", "demo/run.sh")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()

@@ -78,9 +78,10 @@ func startStackOn(t *testing.T, temporal string, s *spec.Spec, workers, uiPort i
 	specPath := filepath.Join(dir, "fleet.yaml")
 	require.NoError(t, os.WriteFile(specPath, b, 0o644))
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	database := "e2e_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
 	stack, err := devstack.StartStack(context.Background(), devstack.StackOptions{
 		Dir: dir, BinDir: binaries(t), UIPort: uiPort, FleetsimSpec: specPath, Workers: workers, Temporal: temporal,
-		Database: "e2e_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12],
+		Database: database,
 	}, log)
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -92,6 +93,11 @@ func startStackOn(t *testing.T, temporal string, s *spec.Spec, workers, uiPort i
 			}
 		}
 		stack.Stop()
+		// The stack's databases (the cluster's two beside the ledger's) on
+		// a server the user named outlive it otherwise.
+		for _, db := range []string{database, database + "_temporal", database + "_temporal_visibility"} {
+			_ = devstack.DropDatabase(context.Background(), stack.PG.URL, db)
+		}
 	})
 	return stack
 }
