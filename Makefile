@@ -5,13 +5,24 @@ GO        ?= go
 CACHE     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fleetsaga
 TEMPORAL  := $(CACHE)/bin/temporal-v1.5.1
 WFCHECK   := $(CACHE)/bin/workflowcheck-v0.6.0
+# The cluster stack (STACK=cluster): the real server the CLI embeds, its
+# schema tool and the Web UI server the CLI embeds, from tools/go.mod.
+TSERVER   := $(CACHE)/bin/temporal-server-v1.29.1
+TSQLTOOL  := $(CACHE)/bin/temporal-sql-tool-v1.29.1
+TUISERVER := $(CACHE)/bin/temporal-ui-server-v2.42.1
+# Which Temporal up/demo run: dev (the CLI's dev server on SQLite) or
+# cluster (the real server on the stack's PostgreSQL).
+STACK     ?= dev
 BINS      := bin/worker bin/starter bin/fleetsim bin/devstack
 TEST_FLAGS ?= -count=1 -timeout 40m
 UI_PORT   ?= 8233
 
 export FLEETSAGA_TEMPORAL_BIN := $(TEMPORAL)
+export FLEETSAGA_TEMPORAL_SERVER_BIN := $(TSERVER)
+export FLEETSAGA_TEMPORAL_SQL_TOOL_BIN := $(TSQLTOOL)
+export FLEETSAGA_TEMPORAL_UI_BIN := $(TUISERVER)
 
-.PHONY: all build tools test unit lint browser systemd demo up down bench chaos clean $(BINS)
+.PHONY: all build tools test test-cluster unit lint browser systemd demo up down bench chaos clean $(BINS)
 
 all: build
 
@@ -22,9 +33,10 @@ bin/starter:  ; $(GO) build -o $@ ./starter
 bin/fleetsim: ; $(GO) build -o $@ ./fleetsim/cmd/fleetsim
 bin/devstack: ; $(GO) build -o $@ ./cmd/devstack
 
-# The pinned Temporal CLI (dev server + Web UI) and workflowcheck, built once
-# from tools/go.mod into the cache (a few minutes the first time).
-tools: $(TEMPORAL) $(WFCHECK)
+# The pinned Temporal CLI (dev server + Web UI), the real server, its schema
+# tool and Web UI server (STACK=cluster and its tests), and workflowcheck,
+# built once from tools/go.mod into the cache (a few minutes the first time).
+tools: $(TEMPORAL) $(WFCHECK) $(TSERVER) $(TSQLTOOL) $(TUISERVER)
 
 $(TEMPORAL):
 	@mkdir -p $(dir $@)
@@ -35,11 +47,30 @@ $(WFCHECK):
 	@mkdir -p $(dir $@)
 	cd tools && $(GO) build -o $@ go.temporal.io/sdk/contrib/tools/workflowcheck
 
+$(TSERVER):
+	@mkdir -p $(dir $@)
+	@echo "building Temporal server v1.29.1 into $@ (once; shares most of the CLI's build)"
+	cd tools && $(GO) build -o $@ go.temporal.io/server/cmd/server
+
+$(TSQLTOOL):
+	@mkdir -p $(dir $@)
+	cd tools && $(GO) build -o $@ go.temporal.io/server/cmd/tools/sql
+
+$(TUISERVER):
+	@mkdir -p $(dir $@)
+	cd tools && $(GO) build -o $@ github.com/temporalio/ui-server/v2/cmd/server
+
 # Everything CI needs: lint, then unit + integration tests against a real
 # Temporal dev server and PostgreSQL (DATABASE_URL if it answers, else a
 # private cluster), all started and stopped here.
 test: tools build lint browser systemd
 	bin/devstack run --dir .stack/test --ui-port 0 --database fleetsaga_test -- $(GO) test $(TEST_FLAGS) ./...
+
+# The whole suite with every integration test's Temporal the real server on
+# PostgreSQL instead of the dev server (make test runs the e2e core on it,
+# e2e/cluster_test.go; this is the rest, outside CI's time budget).
+test-cluster: tools build lint browser systemd
+	bin/devstack run --temporal cluster --dir .stack/test-cluster --ui-port 0 --database fleetsaga_test_cluster -- $(GO) test $(TEST_FLAGS) ./...
 
 # The Web UI end-to-end test drives Debian's headless chromium.
 browser:
@@ -68,13 +99,15 @@ lint: $(WFCHECK)
 	$(WFCHECK) ./workflows/...
 
 # The demo: the whole stack, a rollout over every update kind, a summary.
+# STACK=cluster runs it on the real Temporal server on PostgreSQL.
 demo: tools build
-	bin/devstack run --dir .stack/demo --ui-port $(UI_PORT) --workers 2 --database fleetsaga_demo \
+	bin/devstack run --temporal $(STACK) --dir .stack/demo --ui-port $(UI_PORT) --workers 2 --database fleetsaga_demo \
 	  --fleetsim-spec fleetsim/specs/demo.yaml -- demo/run.sh
 
 # Keep the stack running for interactive use (Web UI on :$(UI_PORT)).
+# STACK=cluster: the real Temporal server on PostgreSQL instead.
 up: tools build
-	bin/devstack up --dir .stack/up --ui-port $(UI_PORT) --workers 2 --persist --database fleetsaga_up \
+	bin/devstack up --temporal $(STACK) --dir .stack/up --ui-port $(UI_PORT) --workers 2 --persist --database fleetsaga_up \
 	  --fleetsim-spec fleetsim/specs/demo.yaml
 
 down: bin/devstack
@@ -91,12 +124,13 @@ bench: tools bin/worker bin/fleetsim
 # Chaos (issue 9): the real stack, a rollout over every update kind (>= 200
 # targets), worker SIGKILLs, a PostgreSQL and a Temporal restart, random
 # fleetsim faults; then the invariants against fleetsim's truth and the
-# ledger. Seeded: SEED=N replays a run; CHAOS_FLAGS for the rest
-# (bin/chaos --help). Exits non-zero on any violation.
+# ledger. Seeded: SEED=N replays a run; STACK=cluster runs it on the real
+# Temporal server on PostgreSQL; CHAOS_FLAGS for the rest (bin/chaos --help).
+# Exits non-zero on any violation.
 SEED ?= 1
 chaos: tools bin/worker bin/fleetsim
 	$(GO) build -o bin/chaos ./chaos/cmd/chaos
-	bin/chaos --bin-dir bin --dir .stack/chaos --seed $(SEED) $(CHAOS_FLAGS)
+	bin/chaos --bin-dir bin --dir .stack/chaos --seed $(SEED) --temporal $(STACK) $(CHAOS_FLAGS)
 
 clean:
 	rm -rf bin .stack

@@ -209,7 +209,7 @@ func (h *harness) restartTemporal(ctx context.Context, during string) {
 		return
 	}
 	h.rep.TemporalRestarts++
-	h.say("Temporal dev server restarted on its database file during %q (%s)", during, time.Since(t0).Round(time.Millisecond))
+	h.say("Temporal restarted (history and visibility kept: %s) during %q (%s)", h.temporalStore(), during, time.Since(t0).Round(time.Millisecond))
 }
 
 // apiFault picks an API-level fault aimed at what the rollout is doing now
@@ -267,4 +267,12 @@ func (h *harness) armFault(ctx context.Context, f faults.Fault) error {
 	h.mu.Unlock()
 	h.log.Info().Str("kind", string(f.Kind)).Str("target", f.Target).Msg("fault armed")
 	return nil
+}
+
+// temporalStore says where the restarted Temporal keeps its state.
+func (h *harness) temporalStore() string {
+	if h.cfg.Temporal == devstack.TemporalCluster {
+		return "the real server, in PostgreSQL"
+	}
+	return "the dev server, in its database file"
 }

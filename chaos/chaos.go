@@ -2,7 +2,8 @@
 // then proves nothing was lost or done twice.
 //
 // Run starts the embedded stack (a private PostgreSQL, the pinned Temporal
-// dev server on a persistent database file, fleetsim, worker processes),
+// dev server on a persistent database file, or with Config.Temporal the real
+// server on that PostgreSQL; fleetsim, worker processes),
 // starts one rollout plan with a stage for every update kind registered in
 // workflows.Kinds, and meanwhile SIGKILLs random workers (restarting them),
 // restarts PostgreSQL and the Temporal server, and arms random fleetsim
@@ -86,6 +87,10 @@ type Config struct {
 	Settle  time.Duration
 	// UIPort serves the Temporal Web UI (0 = none).
 	UIPort int
+	// Temporal is the stack's Temporal: devstack.TemporalDev (default) or
+	// devstack.TemporalCluster (the real server on the private PostgreSQL,
+	// so the PostgreSQL restart hits Temporal's persistence too).
+	Temporal string
 
 	Log zerolog.Logger
 	// Out receives the progress lines and the final table (nil = discard).
@@ -182,7 +187,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	stack, err := devstack.StartStack(ctx, devstack.StackOptions{
 		Dir: cfg.Dir, BinDir: cfg.BinDir, UIPort: cfg.UIPort, FleetsimSpec: fl.specPath,
-		Workers: cfg.Workers, WorkerVersion: version, PersistTemporal: true, Database: "fleetsaga",
+		Workers: cfg.Workers, WorkerVersion: version, PersistTemporal: true, Database: "fleetsaga", Temporal: cfg.Temporal,
 	}, log)
 	if err != nil {
 		return nil, fmt.Errorf("start the stack: %w", err)

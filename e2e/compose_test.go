@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetsaga/fleetsaga/internal/devstack"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -79,6 +80,16 @@ func TestComposeMatchesTheCode(t *testing.T) {
 		require.Equal(t, "temporalio/auto-setup:"+server, c.Services["temporal"].Image)
 		require.Equal(t, "temporalio/admin-tools:"+server, c.Services["temporal-setup"].Image)
 		require.Equal(t, "temporalio/ui:"+ui, c.Services["temporal-ui"].Image)
+		// One module graph builds the CLI (dev server) and the cluster
+		// stack's server and UI, so they are these versions too; devstack
+		// and the Makefile name them.
+		require.Equal(t, "v"+server, devstack.TemporalServerVersion)
+		require.Equal(t, "v"+ui, devstack.TemporalUIVersion)
+		mk, err := os.ReadFile(filepath.Join(repoRoot(t), "Makefile"))
+		require.NoError(t, err)
+		require.Contains(t, string(mk), "temporal-server-v"+server)
+		require.Contains(t, string(mk), "temporal-sql-tool-v"+server)
+		require.Contains(t, string(mk), "temporal-ui-server-v"+ui)
 	})
 
 	t.Run("environment", func(t *testing.T) {

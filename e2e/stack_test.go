@@ -27,7 +27,7 @@ var (
 	buildErr  error
 )
 
-// binaries builds worker, fleetsim and starter once per test run.
+// binaries builds worker, fleetsim, starter and devstack once per test run.
 func binaries(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -41,7 +41,7 @@ func binaries(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		for name, pkg := range map[string]string{"worker": "./worker", "fleetsim": "./fleetsim/cmd/fleetsim", "starter": "./starter"} {
+		for name, pkg := range map[string]string{"worker": "./worker", "fleetsim": "./fleetsim/cmd/fleetsim", "starter": "./starter", "devstack": "./cmd/devstack"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, name), pkg)
 			cmd.Dir = root
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -61,8 +61,16 @@ type buildError struct {
 
 func (e *buildError) Error() string { return "build " + e.pkg + ": " + e.err.Error() + "\n" + e.out }
 
-// startStack brings up a whole stack for one test with the given fleet.
+// startStack brings up a whole stack for one test with the given fleet, on
+// the Temporal dev server.
 func startStack(t *testing.T, s *spec.Spec, workers, uiPort int) *devstack.Stack {
+	t.Helper()
+	return startStackOn(t, devstack.TemporalDev, s, workers, uiPort)
+}
+
+// startStackOn is startStack on the given Temporal (devstack.TemporalDev or
+// devstack.TemporalCluster).
+func startStackOn(t *testing.T, temporal string, s *spec.Spec, workers, uiPort int) *devstack.Stack {
 	t.Helper()
 	dir := t.TempDir()
 	b, err := yaml.Marshal(s)
@@ -70,20 +78,26 @@ func startStack(t *testing.T, s *spec.Spec, workers, uiPort int) *devstack.Stack
 	specPath := filepath.Join(dir, "fleet.yaml")
 	require.NoError(t, os.WriteFile(specPath, b, 0o644))
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	database := "e2e_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
 	stack, err := devstack.StartStack(context.Background(), devstack.StackOptions{
-		Dir: dir, BinDir: binaries(t), UIPort: uiPort, FleetsimSpec: specPath, Workers: workers,
-		Database: "e2e_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12],
+		Dir: dir, BinDir: binaries(t), UIPort: uiPort, FleetsimSpec: specPath, Workers: workers, Temporal: temporal,
+		Database: database,
 	}, log)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, f := range []string{"worker-0.log", "worker-1.log", "fleetsim.log"} {
+			for _, f := range []string{"worker-0.log", "worker-1.log", "fleetsim.log", "temporal.out"} {
 				if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
 					t.Logf("---- %s (tail) ----\n%s", f, tail(string(b), 3000))
 				}
 			}
 		}
 		stack.Stop()
+		// The stack's databases (the cluster's two beside the ledger's) on
+		// a server the user named outlive it otherwise.
+		for _, db := range []string{database, database + "_temporal", database + "_temporal_visibility"} {
+			_ = devstack.DropDatabase(context.Background(), stack.PG.URL, db)
+		}
 	})
 	return stack
 }

@@ -84,12 +84,16 @@ type started struct {
 // is refused (exit 5) with the running one's ID; cancel runs the
 // compensation (our update aborted on the SP) and watch exits 3.
 func TestStarterStartsAttachesRefusesAndCancels(t *testing.T) {
+	startsAttachesRefusesAndCancels(t, devstack.TemporalDev)
+}
+
+func startsAttachesRefusesAndCancels(t *testing.T, temporal string) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
 	s, err := spec.Generate(spec.GenerateOptions{Sleds: 4, Servers: 4, Seed: 3, SpeedUp: 1})
 	require.NoError(t, err)
-	stack := startStack(t, s, 2, 0)
+	stack := startStackOn(t, temporal, s, 2, 0)
 	op := operator{t, stack}
 	sled := s.Racks[0].Sleds[2]
 	img := spImage(t, "1.1.0")

@@ -16,24 +16,50 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleetsim/dc"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/devstack"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // A worker SIGKILLed while it runs an activity: the update finishes on the
 // other worker, and no device work is done twice.
 func TestWorkerKilledMidActivityUpdateFinishesOnTheOther(t *testing.T) {
+	workerKilledMidActivity(t, devstack.TemporalDev)
+}
+
+func workerKilledMidActivity(t *testing.T, temporal string) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
-	s, err := spec.Generate(spec.GenerateOptions{Servers: 3, Seed: 11, SpeedUp: 1})
-	require.NoError(t, err)
-	// Installs take long enough that the kill lands mid-activity.
-	s.Timings.AgentInstallTime = spec.Duration{Duration: 15 * time.Second}
-	stack := startStack(t, s, 2, 0)
-
+	s := slowInstallFleet(t)
+	stack := startStackOn(t, temporal, s, 2, 0)
 	c, err := client.Dial(client.Options{HostPort: stack.Temporal.FrontendHostPort()})
 	require.NoError(t, err)
 	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	run, newImage := startAgentInstall(ctx, t, c, s)
+
+	victim := waitForRunningActivity(ctx, t, c)
+	t.Logf("SIGKILL worker-%d while it runs an activity", victim)
+	require.NoError(t, stack.Workers[victim].Kill())
+
+	require.NoError(t, run.Get(ctx, nil), "the update must finish on the surviving worker")
+	requireInstalledOnce(t, stack, newImage)
+}
+
+// slowInstallFleet is three servers whose installs take long enough that a
+// kill or restart lands mid-activity.
+func slowInstallFleet(t *testing.T) *spec.Spec {
+	t.Helper()
+	s, err := spec.Generate(spec.GenerateOptions{Servers: 3, Seed: 11, SpeedUp: 1})
+	require.NoError(t, err)
+	s.Timings.AgentInstallTime = spec.Duration{Duration: 15 * time.Second}
+	return s
+}
+
+// startAgentInstall starts the new vm-agent on every server of s.
+func startAgentInstall(ctx context.Context, t *testing.T, c client.Client, s *spec.Spec) (client.WorkflowRun, spec.Image) {
+	t.Helper()
 	newImage, ok := s.Datacenter.ImageFor("vm-agent", spec.GeneratedNewVersion)
 	require.True(t, ok)
 	in := workflows.AgentInstallInput{
@@ -42,20 +68,18 @@ func TestWorkerKilledMidActivityUpdateFinishesOnTheOther(t *testing.T) {
 		Concurrency:  3,
 		PollInterval: time.Second,
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: workflows.WorkflowID(workflows.KindAgentInstall, in.Target()), TaskQueue: workflows.TaskQueue,
 		TypedSearchAttributes: workflows.StartAttributes(workflows.KindAgentInstall, in.Target(), in.ArtifactVersion()),
 	}, workflows.AgentInstall, in)
 	require.NoError(t, err)
+	return run, newImage
+}
 
-	victim := waitForRunningActivity(ctx, t, c)
-	t.Logf("SIGKILL worker-%d while it runs an activity", victim)
-	require.NoError(t, stack.Workers[victim].Kill())
-
-	require.NoError(t, run.Get(ctx, nil), "the update must finish on the surviving worker")
-
+// requireInstalledOnce checks fleetsim's truth: every server runs newImage,
+// installed exactly once.
+func requireInstalledOnce(t *testing.T, stack *devstack.Stack, newImage spec.Image) {
+	t.Helper()
 	truth := dcTruth(t, stack.FleetsimURL)
 	installs := map[string]int{}
 	for _, rec := range truth.Installs {

@@ -1,6 +1,7 @@
 // Command devstack runs fleetsaga's embedded dev stack without Docker:
-// PostgreSQL (DATABASE_URL or a private cluster), the pinned Temporal dev
-// server with its Web UI, fleetsim and workers.
+// PostgreSQL (DATABASE_URL or a private cluster), the pinned Temporal (the
+// CLI's dev server, or with --temporal=cluster the real server on that
+// PostgreSQL) with its Web UI, fleetsim and workers.
 //
 //	devstack run [flags] -- CMD ARGS   bring the stack up, run CMD against it, tear down
 //	devstack up [flags]                keep it running in the background (make up)
@@ -35,7 +36,9 @@ func main() {
 		c.Flags().IntVar(&o.UIPort, "ui-port", 8233, "Temporal Web UI port (0 = none)")
 		c.Flags().StringVar(&o.FleetsimSpec, "fleetsim-spec", "", "start fleetsim with this spec")
 		c.Flags().IntVar(&o.Workers, "workers", 0, "worker processes to start")
-		c.Flags().BoolVar(&o.PersistTemporal, "persist", false, "keep Temporal history in a file in the state directory")
+		c.Flags().StringVar(&o.Temporal, "temporal", devstack.TemporalDev,
+			"Temporal to run: dev (the CLI's dev server, SQLite) or cluster (the real server on the stack's PostgreSQL)")
+		c.Flags().BoolVar(&o.PersistTemporal, "persist", false, "keep the dev server's history in a file in the state directory")
 		c.Flags().StringVar(&o.Database, "database", "", "the stack's own database, created afresh at every start (empty: the named server's database as it is)")
 	}
 	run := &cobra.Command{
@@ -127,7 +130,7 @@ func upBackground(o devstack.StackOptions) error {
 	}
 	cmd := exec.Command(self, "serve", "--dir", o.Dir, "--bin", o.BinDir, "--ui-port", strconv.Itoa(o.UIPort),
 		"--fleetsim-spec", o.FleetsimSpec, "--workers", strconv.Itoa(o.Workers), "--persist="+strconv.FormatBool(o.PersistTemporal),
-		"--database", o.Database)
+		"--database", o.Database, "--temporal", o.Temporal)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

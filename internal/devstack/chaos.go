@@ -10,15 +10,19 @@ import (
 	"strconv"
 )
 
-// Helpers for the chaos harness (chaos/): restart the Temporal dev server
-// in place and watch worker processes.
+// Helpers for the chaos harness (chaos/): restart Temporal in place and
+// watch worker processes.
 
-// RestartTemporal stops the Temporal dev server and starts it again on the
-// same port (and, with PersistTemporal, the same database file, so history
-// and visibility survive). Clients and workers reconnect by themselves.
+// RestartTemporal stops Temporal and starts it again on the same port. The
+// dev server keeps history and visibility with PersistTemporal (a database
+// file); the cluster always does (PostgreSQL). Clients and workers
+// reconnect by themselves.
 func (s *Stack) RestartTemporal(ctx context.Context) error {
 	if s.Temporal == nil {
-		return errors.New("no Temporal dev server to restart")
+		return errors.New("no Temporal server to restart")
+	}
+	if c, ok := s.Temporal.(*ClusterServer); ok {
+		return c.Restart(ctx)
 	}
 	_, portStr, err := net.SplitHostPort(s.Temporal.FrontendHostPort())
 	if err != nil {

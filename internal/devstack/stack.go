@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"go.temporal.io/sdk/testsuite"
 )
 
 // StackOptions say what to bring up.
@@ -31,8 +30,12 @@ type StackOptions struct {
 	Workers int
 	// WorkerVersion makes those workers a Worker Deployment version.
 	WorkerVersion WorkerVersion
-	// PersistTemporal keeps Temporal's history in a file in Dir, so it
-	// survives a restart of the Temporal server within one run (chaos).
+	// Temporal is TemporalDev (the CLI's dev server, the default) or
+	// TemporalCluster (the real server on PostgreSQL).
+	Temporal string
+	// PersistTemporal keeps the dev server's history in a file in Dir, so
+	// it survives a restart of the Temporal server within one run (chaos).
+	// The cluster always keeps it, in PostgreSQL.
 	PersistTemporal bool
 	// Database is the stack's own database on the server, dropped and
 	// created afresh at every start: the simulated fleet starts fresh too,
@@ -47,7 +50,7 @@ type Stack struct {
 	log         zerolog.Logger
 	PG          *Postgres
 	DatabaseURL string
-	Temporal    *testsuite.DevServer
+	Temporal    TemporalServer
 	UIURL       string
 	FleetsimURL string
 	Fleetsim    *Proc
@@ -93,26 +96,13 @@ func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Sta
 			return nil, err
 		}
 	}
-	tlog, err := os.Create(filepath.Join(o.Dir, "temporal.log"))
-	if err != nil {
-		return nil, err
-	}
-	topts := TemporalOptions{UIPort: o.UIPort, Output: tlog}
-	if o.PersistTemporal {
-		topts.DBFile = filepath.Join(o.Dir, "temporal.db")
-		// History of an earlier run would name updates the fresh fleet and
-		// ledger never saw.
-		if err := os.Remove(topts.DBFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
-	}
-	if s.Temporal, err = StartTemporal(ctx, topts, log); err != nil {
+	if err := s.startTemporal(ctx); err != nil {
 		return nil, err
 	}
 	if o.UIPort != 0 {
 		s.UIURL = fmt.Sprintf("http://127.0.0.1:%d", o.UIPort)
 	}
-	log.Info().Str("address", s.Temporal.FrontendHostPort()).Str("ui", s.UIURL).Msg("Temporal dev server up")
+	log.Info().Str("address", s.Temporal.FrontendHostPort()).Str("ui", s.UIURL).Str("stack", s.temporalKind()).Msg("Temporal up")
 
 	if o.FleetsimSpec != "" {
 		port, err := FreePort()

@@ -40,19 +40,36 @@ func CacheDir() string {
 // else the pinned build in the cache, else a `temporal` on PATH, else it
 // builds the pinned version from tools/go.mod (a few minutes, once).
 func TemporalBinary(log zerolog.Logger) (string, error) {
-	if p := os.Getenv("FLEETSAGA_TEMPORAL_BIN"); p != "" {
+	return toolBinary(log, Tool{Env: "FLEETSAGA_TEMPORAL_BIN", File: "temporal-" + TemporalCLIVersion,
+		Package: "github.com/temporalio/cli/cmd/temporal", OnPath: "temporal"})
+}
+
+// Tool is a binary pinned in tools/go.mod and built into the cache once.
+type Tool struct {
+	Env     string // a variable that names a binary to use instead
+	File    string // its name in CacheDir()/bin, version included
+	Package string // the Go package to build from tools/go.mod
+	OnPath  string // a command on PATH to use when the cache has none ("" = never)
+}
+
+// toolBinary returns t's binary: $Env, else the cached build, else OnPath,
+// else it builds it from tools/go.mod into the cache.
+func toolBinary(log zerolog.Logger, t Tool) (string, error) {
+	if p := os.Getenv(t.Env); p != "" {
 		return p, nil
 	}
-	cached := filepath.Join(CacheDir(), "bin", "temporal-"+TemporalCLIVersion)
+	cached := filepath.Join(CacheDir(), "bin", t.File)
 	if _, err := os.Stat(cached); err == nil {
 		return cached, nil
 	}
-	if p, err := exec.LookPath("temporal"); err == nil {
-		return p, nil
+	if t.OnPath != "" {
+		if p, err := exec.LookPath(t.OnPath); err == nil {
+			return p, nil
+		}
 	}
 	root, err := RepoRoot()
 	if err != nil {
-		return "", fmt.Errorf("no Temporal CLI found and cannot build one: %w", err)
+		return "", fmt.Errorf("no %s found and cannot build one: %w", t.File, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(cached), 0o755); err != nil {
 		return "", err
@@ -69,11 +86,11 @@ func TemporalBinary(log zerolog.Logger) (string, error) {
 	if _, err := os.Stat(cached); err == nil {
 		return cached, nil
 	}
-	log.Info().Str("version", TemporalCLIVersion).Msg("building the pinned Temporal CLI once (a few minutes on 2 cores)")
-	cmd := exec.Command("go", "build", "-o", cached+".tmp", "github.com/temporalio/cli/cmd/temporal")
+	log.Info().Str("binary", t.File).Msg("building a pinned Temporal binary once (a few minutes on 2 cores)")
+	cmd := exec.Command("go", "build", "-o", cached+".tmp", t.Package)
 	cmd.Dir = filepath.Join(root, "tools")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build Temporal CLI: %v: %s", err, lastLines(out, 10))
+		return "", fmt.Errorf("build %s: %v: %s", t.File, err, lastLines(out, 10))
 	}
 	return cached, os.Rename(cached+".tmp", cached)
 }

@@ -43,6 +43,7 @@ func newRoot() *cobra.Command {
 		dir      string
 		binDir   string
 		uiPort   int
+		temporal string
 		timeout  time.Duration
 		kills    int
 		logLevel string
@@ -83,6 +84,7 @@ func newRoot() *cobra.Command {
 				}
 			}
 			cfg.UIPort = uiPort
+			cfg.Temporal = temporal
 			cfg.Out = os.Stdout
 			if cfg.Log, err = logging.New(os.Stderr, logLevel, logging.FormatConsole); err != nil {
 				return usageError{err}
@@ -105,6 +107,7 @@ func newRoot() *cobra.Command {
 	f.StringVar(&dir, "dir", ".stack/chaos", "state directory (a seed-N subdirectory is wiped and kept for a post-mortem)")
 	f.StringVar(&binDir, "bin-dir", "bin", "directory with the built worker, fleetsim and starter binaries")
 	f.IntVar(&uiPort, "ui-port", 0, "serve the Temporal Web UI on this port (0 = none)")
+	f.StringVar(&temporal, "temporal", "dev", "Temporal to run: dev (the CLI's dev server) or cluster (the real server on PostgreSQL)")
 	f.DurationVar(&timeout, "timeout", 0, "bound on the rollout (default 30m, 2m with --short)")
 	f.IntVar(&kills, "kills", 0, "minimum worker SIGKILLs (default 12, 3 with --short)")
 	f.IntVar(&workers, "workers", 3, "worker processes")
