@@ -40,6 +40,13 @@ type Temporal struct {
 	TLSKey     string
 	TLSCA      string
 	ServerName string
+	// APIKey (TEMPORAL_API_KEY or the profile's api_key; never a flag, so
+	// it stays out of process listings) is sent as a bearer token, and
+	// turns TLS on unless TLS is explicitly disabled.
+	APIKey string
+	// TLS: TLS with the system's CAs when no --tls-* file is given
+	// (TEMPORAL_TLS=true, a profile's tls table, or an API key).
+	TLS bool
 	// profileErr is a broken Temporal config profile, reported by Validate.
 	profileErr error
 }
@@ -65,6 +72,10 @@ func (t *Temporal) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&t.TLSKey, "tls-key", tlsCfg.ClientKeyPath, "client key for mTLS (env TEMPORAL_TLS_CLIENT_KEY_PATH)")
 	fs.StringVar(&t.TLSCA, "tls-ca", tlsCfg.ServerCACertPath, "CA that signed the server certificate (env TEMPORAL_TLS_SERVER_CA_CERT_PATH)")
 	fs.StringVar(&t.ServerName, "tls-server-name", tlsCfg.ServerName, "expected server name in its certificate (env TEMPORAL_TLS_SERVER_NAME)")
+	t.APIKey = prof.APIKey
+	// As the SDK's envconfig decides: a tls table (or TEMPORAL_TLS=true)
+	// turns TLS on, and so does an API key, unless TLS is disabled.
+	t.TLS = (prof.TLS != nil || prof.APIKey != "") && !tlsCfg.Disabled
 }
 
 func or(v, def string) string {
@@ -120,7 +131,12 @@ func ValidateHostPort(addr string) error {
 // ClientOptions builds the SDK client options, loading TLS material.
 func (t *Temporal) ClientOptions(logger tlog.Logger) (client.Options, error) {
 	opts := client.Options{HostPort: t.Address, Namespace: t.Namespace, Logger: logger}
-	if t.TLSCert == "" && t.TLSCA == "" {
+	if t.APIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(t.APIKey)
+	}
+	if t.TLSCert == "" && t.TLSCA == "" && !t.TLS {
+		// Said explicitly: the SDK otherwise turns TLS on for an API key.
+		opts.ConnectionOptions.TLSDisabled = true
 		return opts, nil
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
