@@ -334,6 +334,11 @@ func (r *agentRollout) plan(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
+	if workflow.GetVersion(ctx, changeAgentClaims, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+		if err := r.claimAgents(ctx); err != nil {
+			return err
+		}
+	}
 	labels := make([]string, len(r.c.Plan.Agents))
 	for i, ag := range r.c.Plan.Agents {
 		labels[i] = ag.Label()
@@ -346,6 +351,22 @@ func (r *agentRollout) plan(ctx workflow.Context) error {
 		workflow.GetLogger(ctx).Warn("server skipped, not touched", "server", s.UUID, "hostname", s.Hostname, "reason", s.Reason)
 	}
 	return nil
+}
+
+// changeAgentClaims names the change that makes a rollout claim its agents
+// on its servers after planning (issue #14, defect 12).
+const changeAgentClaims = "agent-install-claims-agents"
+
+// claimAgents holds the planned agents on the planned servers until the
+// rollout ends: a rollout that shares an agent on a server with another
+// active one is refused (TargetBusy) before it touches anything.
+func (r *agentRollout) claimAgents(ctx workflow.Context) error {
+	names := make([]string, len(r.c.Plan.Agents))
+	for i, ag := range r.c.Plan.Agents {
+		names[i] = ag.Name
+	}
+	return workflow.ExecuteActivity(ledgerOptions(ctx), agentLedger.ClaimAgents,
+		activities.ClaimAgentsRequest{RolloutID: r.c.RolloutID, Agents: names}).Get(ctx, nil)
 }
 
 // changeAgentPlanEndsThroughLifecycle names the change that ends a rollout

@@ -27,6 +27,7 @@ func TestAgentInstallCancelledWhilePlanningEndsItsAttempt(t *testing.T) {
 	env.RegisterActivity(&activities.AgentActivities{})
 	env.RegisterActivity(&activities.LedgerActivities{})
 	var rollout uuid.UUID
+	env.OnActivity(agentLedger.ClaimAgents, mock.Anything, mock.Anything).Return(nil).Maybe()
 	env.OnActivity(agentLedger.RecordIntent, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, a ledger.Attempt) error { rollout = a.ID; return nil })
 	env.OnActivity(agentLedger.FinishAttempt, mock.Anything, mock.Anything).Return(
