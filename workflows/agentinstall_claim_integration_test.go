@@ -14,7 +14,9 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -47,12 +49,14 @@ func TestAgentInstallsSharingAnAgentNeverBothInstallIt(t *testing.T) {
 		err := run.Get(ctx, nil)
 		if err == nil {
 			completed++
+			replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/agent-install-claimed.json")
 			continue
 		}
 		var ae *temporal.ApplicationError
 		require.ErrorAs(t, err, &ae, run.GetID())
 		assert.Equal(t, failure.TargetBusy, ae.Type(), "%s: %v", run.GetID(), err)
 		refused++
+		replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/agent-install-refused-busy.json")
 	}
 	assert.Equal(t, 1, completed, "one rollout ran")
 	assert.Equal(t, 1, refused, "the other was refused")
@@ -98,4 +102,44 @@ func TestAgentInstallsSharingAnAgentNeverBothInstallIt(t *testing.T) {
 	claimed, err := s.env.Store.ActiveAgentClaims(ctx)
 	require.NoError(t, err)
 	assert.Zero(t, claimed)
+}
+
+// An agent install cancelled while it plans ends its ledger attempt
+// cancelled on the real stack (chaos found it left pending), and touches
+// nothing. With FLEETSAGA_RECORD_HISTORIES=1 its history is saved.
+func TestAgentInstallCancelledWhilePlanningOnFleetsim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	d := spec.GenerateDatacenter(3, 42)
+	s := newAgentStack(t, d, 100)
+	s.arm(t, faults.Fault{Kind: faults.Latency, Target: "api/cnapi", Latency: "2s"})
+	s.worker()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run := s.start(t, ctx, workflows.AgentInstallInput{Agents: []activities.AgentRequest{{Name: "vm-agent"}},
+		Selection: activities.ServerSelection{All: true}, PollInterval: time.Second})
+	require.Eventually(t, func() bool {
+		desc, err := s.env.Client.DescribeWorkflowExecution(ctx, run.GetID(), run.GetRunID())
+		if err != nil {
+			return false
+		}
+		for _, pa := range desc.GetPendingActivities() {
+			if pa.GetActivityType().GetName() == "PlanAgentInstall" {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 50*time.Millisecond, "planning started")
+	require.NoError(t, s.env.Client.CancelWorkflow(ctx, run.GetID(), run.GetRunID()))
+	err := run.Get(ctx, nil)
+	var ce *temporal.CanceledError
+	require.ErrorAs(t, err, &ce)
+
+	atts, err := s.env.Store.Attempts(ctx, run.GetID())
+	require.NoError(t, err)
+	require.Len(t, atts, 1)
+	assert.Equal(t, ledger.StateCancelled, atts[0].State, "the rollout's attempt ended cancelled")
+	assert.Empty(t, s.truth(t).Installs, "nothing was touched")
+	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/agent-install-cancelled-planning.json")
 }
