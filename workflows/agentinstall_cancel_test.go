@@ -44,3 +44,33 @@ func TestAgentInstallCancelledWhilePlanningEndsItsAttempt(t *testing.T) {
 	assert.Equal(t, rollout, f.finished[0].AttemptID)
 	assert.Equal(t, ledger.StateCancelled, f.finished[0].State)
 }
+
+// A server's install cancelled while its intent is being written ends the
+// attempt whose write is in doubt by writing and ending it in one step, so
+// a write that lands after the cancel leaves nothing pending.
+func TestAgentInstallServerCancelledWhileRecordingIntentEndsTheAttemptInDoubt(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(AgentInstallServer)
+	env.RegisterActivity(&activities.AgentActivities{})
+	env.RegisterActivity(&activities.LedgerActivities{})
+	env.OnActivity(agentLedger.RecordIntent, mock.Anything, mock.Anything).Return(nil).After(time.Hour)
+	var ends []activities.FinishAgentServerRequest
+	env.OnActivity(agentActs.FinishAgentServer, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, r activities.FinishAgentServerRequest) error { ends = append(ends, r); return nil })
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
+	in := AgentServerInput{RolloutID: uuid.New(), Seq: 1, Server: uuid.New(), Hostname: "cn0",
+		Agents: []activities.PlannedAgent{{Name: "vm-agent", ImageUUID: uuid.New(), Version: "1.1.0"}}}
+	env.ExecuteWorkflow(AgentInstallServer, in)
+
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	assert.True(t, temporal.IsCanceledError(err), err)
+	require.Len(t, ends, 1)
+	end := ends[0]
+	require.NotNil(t, end.Intent, "the attempt in doubt is written before it is ended")
+	assert.Equal(t, end.Intent.ID, end.AttemptID)
+	assert.Equal(t, ServerTarget(in.Server), end.Intent.Target)
+	assert.Equal(t, in.RolloutID, end.RolloutID)
+	assert.Equal(t, ledger.StateCancelled, end.State)
+}
