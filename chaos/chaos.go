@@ -115,11 +115,10 @@ func Short(seed int64) Config {
 		// can strand sagas (chaos/README.md); the full run expunges two.
 		Cancels: 1, TerminateRestarts: 1, DuplicateStarts: true, NexusExpunges: 1,
 		// Known product gaps (chaos/README.md): a cancelled zone expunge
-		// strands its Nexus's sagas; an agent install cancelled while it
-		// plans leaves its ledger attempt pending; an SP firmware or host
-		// flash update cancelled while it records its attempt hangs. The
-		// full run cancels them.
-		NoCancel: map[workflows.Kind]bool{workflows.KindZoneExpunge: true, workflows.KindAgentInstall: true,
+		// strands its Nexus's sagas; an SP firmware or host flash update
+		// cancelled while it records its attempt hangs. The full run
+		// cancels them.
+		NoCancel: map[workflows.Kind]bool{workflows.KindZoneExpunge: true,
 			workflows.KindSPFirmware: true, workflows.KindHostFlash: true},
 		Timeout: 2 * time.Minute, Settle: 2 * time.Minute,
 	}
