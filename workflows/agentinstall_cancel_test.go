@@ -57,7 +57,10 @@ func TestAgentInstallServerCancelledWhileRecordingIntentEndsTheAttemptInDoubt(t 
 	env.OnActivity(agentLedger.RecordIntent, mock.Anything, mock.Anything).Return(nil).After(time.Hour)
 	var ends []activities.FinishAgentServerRequest
 	env.OnActivity(agentActs.FinishAgentServer, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, r activities.FinishAgentServerRequest) error { ends = append(ends, r); return nil })
+		func(_ context.Context, r activities.FinishAgentServerRequest) error {
+			ends = append(ends, r)
+			return nil
+		})
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
 	in := AgentServerInput{RolloutID: uuid.New(), Seq: 1, Server: uuid.New(), Hostname: "cn0",
 		Agents: []activities.PlannedAgent{{Name: "vm-agent", ImageUUID: uuid.New(), Version: "1.1.0"}}}
