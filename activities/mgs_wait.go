@@ -85,15 +85,10 @@ func (a *MGSActivities) MGSWaitUpdate(ctx context.Context, in WaitUpdateInput) (
 		out.LastChange = time.Now()
 	}
 	began := time.Now()
-	startBytes := in.LastBytes
 	pw := progressWriter{a: a, attempt: in.AttemptID}
 	phase := "updating"
 	if !in.Ours {
 		phase = "waiting-for-concurrent-update"
-	}
-	abort := func(id uuid.UUID) error {
-		_, err := abortUpdate(ctx, set, in.SP, in.Component, id)
-		return err
 	}
 	for {
 		st, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.UpdateStatus, error) {
@@ -111,77 +106,18 @@ func (a *MGSActivities) MGSWaitUpdate(ctx context.Context, in WaitUpdateInput) (
 				return out, fmt.Errorf("SP %s unreachable through every MGS for %s: %w", in.SP, in.ProgressTimeout, err)
 			}
 		default:
-			out.Status = st
-			if st.State == mgs.UpdateNone {
-				if !in.Ours && !out.CompleteSince.IsZero() {
-					out.Outcome = WaitForeignDone
-				} else if in.Ours {
-					out.Outcome = WaitLost
-				} else {
-					out.Outcome = WaitFree
-				}
-				return out, nil
-			}
-			if st.ID != in.UpdateID {
-				out.Outcome = WaitReplaced
-				return out, nil
-			}
-			progress := int64(st.BytesReceived)
-			if st.State == mgs.UpdatePreparing && st.Progress != nil {
-				progress = int64(st.Progress.Current) - int64(st.Progress.Total) // erase progress also counts
-			}
-			if progress != out.LastBytes {
-				out.LastBytes, out.LastChange = progress, now
-			}
-			if st.TotalBytes > 0 { // complete{id} carries no byte counts: keep the last ones
-				out.Bytes, out.Total = int64(st.BytesReceived), int64(st.TotalBytes)
-			}
-			switch st.State {
-			case mgs.UpdateComplete:
-				if in.Ours || in.Component != mgs.ComponentSP {
-					if in.Ours {
-						out.Outcome = WaitComplete
-						out.Bytes = out.Total
-						pw.write(ctx, phase, out.Total, out.Total, true)
-					} else {
-						out.Outcome = WaitFree // host flash: a complete update does not block a new one
-					}
-					return out, nil
-				}
-				if out.CompleteSince.IsZero() {
-					out.CompleteSince = now
-				}
-				if now.Sub(out.CompleteSince) > in.TakeoverTimeout {
-					out.Outcome = WaitTakeover
-					return out, nil
-				}
-			case mgs.UpdateFailed, mgs.UpdateRotError:
-				if err := abort(st.ID); err != nil {
+			step := decideWait(in, out, st, began, now)
+			out = step.seen
+			if step.abort {
+				if _, err := abortUpdate(ctx, set, in.SP, in.Component, st.ID); err != nil {
 					return out, err
 				}
-				out.Outcome = WaitFailed
-				if !in.Ours {
-					out.Outcome = WaitFree
-				}
+			}
+			if out.Outcome == WaitComplete {
+				pw.write(ctx, phase, out.Total, out.Total, true)
+			}
+			if out.Outcome != "" {
 				return out, nil
-			case mgs.UpdateAborted:
-				out.Outcome = WaitAborted
-				if !in.Ours {
-					out.Outcome = WaitFree
-				}
-				return out, nil
-			case mgs.UpdatePreparing, mgs.UpdateInProgress:
-				if in.ProgressTimeout > 0 && now.Sub(out.LastChange) > in.ProgressTimeout {
-					if err := abort(st.ID); err != nil {
-						return out, err
-					}
-					out.Outcome = WaitStuck
-					return out, nil
-				}
-				if in.CheckpointEvery > 0 && now.Sub(began) >= in.CheckpointEvery && out.LastBytes != startBytes {
-					out.Outcome = WaitCheckpoint
-					return out, nil
-				}
 			}
 			activity.RecordHeartbeat(ctx, WaitHeartbeat{State: string(st.State), Done: out.Bytes, Total: out.Total})
 			if in.Ours {

@@ -37,8 +37,9 @@ type harness struct {
 	stageKind []workflows.Kind
 	// brng drives the blind-spot attacks (its own stream, so the kill
 	// and fault schedule of a seed stays what it was).
-	brng  *rand.Rand
-	blind *blindState
+	brng     *rand.Rand
+	blind    *blindState
+	newBuild *newBuildState
 
 	// mu serialises changes to the stack (kills, restarts, supervision)
 	// and guards the report's counters.
@@ -135,6 +136,10 @@ func (h *harness) attack(ctx context.Context, done <-chan struct{}) {
 		}
 		if phase == string(workflows.PhaseRunningStage) {
 			h.blindTick(ctx, stage)
+		}
+		if nb := h.newBuild; nb.stage >= 0 && stage >= nb.stage {
+			h.deployNewBuild(ctx, phase)
+			nb.stage = -1
 		}
 		h.mu.Lock()
 		armed := h.rep.apiFaults

@@ -76,6 +76,9 @@ type Config struct {
 	// NoCancel are kinds whose children are never cancelled (a known
 	// product gap the short run leaves to the full one).
 	NoCancel map[workflows.Kind]bool
+	// NewBuild runs the workers as a Worker Deployment version and deploys
+	// a new build during a seeded stage.
+	NewBuild bool
 
 	// Timeout bounds the rollout; Settle bounds the wait for everything
 	// to end afterwards.
@@ -97,7 +100,7 @@ func Full(seed int64) Config {
 		Concurrency: 8, SpeedUp: 40,
 		Kills: 12, KillGap: [2]time.Duration{3 * time.Second, 9 * time.Second},
 		RestartPostgres: true, RestartTemporal: true, APIFaults: 16,
-		Cancels: 6, TerminateRestarts: 3, DuplicateStarts: true, NexusExpunges: 2,
+		Cancels: 6, TerminateRestarts: 3, DuplicateStarts: true, NexusExpunges: 2, NewBuild: true,
 		Timeout: 30 * time.Minute, Settle: 3 * time.Minute,
 	}
 }
@@ -113,14 +116,11 @@ func Short(seed int64) Config {
 		RestartPostgres: true, RestartTemporal: true, APIFaults: 3,
 		// One Nexus expunge: two at once with a sled-agent error_rate fault
 		// can strand sagas (chaos/README.md); the full run expunges two.
-		Cancels: 1, TerminateRestarts: 1, DuplicateStarts: true, NexusExpunges: 1,
+		Cancels: 1, TerminateRestarts: 1, DuplicateStarts: true, NexusExpunges: 1, NewBuild: true,
 		// Known product gaps (chaos/README.md): a cancelled zone expunge
-		// strands its Nexus's sagas; an SP firmware or host flash update
-		// cancelled while it records its attempt hangs. The full run
-		// cancels them.
-		NoCancel: map[workflows.Kind]bool{workflows.KindZoneExpunge: true,
-			workflows.KindSPFirmware: true, workflows.KindHostFlash: true},
-		Timeout: 2 * time.Minute, Settle: 2 * time.Minute,
+		// strands its Nexus's sagas. The full run cancels every kind.
+		NoCancel: map[workflows.Kind]bool{workflows.KindZoneExpunge: true},
+		Timeout:  2 * time.Minute, Settle: 2 * time.Minute,
 	}
 }
 
@@ -177,9 +177,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		log.Info().Msg("ignoring DATABASE_URL: chaos restarts PostgreSQL, so it runs a private cluster")
 		_ = os.Unsetenv("DATABASE_URL")
 	}
+	var version devstack.WorkerVersion
+	if cfg.NewBuild {
+		version = firstBuild
+	}
 	stack, err := devstack.StartStack(ctx, devstack.StackOptions{
 		Dir: cfg.Dir, BinDir: cfg.BinDir, UIPort: cfg.UIPort, FleetsimSpec: fl.specPath,
-		Workers: cfg.Workers, PersistTemporal: true, Database: "fleetsaga",
+		Workers: cfg.Workers, WorkerVersion: version, PersistTemporal: true, Database: "fleetsaga",
 	}, log)
 	if err != nil {
 		return nil, fmt.Errorf("start the stack: %w", err)
@@ -211,6 +215,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	h.brng = rand.New(rand.NewSource(cfg.Seed + 2))
 	h.planBlind()
+	h.newBuild = &newBuildState{stage: -1}
+	if cfg.NewBuild {
+		if err := h.setCurrentBuild(ctx, firstBuild); err != nil {
+			return nil, err
+		}
+		h.newBuild.stage = h.restartStage()
+	}
 	for _, f := range devFaults {
 		if err := h.armFault(ctx, f); err != nil {
 			return nil, err
@@ -360,7 +371,8 @@ func (h *harness) check(ctx context.Context, rolloutID string, fl *fleet, before
 		return err
 	}
 	in := &evidence{terminated: h.blind.terminated, restarts: h.restartOutcomes(ctx), dup: h.blind.dup, fleet: fl, expect: h.rep.expect, before: before, after: after, attempts: attempts,
-		sagas: sagas, expunged: expunged, workflows: wfs, rolloutID: rolloutID, rolloutStatus: h.rep.RolloutStatus}
+		sagas: sagas, expunged: expunged, workflows: wfs, rolloutID: rolloutID, rolloutStatus: h.rep.RolloutStatus,
+		newBuildAt: h.newBuild.at}
 	h.rep.fill(in, armed)
 	return nil
 }

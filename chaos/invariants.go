@@ -32,6 +32,8 @@ type evidence struct {
 	workflows     []*wf
 	rolloutID     string
 	rolloutStatus enumspb.WorkflowExecutionStatus
+	// newBuildAt is when a new worker build became current (zero: never).
+	newBuildAt time.Time
 
 	latestByUpdate map[string]*attempt
 	byTarget       map[string][]*attempt
@@ -83,6 +85,7 @@ var invariantChecks = []struct {
 	{"no MachineSet left patched by a cancelled bump", checkCancelledBumps},
 	{"no device action done twice", checkDeviceActionsOnce},
 	{"no restart refused, no duplicate start run twice", checkDuplicateStart},
+	{"a new build deployed mid-rollout took the rollout over", checkNewBuild},
 }
 
 func evaluate(e *evidence) []*invariant {

@@ -3,6 +3,7 @@ package chaos
 import (
 	"sort"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 
@@ -176,6 +177,33 @@ func checkDuplicateStart(e *evidence, iv *invariant) {
 		}
 		if res[0].RunID != res[1].RunID {
 			iv.fail("%s: the starters name different runs %s and %s", d.ID, res[0].RunID, res[1].RunID)
+		}
+	}
+}
+
+// checkNewBuild: after a new build became current, the rollout (an
+// Auto-Upgrade parent) ends on it, and every update started from then on
+// runs on it; updates started before stay pinned to the build they began
+// on (and must still end: checkTerminal). The build is the one that
+// completed the run's last workflow task.
+func checkNewBuild(e *evidence, iv *invariant) {
+	if e.newBuildAt.IsZero() {
+		return
+	}
+	// A start within a moment of the switch may have raced it.
+	const slack = 2 * time.Second
+	for _, w := range e.workflows {
+		switch {
+		case w.ID == e.rolloutID:
+			iv.Checked++
+			if w.Build != newBuild.BuildID {
+				iv.fail("rollout %s is on build %q after %s became current", w.ID, w.Build, newBuild.BuildID)
+			}
+		case w.Start.After(e.newBuildAt.Add(slack)):
+			iv.Checked++
+			if w.Build != newBuild.BuildID {
+				iv.fail("%s started after %s became current but ran on build %q", w.ID, newBuild.BuildID, w.Build)
+			}
 		}
 	}
 }

@@ -250,6 +250,18 @@ func TestInvariantsCatchEachViolation(t *testing.T) {
 		{"both starters refused", "no restart refused", "both concurrent starters were refused", func(e *evidence) {
 			e.dup = &dupStart{ID: e.workflows[1].ID, Exits: [2]int{5, 5}}
 		}},
+		{"rollout left on the old build", "a new build", "is on build \"chaos-1\"", func(e *evidence) {
+			e.newBuildAt = e.workflows[0].Start.Add(time.Minute)
+			e.rolloutID = "fleetsaga/rollout/plan/chaos"
+			e.workflows = append(e.workflows, &wf{ID: e.rolloutID, Build: firstBuild.BuildID, Status: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED})
+		}},
+		{"update started after the switch on the old build", "a new build", "ran on build \"chaos-1\"", func(e *evidence) {
+			e.newBuildAt = e.workflows[0].Start.Add(-time.Minute)
+			for _, w := range e.workflows {
+				w.Build = newBuild.BuildID
+			}
+			e.workflows[1].Build = firstBuild.BuildID
+		}},
 		{"a terminated run not ours", "every update", "ended Terminated", func(e *evidence) {
 			e.workflows[0].Status = enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED
 			e.terminated = map[string]bool{"other-run": true}

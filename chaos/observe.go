@@ -224,6 +224,9 @@ type wf struct {
 	// TaskTimeouts counts workflow tasks that timed out (a worker died
 	// holding one) or failed.
 	TaskTimeouts int
+	// Build is the Worker Deployment build that completed the run's last
+	// workflow task ("" unversioned).
+	Build string
 }
 
 func (o *observer) list(ctx context.Context, query string) ([]*wf, error) {
@@ -283,5 +286,7 @@ func countEvent(w *wf, ev *historypb.HistoryEvent) {
 		}
 	case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
 		w.TaskTimeouts++
+	case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+		w.Build = ev.GetWorkflowTaskCompletedEventAttributes().GetDeploymentVersion().GetBuildId()
 	}
 }

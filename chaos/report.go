@@ -34,11 +34,13 @@ type Report struct {
 	TemporalRestarts int `json:"temporalRestarts"`
 	// Blind-spot attacks: children cancelled, children terminated and
 	// started again, duplicate starter pairs.
-	Cancels           int                 `json:"cancels"`
-	TerminateRestarts int                 `json:"terminateRestarts"`
-	DuplicateStarts   int                 `json:"duplicateStarts"`
-	FaultsArmed       int                 `json:"faultsArmed"`
-	FaultKinds        map[faults.Kind]int `json:"faultKinds"`
+	Cancels           int `json:"cancels"`
+	TerminateRestarts int `json:"terminateRestarts"`
+	DuplicateStarts   int `json:"duplicateStarts"`
+	// NewBuilds is 1 when a new worker build was deployed mid-rollout.
+	NewBuilds   int                 `json:"newBuilds"`
+	FaultsArmed int                 `json:"faultsArmed"`
+	FaultKinds  map[faults.Kind]int `json:"faultKinds"`
 	// FaultsUnfired are armed faults that never fired (their target was
 	// not touched while they were armed).
 	FaultsUnfired []string `json:"faultsUnfired,omitempty"`
@@ -84,6 +86,9 @@ func (r *Report) ChaosShortfall() string {
 	}
 	if r.cfg.RestartTemporal && r.TemporalRestarts == 0 {
 		miss = append(miss, "no Temporal restart")
+	}
+	if r.cfg.NewBuild && r.NewBuilds == 0 {
+		miss = append(miss, "no new build deployed")
 	}
 	if r.cfg.DuplicateStarts && r.expect.dupZone != [16]byte{} && r.DuplicateStarts == 0 {
 		miss = append(miss, "no duplicate starters")
@@ -162,6 +167,7 @@ func (r *Report) print(out io.Writer) {
 	fmt.Fprintf(tw, "Temporal restarts\t%d\t\n", r.TemporalRestarts)
 	fmt.Fprintf(tw, "blind-spot attacks\t%d\t(%d children cancelled, %d terminated and started again, %d duplicate starter pairs)\n",
 		r.Cancels+r.TerminateRestarts+r.DuplicateStarts, r.Cancels, r.TerminateRestarts, r.DuplicateStarts)
+	fmt.Fprintf(tw, "new worker builds\t%d\t(deployed and made current mid-rollout)\n", r.NewBuilds)
 	fk := map[string]int{}
 	for k, n := range r.FaultKinds {
 		fk[string(k)] = n

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -74,11 +73,8 @@ func HostBootFlashUpdate(ctx workflow.Context, in HostFlashInput) (MGSUpdateResu
 	if err != nil {
 		return MGSUpdateResult{}, err
 	}
-	res, err := (&hostFlash{mgsUpdate: u, in: in}).run(ctx)
-	if err != nil {
-		return u.end(ctx, err)
-	}
-	return res, nil
+	ok, err := (&hostFlash{mgsUpdate: u, in: in}).run(ctx)
+	return u.finish(ctx, ok, err)
 }
 
 type hostFlash struct {
@@ -86,20 +82,20 @@ type hostFlash struct {
 	in HostFlashInput
 }
 
-func (w *hostFlash) run(ctx workflow.Context) (MGSUpdateResult, error) {
+func (w *hostFlash) run(ctx workflow.Context) (mgsEnding, error) {
 	pre, err := w.precheck(ctx, []Artifact{w.in.Phase1, w.in.Phase2})
 	if err != nil {
-		return w.result, err
+		return mgsEnding{}, err
 	}
 	w.result.PreviousVersion = hostSlotVersion(pre.Active)
 	if err := checkIdentity(w.in.Sled, pre); err != nil {
-		return w.result, err
+		return mgsEnding{}, err
 	}
 	if strings.EqualFold(pre.Active.SHA256, w.in.Phase1.SHA256) {
-		return w.succeed(ctx, MGSOutcomeNoChangeNeeded, uuid.Nil)
+		return noChangeNeeded, nil
 	}
 	if err := checkHostSlots(w.in, pre); err != nil {
-		return w.result, err
+		return mgsEnding{}, err
 	}
 	newSlot := pre.Inactive.Slot
 
@@ -107,29 +103,29 @@ func (w *hostFlash) run(ctx workflow.Context) (MGSUpdateResult, error) {
 	why := ""
 	for {
 		if err := w.newAttempt(ctx, why); err != nil {
-			return w.result, err
+			return mgsEnding{}, err
 		}
-		if fresh && w.attempt > 1 {
+		if fresh && w.attempts > 1 {
 			slot, done, err := w.recheck(ctx)
 			if err != nil {
-				return w.result, err
+				return mgsEnding{}, err
 			}
 			if done {
-				return w.succeed(ctx, MGSOutcomeNoChangeNeeded, uuid.Nil)
+				return noChangeNeeded, nil
 			}
 			newSlot = slot
 		}
 		slot, done, err := w.startOrWait(ctx, newSlot, fresh)
 		if err != nil {
-			return w.result, err
+			return mgsEnding{}, err
 		}
 		if done {
-			return w.succeed(ctx, MGSOutcomeWaitedConcurrent, uuid.Nil)
+			return mgsEnding{outcome: MGSOutcomeWaitedConcurrent}, nil
 		}
 		newSlot = slot
-		wr, err := w.wait(ctx, w.attemptID, true)
+		wr, err := w.wait(ctx, w.attemptID(), true)
 		if err != nil {
-			return w.result, err
+			return mgsEnding{}, err
 		}
 		if wr.Outcome != activities.WaitComplete {
 			why = waitReason(wr)
@@ -139,14 +135,14 @@ func (w *hostFlash) run(ctx workflow.Context) (MGSUpdateResult, error) {
 		// Activate: phase 2 on every MGS, slot active (persist), power cycle.
 		w.phase(ctx, MGSPhasePostUpdate)
 		if err := workflow.ExecuteActivity(w.longOpts(ctx, 30*time.Minute, "activate the new slot, boot the host"), mgsActs.HostPostUpdate, activities.HostPostUpdateInput{
-			SP: w.sp, AttemptID: w.attemptID, NewSlot: newSlot, Phase2: w.in.Phase2,
+			SP: w.sp, AttemptID: w.attemptID(), NewSlot: newSlot, Phase2: w.in.Phase2,
 		}).Get(ctx, nil); err != nil {
-			return w.result, err
+			return mgsEnding{}, err
 		}
 		if err := w.waitBoot(ctx, newSlot); err != nil {
-			return w.result, err
+			return mgsEnding{}, err
 		}
-		return w.succeed(ctx, MGSOutcomeCompletedUpdate, w.attemptID)
+		return mgsEnding{MGSOutcomeCompletedUpdate, w.attemptID()}, nil
 	}
 }
 
@@ -197,9 +193,9 @@ func (w *hostFlash) recheck(ctx workflow.Context) (uint16, bool, error) {
 // waitBoot follows the host's boot in checkpointed, heartbeating waits.
 func (w *hostFlash) waitBoot(ctx workflow.Context, slot uint16) error {
 	w.phase(ctx, MGSPhaseHostBoot)
-	w.progress.Done, w.progress.Total = 0, 0
+	w.report.Done, w.report.Total = 0, 0
 	in := activities.HostWaitBootInput{
-		SP: w.sp, AttemptID: w.attemptID, NewSlot: slot, Phase2SHA256: w.in.Phase2.SHA256,
+		SP: w.sp, AttemptID: w.attemptID(), NewSlot: slot, Phase2SHA256: w.in.Phase2.SHA256,
 		Timeout: w.timing.NewVersionTimeout, PollInterval: w.timing.PollInterval, CheckpointEvery: w.timing.CheckpointEvery,
 	}
 	for n := 0; ; n++ {
@@ -210,7 +206,7 @@ func (w *hostFlash) waitBoot(ctx workflow.Context, slot uint16) error {
 		if err := workflow.ExecuteActivity(w.longOpts(ctx, w.timing.NewVersionTimeout, "follow the phase 2 fetch and the boot"), mgsActs.HostWaitBoot, in).Get(ctx, &res); err != nil {
 			return err
 		}
-		w.progress.Done, w.progress.Total = int64(res.Offset), int64(res.Total)
+		w.report.Done, w.report.Total = int64(res.Offset), int64(res.Total)
 		if res.Booted {
 			return nil
 		}

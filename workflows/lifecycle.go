@@ -34,8 +34,15 @@ type lifecycle struct {
 	attempt  *ledger.Attempt
 	recorded bool
 	ended    bool
+	// prevEnd is the end of the previous attempt, written in one step with
+	// the current attempt's intent (nextAttempt); while that write is in
+	// doubt, the ending writes both again.
+	prevEnd *ledger.Finish
 
 	saga Saga
+	// notes say what the compensations did; the ending adds them to its
+	// message.
+	notes []string
 	// onPhase, when set, runs after each phase change (a kind that also
 	// records its phase in the ledger).
 	onPhase func(ctx workflow.Context, p Phase)
@@ -85,6 +92,13 @@ func (l *lifecycle) step(ctx workflow.Context, p Phase, detail ...string) {
 	}
 }
 
+// quietPhase moves the update to phase p for the progress query only: the
+// search attribute keeps the previous phase (a short phase that recorded
+// histories do not publish, such as the MGS pause between attempts).
+func (l *lifecycle) quietPhase(ctx workflow.Context, p Phase) {
+	l.progress.Phase, l.progress.PhaseSince = p, workflow.Now(ctx)
+}
+
 // newAttemptID is a workflow-generated attempt UUID (also the device-side
 // update ID where the device takes one).
 func newAttemptID(ctx workflow.Context) (uuid.UUID, error) {
@@ -104,21 +118,48 @@ func attemptFor(ctx workflow.Context, id uuid.UUID, n int, kind Kind, target, ar
 // with another update is a non-retryable TargetBusy error and leaves nothing
 // of ours to end.
 func (l *lifecycle) recordIntent(ctx workflow.Context, a ledger.Attempt) error {
-	l.attempt, l.recorded, l.ended = &a, false, false
-	err := l.writer.record(ctx, a)
+	l.attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, nil
+	return l.intentWritten(l.writer.record(ctx, a))
+}
+
+// nextAttempt ends the current attempt as failed (why) and records a, the
+// next attempt of the same update. A transitionWriter does both in one
+// write, so the target is never free between them; a cancel mid-write
+// leaves both in doubt, and the ending writes both again.
+func (l *lifecycle) nextAttempt(ctx workflow.Context, a ledger.Attempt, why string) error {
+	tw, oneWrite := l.writer.(transitionWriter)
+	if l.attempt == nil || l.ended || !oneWrite {
+		l.endAttempt(ctx, ledger.StateFailed, "attempt failed", why)
+		return l.recordIntent(ctx, a)
+	}
+	prev := ledger.Finish{AttemptID: l.attempt.ID, State: ledger.StateFailed, Outcome: "attempt failed", Error: why}
+	l.attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, &prev
+	return l.intentWritten(tw.transition(ctx, activities.RecordAttemptInput{Finish: &prev, Next: &a}))
+}
+
+// intentWritten takes the result of the current attempt's intent write.
+func (l *lifecycle) intentWritten(err error) error {
 	switch {
 	case err == nil:
-		l.recorded = true
+		l.recorded, l.prevEnd = true, nil
 	case isTargetBusy(err):
-		l.attempt = nil
+		l.attempt, l.prevEnd = nil, nil
 	}
 	return err
+}
+
+// unwrittenAttempt makes a the current attempt without writing it: the
+// ending writes and ends it in one step, so an update that ends before it
+// recorded an intent (no change needed, a failed precheck) still leaves
+// its row.
+func (l *lifecycle) unwrittenAttempt(a ledger.Attempt) {
+	l.attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, nil
 }
 
 // adoptAttempt makes an attempt already in the ledger (a resumed update's)
 // the current one.
 func (l *lifecycle) adoptAttempt(a ledger.Attempt) {
-	l.attempt, l.recorded, l.ended = &a, true, false
+	l.attempt, l.recorded, l.ended, l.prevEnd = &a, true, false, nil
 }
 
 // attemptID is the current attempt's ID (uuid.Nil: none).
@@ -141,6 +182,10 @@ func (l *lifecycle) beforeAction(name string, undo func(ctx workflow.Context) er
 // nothingToUndo drops the registered compensations (the actions reached a
 // point where undoing them is no longer possible or wanted).
 func (l *lifecycle) nothingToUndo() { l.saga = Saga{} }
+
+// undone notes what a compensation did, for the ending's message (ledger
+// and progress).
+func (l *lifecycle) undone(note string) { l.notes = append(l.notes, note) }
 
 // awaitCancel makes a cancel of the workflow wait until the activity has
 // stopped (or finished) before the workflow goes on to compensate it.
@@ -184,7 +229,11 @@ func (l *lifecycle) end(ctx workflow.Context, err error, ok Ending) error {
 			state, ls, outcome, msg = StateCancelled, ledger.StateCancelled, "cancelled", "cancelled in phase "+string(l.progress.Phase)
 		}
 		final = l.progress.Phase
-		if cerr := l.saga.Compensate(dctx); cerr != nil {
+		cerr := l.saga.Compensate(dctx)
+		for _, n := range l.notes {
+			msg += "; " + n
+		}
+		if cerr != nil {
 			msg += "; compensation failed: " + cerr.Error()
 		}
 	}
@@ -209,12 +258,17 @@ func (l *lifecycle) endAttempt(ctx workflow.Context, s ledger.State, outcome, ms
 	if s != ledger.StateCompleted {
 		f.Error = msg
 	}
-	err := l.writer.end(ctx, *l.attempt, l.recorded, f)
+	var err error
+	if l.prevEnd != nil {
+		err = l.writer.(transitionWriter).transition(ctx, activities.RecordAttemptInput{Finish: l.prevEnd, Next: l.attempt, FinishNext: &f})
+	} else {
+		err = l.writer.end(ctx, *l.attempt, l.recorded, f)
+	}
 	if err != nil && !isTargetBusy(err) {
 		workflow.GetLogger(ctx).Error("ledger: could not end the attempt", "attempt", l.attempt.ID, "error", err)
 		return
 	}
-	l.ended = true
+	l.ended, l.prevEnd = true, nil
 }
 
 // attemptWriter writes a kind's attempts to the ledger. Kinds keep the
@@ -225,6 +279,13 @@ type attemptWriter interface {
 	// end ends attempt a with f; when recorded is false the intent write
 	// was in doubt and a is written (idempotent by ID) and ended at once.
 	end(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error
+}
+
+// transitionWriter is an attemptWriter that also writes attempt
+// transitions in one idempotent step (end the previous attempt, record the
+// next, end it at once; see activities.RecordAttemptInput).
+type transitionWriter interface {
+	transition(ctx workflow.Context, in activities.RecordAttemptInput) error
 }
 
 var ledgerActs *activities.LedgerActivities
@@ -240,6 +301,9 @@ func (ledgerWriter) end(ctx workflow.Context, a ledger.Attempt, recorded bool, f
 	if recorded {
 		return workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.FinishAttempt, f).Get(ctx, nil)
 	}
-	return workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.RecordAttempt,
-		activities.RecordAttemptInput{Next: &a, FinishNext: &f}).Get(ctx, nil)
+	return ledgerWriter{}.transition(ctx, activities.RecordAttemptInput{Next: &a, FinishNext: &f})
+}
+
+func (ledgerWriter) transition(ctx workflow.Context, in activities.RecordAttemptInput) error {
+	return workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.RecordAttempt, in).Get(ctx, nil)
 }

@@ -37,7 +37,7 @@ func init() {
 		PhaseBudgetExceeded, PhaseContinuingAsNew, PhaseRecordingIntent, PhaseWaitingForTarget, PhaseCheckingServer,
 		PhaseRecordingAgents, PhaseCheckingDrift, PhaseRepairingIntents, PhaseCheckingAgain, PhaseRemovingOrphans,
 		MGSPhasePrecheck, MGSPhaseUpdating, MGSPhaseConcurrent, MGSPhasePostUpdate, MGSPhaseHostBoot,
-		MGSPhaseAttemptPause, MGSPhaseDone, MGSPhaseCompensating,
+		MGSPhaseAttemptPause, MGSPhaseDone,
 		ZonePhaseValidating, ZonePhaseRecordingIntent, ZonePhaseRemovingZone, ZonePhaseRebasing,
 		ZonePhaseAwaitingInventory, ZonePhaseReassigningSagas, ZonePhaseVerifyingSagas, ZonePhaseCommitting, ZonePhaseDone,
 		bumpPhasePreconditions, bumpPhasePlanning, bumpPhasePatching, bumpPhaseCanary, bumpPhaseRollingBack,

@@ -70,11 +70,8 @@ func SPFirmwareUpdate(ctx workflow.Context, in SPFirmwareInput) (MGSUpdateResult
 	if err != nil {
 		return MGSUpdateResult{}, err
 	}
-	res, err := (&spFirmware{mgsUpdate: u, in: in}).run(ctx)
-	if err != nil {
-		return u.end(ctx, err)
-	}
-	return res, nil
+	ok, err := (&spFirmware{mgsUpdate: u, in: in}).run(ctx)
+	return u.finish(ctx, ok, err)
 }
 
 type spFirmware struct {
@@ -82,23 +79,23 @@ type spFirmware struct {
 	in SPFirmwareInput
 }
 
-func (w *spFirmware) run(ctx workflow.Context) (MGSUpdateResult, error) {
+func (w *spFirmware) run(ctx workflow.Context) (mgsEnding, error) {
 	target := w.in.Artifact.Version
 
 	// 1–2. Verify the artifact, then precheck the SP.
 	pre, err := w.precheck(ctx, []Artifact{w.in.Artifact})
 	if err != nil {
-		return w.result, err
+		return mgsEnding{}, err
 	}
 	w.result.PreviousVersion = slotVersion(pre.Active)
 	if err := checkIdentity(w.in.SP, pre); err != nil {
-		return w.result, err
+		return mgsEnding{}, err
 	}
 	if pre.Active.Valid && pre.Active.Version == target {
-		return w.succeed(ctx, MGSOutcomeNoChangeNeeded, uuid.Nil)
+		return noChangeNeeded, nil
 	}
 	if err := checkVersions(target, w.in.ExpectedActive, w.in.ExpectedInactive, pre); err != nil {
-		return w.result, err
+		return mgsEnding{}, err
 	}
 
 	fresh := workflow.GetVersion(ctx, changePrecheckEveryAttempt, workflow.DefaultVersion, 1) >= 1
@@ -107,29 +104,29 @@ func (w *spFirmware) run(ctx workflow.Context) (MGSUpdateResult, error) {
 		// 3. A new attempt: fresh UUID, intent in the ledger first; from
 		// the second on, the SP is prechecked again.
 		if err := w.newAttempt(ctx, why); err != nil {
-			return w.result, err
+			return mgsEnding{}, err
 		}
-		if fresh && w.attempt > 1 {
+		if fresh && w.attempts > 1 {
 			done, err := w.recheck(ctx)
 			if err != nil {
-				return w.result, err
+				return mgsEnding{}, err
 			}
 			if done {
-				return w.succeed(ctx, MGSOutcomeNoChangeNeeded, uuid.Nil)
+				return noChangeNeeded, nil
 			}
 		}
 		outcome, upd, done, err := w.startOrWatch(ctx)
 		if err != nil {
-			return w.result, err
+			return mgsEnding{}, err
 		}
 		if done {
-			return w.succeed(ctx, outcome, upd)
+			return mgsEnding{outcome, upd}, nil
 		}
 
 		// 4. Wait for our update on the SP.
-		wr, err := w.wait(ctx, w.attemptID, true)
+		wr, err := w.wait(ctx, w.attemptID(), true)
 		if err != nil {
-			return w.result, err
+			return mgsEnding{}, err
 		}
 		if wr.Outcome != activities.WaitComplete {
 			why = waitReason(wr)
@@ -137,15 +134,15 @@ func (w *spFirmware) run(ctx workflow.Context) (MGSUpdateResult, error) {
 		}
 
 		// 5. Reset and wait for the new version (lost replies handled).
-		pr, err := w.postUpdateSP(ctx, w.attemptID, target)
+		pr, err := w.postUpdateSP(ctx, w.attemptID(), target)
 		if err != nil {
-			return w.result, err
+			return mgsEnding{}, err
 		}
 		if pr.Outcome == activities.PostActivated {
 			// 6. Commit.
-			return w.succeed(ctx, MGSOutcomeCompletedUpdate, w.attemptID)
+			return mgsEnding{MGSOutcomeCompletedUpdate, w.attemptID()}, nil
 		}
-		why = "update " + w.attemptID.String() + " complete but the SP came back running " + pr.Active
+		why = "update " + w.attemptID().String() + " complete but the SP came back running " + pr.Active
 	}
 }
 

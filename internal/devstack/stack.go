@@ -29,6 +29,8 @@ type StackOptions struct {
 	FleetsimSpec string
 	// Workers is how many worker processes to start (needs fleetsim or endpoints).
 	Workers int
+	// WorkerVersion makes those workers a Worker Deployment version.
+	WorkerVersion WorkerVersion
 	// PersistTemporal keeps Temporal's history in a file in Dir, so it
 	// survives a restart of the Temporal server within one run (chaos).
 	PersistTemporal bool
@@ -50,6 +52,7 @@ type Stack struct {
 	FleetsimURL string
 	Fleetsim    *Proc
 	Workers     []*Proc
+	versions    []WorkerVersion // per worker
 }
 
 // Env is the environment a command run against the stack gets.
@@ -129,6 +132,7 @@ func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Sta
 		log.Info().Str("url", s.FleetsimURL).Msg("fleetsim up")
 	}
 	for i := range o.Workers {
+		s.versions = append(s.versions, o.WorkerVersion)
 		w, err := s.startWorker(i)
 		if err != nil {
 			return nil, err
@@ -139,9 +143,10 @@ func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Sta
 }
 
 func (s *Stack) startWorker(i int) (*Proc, error) {
+	args := append([]string{"--identity", fmt.Sprintf("worker-%d", i),
+		"--metrics-listen", "127.0.0.1:0", "--log-format", "json"}, s.versions[i].args()...)
 	return StartProc(filepath.Join(s.opts.Dir, fmt.Sprintf("worker-%d.log", i)), s.Env(),
-		filepath.Join(s.opts.BinDir, "worker"), "--identity", fmt.Sprintf("worker-%d", i),
-		"--metrics-listen", "127.0.0.1:0", "--log-format", "json")
+		filepath.Join(s.opts.BinDir, "worker"), args...)
 }
 
 // RestartWorker SIGKILLs worker i (if running) and starts it again.

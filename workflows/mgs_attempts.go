@@ -1,0 +1,108 @@
+package workflows
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
+)
+
+// newAttempt starts the next attempt: after a pause, it ends the current
+// attempt as failed (why) and records the next one's intent under a fresh
+// workflow-generated UUID, in one ledger write. The UUID is also the
+// update ID the device sees.
+func (u *mgsUpdate) newAttempt(ctx workflow.Context, why string) error {
+	if u.attempts >= u.timing.MaxAttempts {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("%d attempts failed; last: %s", u.attempts, why), failure.AttemptsExhausted, nil)
+	}
+	if u.attempts > 0 && u.timing.AttemptDelay > 0 {
+		// Not published: the recorded histories have no search attribute
+		// update before the pause's timer.
+		u.quietPhase(ctx, MGSPhaseAttemptPause)
+		u.report.Message = "attempt " + strconv.Itoa(u.attempts) + " failed (" + why + "); next attempt after " + u.timing.AttemptDelay.String()
+		if err := workflow.Sleep(ctx, u.timing.AttemptDelay); err != nil {
+			return err
+		}
+	}
+	id, err := newAttemptID(ctx)
+	if err != nil {
+		return err
+	}
+	u.attempts++
+	a := attemptFor(ctx, id, u.attempts, u.kind, u.target, u.artifact.Version)
+	if err := u.nextAttempt(ctx, a, why); err != nil {
+		return err
+	}
+	// The previous attempt's update is over on the SP (lost, failed,
+	// aborted, or complete but not activated): nothing of it to abort.
+	u.nothingToUndo()
+	u.started, u.abortArmed = false, false
+	u.result.Attempts = a.Attempt
+	u.result.AttemptIDs = append(u.result.AttemptIDs, id.String())
+	u.report.Attempt, u.report.AttemptID = a.Attempt, id.String()
+	u.report.Done, u.report.Total, u.report.Message = 0, 0, ""
+	return nil
+}
+
+// changeAbortBeforeStart: the abort of our update is registered before the
+// start and the start's cancellation is awaited, so an update MGS accepts
+// after a cancel is still aborted. Histories before it registered the
+// abort only after the start returned.
+const changeAbortBeforeStart = "abort-registered-before-start"
+
+// start sends the image under the current attempt's UUID. Its undo, the
+// abort of our update, is registered before the image is sent.
+func (u *mgsUpdate) start(ctx workflow.Context, fwSlot uint16) (activities.StartUpdateResult, error) {
+	u.phase(ctx, MGSPhaseUpdating)
+	early := workflow.GetVersion(ctx, changeAbortBeforeStart, workflow.DefaultVersion, 1) >= 1
+	actx := u.longOpts(ctx, 15*time.Minute, "start the update")
+	if early {
+		u.beforeStart()
+		actx = awaitCancel(actx)
+	}
+	var sr activities.StartUpdateResult
+	err := workflow.ExecuteActivity(actx, mgsActs.MGSStartUpdate, activities.StartUpdateInput{
+		SP: u.sp, Component: u.component, FirmwareSlot: fwSlot, UpdateID: u.attemptID(), Artifact: u.artifact,
+		PollInterval: u.timing.PollInterval,
+	}).Get(ctx, &sr)
+	if err != nil {
+		return sr, err
+	}
+	if sr.Started && !u.started {
+		u.started = true
+		if !early {
+			u.beforeStart()
+		}
+	}
+	return sr, nil
+}
+
+// beforeStart registers, once per attempt, the compensation of its start:
+// abort our update by its ID (the SP's state says whether it was ours to
+// abort, so it is safe when the start never reached the SP).
+func (u *mgsUpdate) beforeStart() {
+	if u.abortArmed {
+		return
+	}
+	u.abortArmed = true
+	id := u.attemptID()
+	u.beforeAction("abort update "+id.String(), func(ctx workflow.Context) error {
+		var res string
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: 5 * time.Minute, RetryPolicy: deviceRetry,
+		})
+		err := workflow.ExecuteActivity(actx, mgsActs.MGSAbortUpdate, activities.AbortInput{
+			SP: u.sp, Component: u.component, UpdateID: id, AttemptID: id, Reason: "update cancelled",
+		}).Get(ctx, &res)
+		if err == nil {
+			u.undone("abort " + id.String() + ": " + res)
+		}
+		return err
+	})
+}
