@@ -184,24 +184,41 @@ type nexusZone struct {
 	running bool // present with result ok
 }
 
+// skippedSleds are the sleds whose inventory a look over the rack could not
+// read.
+type skippedSleds struct {
+	names []string
+	// unanswered: at least one of them did not answer (a retryable error:
+	// down, 5xx, timeout), so it may well run a live Nexus.
+	unanswered bool
+}
+
+func (s *skippedSleds) add(sled uuid.UUID, err error) {
+	s.names = append(s.names, fmt.Sprintf("%s (%v)", sled, err))
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || !app.NonRetryable() {
+		s.unanswered = true
+	}
+}
+
 // nexusZones lists the Nexus zones in the ledgered configs of the rack's
 // sleds. The zone's own sled must answer; another sled that does not (down,
 // unknown, or out for a while) is skipped and named in skipped: its Nexus
 // zones can neither be counted as in service nor chosen as an owner, which
 // errs on the safe side for both.
-func (a *ZoneActivities) nexusZones(ctx context.Context, sled uuid.UUID, given []uuid.UUID) (zones []nexusZone, skipped []string, err error) {
+func (a *ZoneActivities) nexusZones(ctx context.Context, sled uuid.UUID, given []uuid.UUID) (zones []nexusZone, skipped skippedSleds, err error) {
 	rack, err := a.rackSleds(ctx, sled, given)
 	if err != nil {
-		return nil, nil, err
+		return nil, skipped, err
 	}
 	for _, s := range rack {
 		inv, err := a.inventory(ctx, s)
 		if err != nil {
 			if s == sled || ctx.Err() != nil {
-				return nil, nil, err
+				return nil, skipped, err
 			}
 			activity.GetLogger(ctx).Warn("sled skipped: its inventory does not answer", "sled", s, "error", err)
-			skipped = append(skipped, fmt.Sprintf("%s (%v)", s, err))
+			skipped.add(s, err)
 			continue
 		}
 		if inv.LedgeredSledConfig == nil {
@@ -501,9 +518,15 @@ func (a *ZoneActivities) ChooseSagaOwner(ctx context.Context, in ZoneOwnerInput)
 	if in.Preferred != uuid.Nil && slices.Contains(live, in.Preferred) {
 		return in.Preferred, nil
 	}
-	if len(live) == 0 {
-		return uuid.Nil, zoneFail(failure.NoLiveNexus, "no live Nexus zone on the rack's sleds can adopt the sagas of %s (sleds that did not answer: %v)",
-			in.Zone, skipped)
+	switch {
+	case len(live) == 0 && skipped.unanswered:
+		// A sled that did not answer may run the live Nexus: retried (the
+		// workflow bounds how long), never a final "none".
+		return uuid.Nil, fmt.Errorf("no live Nexus zone found yet to adopt the sagas of %s: sleds that did not answer: %v",
+			in.Zone, skipped.names)
+	case len(live) == 0:
+		return uuid.Nil, zoneFail(failure.NoLiveNexus, "no live Nexus zone on the rack's sleds can adopt the sagas of %s (every sled answered; unreadable: %v)",
+			in.Zone, skipped.names)
 	}
 	slices.SortFunc(live, func(x, y uuid.UUID) int { return strings.Compare(x.String(), y.String()) })
 	if in.Preferred != uuid.Nil {

@@ -3,12 +3,14 @@ package activities_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
@@ -101,4 +103,37 @@ func TestReassignRefusesAnOwnerExpungedBeforeTheMove(t *testing.T) {
 	left, err := f.acts.Nexus.CountUnfinished(ctx, f.nexusA)
 	require.NoError(t, err)
 	assert.Positive(t, left, "A's sagas are still A's, to be moved to a live Nexus")
+}
+
+// Issue 14 (chaos, "gives up on its sagas when sled-agents do not
+// answer"): the only live Nexus is on a sled that does not answer. That is
+// no proof that no live Nexus exists: the choice must be retried (a
+// retryable error), and succeed once the sled answers again. NoLiveNexus
+// is only for a rack whose sleds all answered without a live Nexus.
+func TestChooseSagaOwnerRetriesWhileTheOwnersSledDoesNotAnswer(t *testing.T) {
+	ctx := context.Background()
+	f := newZoneFixture(t, true)
+	db, err := sqlOpen(fleet.FleetsimNexusDB(f.env.DatabaseURL))
+	require.NoError(t, err)
+	defer db.Close()
+	var port int
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT port FROM sled WHERE id = $1`, f.sleds[1]).Scan(&port))
+	_, err = db.ExecContext(ctx, `UPDATE sled SET port = 1 WHERE id = $1`, f.sleds[1])
+	require.NoError(t, err)
+
+	in := activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA}
+	_, err = f.tenv.ExecuteActivity(f.acts.ChooseSagaOwner, in)
+	require.Error(t, err)
+	var app *temporal.ApplicationError
+	assert.False(t, errors.As(err, &app) && app.NonRetryable(), "not answering is retried, not final: %v", err)
+	assert.NotEqual(t, failure.NoLiveNexus, appErrType(err), "%v", err)
+	assert.Contains(t, err.Error(), f.sleds[1].String(), "the error names the sled that did not answer")
+
+	_, err = db.ExecContext(ctx, `UPDATE sled SET port = $2 WHERE id = $1`, f.sleds[1], port)
+	require.NoError(t, err)
+	v, err := f.tenv.ExecuteActivity(f.acts.ChooseSagaOwner, in)
+	require.NoError(t, err)
+	var owner uuid.UUID
+	require.NoError(t, v.Get(&owner))
+	assert.Equal(t, f.nexusB, owner)
 }

@@ -268,6 +268,12 @@ const changeBootImageOptInFromCluster = "bootimage-optin-from-machineconfigurati
 // changeBootImageAwaitCancel: patches and scales are awaited on cancel.
 const changeBootImageAwaitCancel = "bootimage-await-cancel-of-changes"
 
+// changeBootImageLedgerEndFirst: the bump ends through the shared
+// lifecycle, which ends the ledger attempt before publishing the search
+// state, and also ends it when recording the intent failed. Before: the
+// search state first, and no ending after a failed intent.
+const changeBootImageLedgerEndFirst = "bootimage-ledger-end-first"
+
 // Failure reasons beyond the plan's.
 const (
 	bumpReasonHotLoop = "HotLoop"
@@ -280,7 +286,7 @@ type bootImageBump struct {
 	progress  BootImageProgress
 	result    BootImageBumpResult
 	snap      activities.BootImageSnapshot
-	saga      Saga
+	life      *lifecycle
 	// patched in this run, with the image before and after (for the saga).
 	applied map[string][2]machineapi.BootImage
 	events  int
@@ -305,21 +311,36 @@ func (b *bootImageBump) setup(ctx workflow.Context) error {
 	b.applied = map[string][2]machineapi.BootImage{}
 	b.result = BootImageBumpResult{Cluster: b.in.Cluster, Release: b.in.Release}
 	b.progress = BootImageProgress{Progress: Progress{
-		Kind: KindBootImageBump, Target: b.in.Target(), Artifact: b.in.Release, State: StateRunning,
-		Started: workflow.Now(ctx), Unit: "machinesets",
+		Kind: KindBootImageBump, Target: b.in.Target(), Artifact: b.in.Release, Unit: "machinesets",
 		Counts: map[string]int{"done": 0, "running": 0, "failed": 0, "skipped": 0},
 	}}
-	return workflow.SetQueryHandler(ctx, ProgressQuery, func() (BootImageProgress, error) {
+	// No phase until the intent is recorded (the first phase is the wait
+	// for the preconditions).
+	life, err := newLifecycle(ctx, &b.progress.Progress, "", ledgerWriter{}, func() BootImageProgress {
 		p := b.progress
 		p.Summary = b.result
-		return p, nil
+		return p
 	})
+	if err != nil {
+		return err
+	}
+	b.life = life
+	life.recordPhaseInLedger()
+	return nil
 }
 
 func (b *bootImageBump) run(ctx workflow.Context) (BootImageBumpResult, error) {
 	b.fromCluster = workflow.GetVersion(ctx, changeBootImageOptInFromCluster, workflow.DefaultVersion, 1) >= 1
 	b.awaitCancel = workflow.GetVersion(ctx, changeBootImageAwaitCancel, workflow.DefaultVersion, 1) >= 1
+	oldEnding := workflow.GetVersion(ctx, changeBootImageLedgerEndFirst, workflow.DefaultVersion, 1) == workflow.DefaultVersion
+	if oldEnding {
+		b.life.stateFirst = func(bool) bool { return true }
+	}
 	if err := b.recordIntent(ctx); err != nil {
+		if !oldEnding { // the ending also ends an attempt whose write is in doubt
+			b.result.Outcome = "Failed"
+			err = b.end(ctx, err)
+		}
 		return b.result, err
 	}
 	if err := b.waitPreconditions(ctx); err != nil {
@@ -342,7 +363,6 @@ func (b *bootImageBump) run(ctx workflow.Context) (BootImageBumpResult, error) {
 			return b.cancelled(ctx)
 		}
 		if err != nil || !ok {
-			b.rollback(ctx)
 			if err == nil {
 				err = fmt.Errorf("canary on %s did not join: %s", b.result.Canary.MachineSet, b.result.Canary.Detail)
 			}
@@ -370,8 +390,7 @@ func (b *bootImageBump) run(ctx workflow.Context) (BootImageBumpResult, error) {
 	default:
 		b.result.Outcome = "Reconciled"
 	}
-	b.finish(ctx, StateCompleted, ledger.StateCompleted, "")
-	return b.result, nil
+	return b.result, b.end(ctx, nil)
 }
 
 func memberList(ms []BootImageMember) string {
@@ -424,15 +443,6 @@ func (b *bootImageBump) bumpChangeOptions(ctx workflow.Context, summary string) 
 
 // --- steps ---
 
-func (b *bootImageBump) setPhase(ctx workflow.Context, phase Phase) {
-	b.progress.Phase, b.progress.PhaseSince = phase, workflow.Now(ctx)
-	setSearchState(ctx, b.progress.State, Phase(phase))
-	var l *activities.LedgerActivities
-	_ = workflow.ExecuteActivity(ledgerOptions(ctx), l.SetProgress, ledger.Progress{
-		AttemptID: b.attemptID, Phase: string(phase), Done: b.progress.Done, Total: b.progress.Total,
-	}).Get(ctx, nil)
-}
-
 // event appends one ledger event; steps are numbered so each is unique.
 func (b *bootImageBump) event(ctx workflow.Context, step, state, msg string) {
 	b.events++
@@ -443,17 +453,11 @@ func (b *bootImageBump) event(ctx workflow.Context, step, state, msg string) {
 }
 
 func (b *bootImageBump) recordIntent(ctx workflow.Context) error {
-	info := workflow.GetInfo(ctx)
-	var l *activities.LedgerActivities
-	return workflow.ExecuteActivity(ledgerOptions(ctx), l.RecordIntent, ledger.Attempt{
-		ID: b.attemptID, UpdateID: info.WorkflowExecution.ID, Attempt: 1,
-		Kind: string(KindBootImageBump), Target: b.in.Target(), Artifact: b.in.Release,
-		WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
-	}).Get(ctx, nil)
+	return b.life.recordIntent(ctx, attemptFor(ctx, b.attemptID, 1, KindBootImageBump, b.in.Target(), b.in.Release))
 }
 
 func (b *bootImageBump) waitPreconditions(ctx workflow.Context) error {
-	b.setPhase(ctx, bumpPhasePreconditions)
+	b.life.phase(ctx, bumpPhasePreconditions)
 	var a *activities.BootImageActivities
 	actx := bumpWaitOptions(ctx, b.in.PreconditionTimeout, "wait until "+b.in.Cluster+" is not upgrading and its golden record is stamped")
 	err := workflow.ExecuteActivity(actx, a.WaitBootImagePreconditions, activities.BootImagePreconditionsInput{
@@ -475,7 +479,7 @@ func (b *bootImageBump) waitPreconditions(ctx workflow.Context) error {
 }
 
 func (b *bootImageBump) plan(ctx workflow.Context) ([]machineapi.Plan, error) {
-	b.setPhase(ctx, bumpPhasePlanning)
+	b.life.phase(ctx, bumpPhasePlanning)
 	var a *activities.BootImageActivities
 	var res activities.BootImagePlanResult
 	err := workflow.ExecuteActivity(bumpAPIOptions(ctx, "plan MachineSets of "+b.in.Cluster), a.PlanBootImages, activities.BootImagePlanInput{
@@ -516,7 +520,7 @@ func (b *bootImageBump) failMember(name, reason, detail string) {
 
 // reconcileAll reconciles the plans with bounded concurrency.
 func (b *bootImageBump) reconcileAll(ctx workflow.Context, plans []machineapi.Plan) {
-	b.setPhase(ctx, bumpPhasePatching)
+	b.life.phase(ctx, bumpPhasePatching)
 	running := 0
 	wg := workflow.NewWaitGroup(ctx)
 	for _, p := range plans {
@@ -561,7 +565,7 @@ func (b *bootImageBump) reconcileOne(ctx workflow.Context, p machineapi.Plan) {
 	// after the patch lands, the retry sees "up to date" and never reports
 	// the previous image. The restore only acts on our image.
 	b.applied[name] = [2]machineapi.BootImage{p.Current, p.Desired}
-	b.saga.Add("restore boot image of "+name, func(ctx workflow.Context) error {
+	b.life.beforeAction("restore boot image of "+name, func(ctx workflow.Context) error {
 		return b.restore(ctx, name)
 	})
 	var a *activities.BootImageActivities
@@ -628,7 +632,7 @@ func (b *bootImageBump) restore(ctx workflow.Context, name string) error {
 
 // canary scales one patched MachineSet up by one and waits for the machine.
 func (b *bootImageBump) canary(ctx workflow.Context) (bool, error) {
-	b.setPhase(ctx, bumpPhaseCanary)
+	b.life.phase(ctx, bumpPhaseCanary)
 	name := b.in.Canary.MachineSet
 	if name == "" {
 		if len(b.result.Patched) == 0 {
@@ -669,7 +673,7 @@ func (b *bootImageBump) canary(ctx workflow.Context) (bool, error) {
 		}).Get(ctx, nil)
 	}
 	up := base.Replicas + 1
-	b.saga.Add("scale canary "+name+" back down", func(ctx workflow.Context) error {
+	b.life.beforeAction("scale canary "+name+" back down", func(ctx workflow.Context) error {
 		err := scale(ctx, up, base.Replicas)
 		msg := fmt.Sprintf("%s: scaled back to %d", name, base.Replicas)
 		if err != nil {
@@ -711,16 +715,12 @@ func contains(s []string, x string) bool {
 	return false
 }
 
-// rollback runs the saga's compensations (restore every MachineSet patched
-// in this run, scale the canary down) on a disconnected context.
-func (b *bootImageBump) rollback(ctx workflow.Context) {
+// rollingBack announces the rollback; the ending runs the compensations
+// (restore every MachineSet patched in this run, scale the canary down).
+func (b *bootImageBump) rollingBack(ctx workflow.Context) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	b.setPhase(dctx, bumpPhaseRollingBack)
-	if err := b.saga.Compensate(ctx); err != nil {
-		workflow.GetLogger(ctx).Error("rollback incomplete", "error", err)
-	}
-	sort.Strings(b.result.Restored)
+	b.life.phase(dctx, bumpPhaseRollingBack)
 }
 
 // record writes the cluster's boot image version when every selected
@@ -739,7 +739,7 @@ func (b *bootImageBump) record(ctx workflow.Context) error {
 		b.event(ctx, "record", "running", "every selected MachineSet is current; the machine-config operator records the boot image version")
 		return nil
 	}
-	b.setPhase(ctx, bumpPhaseRecording)
+	b.life.phase(ctx, bumpPhaseRecording)
 	var a *activities.BootImageActivities
 	err := workflow.ExecuteActivity(bumpAPIOptions(ctx, "record boot image version of "+b.in.Cluster), a.RecordBootImage, activities.BootImageRecordInput{
 		Cluster: b.in.Cluster, Mode: SkewAutomatic, OCPVersion: b.snap.Release, RHCOSVersion: b.snap.OSVersion,
@@ -756,7 +756,7 @@ func (b *bootImageBump) record(ctx workflow.Context) error {
 
 // enforceSkew evaluates the skew and sets the Upgradeable condition.
 func (b *bootImageBump) enforceSkew(ctx workflow.Context) error {
-	b.setPhase(ctx, bumpPhaseSkew)
+	b.life.phase(ctx, bumpPhaseSkew)
 	check := SkewCheck{
 		Mode:              b.in.Skew,
 		BootOCPVersion:    b.snap.Record.OCPVersion,
@@ -789,39 +789,41 @@ func (b *bootImageBump) enforceSkew(ctx workflow.Context) error {
 	return nil
 }
 
-// finish writes the outcome everywhere (on a disconnected context, so it
-// also happens after a cancellation).
-func (b *bootImageBump) finish(ctx workflow.Context, s State, ls ledger.State, errText string) {
-	dctx, cancel := workflow.NewDisconnectedContext(ctx)
-	defer cancel()
-	b.progress.State, b.progress.Outcome = s, b.result.Outcome
+// end ends the bump through the lifecycle: compensations (if any are
+// left), the ledger end with the summary, the search state.
+func (b *bootImageBump) end(ctx workflow.Context, err error) error {
 	b.progress.Counts["running"] = 0
-	b.progress.Phase, b.progress.PhaseSince = bumpPhaseDone, workflow.Now(dctx)
-	setSearchState(dctx, s, bumpPhaseDone)
 	summary := fmt.Sprintf("%s: %d patched, %d up to date, %d skipped, %d failed; recorded=%v; upgradeable=%v (%s)",
 		b.result.Outcome, len(b.result.Patched), len(b.result.UpToDate), len(b.result.Skipped), len(b.result.Failed),
 		b.result.Recorded, b.result.Skew.Upgradeable, b.result.Skew.Reason)
-	var l *activities.LedgerActivities
-	_ = workflow.ExecuteActivity(ledgerOptions(dctx), l.FinishAttempt, ledger.Finish{
-		AttemptID: b.attemptID, State: ls, Outcome: summary, Error: errText,
-	}).Get(dctx, nil)
+	err = b.life.end(ctx, err, Ending{Outcome: summary, FailedOutcome: summary, Phase: bumpPhaseDone})
+	sort.Strings(b.result.Restored)
+	return err
 }
 
+// fail ends the bump as failed. Only a failed canary rolls this run's
+// patches back (DESIGN.md §3.4); other failures keep the MachineSets that
+// reached the golden image.
 func (b *bootImageBump) fail(ctx workflow.Context, outcome string, err error) (BootImageBumpResult, error) {
 	if ctx.Err() != nil {
 		return b.cancelled(ctx)
 	}
+	if outcome == "CanaryFailed" {
+		b.rollingBack(ctx)
+	} else {
+		b.life.nothingToUndo()
+	}
 	b.result.Outcome = outcome
-	b.finish(ctx, StateFailed, ledger.StateFailed, err.Error())
+	_ = b.end(ctx, err)
 	return b.result, temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("boot image bump of %s: %s: %v", b.in.Cluster, outcome, err), "BootImageBump"+outcome, err, b.result)
 }
 
 // cancelled undoes this run's patches and canary, then ends as cancelled.
 func (b *bootImageBump) cancelled(ctx workflow.Context) (BootImageBumpResult, error) {
-	b.rollback(ctx)
+	b.rollingBack(ctx)
 	b.result.Outcome = "Cancelled"
-	b.finish(ctx, StateCancelled, ledger.StateCancelled, "cancelled")
+	_ = b.end(ctx, temporal.NewCanceledError())
 	return b.result, temporal.NewCanceledError(b.result)
 }
 

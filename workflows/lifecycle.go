@@ -46,12 +46,19 @@ type lifecycle struct {
 	// onPhase, when set, runs after each phase change (a kind that also
 	// records its phase in the ledger).
 	onPhase func(ctx workflow.Context, p Phase)
+	// stateFirst, when set, says whether an ending (failed: with an error)
+	// publishes the search state before the ledger end: the order of a
+	// kind's ending from before the lifecycle, kept under a GetVersion's
+	// DefaultVersion so that its recorded histories replay.
+	stateFirst func(failed bool) bool
 }
 
 // newLifecycle starts an update's lifecycle: the progress query answers
 // query() (the kind's Progress or a struct embedding it) and the Web UI
-// shows the first phase. The state is running unless p already has one (a
-// fan-out continued as new while paused).
+// shows the first phase (none yet when first is "": the first phase()
+// publishes it; for a kind whose recorded histories start without it). The
+// state is running unless p already has one (a fan-out continued as new
+// while paused).
 func newLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attemptWriter, query func() P) (*lifecycle, error) {
 	now := workflow.Now(ctx)
 	if p.State == "" {
@@ -65,7 +72,9 @@ func newLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attem
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (P, error) { return query(), nil }); err != nil {
 		return nil, err
 	}
-	setSearchState(ctx, p.State, first)
+	if first != "" {
+		setSearchState(ctx, p.State, first)
+	}
 	return l, nil
 }
 
@@ -89,6 +98,19 @@ func (l *lifecycle) phase(ctx workflow.Context, p Phase, detail ...string) bool 
 func (l *lifecycle) step(ctx workflow.Context, p Phase, detail ...string) {
 	if !l.phase(ctx, p, detail...) {
 		setSearchState(ctx, l.progress.State, p, detail...)
+	}
+}
+
+// recordPhaseInLedger makes each phase change also the current ledger
+// attempt's progress (for a kind whose ledger rows show the phase).
+func (l *lifecycle) recordPhaseInLedger() {
+	l.onPhase = func(ctx workflow.Context, p Phase) {
+		if l.attempt == nil {
+			return
+		}
+		_ = workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.SetProgress, ledger.Progress{
+			AttemptID: l.attempt.ID, Phase: string(p), Done: l.progress.Done, Total: l.progress.Total,
+		}).Get(ctx, nil)
 	}
 }
 
@@ -209,6 +231,10 @@ type Ending struct {
 	Outcome string
 	Message string
 	Phase   Phase // the final phase (PhaseDone unless the kind names its own)
+	// FailedOutcome, when set, is the ledger outcome of a failed or
+	// cancelled ending (default "failed" / "cancelled"), for a kind whose
+	// outcomes also name its failures.
+	FailedOutcome string
 }
 
 // end ends the update: on success with ok; on failure or cancel it runs the
@@ -228,6 +254,9 @@ func (l *lifecycle) end(ctx workflow.Context, err error, ok Ending) error {
 		if isCancel(ctx, err) {
 			state, ls, outcome, msg = StateCancelled, ledger.StateCancelled, "cancelled", "cancelled in phase "+string(l.progress.Phase)
 		}
+		if ok.FailedOutcome != "" {
+			outcome = ok.FailedOutcome
+		}
 		final = l.progress.Phase
 		cerr := l.saga.Compensate(dctx)
 		for _, n := range l.notes {
@@ -237,10 +266,16 @@ func (l *lifecycle) end(ctx workflow.Context, err error, ok Ending) error {
 			msg += "; compensation failed: " + cerr.Error()
 		}
 	}
-	l.endAttempt(dctx, ls, outcome, msg)
+	stateFirst := l.stateFirst != nil && l.stateFirst(err != nil)
 	l.progress.State, l.progress.Outcome, l.progress.Message = state, outcome, msg
 	l.progress.Phase, l.progress.PhaseSince = final, workflow.Now(dctx)
-	setSearchState(dctx, state, final)
+	if stateFirst {
+		setSearchState(dctx, state, final)
+	}
+	l.endAttempt(dctx, ls, outcome, msg)
+	if !stateFirst {
+		setSearchState(dctx, state, final)
+	}
 	if state == StateCancelled {
 		return temporal.NewCanceledError(msg)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
-	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
 // ZoneExpungeInput names the zone to expunge from its sled.
@@ -126,6 +125,11 @@ const (
 	// maxSagaRounds bounds reassign-then-verify rounds. With the gate held
 	// one round suffices; a second covers a saga that a racing writer left.
 	maxSagaRounds = 3
+	// ownerChoiceBound is how long the choice of the Nexus that adopts the
+	// sagas waits out sleds that do not answer (a sled-agent restarting, a
+	// switch out): the zone is gone by then, and its sagas must not be given
+	// up for an outage the rack recovers from.
+	ownerChoiceBound = time.Hour
 )
 
 // ZoneExpungeResult says how the expunge ended.
@@ -142,6 +146,9 @@ type ZoneExpungeResult struct {
 	PutAttempts        int       `json:"putAttempts,omitempty"`
 	SagasMoved         int       `json:"sagasMoved"`
 	NewOwner           uuid.UUID `json:"newOwner,omitzero"`
+	// CancelIgnored: a cancel arrived after the sled had removed the zone;
+	// an expunge is never undone, so the expunge was finished instead.
+	CancelIgnored bool `json:"cancelIgnored,omitempty"`
 }
 
 // ZoneExpungeProgress is the progress query's answer.
@@ -160,6 +167,14 @@ func init() {
 // unfinished sagas to a live Nexus only once inventory proves it gone
 // (DESIGN.md §3.5). It is resumable: run again for the same zone, it picks
 // up from the ledger's record.
+//
+// Cancel: before the sled ledgered the config without the zone, a cancel
+// stops the expunge (the attempt ends cancelled; the zone's disposition
+// stays recorded, and running the workflow again resumes it). Once the
+// sled removed the zone, an expunge is never undone, so a cancel no longer
+// stops it: the steps that keep the fleet safe (inventory proof, saga move,
+// verify, commit) run to the end, and the update ends completed with
+// CancelIgnored set, so that no saga is left on a Nexus that is gone.
 func ZoneExpunge(ctx workflow.Context, in ZoneExpungeInput) (ZoneExpungeResult, error) {
 	w := &zoneExpunge{in: in}
 	if err := w.setup(ctx); err != nil {
@@ -173,326 +188,117 @@ type zoneExpunge struct {
 	timing   ZoneExpungeTiming
 	progress ZoneExpungeProgress
 	result   ZoneExpungeResult
-	attempt  *ledger.Attempt // recorded attempt (nil before step 2)
+	life     *lifecycle
+	message  string // the success message
+	// finishAfterRemoval: a cancel after the zone's removal finishes the
+	// expunge (changeZoneFinishAfterRemoval).
+	finishAfterRemoval bool
 }
 
-var (
-	zxActs   *activities.ZoneActivities
-	zxLedger *activities.LedgerActivities
+const (
+	// changeZoneFinishAfterRemoval: the config PUT is awaited on cancel,
+	// and once the sled ledgered the config without the zone the remaining
+	// steps run on a disconnected context, so a cancel no longer strands a
+	// Nexus's sagas (issue 14, chaos gap). Before: any cancel ended the
+	// expunge where it was.
+	changeZoneFinishAfterRemoval = "zone-expunge-finish-after-removal"
+	// changeZoneLedgerEndFirst: a failed or cancelled expunge ends its
+	// ledger attempt before publishing the search state (the shared
+	// lifecycle's order). Before: the search state first.
+	changeZoneLedgerEndFirst = "zone-expunge-ledger-end-first"
 )
+
+var zxActs *activities.ZoneActivities
 
 func (w *zoneExpunge) setup(ctx workflow.Context) error {
 	w.timing = w.in.Timing.withDefaults()
 	w.result = ZoneExpungeResult{Sled: w.in.Sled, Zone: w.in.Zone}
-	now := workflow.Now(ctx)
-	w.progress = ZoneExpungeProgress{Progress: Progress{
-		Kind: KindZoneExpunge, Target: w.in.Target(), State: StateRunning, Started: now, PhaseSince: now, Unit: "sagas",
-	}}
-	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (ZoneExpungeProgress, error) { return w.progress, nil }); err != nil {
-		return err
-	}
+	w.progress = ZoneExpungeProgress{Progress: Progress{Kind: KindZoneExpunge, Target: w.in.Target(), Unit: "sagas"}}
 	if err := w.in.Validate(); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidInput, nil)
 	}
+	life, err := newLifecycle(ctx, &w.progress.Progress, ZonePhaseValidating, ledgerWriter{},
+		func() ZoneExpungeProgress { return w.progress })
+	if err != nil {
+		return err
+	}
+	w.life = life
+	life.recordPhaseInLedger()
 	return nil
 }
 
-func (w *zoneExpunge) run(ctx workflow.Context) (res ZoneExpungeResult, err error) {
-	defer func() {
-		if err != nil {
-			w.fail(ctx, err)
-		}
-	}()
+func (w *zoneExpunge) run(ctx workflow.Context) (ZoneExpungeResult, error) {
+	w.finishAfterRemoval = workflow.GetVersion(ctx, changeZoneFinishAfterRemoval, workflow.DefaultVersion, 1) >= 1
+	if workflow.GetVersion(ctx, changeZoneLedgerEndFirst, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		w.life.stateFirst = func(failed bool) bool { return failed }
+	}
 	pre, err := w.validate(ctx)
 	if err != nil {
-		return w.result, err
+		return w.end(ctx, err)
 	}
 	if pre.Existing != nil && pre.Existing.Completed() {
 		w.result.ExpungedAsOf, w.result.SagasMoved, w.result.NewOwner = pre.Existing.ExpungedAsOf, pre.Existing.SagasMoved, pre.Existing.SagaNewOwner
-		w.finish(ctx, ZoneOutcomeAlreadyExpunged, fmt.Sprintf("zone %s was already expunged as of generation %d", w.in.Zone, pre.Existing.ExpungedAsOf))
-		return w.result, nil
+		w.result.Outcome = ZoneOutcomeAlreadyExpunged
+		w.message = fmt.Sprintf("zone %s was already expunged as of generation %d", w.in.Zone, pre.Existing.ExpungedAsOf)
+		return w.end(ctx, nil)
 	}
 	disp, err := w.recordIntent(ctx, pre)
 	if err != nil {
-		return w.result, err
+		return w.end(ctx, err)
 	}
 	asOf, err := w.removeZone(ctx, disp.ExpungedAsOf)
-	if err != nil {
-		return w.result, err
+	if err != nil && !w.removedDespiteCancel(ctx, asOf, err) {
+		return w.end(ctx, err)
 	}
-	if err := w.awaitInventoryProof(ctx, asOf); err != nil {
-		return w.result, err
+	// The sled removed the zone: from here on the expunge is finished even
+	// if the operator cancels (see ZoneExpunge).
+	sctx := ctx
+	if w.finishAfterRemoval {
+		dctx, cancel := workflow.NewDisconnectedContext(ctx)
+		defer cancel()
+		sctx = dctx
+	}
+	if err := w.awaitInventoryProof(sctx, asOf); err != nil {
+		return w.end(sctx, err)
 	}
 	if w.result.Kind == sledagent.ZoneTypeNexus {
-		if err := w.reassignSagas(ctx); err != nil {
-			return w.result, err
+		if err := w.reassignSagas(sctx); err != nil {
+			return w.end(sctx, err)
 		}
 	}
-	if err := w.commit(ctx); err != nil {
-		return w.result, err
+	if err := w.commit(sctx); err != nil {
+		return w.end(sctx, err)
 	}
-	return w.result, nil
+	if ctx.Err() != nil {
+		w.result.CancelIgnored = true
+		w.message += "; the cancel arrived after the sled removed the zone: an expunge is never undone, so it was finished"
+	}
+	return w.end(sctx, nil)
 }
 
-// validate is step 1.
-func (w *zoneExpunge) validate(ctx workflow.Context) (activities.ZonePrecheck, error) {
-	w.setPhase(ctx, ZonePhaseValidating)
-	var pre activities.ZonePrecheck
-	err := workflow.ExecuteActivity(w.deviceOptions(ctx, "check sled "+w.in.Sled.String()+" and zone "+w.in.Zone.String()),
-		zxActs.PrecheckZoneExpunge, activities.ZonePrecheckInput{
-			UpdateID: workflow.GetInfo(ctx).WorkflowExecution.ID, Sled: w.in.Sled, Zone: w.in.Zone, RackSleds: w.in.RackSleds,
-		}).Get(ctx, &pre)
-	if err != nil {
-		return pre, err
-	}
-	w.result.Kind, w.progress.ZoneKind = pre.Kind, pre.Kind
-	return pre, nil
+// end ends the expunge through the lifecycle. The zone's disposition stays
+// as recorded on every path: an expunge is never undone.
+func (w *zoneExpunge) end(ctx workflow.Context, err error) (ZoneExpungeResult, error) {
+	return w.result, w.life.end(ctx, err, Ending{Outcome: w.result.Outcome, Message: w.message, Phase: ZonePhaseDone})
 }
 
-// recordIntent is step 2: the attempt (intent before action), then the
-// zone's disposition expunged as of G+1 (or the existing record on resume).
-func (w *zoneExpunge) recordIntent(ctx workflow.Context, pre activities.ZonePrecheck) (ledger.ZoneDisposition, error) {
-	w.setPhase(ctx, ZonePhaseRecordingIntent)
-	info := workflow.GetInfo(ctx)
-	if pre.ActiveAttempt != nil {
-		a := *pre.ActiveAttempt
-		w.attempt = &a
-	} else {
-		var id uuid.UUID
-		if err := workflow.SideEffect(ctx, func(workflow.Context) any { return uuid.New() }).Get(&id); err != nil {
-			return ledger.ZoneDisposition{}, err
-		}
-		a := ledger.Attempt{
-			ID: id, UpdateID: info.WorkflowExecution.ID, Attempt: pre.NextAttempt, Kind: string(KindZoneExpunge),
-			Target: w.in.Target(), WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
-		}
-		if err := workflow.ExecuteActivity(ledgerOptions(ctx), zxLedger.RecordIntent, a).Get(ctx, nil); err != nil {
-			return ledger.ZoneDisposition{}, err
-		}
-		w.attempt = &a
+// removedDespiteCancel: a cancel stopped the config PUT (awaited), which
+// may have landed first. The sled says whether it ledgered the config
+// without the zone; if it did, the expunge goes on.
+func (w *zoneExpunge) removedDespiteCancel(ctx workflow.Context, asOf uint64, err error) bool {
+	if !w.finishAfterRemoval || !isCancel(ctx, err) {
+		return false
 	}
-	w.result.AttemptID = w.attempt.ID
-	w.progress.Attempt = w.attempt.Attempt
-	var disp ledger.ZoneDisposition
-	err := workflow.ExecuteActivity(ledgerOptions(ctx), zxActs.RecordZoneExpungeIntent, activities.ZoneIntentInput{
-		AttemptID: w.attempt.ID, Sled: w.in.Sled, Zone: w.in.Zone, Kind: pre.Kind, ExpungedAsOf: pre.LedgeredGeneration + 1,
-	}).Get(ctx, &disp)
-	if err != nil {
-		return disp, err
-	}
-	w.result.ExpungedAsOf, w.progress.ExpungedAsOf = disp.ExpungedAsOf, disp.ExpungedAsOf
-	return disp, nil
-}
-
-// removeZone is step 3: PUT the config without the zone until the sled
-// ledgers it; rebase when the sled moved on with the zone still in.
-func (w *zoneExpunge) removeZone(ctx workflow.Context, asOf uint64) (uint64, error) {
-	for {
-		w.setPhase(ctx, ZonePhaseRemovingZone)
-		deadline := workflow.Now(ctx).Add(w.timing.PutTimeout)
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout:    w.timing.PutTimeout + 2*time.Minute,
-			ScheduleToCloseTimeout: w.timing.PutTimeout + 10*time.Minute,
-			HeartbeatTimeout:       w.timing.HeartbeatTimeout,
-			RetryPolicy:            deviceRetry,
-			Summary:                fmt.Sprintf("PUT sled %s config at generation %d without zone %s", w.in.Sled, asOf, w.in.Zone),
-		})
-		var put activities.ZonePutResult
-		err := workflow.ExecuteActivity(actx, zxActs.PutConfigWithoutZone, activities.ZonePutInput{
-			AttemptID: w.attempt.ID, Sled: w.in.Sled, Zone: w.in.Zone, ExpungedAsOf: asOf, Deadline: deadline,
-			RetryInitial: w.timing.RetryInitial, RetryMax: w.timing.RetryMax,
-		}).Get(ctx, &put)
-		if err == nil {
-			w.result.PutAttempts += put.Attempts
-			return asOf, nil
-		}
-		var appErr *temporal.ApplicationError
-		if !errors.As(err, &appErr) || appErr.Type() != failure.StaleGeneration {
-			return asOf, err
-		}
-		var ledgered uint64
-		if derr := appErr.Details(&ledgered); derr != nil {
-			return asOf, fmt.Errorf("stale generation without details: %w", err)
-		}
-		if w.result.Rebases >= maxZoneRebases {
-			return asOf, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-				"sled %s moved on %d times while expunging zone %s; giving up (resumable)", w.in.Sled, w.result.Rebases, w.in.Zone),
-				failure.TooManyRebases, err)
-		}
-		w.setPhase(ctx, ZonePhaseRebasing)
-		var disp ledger.ZoneDisposition
-		if err := workflow.ExecuteActivity(ledgerOptions(ctx), zxActs.RebaseZoneExpunge, activities.ZoneRebaseInput{
-			AttemptID: w.attempt.ID, Zone: w.in.Zone, From: asOf, To: ledgered + 1,
-		}).Get(ctx, &disp); err != nil {
-			return asOf, err
-		}
-		w.result.Rebases++
-		asOf = disp.ExpungedAsOf
-		w.result.ExpungedAsOf, w.progress.ExpungedAsOf = asOf, asOf
-	}
-}
-
-// awaitInventoryProof is step 4; the activity marks ready_for_cleanup.
-func (w *zoneExpunge) awaitInventoryProof(ctx workflow.Context, asOf uint64) error {
-	w.setPhase(ctx, ZonePhaseAwaitingInventory)
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:    w.timing.ProofTimeout + 2*time.Minute,
-		ScheduleToCloseTimeout: w.timing.ProofTimeout + 10*time.Minute,
-		HeartbeatTimeout:       w.timing.HeartbeatTimeout,
-		RetryPolicy:            deviceRetry,
-		Summary:                fmt.Sprintf("wait for sled %s inventory: generation >= %d and zone %s gone", w.in.Sled, asOf, w.in.Zone),
-	})
-	var gone activities.ZoneGoneResult
-	if err := workflow.ExecuteActivity(actx, zxActs.AwaitZoneGone, activities.ZoneGoneInput{
-		AttemptID: w.attempt.ID, Sled: w.in.Sled, Zone: w.in.Zone, ExpungedAsOf: asOf,
-		Deadline: workflow.Now(ctx).Add(w.timing.ProofTimeout), PollInterval: w.timing.PollInterval,
-	}).Get(ctx, &gone); err != nil {
-		return err
-	}
-	w.result.ObservedGeneration = gone.ObservedGeneration
-	return nil
-}
-
-// reassignSagas is step 5 (Nexus only, after step 4 holds): choose a live
-// Nexus, move the sagas in one transaction, verify none remain.
-func (w *zoneExpunge) reassignSagas(ctx workflow.Context) error {
-	w.setPhase(ctx, ZonePhaseReassigningSagas)
-	owner, err := w.chooseOwner(ctx)
-	if err != nil {
-		return err
-	}
-	for round := 1; ; round++ {
-		w.setPhase(ctx, ZonePhaseReassigningSagas)
-		var moved activities.ZoneReassignResult
-		if err := workflow.ExecuteActivity(w.deviceOptions(ctx, fmt.Sprintf("move sagas of %s to %s", w.in.Zone, owner)),
-			zxActs.ReassignNexusSagas, activities.ZoneReassignInput{
-				AttemptID: w.attempt.ID, Zone: w.in.Zone, NewOwner: owner,
-			}).Get(ctx, &moved); err != nil {
-			var appErr *temporal.ApplicationError
-			if !errors.As(err, &appErr) || appErr.Type() != failure.OwnerGone || round >= maxSagaRounds ||
-				workflow.GetVersion(ctx, changeRechooseGoneOwner, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-				return err
-			}
-			// The owner was expunged before the move (nothing moved): choose again.
-			if owner, err = w.chooseOwner(ctx); err != nil {
-				return err
-			}
-			continue
-		}
-		w.progress.Done += int64(len(moved.Moved))
-		w.progress.Total = w.progress.Done + moved.Remaining
-		w.setPhase(ctx, ZonePhaseVerifyingSagas)
-		var left int64
-		if err := workflow.ExecuteActivity(w.deviceOptions(ctx, "count sagas left on "+w.in.Zone.String()),
-			zxActs.CountUnfinishedSagas, w.in.Zone).Get(ctx, &left); err != nil {
-			return err
-		}
-		if left == 0 {
-			return nil
-		}
-		if round >= maxSagaRounds {
-			return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-				"%d unfinished sagas still belong to expunged Nexus %s after %d reassignments", left, w.in.Zone, round),
-				failure.SagasRemain, nil, left)
-		}
-		workflow.GetLogger(ctx).Warn("sagas remain on the expunged Nexus; reassigning again", "zone", w.in.Zone, "left", left)
-	}
-}
-
-// changeRechooseGoneOwner: a saga owner expunged before the move is
-// replaced by another live Nexus (issue 14, item 5) instead of failing.
-const changeRechooseGoneOwner = "zone-expunge-rechoose-gone-owner"
-
-// chooseOwner picks the live Nexus that adopts the sagas (the operator's
-// choice when it is still live).
-func (w *zoneExpunge) chooseOwner(ctx workflow.Context) (uuid.UUID, error) {
-	var owner uuid.UUID
-	if err := workflow.ExecuteActivity(w.deviceOptions(ctx, "choose the Nexus adopting the sagas of "+w.in.Zone.String()),
-		zxActs.ChooseSagaOwner, activities.ZoneOwnerInput{
-			AttemptID: w.attempt.ID, Sled: w.in.Sled, Zone: w.in.Zone, RackSleds: w.in.RackSleds, Preferred: w.in.NewOwner,
-		}).Get(ctx, &owner); err != nil {
-		return uuid.Nil, err
-	}
-	w.result.NewOwner, w.progress.NewOwner = owner, owner
-	return owner, nil
-}
-
-// commit is step 6.
-func (w *zoneExpunge) commit(ctx workflow.Context) error {
-	w.setPhase(ctx, ZonePhaseCommitting)
-	var disp ledger.ZoneDisposition
-	if err := workflow.ExecuteActivity(ledgerOptions(ctx), zxActs.CommitZoneExpunge, activities.ZoneCommitInput{
-		AttemptID: w.attempt.ID, Zone: w.in.Zone, NewOwner: w.result.NewOwner,
-	}).Get(ctx, &disp); err != nil {
-		return err
-	}
-	w.result.SagasMoved = disp.SagasMoved
-	w.progress.Done = int64(disp.SagasMoved)
-	w.progress.Total = int64(disp.SagasMoved)
-	msg := fmt.Sprintf("zone %s (%s) expunged as of sled generation %d", w.in.Zone, w.result.Kind, w.result.ExpungedAsOf)
-	if w.result.Kind == sledagent.ZoneTypeNexus {
-		msg += fmt.Sprintf("; %d sagas moved to Nexus %s", disp.SagasMoved, w.result.NewOwner)
-	}
-	if err := workflow.ExecuteActivity(ledgerOptions(ctx), zxLedger.FinishAttempt, ledger.Finish{
-		AttemptID: w.attempt.ID, State: ledger.StateCompleted, Outcome: ZoneOutcomeExpunged,
-	}).Get(ctx, nil); err != nil {
-		return err
-	}
-	w.finish(ctx, ZoneOutcomeExpunged, msg)
-	return nil
-}
-
-func (w *zoneExpunge) deviceOptions(ctx workflow.Context, summary string) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		// One HTTP or SQL call (the worker's HTTP client gives up after 30 s):
-		// a call lost with a dead worker is retried after this.
-		StartToCloseTimeout:    45 * time.Second,
-		ScheduleToCloseTimeout: 15 * time.Minute,
-		RetryPolicy:            deviceRetry,
-		Summary:                summary,
-	})
-}
-
-func (w *zoneExpunge) setPhase(ctx workflow.Context, phase Phase) {
-	if w.progress.Phase == phase {
-		return
-	}
-	w.progress.Phase, w.progress.PhaseSince = phase, workflow.Now(ctx)
-	setSearchState(ctx, StateRunning, Phase(phase))
-	if w.attempt != nil {
-		_ = workflow.ExecuteActivity(ledgerOptions(ctx), zxLedger.SetProgress, ledger.Progress{
-			AttemptID: w.attempt.ID, Phase: string(phase), Done: w.progress.Done, Total: w.progress.Total,
-		}).Get(ctx, nil)
-	}
-}
-
-func (w *zoneExpunge) finish(ctx workflow.Context, outcome, msg string) {
-	w.result.Outcome = outcome
-	w.progress.State, w.progress.Outcome, w.progress.Message = StateCompleted, outcome, msg
-	w.progress.Phase, w.progress.PhaseSince = ZonePhaseDone, workflow.Now(ctx)
-	setSearchState(ctx, StateCompleted, ZonePhaseDone)
-}
-
-// fail ends the attempt as failed (or cancelled) on a disconnected context,
-// so it is recorded even when the workflow was cancelled. The zone's
-// disposition stays as recorded: an expunge is never undone, and running the
-// workflow again resumes it.
-func (w *zoneExpunge) fail(ctx workflow.Context, err error) {
-	state, ledgerState := StateFailed, ledger.StateFailed
-	if temporal.IsCanceledError(err) {
-		state, ledgerState = StateCancelled, ledger.StateCancelled
-	}
-	w.progress.State, w.progress.Message = state, err.Error()
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	setSearchState(dctx, state, Phase(w.progress.Phase))
-	if w.attempt == nil {
-		return
+	var removed bool
+	if err := workflow.ExecuteActivity(w.deviceOptions(dctx, "did sled "+w.in.Sled.String()+" remove zone "+w.in.Zone.String()+"?"),
+		zxActs.ZoneRemovalLedgered, activities.ZoneRemovedInput{
+			AttemptID: w.life.attemptID(), Sled: w.in.Sled, Zone: w.in.Zone, ExpungedAsOf: asOf,
+		}).Get(dctx, &removed); err != nil {
+		workflow.GetLogger(ctx).Error("cancelled: could not learn whether the sled removed the zone; running the expunge again resumes it",
+			"zone", w.in.Zone, "error", err)
+		return false
 	}
-	ferr := workflow.ExecuteActivity(ledgerOptions(dctx), zxLedger.FinishAttempt, ledger.Finish{
-		AttemptID: w.attempt.ID, State: ledgerState, Outcome: "stopped in phase " + string(w.progress.Phase), Error: err.Error(),
-	}).Get(dctx, nil)
-	if ferr != nil {
-		workflow.GetLogger(ctx).Error("recording the failed attempt failed", "error", ferr)
-	}
+	return removed
 }

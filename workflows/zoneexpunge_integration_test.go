@@ -284,10 +284,10 @@ func testZoneExpungeNexusRace(t *testing.T, mode string) {
 	assert.Greater(t, last, first, "the Nexus whose removal failed kept claiming sagas")
 	if mode == spec.SledAgentRemoveBeforeLedger {
 		assert.GreaterOrEqual(t, res.PutAttempts, r.removalErr+1)
-		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/zone-expunge-nexus-race.json")
+		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/zone-expunge-nexus-race-v2.json")
 	} else {
 		assert.Equal(t, 1, res.PutAttempts, "today's sled-agent ledgers the first PUT")
-		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/zone-expunge-nexus-race-ledger-first.json")
+		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/zone-expunge-nexus-race-ledger-first-v2.json")
 	}
 	checkExpungeOutcome(t, env, sim, r, res)
 
@@ -359,4 +359,39 @@ func testZoneExpungeSurvivesWorkerRestarts(t *testing.T, mode string) {
 		kills++
 		stop = env.StartWorker(deps)
 	}
+}
+
+// Issue 14 (chaos gap): the operator cancels a Nexus expunge after the
+// sled ledgered the config without the zone (today's sled-agent: the PUT
+// is ledgered at once, the removal fails in the background and the
+// workflow waits for the inventory proof). The expunge is never undone, so
+// the cancel does not strand A's sagas: the proof, the saga move and the
+// commit still run, and the update ends completed, saying the cancel came
+// too late. Recorded: the cancel path's history.
+func TestZoneExpungeCancelledAfterRemovalStillMovesTheSagas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: PostgreSQL + Temporal + fleetsim")
+	}
+	env := testenv.New(t)
+	r := newZXRack(t, 4, spec.SledAgentLedgerFirst)
+	sim := env.StartFleetsim(r.spec)
+	env.StartWorker(workerapp.Deps{Fleet: env.Endpoints(sim)})
+	require.Eventually(t, func() bool { return nexusOf(sledTruth(t, sim), r.nexusA).SagasClaimed >= 5 },
+		10*time.Second, 10*time.Millisecond)
+
+	run := startZoneExpunge(t, env, r.input())
+	require.Eventually(t, func() bool {
+		v, err := env.Client.QueryWorkflow(context.Background(), run.GetID(), run.GetRunID(), workflows.ProgressQuery)
+		var p workflows.ZoneExpungeProgress
+		return err == nil && v.Get(&p) == nil && p.Phase == workflows.ZonePhaseAwaitingInventory
+	}, 20*time.Second, 10*time.Millisecond, "the sled ledgered the config; the proof waits out the failing removal")
+	require.NoError(t, env.Client.CancelWorkflow(context.Background(), run.GetID(), run.GetRunID()))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var res workflows.ZoneExpungeResult
+	require.NoError(t, run.Get(ctx, &res), "an expunge past the removal ends completed")
+	assert.True(t, res.CancelIgnored)
+	checkExpungeOutcome(t, env, sim, r, res)
+	replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/zone-expunge-cancel-after-removal.json")
 }

@@ -80,6 +80,7 @@ func newZXTest(t *testing.T, kind string) *zxTest {
 		return activities.ZoneReassignResult{Moved: zxSagas}, nil
 	})
 	x.on(x.za.CountUnfinishedSagas, func(_ context.Context, zone uuid.UUID) (int64, error) { return 0, nil })
+	x.on(x.za.ZoneRemovalLedgered, func(context.Context, activities.ZoneRemovedInput) (bool, error) { return false, nil })
 	x.on(x.za.CommitZoneExpunge, func(_ context.Context, in activities.ZoneCommitInput) (ledger.ZoneDisposition, error) {
 		return ledger.ZoneDisposition{ZoneID: in.Zone, SagasMoved: 2, SagaNewOwner: in.NewOwner}, nil
 	})
@@ -438,8 +439,9 @@ func TestZoneExpungeRejectsInvalidInput(t *testing.T) {
 	}
 }
 
-// Cancelled while the sled keeps failing the removal: the attempt is
-// recorded as cancelled (on a disconnected context), nothing else runs.
+// Cancelled while the sled keeps failing the removal (before the zone is
+// removed): the PUT is awaited, the sled still has the zone, so the attempt
+// is recorded as cancelled (on a disconnected context), nothing else runs.
 func TestZoneExpungeCancelledRecordsCancelledAttempt(t *testing.T) {
 	x := newZXTest(t, "nexus")
 	x.on(x.za.PutConfigWithoutZone, func(ctx context.Context, in activities.ZonePutInput) (activities.ZonePutResult, error) {
@@ -499,4 +501,53 @@ func TestZoneExpungeChoosesAgainWhenTheOwnerIsGone(t *testing.T) {
 	assert.Equal(t, live, res.NewOwner)
 	assert.Equal(t, []uuid.UUID{live}, movedTo)
 	assert.Equal(t, 2, chosen)
+}
+
+// Issue 14 (chaos gap "a cancelled Nexus zone expunge strands its sagas"):
+// the operator cancels after the sled ledgered the config without the zone.
+// An expunge is never undone, so the steps that keep the fleet safe
+// (inventory proof, saga move, verify, commit) still run, and the update
+// ends completed, saying the cancel came too late to stop it.
+func TestZoneExpungeCancelAfterRemovalFinishesTheSafeSteps(t *testing.T) {
+	x := newZXTest(t, "nexus")
+	x.on(x.za.AwaitZoneGone, func(_ context.Context, in activities.ZoneGoneInput) (activities.ZoneGoneResult, error) {
+		x.env.CancelWorkflow() // the operator cancels while inventory is being read
+		return activities.ZoneGoneResult{ObservedGeneration: in.ExpungedAsOf}, nil
+	})
+	res, err := x.run()
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"PrecheckZoneExpunge", "RecordIntent", "RecordZoneExpungeIntent", "PutConfigWithoutZone", "AwaitZoneGone",
+		"ChooseSagaOwner", "ReassignNexusSagas", "CountUnfinishedSagas", "CommitZoneExpunge", "FinishAttempt",
+	}, x.steps(), "no saga is left on the removed Nexus")
+	assert.Equal(t, ZoneOutcomeExpunged, res.Outcome)
+	assert.True(t, res.CancelIgnored)
+	require.Len(t, x.finishes, 1)
+	assert.Equal(t, ledger.StateCompleted, x.finishes[0].State, "the ledger says what the sled did")
+	p := x.progress()
+	assert.Equal(t, StateCompleted, p.State)
+	assert.Contains(t, p.Message, "cancel")
+}
+
+// The cancel reaches the config PUT after the sled accepted it: the PUT
+// activity is awaited, the sled is asked, and as it ledgered the config
+// without the zone the expunge is finished.
+func TestZoneExpungeCancelDuringALandedPutFinishesTheSafeSteps(t *testing.T) {
+	x := newZXTest(t, "nexus")
+	x.on(x.za.PutConfigWithoutZone, func(ctx context.Context, in activities.ZonePutInput) (activities.ZonePutResult, error) {
+		x.env.CancelWorkflow() // the sled ledgers our PUT, the cancel stops the activity before it sees that
+		<-ctx.Done()
+		return activities.ZonePutResult{}, ctx.Err()
+	})
+	x.on(x.za.ZoneRemovalLedgered, func(_ context.Context, in activities.ZoneRemovedInput) (bool, error) {
+		assert.Equal(t, uint64(4), in.ExpungedAsOf)
+		return true, nil
+	})
+	res, err := x.run()
+	require.NoError(t, err)
+	assert.Contains(t, x.steps(), "CommitZoneExpunge")
+	assert.Contains(t, x.steps(), "ReassignNexusSagas")
+	assert.True(t, res.CancelIgnored)
+	require.Len(t, x.finishes, 1)
+	assert.Equal(t, ledger.StateCompleted, x.finishes[0].State)
 }

@@ -116,9 +116,11 @@ var install = spec.SampleBootImages()[0]
 func TestBumpHappyPathWithCanary(t *testing.T) {
 	c := spec.SampleCluster("c1", spec.PlatformAWS, false)
 	c.Upgrading = true
-	c.UpgradeCompletesAfter = spec.Duration{Duration: 10 * time.Minute} // 0.5 s
+	// Long enough that a loaded machine still starts the bump before the
+	// upgrade ends (0.5 s flaked under make test's load).
+	c.UpgradeCompletesAfter = spec.Duration{Duration: 60 * time.Minute} // 3 s
 	c.GoldenStampedRelease = spec.SampleMidRelease
-	c.GoldenStampAfter = spec.Duration{Duration: 20 * time.Minute} // 1 s
+	c.GoldenStampAfter = spec.Duration{Duration: 80 * time.Minute} // 4 s
 	e := setup(t, c)
 	e.worker()
 	in := fastInput()
@@ -153,7 +155,7 @@ func TestBumpHappyPathWithCanary(t *testing.T) {
 	evs, err := e.Store.Events(context.Background(), at.ID)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, len(evs), 6, "intent, preconditions, plan, patches, canary, record, skew, finish")
-	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-happy-canary.json")
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-happy-canary-v2.json")
 }
 
 // The cluster's MachineConfiguration opts in only pool=a (Partial): only
@@ -262,7 +264,7 @@ func TestBumpCanaryFailureRollsBack(t *testing.T) {
 	assert.Len(t, a.Machines, 1)
 	assert.Equal(t, spec.SampleInstallRelease, tr.BootImage.OCPVersion)
 	assert.Equal(t, ledger.StateFailed, e.attempt(run).State)
-	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-canary-rollback.json")
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-canary-rollback-v2.json")
 }
 
 // A worker dies mid-run (while the canary boots); another worker finishes
@@ -361,7 +363,7 @@ func TestBumpCancelMidPatchLeavesNothingPatched(t *testing.T) {
 	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
 		assert.Equal(t, install.Images["amd64"].AWS["us-east-1"], tr.MachineSets[ms].Image, "%s left patched (restored: %v)", ms, res.Restored)
 	}
-	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-cancel-mid-patch.json")
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-cancel-mid-patch-v2.json")
 }
 
 // The canary scale-up has the same race: cancelled while it is in flight,
@@ -385,5 +387,37 @@ func TestBumpCancelMidCanaryScaleLeavesNothingChanged(t *testing.T) {
 	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
 		assert.Equal(t, before.MachineSets[ms].Image, tr.MachineSets[ms].Image, "%s image (restored: %v)", ms, res.Restored)
 		assert.Equal(t, before.MachineSets[ms].Replicas, tr.MachineSets[ms].Replicas, "%s replicas (restored: %v)", ms, res.Restored)
+	}
+}
+
+// Issue 14 (14), checked for the boot image bump: the ledger holds a
+// completed bump of c1, but the cluster's MachineSets are back on the old
+// image (a fresh fleet with the previous run's ledger, as a second `make
+// demo`; on a real cluster, MachineSets put back). "Up to date" is decided
+// from the MachineSets' spec, never from the ledger: the bump patches them
+// again.
+func TestBumpTrustsTheMachineSetsOverTheLedger(t *testing.T) {
+	c := spec.SampleCluster("c1", spec.PlatformAWS, false)
+	e := setup(t, c)
+	stop := e.worker()
+	first, err := e.wait(e.start(fastInput()))
+	require.NoError(t, err, "%+v", first)
+	require.Equal(t, []string{"c1-worker-a", "c1-worker-b"}, first.Patched)
+	stop()
+
+	s := &spec.Spec{Seed: 1, SpeedUp: speedUp, Timings: spec.DefaultTimings(), Clusters: []spec.Cluster{c}}
+	require.NoError(t, s.Validate())
+	e.sim = e.StartFleetsim(s)
+	e.worker()
+	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
+		require.Equal(t, install.Images["amd64"].AWS["us-east-1"], e.truth().MachineSets[ms].Image, "a fresh cluster")
+	}
+	again, err := e.wait(e.start(fastInput()))
+	require.NoError(t, err, "%+v", again)
+	assert.Equal(t, "Reconciled", again.Outcome)
+	assert.Equal(t, []string{"c1-worker-a", "c1-worker-b"}, again.Patched, "patched again, not 'up to date' from the ledger")
+	assert.Empty(t, again.UpToDate)
+	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
+		assert.Equal(t, golden.Images["amd64"].AWS["us-east-1"], e.truth().MachineSets[ms].Image, ms)
 	}
 }
