@@ -668,5 +668,9 @@ func (r *agentRollout) end(ctx workflow.Context, runErr error) (AgentInstallResu
 // search state) once the summary is known.
 func (r *agentRollout) ended(ctx workflow.Context, res AgentInstallResult, err error) (AgentInstallResult, error) {
 	r.refresh(ctx)
-	return res, r.l.end(ctx, err, Ending{Outcome: res.Outcome})
+	e := Ending{Outcome: res.Outcome}
+	if res.Outcome == AgentRolloutBudget {
+		e.FailedOutcome = res.Outcome // the ledger says why the rollout stopped
+	}
+	return res, r.l.end(ctx, err, e)
 }
