@@ -362,11 +362,21 @@ type FinishAgentServerRequest struct {
 	Outcome    string       `json:"outcome"`
 	Error      string       `json:"error,omitempty"`
 	DurationMS int64        `json:"durationMs"`
+	// Intent, when set, is the attempt whose intent write was in doubt (the
+	// workflow was cancelled while writing it): it is written (idempotent)
+	// before it is ended, so a write that lands late leaves nothing pending.
+	Intent *ledger.Attempt `json:"intent,omitempty"`
 }
 
 // FinishAgentServer ends the server's ledger attempt (if one was written)
 // and its row in the rollout plan. Idempotent.
 func (a *AgentActivities) FinishAgentServer(ctx context.Context, r FinishAgentServerRequest) error {
+	if r.Intent != nil {
+		var busy *ledger.ErrTargetBusy
+		if err := a.Store.RecordIntent(ctx, *r.Intent); err != nil && !errors.As(err, &busy) {
+			return err
+		}
+	}
 	if r.AttemptID != uuid.Nil {
 		err := a.Store.FinishAttempt(ctx, ledger.Finish{AttemptID: r.AttemptID, State: r.State, Outcome: r.Outcome, Error: r.Error})
 		if err != nil && !errors.Is(err, ledger.ErrNotFound) {

@@ -98,35 +98,31 @@ func AgentDriftCheck(ctx workflow.Context, in AgentDriftInput) (AgentDriftResult
 	if err := in.Validate(); err != nil {
 		return AgentDriftResult{}, temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidAgentRequest, nil)
 	}
-	start := workflow.Now(ctx)
-	progress := Progress{Kind: KindAgentDrift, Target: in.Target(), State: StateRunning, Started: start, Unit: "drifts"}
-	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return progress, nil }); err != nil {
+	// A drift check records no ledger attempt: it changes nothing itself
+	// (repairs run as AgentInstall updates).
+	progress := Progress{Kind: KindAgentDrift, Target: in.Target(), Started: workflow.Now(ctx), Unit: "drifts"}
+	l, err := newLifecycle(ctx, &progress, PhaseCheckingDrift, nil, func() Progress { return progress })
+	if err != nil {
 		return AgentDriftResult{}, err
 	}
 	phase := func(p Phase, detail ...string) {
-		progress.Phase, progress.PhaseSince, progress.Message = p, workflow.Now(ctx), strings.Join(detail, "")
-		setSearchState(ctx, progress.State, p, detail...)
+		progress.Message = strings.Join(detail, "")
+		l.step(ctx, p, detail...)
 	}
 	var res AgentDriftResult
-	phase(PhaseCheckingDrift)
+	ended := func(err error) (AgentDriftResult, error) { return res, l.end(ctx, err, Ending{Outcome: res.Outcome}) }
 	if err := findDrift(ctx, in, &res.Found); err != nil {
-		progress.State = StateFailed
-		phase(PhaseDone)
-		return res, err
+		return ended(err)
 	}
 	total := driftTotal(res.Found.Counts)
 	progress.Total, progress.Counts = int64(total), res.Found.Counts
 	if total == 0 {
 		res.Outcome = fmt.Sprintf("no drift on %d servers", res.Found.Checked)
-		progress.State, progress.Outcome = StateCompleted, res.Outcome
-		phase(PhaseDone)
-		return res, nil
+		return ended(nil)
 	}
 	if !in.Repair {
 		res.Outcome = fmt.Sprintf("%d drifts on %d servers (not repaired)", total, res.Found.Checked)
-		progress.State, progress.Outcome = StateCompleted, res.Outcome
-		phase(PhaseDone)
-		return res, nil
+		return ended(nil)
 	}
 
 	phase(PhaseRepairingIntents, "pointing stale intents at the actual images")
@@ -186,7 +182,10 @@ func AgentDriftCheck(ctx workflow.Context, in AgentDriftInput) (AgentDriftResult
 			if ctx.Err() != nil {
 				res.Installs = append(res.Installs, run)
 				res.Outcome = "cancelled during repair"
-				return res, temporal.NewCanceledError(res.Outcome)
+				if workflow.GetVersion(ctx, changeAgentDriftCancelEnds, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+					return res, temporal.NewCanceledError(res.Outcome)
+				}
+				return ended(temporal.NewCanceledError(res.Outcome))
 			}
 		}
 		res.Installs = append(res.Installs, run)
@@ -196,17 +195,18 @@ func AgentDriftCheck(ctx workflow.Context, in AgentDriftInput) (AgentDriftResult
 	phase(PhaseCheckingAgain)
 	var after activities.AgentDriftReport
 	if err := findDrift(ctx, in, &after); err != nil {
-		progress.State = StateFailed
-		phase(PhaseDone)
-		return res, err
+		return ended(err)
 	}
 	res.Remaining = &after
 	left := driftTotal(after.Counts)
 	res.Outcome = fmt.Sprintf("%d drifts found, %d left after repair", total, left)
-	progress.State, progress.Outcome = StateCompleted, res.Outcome
-	phase(PhaseDone)
-	return res, nil
+	return ended(nil)
 }
+
+// changeAgentDriftCancelEnds names the change that ends a drift repair
+// cancelled during an install through the lifecycle (the search state says
+// cancelled; before, it stayed running).
+const changeAgentDriftCancelEnds = "agent-drift-cancel-ends-through-lifecycle"
 
 func findDrift(ctx workflow.Context, in AgentDriftInput, out *activities.AgentDriftReport) error {
 	opts := workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, ScheduleToCloseTimeout: 30 * time.Minute,

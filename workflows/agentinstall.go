@@ -226,6 +226,7 @@ type agentRollout struct {
 	in       AgentInstallInput
 	c        *AgentInstallCarry
 	progress Progress
+	l        *lifecycle
 	running  []runningServer
 	budget   int
 	stopped  bool
@@ -252,19 +253,37 @@ func (r *agentRollout) setup(ctx workflow.Context) error {
 	}
 	r.c.Runs++
 	r.progress = Progress{Kind: KindAgentInstall, Target: r.in.Target(), Artifact: r.in.ArtifactVersion(),
-		State: StateRunning, Started: r.c.Started, Unit: "servers", Counts: map[string]int{}}
+		Started: r.c.Started, Unit: "servers", Counts: map[string]int{}}
 	if r.c.Paused {
 		r.progress.State = StatePaused
 	}
 	r.refresh(ctx)
-	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) {
+	// The first run plans; the next ones (continued as new) go on installing.
+	first := PhasePlanning
+	if r.c.Runs > 1 {
+		first = PhaseInstalling
+	}
+	l, err := newLifecycle(ctx, &r.progress, first, ledgerWriter{}, func() Progress {
 		r.refresh(ctx)
-		return r.progress, nil
-	}); err != nil {
+		return r.progress
+	})
+	if err != nil {
 		return err
+	}
+	r.l = l
+	if r.c.Runs > 1 {
+		r.l.adoptAttempt(r.attempt(ctx)) // recorded by the first run
 	}
 	listenPauseResume(ctx, r.setPaused)
 	return nil
+}
+
+// attempt is the rollout's ledger attempt (its ID is the rollout ID, which
+// keys the plan).
+func (r *agentRollout) attempt(ctx workflow.Context) ledger.Attempt {
+	a := attemptFor(ctx, r.c.RolloutID, 1, KindAgentInstall, r.in.Target(), r.in.ArtifactVersion())
+	a.UpdateID = a.WorkflowID + "#" + r.c.RolloutID.String()
+	return a
 }
 
 func (r *agentRollout) setPaused(ctx workflow.Context, p bool) {
@@ -276,17 +295,10 @@ func (r *agentRollout) setPaused(ctx workflow.Context, p bool) {
 	setSearchState(ctx, r.progress.State, Phase(r.progress.Phase))
 }
 
-// phase announces a phase; detail is free text for the Web UI's current
-// details, never the search attribute (refresh owns the progress Message).
-func (r *agentRollout) phase(ctx workflow.Context, p Phase, detail ...string) {
-	r.progress.Phase, r.progress.PhaseSince = p, workflow.Now(ctx)
-	setSearchState(ctx, r.progress.State, p, detail...)
-}
-
 func (r *agentRollout) run(ctx workflow.Context) (AgentInstallResult, error) {
 	if r.c.Runs == 1 {
 		if err := r.plan(ctx); err != nil {
-			return AgentInstallResult{RolloutID: r.c.RolloutID}, err
+			return r.planFailed(ctx, err)
 		}
 	}
 	r.budget = r.failureBudget()
@@ -295,7 +307,7 @@ func (r *agentRollout) run(ctx workflow.Context) (AgentInstallResult, error) {
 		return r.end(ctx, err)
 	}
 	if more {
-		r.phase(ctx, PhaseContinuingAsNew, fmt.Sprintf("after %d servers", r.c.Cursor))
+		r.l.phase(ctx, PhaseContinuingAsNew, fmt.Sprintf("after %d servers", r.c.Cursor))
 		next := r.in
 		next.Carry = r.c
 		return AgentInstallResult{}, workflow.NewContinueAsNewError(ctx, AgentInstall, next)
@@ -306,14 +318,7 @@ func (r *agentRollout) run(ctx workflow.Context) (AgentInstallResult, error) {
 // plan records the rollout's intent and validates and stores its plan
 // before any server is touched.
 func (r *agentRollout) plan(ctx workflow.Context) error {
-	r.phase(ctx, PhasePlanning)
-	info := workflow.GetInfo(ctx)
-	err := workflow.ExecuteActivity(ledgerOptions(ctx), agentLedger.RecordIntent, ledger.Attempt{
-		ID: r.c.RolloutID, UpdateID: info.WorkflowExecution.ID + "#" + r.c.RolloutID.String(), Attempt: 1,
-		Kind: string(KindAgentInstall), Target: r.in.Target(), Artifact: r.in.ArtifactVersion(),
-		WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
-	}).Get(ctx, nil)
-	if err != nil {
+	if err := r.l.recordIntent(ctx, r.attempt(ctx)); err != nil {
 		return err
 	}
 	opts := workflow.ActivityOptions{
@@ -323,12 +328,16 @@ func (r *agentRollout) plan(ctx workflow.Context) error {
 		RetryPolicy:            deviceRetry,
 		Summary:                "validate images and plan servers",
 	}
-	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), agentActs.PlanAgentInstall,
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), agentActs.PlanAgentInstall,
 		activities.PlanAgentInstallRequest{RolloutID: r.c.RolloutID, Agents: r.in.Agents, AllAgents: r.in.AllAgents,
 			Selection: r.in.Selection, ExcludeServers: r.in.ExcludeServers, ExcludeAgents: r.in.ExcludeAgents}).Get(ctx, &r.c.Plan)
 	if err != nil {
-		r.finishAttempt(ctx, ledger.StateFailed, "invalid request", err.Error())
 		return err
+	}
+	if workflow.GetVersion(ctx, changeAgentClaims, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+		if err := r.claimAgents(ctx); err != nil {
+			return err
+		}
 	}
 	labels := make([]string, len(r.c.Plan.Agents))
 	for i, ag := range r.c.Plan.Agents {
@@ -344,6 +353,44 @@ func (r *agentRollout) plan(ctx workflow.Context) error {
 	return nil
 }
 
+// changeAgentClaims names the change that makes a rollout claim its agents
+// on its servers after planning (issue #14, defect 12).
+const changeAgentClaims = "agent-install-claims-agents"
+
+// claimAgents holds the planned agents on the planned servers until the
+// rollout ends: a rollout that shares an agent on a server with another
+// active one is refused (TargetBusy) before it touches anything.
+func (r *agentRollout) claimAgents(ctx workflow.Context) error {
+	names := make([]string, len(r.c.Plan.Agents))
+	for i, ag := range r.c.Plan.Agents {
+		names[i] = ag.Name
+	}
+	return workflow.ExecuteActivity(ledgerOptions(ctx), agentLedger.ClaimAgents,
+		activities.ClaimAgentsRequest{RolloutID: r.c.RolloutID, Agents: names}).Get(ctx, nil)
+}
+
+// changeAgentPlanEndsThroughLifecycle names the change that ends a rollout
+// whose planning failed or was cancelled through the lifecycle: the attempt
+// ends on a disconnected context (before, a cancel left it pending) and
+// the search state says how it ended.
+const changeAgentPlanEndsThroughLifecycle = "agent-install-plan-ends-through-lifecycle"
+
+// planFailed ends a rollout whose planning failed or was cancelled: no
+// server was started.
+func (r *agentRollout) planFailed(ctx workflow.Context, err error) (AgentInstallResult, error) {
+	res := AgentInstallResult{RolloutID: r.c.RolloutID, Runs: r.c.Runs}
+	if workflow.GetVersion(ctx, changeAgentPlanEndsThroughLifecycle, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		if r.l.recorded {
+			_ = workflow.ExecuteActivity(ledgerOptions(ctx), agentLedger.FinishAttempt,
+				ledger.Finish{AttemptID: r.c.RolloutID, State: ledger.StateFailed, Outcome: "invalid request", Error: err.Error()}).Get(ctx, nil)
+		}
+		return res, err
+	}
+	err = r.l.end(ctx, err, Ending{})
+	res.Outcome = r.progress.Outcome
+	return res, err
+}
+
 // failureBudget is how many failed servers the rollout tolerates.
 func (r *agentRollout) failureBudget() int {
 	if r.in.MaxFailurePercent > 0 {
@@ -357,7 +404,7 @@ func (r *agentRollout) overBudget() bool { return r.c.Failed > r.budget }
 // fanOut runs this run's share of the plan in a sliding window. It reports
 // whether servers remain for the next run.
 func (r *agentRollout) fanOut(ctx workflow.Context) (more bool, err error) {
-	r.phase(ctx, PhaseInstalling)
+	r.l.phase(ctx, PhaseInstalling)
 	var buf []ledger.AgentServer
 	exhausted := r.c.Cursor >= r.c.Plan.LastSeq
 	startedHere := 0
@@ -410,7 +457,7 @@ func (r *agentRollout) fanOut(ctx workflow.Context) (more bool, err error) {
 	}
 	if r.overBudget() {
 		r.stopped = true
-		r.phase(ctx, PhaseBudgetExceeded, fmt.Sprintf("%d failed, budget %d: letting %d running servers finish",
+		r.l.phase(ctx, PhaseBudgetExceeded, fmt.Sprintf("%d failed, budget %d: letting %d running servers finish",
 			r.c.Failed, r.budget, len(r.running)))
 	}
 	// Let running servers finish, also after a cancel (their children were
@@ -534,7 +581,7 @@ func (r *agentRollout) straggler(ctx workflow.Context, host string, d, med time.
 	if len(r.c.Stragglers) < maxStragglers {
 		r.c.Stragglers = append(r.c.Stragglers, host)
 	}
-	r.phase(ctx, PhaseInstalling, fmt.Sprintf("%d straggler(s), latest %s (%s vs median %s)", len(r.c.Stragglers), host,
+	r.l.step(ctx, PhaseInstalling, fmt.Sprintf("%d straggler(s), latest %s (%s vs median %s)", len(r.c.Stragglers), host,
 		d.Round(time.Second), med.Round(time.Second)))
 }
 
@@ -585,20 +632,14 @@ func (r *agentRollout) end(ctx workflow.Context, runErr error) (AgentInstallResu
 	switch {
 	case cancelled:
 		res.Outcome = "cancelled"
-		r.finishAttempt(dctx, ledger.StateCancelled, res.Outcome, "")
-		r.final(dctx, StateCancelled, res.Outcome)
-		return res, runErr
+		return r.ended(ctx, res, runErr)
 	case runErr != nil:
 		res.Outcome = "failed: " + runErr.Error()
-		r.finishAttempt(dctx, ledger.StateFailed, "failed", runErr.Error())
-		r.final(dctx, StateFailed, res.Outcome)
-		return res, runErr
+		return r.ended(ctx, res, runErr)
 	case r.stopped:
 		res.Outcome = AgentRolloutBudget
 		msg := fmt.Sprintf("%d servers failed, budget %d; %d not started", res.Failed, r.budget, res.NotStarted)
-		r.finishAttempt(dctx, ledger.StateFailed, res.Outcome, msg)
-		r.final(dctx, StateFailed, res.Outcome+": "+msg)
-		return res, temporal.NewNonRetryableApplicationError(res.Outcome+": "+msg, failure.FailureBudget, nil, res)
+		return r.ended(ctx, res, temporal.NewNonRetryableApplicationError(res.Outcome+": "+msg, failure.FailureBudget, nil, res))
 	}
 	res.Outcome = AgentRolloutCompleted
 	if r.c.Plan.Pending == 0 {
@@ -620,21 +661,16 @@ func (r *agentRollout) end(ctx workflow.Context, runErr error) (AgentInstallResu
 			}
 		}
 	}
-	r.finishAttempt(dctx, ledger.StateCompleted, res.Outcome, "")
-	r.final(dctx, StateCompleted, res.Outcome)
-	return res, nil
+	return r.ended(ctx, res, nil)
 }
 
-func (r *agentRollout) final(ctx workflow.Context, s State, outcome string) {
+// ended ends the rollout through the lifecycle (its ledger attempt, its
+// search state) once the summary is known.
+func (r *agentRollout) ended(ctx workflow.Context, res AgentInstallResult, err error) (AgentInstallResult, error) {
 	r.refresh(ctx)
-	r.progress.State, r.progress.Outcome = s, outcome
-	r.phase(ctx, PhaseDone)
-}
-
-func (r *agentRollout) finishAttempt(ctx workflow.Context, s ledger.State, outcome, msg string) {
-	err := workflow.ExecuteActivity(ledgerOptions(ctx), agentLedger.FinishAttempt,
-		ledger.Finish{AttemptID: r.c.RolloutID, State: s, Outcome: outcome, Error: msg}).Get(ctx, nil)
-	if err != nil {
-		workflow.GetLogger(ctx).Error("could not end the rollout's ledger attempt", "error", err)
+	e := Ending{Outcome: res.Outcome}
+	if res.Outcome == AgentRolloutBudget {
+		e.FailedOutcome = res.Outcome // the ledger says why the rollout stopped
 	}
+	return res, r.l.end(ctx, err, e)
 }

@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
-	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
@@ -87,11 +86,11 @@ func AgentInstallServer(ctx workflow.Context, in AgentServerInput) (AgentServerR
 }
 
 type agentServer struct {
-	in        AgentServerInput
-	res       AgentServerResult
-	progress  Progress
-	attemptID uuid.UUID
-	started   time.Time
+	in       AgentServerInput
+	res      AgentServerResult
+	progress Progress
+	l        *lifecycle
+	started  time.Time
 }
 
 // Activity references for the agent workflows (nil receivers: only the
@@ -112,16 +111,16 @@ func (s *agentServer) setup(ctx workflow.Context) error {
 		labels[i] = ag.Label()
 	}
 	s.progress = Progress{Kind: KindAgentInstall, Target: ServerTarget(s.in.Server), Artifact: strings.Join(labels, ","),
-		State: StateRunning, Phase: PhaseStarting, PhaseSince: s.started, Started: s.started,
-		Total: int64(len(s.in.Agents)), Unit: "agents"}
-	return workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return s.progress, nil })
+		Started: s.started, Total: int64(len(s.in.Agents)), Unit: "agents"}
+	l, err := newLifecycle(ctx, &s.progress, PhaseRecordingIntent, agentServerWriter{s}, func() Progress { return s.progress })
+	s.l = l
+	return err
 }
 
-// phase announces a phase; detail is free text (progress Message, current
-// details), never the search attribute.
-func (s *agentServer) phase(ctx workflow.Context, p Phase, detail ...string) {
-	s.progress.Phase, s.progress.PhaseSince, s.progress.Message = p, workflow.Now(ctx), strings.Join(detail, "")
-	setSearchState(ctx, s.progress.State, p, detail...)
+// step announces a phase with its detail (also the progress Message).
+func (s *agentServer) step(ctx workflow.Context, p Phase, detail ...string) {
+	s.progress.Message = strings.Join(detail, "")
+	s.l.step(ctx, p, detail...)
 }
 
 func (s *agentServer) run(ctx workflow.Context) (AgentServerResult, error) {
@@ -129,41 +128,60 @@ func (s *agentServer) run(ctx workflow.Context) (AgentServerResult, error) {
 	s.res.Duration = workflow.Now(ctx).Sub(s.started)
 	switch {
 	case err == nil:
-		s.finish(ctx, ledger.StateCompleted, s.res.Outcome, "")
-		return s.res, nil
-	case temporal.IsCanceledError(err) || ctx.Err() != nil:
+	case isCancel(ctx, err):
 		s.res.Outcome, s.res.Error = AgentOutcomeCancelled, "cancelled"
-		s.finish(ctx, ledger.StateCancelled, AgentOutcomeCancelled, "cancelled")
-		return s.res, temporal.NewCanceledError("agent install cancelled")
 	default:
 		s.res.Outcome, s.res.Error = AgentOutcomeFailed, err.Error()
 		var ae *temporal.ApplicationError
 		if errors.As(err, &ae) {
 			s.res.ErrorType = ae.Type()
 		}
-		s.finish(ctx, ledger.StateFailed, AgentOutcomeFailed, s.res.Error)
+	}
+	if err != nil && s.l.attemptID() == uuid.Nil {
+		// No attempt of ours (the server stayed busy): the plan row ends.
+		s.endPlanRow(ctx, err)
+	}
+	if err = s.l.end(ctx, err, Ending{Outcome: s.res.Outcome}); err != nil && !isCancel(ctx, err) {
 		// A failed server is a result, not a workflow failure: the parent
 		// counts it against the failure budget.
 		return s.res, nil
 	}
+	return s.res, err
 }
 
-// finish ends the ledger attempt and the plan row (on a disconnected
-// context, so it also runs after a cancel).
-func (s *agentServer) finish(ctx workflow.Context, st ledger.State, outcome, msg string) {
+// agentServerWriter ends a server's attempt together with its row in the
+// rollout's plan (FinishAgentServer).
+type agentServerWriter struct{ s *agentServer }
+
+func (w agentServerWriter) record(ctx workflow.Context, a ledger.Attempt) error {
+	return ledgerWriter{}.record(ctx, a)
+}
+
+func (w agentServerWriter) end(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error {
+	r := w.s.finishRequest(f)
+	if !recorded {
+		r.Intent = &a // in doubt: written (idempotent) before it is ended
+	}
+	return workflow.ExecuteActivity(ledgerOptions(ctx), agentActs.FinishAgentServer, r).Get(ctx, nil)
+}
+
+func (s *agentServer) finishRequest(f ledger.Finish) activities.FinishAgentServerRequest {
+	return activities.FinishAgentServerRequest{RolloutID: s.in.RolloutID, Server: s.in.Server, AttemptID: f.AttemptID,
+		State: f.State, Outcome: f.Outcome, Error: f.Error, DurationMS: s.res.Duration.Milliseconds()}
+}
+
+// endPlanRow ends the server's row in the plan when no attempt of ours was
+// recorded (on a disconnected context: also after a cancel).
+func (s *agentServer) endPlanRow(ctx workflow.Context, err error) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	err := workflow.ExecuteActivity(ledgerOptions(dctx), agentActs.FinishAgentServer, activities.FinishAgentServerRequest{
-		RolloutID: s.in.RolloutID, Server: s.in.Server, AttemptID: s.attemptID, State: st,
-		Outcome: outcome, Error: msg, DurationMS: s.res.Duration.Milliseconds(),
-	}).Get(dctx, nil)
-	if err != nil {
+	f := ledger.Finish{State: ledger.StateFailed, Outcome: AgentOutcomeFailed, Error: err.Error()}
+	if isCancel(ctx, err) {
+		f = ledger.Finish{State: ledger.StateCancelled, Outcome: AgentOutcomeCancelled, Error: "cancelled"}
+	}
+	if err := workflow.ExecuteActivity(ledgerOptions(dctx), agentActs.FinishAgentServer, s.finishRequest(f)).Get(dctx, nil); err != nil {
 		workflow.GetLogger(ctx).Error("could not record the server's end in the ledger", "server", s.in.Server, "error", err)
 	}
-	s.progress.State = map[ledger.State]State{ledger.StateCompleted: StateCompleted, ledger.StateFailed: StateFailed,
-		ledger.StateCancelled: StateCancelled}[st]
-	s.progress.Outcome = outcome
-	s.phase(dctx, "done")
 }
 
 func (s *agentServer) steps(ctx workflow.Context) error {
@@ -195,29 +213,19 @@ func (s *agentServer) steps(ctx workflow.Context) error {
 // server's ledger target is shared by every agent install, so another
 // update active on the server makes this one wait (bounded).
 func (s *agentServer) recordIntent(ctx workflow.Context) error {
-	s.phase(ctx, PhaseRecordingIntent)
-	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return uuid.New() }).Get(&s.attemptID); err != nil {
+	id, err := newAttemptID(ctx)
+	if err != nil {
 		return err
 	}
-	info := workflow.GetInfo(ctx)
-	at := ledger.Attempt{ID: s.attemptID, UpdateID: info.WorkflowExecution.ID, Attempt: 1, Kind: string(KindAgentInstall),
-		Target: ServerTarget(s.in.Server), Artifact: s.progress.Artifact,
-		WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
+	at := attemptFor(ctx, id, 1, KindAgentInstall, ServerTarget(s.in.Server), s.progress.Artifact)
 	deadline := workflow.Now(ctx).Add(serverBusyWait)
 	wait := 5 * time.Second
 	for {
-		err := workflow.ExecuteActivity(ledgerOptions(ctx), agentLedger.RecordIntent, at).Get(ctx, nil)
-		var ae *temporal.ApplicationError
-		if err == nil {
-			return nil
-		}
-		if !errors.As(err, &ae) || ae.Type() != failure.TargetBusy || !workflow.Now(ctx).Before(deadline) {
-			if ae != nil && ae.Type() == failure.TargetBusy {
-				s.attemptID = uuid.Nil // nothing of ours to end
-			}
+		err := s.l.recordIntent(ctx, at)
+		if !isTargetBusy(err) || !workflow.Now(ctx).Before(deadline) {
 			return err
 		}
-		s.phase(ctx, PhaseWaitingForTarget, "another update is active on this server")
+		s.step(ctx, PhaseWaitingForTarget, "another update is active on this server")
 		if err := workflow.Sleep(ctx, wait); err != nil {
 			return err
 		}
@@ -237,10 +245,10 @@ func (s *agentServer) apiOptions(ctx workflow.Context, summary string) workflow.
 // prepare checks the server is running and set up (it may have gone away
 // since the plan) and marks it running in the plan.
 func (s *agentServer) prepare(ctx workflow.Context) (activities.AgentServerState, error) {
-	s.phase(ctx, PhaseCheckingServer)
+	s.step(ctx, PhaseCheckingServer)
 	var st activities.AgentServerState
 	err := workflow.ExecuteActivity(s.apiOptions(ctx, "check server "+s.in.Hostname), agentActs.PrepareAgentServer,
-		activities.PrepareAgentServerRequest{RolloutID: s.in.RolloutID, Server: s.in.Server, AttemptID: s.attemptID}).Get(ctx, &st)
+		activities.PrepareAgentServerRequest{RolloutID: s.in.RolloutID, Server: s.in.Server, AttemptID: s.l.attemptID()}).Get(ctx, &st)
 	if st.Hostname != "" {
 		s.res.Hostname = st.Hostname
 	}
@@ -257,7 +265,7 @@ func (s *agentServer) agent(ctx workflow.Context, ag activities.PlannedAgent, st
 	}
 	step.Outcome = AgentOutcomeVerified
 	if decision == activities.AgentInstall {
-		s.phase(ctx, PhaseInstalling, ag.Label())
+		s.step(ctx, PhaseInstalling, ag.Label())
 		opts := workflow.ActivityOptions{
 			StartToCloseTimeout:    agentTaskTimeout,
 			ScheduleToCloseTimeout: 2 * agentTaskTimeout,
@@ -267,7 +275,7 @@ func (s *agentServer) agent(ctx workflow.Context, ag activities.PlannedAgent, st
 		}
 		var res activities.InstallAgentResult
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), agentActs.InstallAgentImage,
-			activities.InstallAgentRequest{Server: s.in.Server, Agent: ag, AttemptID: s.attemptID, PollInterval: s.in.PollInterval}).Get(ctx, &res)
+			activities.InstallAgentRequest{Server: s.in.Server, Agent: ag, AttemptID: s.l.attemptID(), PollInterval: s.in.PollInterval}).Get(ctx, &res)
 		s.event(ctx, "install:"+ag.Name, err, "installed "+ag.Label()+" (task "+res.TaskID+")")
 		if err != nil {
 			step.Outcome, step.Error = AgentOutcomeFailed, err.Error()
@@ -280,7 +288,7 @@ func (s *agentServer) agent(ctx workflow.Context, ag activities.PlannedAgent, st
 	}
 	// The actual state moved (or already was there): now CNAPI's record,
 	// then the intent.
-	s.phase(ctx, PhaseRecordingAgents, ag.Label())
+	s.step(ctx, PhaseRecordingAgents, ag.Label())
 	var entry struct {
 		UUID uuid.UUID `json:"uuid"`
 	}
@@ -309,10 +317,10 @@ func (s *agentServer) agent(ctx workflow.Context, ag activities.PlannedAgent, st
 // event appends a step to the attempt's log (best effort: the ledger
 // activity retries on its own; a failure here does not fail the install).
 func (s *agentServer) event(ctx workflow.Context, step string, stepErr error, msg string) {
-	if s.attemptID == uuid.Nil {
+	if s.l.attemptID() == uuid.Nil {
 		return
 	}
-	e := ledger.Event{AttemptID: s.attemptID, Step: step, State: "ok", Message: msg}
+	e := ledger.Event{AttemptID: s.l.attemptID(), Step: step, State: "ok", Message: msg}
 	if stepErr != nil {
 		e.State, e.Message = "error", stepErr.Error()
 	}

@@ -539,5 +539,6 @@ func (f *fakeFleet) newEnv() *testsuite.TestWorkflowEnvironment {
 	env.RegisterActivity(&activities.AgentActivities{})
 	env.RegisterActivity(&activities.LedgerActivities{})
 	env.OnActivity(agentLedger.RecordIntent, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(agentLedger.ClaimAgents, mock.Anything, mock.Anything).Return(nil).Maybe()
 	return env
 }

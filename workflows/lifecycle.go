@@ -56,10 +56,15 @@ type lifecycle struct {
 // newLifecycle starts an update's lifecycle: the progress query answers
 // query() (the kind's Progress or a struct embedding it) and the Web UI
 // shows the first phase (none yet when first is "": the first phase()
-// publishes it; for a kind whose recorded histories start without it).
+// publishes it; for a kind whose recorded histories start without it). The
+// state is running unless p already has one (a fan-out continued as new
+// while paused).
 func newLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attemptWriter, query func() P) (*lifecycle, error) {
 	now := workflow.Now(ctx)
-	p.State, p.Phase, p.PhaseSince = StateRunning, first, now
+	if p.State == "" {
+		p.State = StateRunning
+	}
+	p.Phase, p.PhaseSince = first, now
 	if p.Started.IsZero() {
 		p.Started = now
 	}
@@ -68,7 +73,7 @@ func newLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attem
 		return nil, err
 	}
 	if first != "" {
-		setSearchState(ctx, StateRunning, first)
+		setSearchState(ctx, p.State, first)
 	}
 	return l, nil
 }
@@ -81,11 +86,19 @@ func (l *lifecycle) phase(ctx workflow.Context, p Phase, detail ...string) bool 
 		return false
 	}
 	l.progress.Phase, l.progress.PhaseSince = p, workflow.Now(ctx)
-	setSearchState(ctx, StateRunning, p, detail...)
+	setSearchState(ctx, l.progress.State, p, detail...)
 	if l.onPhase != nil {
 		l.onPhase(ctx, p)
 	}
 	return true
+}
+
+// step announces phase p with new detail, published even when the phase
+// is unchanged (the next item of the same phase: an agent, a straggler).
+func (l *lifecycle) step(ctx workflow.Context, p Phase, detail ...string) {
+	if !l.phase(ctx, p, detail...) {
+		setSearchState(ctx, l.progress.State, p, detail...)
+	}
 }
 
 // recordPhaseInLedger makes each phase change also the current ledger

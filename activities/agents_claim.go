@@ -1,0 +1,35 @@
+package activities
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/fleetsaga/fleetsaga/failure"
+	"github.com/fleetsaga/fleetsaga/ledger"
+)
+
+// ClaimAgentsRequest claims a planned rollout's agents on its servers.
+type ClaimAgentsRequest struct {
+	RolloutID uuid.UUID `json:"rolloutId"`
+	Agents    []string  `json:"agents"`
+}
+
+// ClaimAgents holds every (server, agent) of the rollout's plan until the
+// rollout's attempt ends, so that another rollout sharing an agent on a
+// server cannot install it there meanwhile. A claim held by another active
+// rollout is a non-retryable TargetBusy error; one held by a rollout whose
+// workflow ended without ending its attempt is released first.
+func (a *LedgerActivities) ClaimAgents(ctx context.Context, r ClaimAgentsRequest) error {
+	err := a.Store.ClaimAgents(ctx, r.RolloutID, r.Agents)
+	var busy *ledger.ErrTargetBusy
+	if errors.As(err, &busy) && a.releaseAbandoned(ctx, busy) {
+		err = a.Store.ClaimAgents(ctx, r.RolloutID, r.Agents)
+	}
+	if errors.As(err, &busy) {
+		return temporal.NewNonRetryableApplicationError(busy.Error(), failure.TargetBusy, nil, busy.UpdateID)
+	}
+	return err
+}
