@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
@@ -89,6 +90,9 @@ type rollout struct {
 	// compensations and publishes its cancelled state (workflow version
 	// changeRolloutCancelWaits; older runs ended at once, still "running").
 	cancelWaits bool
+	// endAlways: every error ends through the lifecycle (see
+	// changeRolloutEndsOnEveryError).
+	endAlways bool
 	// planGates: a gate shows its stage's plan, the approval binds to its
 	// digest, and a target that drifted from it is refused (workflow
 	// version changeRolloutPlanAtGate; older runs did not plan).
@@ -96,6 +100,7 @@ type rollout struct {
 	gatePlan  *StagePlan // the plan shown at the current gate (nil while planning)
 	approved  *StagePlan // the plan approved for the stage running now
 	progress  Progress
+	l         *lifecycle
 	paused    bool
 	gate      string    // stage awaiting approval ("" = none)
 	approval  *Approval // the approval received for gate
@@ -116,9 +121,11 @@ func (r *rollout) setup(ctx workflow.Context) error {
 	r.progress = Progress{Kind: KindRollout, Target: "plan/" + r.in.Name, State: StateRunning,
 		Started: workflow.Now(ctx), Total: int64(total), Unit: "updates",
 		Counts: map[string]int{"done": 0, "running": 0, "failed": 0, "skipped": 0}}
-	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return r.progress, nil }); err != nil {
+	l, err := newLifecycle(ctx, &r.progress, "", nil, func() Progress { return r.progress })
+	if err != nil {
 		return err
 	}
+	r.l = l
 	if err := workflow.SetQueryHandler(ctx, GatePlanQuery, func() (*StagePlan, error) { return r.gatePlan, nil }); err != nil {
 		return err
 	}
@@ -142,6 +149,7 @@ const changeRolloutCancelWaits = "rollout-cancel-waits-for-children"
 
 func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 	r.cancelWaits = workflow.GetVersion(ctx, changeRolloutCancelWaits, workflow.DefaultVersion, 1) == 1
+	r.endAlways = workflow.GetVersion(ctx, changeRolloutEndsOnEveryError, workflow.DefaultVersion, 1) == 1
 	r.planGates = workflow.GetVersion(ctx, changeRolloutPlanAtGate, workflow.DefaultVersion, 1) == 1
 	for _, st := range r.in.Stages {
 		if st.Approval {
@@ -163,16 +171,15 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 		}
 		if failed > st.FailureBudget {
 			r.skipRest(st.Name)
-			r.finish(ctx, StateFailed, fmt.Sprintf("stage %s: %d failed, budget %d", st.Name, failed, st.FailureBudget))
-			return r.result, temporal.NewNonRetryableApplicationError(r.progress.Outcome, "FailureBudgetExceeded", nil)
+			msg := fmt.Sprintf("stage %s: %d failed, budget %d", st.Name, failed, st.FailureBudget)
+			return r.result, r.end(ctx, temporal.NewNonRetryableApplicationError(msg, failure.FailureBudget, nil), msg)
 		}
 	}
 	done := fmt.Sprintf("%d updates done", r.progress.Counts["done"])
 	if r.result.Refused > 0 {
 		done += fmt.Sprintf(", %d refused (drifted from the approved plan: plan again)", r.result.Refused)
 	}
-	r.finish(ctx, StateCompleted, done)
-	return r.result, nil
+	return r.result, r.end(ctx, nil, done)
 }
 
 // awaitApproval holds the rollout at the gate before st until approved.
@@ -366,26 +373,34 @@ func (r *rollout) setPaused(ctx workflow.Context, p bool) {
 // setPhase announces a phase; detail (the stage) is free text for the
 // progress query and the Web UI's current details.
 func (r *rollout) setPhase(ctx workflow.Context, phase Phase, detail string) {
-	r.progress.Phase, r.progress.PhaseSince, r.progress.Message = phase, workflow.Now(ctx), detail
-	setSearchState(ctx, r.progress.State, phase, detail)
+	r.progress.Message = detail
+	r.l.step(ctx, phase, detail)
 }
 
-// cancelled ends a cancelled rollout (after its children, see runStage):
-// what never started is skipped, and the cancelled state is published on a
-// disconnected context. Other errors pass through.
+// changeRolloutEndsOnEveryError: a rollout that fails for a reason other
+// than a cancel or its failure budget also publishes its failed state.
+// Histories before it returned the error with the state left "running".
+const changeRolloutEndsOnEveryError = "rollout-ends-on-every-error"
+
+// cancelled ends a rollout stopped by err in stage (after its children,
+// see runStage): what never started is skipped, and the ending is
+// published on a disconnected context (lifecycle.end).
 func (r *rollout) cancelled(ctx workflow.Context, stage string, err error) error {
-	if !r.cancelWaits || !temporal.IsCanceledError(err) {
+	cancel := temporal.IsCanceledError(err)
+	if !(r.cancelWaits && cancel) && !r.endAlways {
 		return err
 	}
 	r.skipRest(stage)
-	dctx, cancel := workflow.NewDisconnectedContext(ctx)
-	defer cancel()
-	r.finish(dctx, StateCancelled, fmt.Sprintf("cancelled in stage %s: %d done, %d skipped", stage, r.progress.Counts["done"], r.result.Skipped))
-	return err
+	how := "failed"
+	if cancel {
+		how = "cancelled"
+	}
+	return r.end(ctx, err, fmt.Sprintf("%s in stage %s: %d done, %d skipped", how, stage, r.progress.Counts["done"], r.result.Skipped))
 }
 
-func (r *rollout) finish(ctx workflow.Context, s State, outcome string) {
-	r.progress.State, r.progress.Outcome = s, outcome
-	r.progress.Phase, r.progress.Message = PhaseDone, outcome
-	setSearchState(ctx, s, PhaseDone, outcome)
+// end ends the rollout through the lifecycle (a rollout has no ledger
+// attempt of its own: its updates do); outcome is what the progress query
+// and the Web UI say.
+func (r *rollout) end(ctx workflow.Context, err error, outcome string) error {
+	return r.l.end(ctx, err, Ending{Outcome: outcome, Message: outcome, FailedOutcome: outcome})
 }
