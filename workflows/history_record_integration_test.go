@@ -107,5 +107,5 @@ func TestRolloutCancelOnRealServerWaitsAndEndsCancelled(t *testing.T) {
 	require.NoError(t, err)
 	sa := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
 	require.Contains(t, string(sa[workflows.SAState.GetName()].GetData()), string(workflows.StateCancelled))
-	replay.Record(t, env.Client, id, run.GetRunID(), "testdata/histories/rollout-cancel.json")
+	replay.Record(t, env.Client, id, run.GetRunID(), "testdata/histories/rollout-cancel-v2.json")
 }
