@@ -193,6 +193,9 @@ type zoneExpunge struct {
 	// finishAfterRemoval: a cancel after the zone's removal finishes the
 	// expunge (changeZoneFinishAfterRemoval).
 	finishAfterRemoval bool
+	// rowForEveryEnd: an expunge that ends before its intent still leaves
+	// its attempt (changeZoneRowForEveryEnd).
+	rowForEveryEnd bool
 }
 
 const (
@@ -206,6 +209,11 @@ const (
 	// ledger attempt before publishing the search state (the shared
 	// lifecycle's order). Before: the search state first.
 	changeZoneLedgerEndFirst = "zone-expunge-ledger-end-first"
+	// changeZoneRowForEveryEnd: an expunge cancelled or refused while it
+	// validates (before its intent) writes its attempt and ends it at once,
+	// as the MGS kinds do, so every update an operator started has a ledger
+	// row. Before: such an expunge left none.
+	changeZoneRowForEveryEnd = "zone-expunge-row-for-every-end"
 )
 
 var zxActs *activities.ZoneActivities
@@ -232,8 +240,12 @@ func (w *zoneExpunge) run(ctx workflow.Context) (ZoneExpungeResult, error) {
 	if workflow.GetVersion(ctx, changeZoneLedgerEndFirst, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		w.life.stateFirst = func(failed bool) bool { return failed }
 	}
+	w.rowForEveryEnd = workflow.GetVersion(ctx, changeZoneRowForEveryEnd, workflow.DefaultVersion, 1) >= 1
 	pre, err := w.validate(ctx)
 	if err != nil {
+		if w.rowForEveryEnd {
+			w.unrecordedAttempt(ctx)
+		}
 		return w.end(ctx, err)
 	}
 	if pre.Existing != nil && pre.Existing.Completed() {

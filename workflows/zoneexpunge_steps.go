@@ -32,6 +32,18 @@ func (w *zoneExpunge) validate(ctx workflow.Context) (activities.ZonePrecheck, e
 	return pre, nil
 }
 
+// unrecordedAttempt makes the ending write this run's attempt and end it at
+// once (nothing was touched: the expunge ends before its intent).
+func (w *zoneExpunge) unrecordedAttempt(ctx workflow.Context) {
+	dctx, _ := workflow.NewDisconnectedContext(ctx) // also after a cancel
+	id, err := newAttemptID(dctx)
+	if err != nil {
+		return
+	}
+	w.life.unwrittenAttempt(attemptFor(dctx, id, 1, KindZoneExpunge, w.in.Target(), ""))
+	w.result.AttemptID = id
+}
+
 // recordIntent is step 2: the attempt (intent before action; a resumed
 // update's active attempt is adopted), then the zone's disposition expunged
 // as of G+1 (or the existing record on resume).

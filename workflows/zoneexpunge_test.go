@@ -551,3 +551,29 @@ func TestZoneExpungeCancelDuringALandedPutFinishesTheSafeSteps(t *testing.T) {
 	require.Len(t, x.finishes, 1)
 	assert.Equal(t, ledger.StateCompleted, x.finishes[0].State)
 }
+
+// A zone expunge cancelled while it validates (before its intent) still
+// leaves its attempt in the ledger, written and ended cancelled at once,
+// as the MGS kinds do: every update an operator started has a row.
+func TestZoneExpungeCancelledWhileValidatingLeavesACancelledAttempt(t *testing.T) {
+	x := newZXTest(t, "nexus")
+	var written []activities.RecordAttemptInput
+	x.on(x.la.RecordAttempt, func(_ context.Context, in activities.RecordAttemptInput) error {
+		written = append(written, in)
+		return nil
+	})
+	x.on(x.za.PrecheckZoneExpunge, func(ctx context.Context, in activities.ZonePrecheckInput) (activities.ZonePrecheck, error) {
+		x.env.CancelWorkflow()
+		<-ctx.Done()
+		return activities.ZonePrecheck{}, ctx.Err()
+	})
+	_, err := x.run()
+	require.Error(t, err)
+	assert.True(t, temporal.IsCanceledError(err), "%v", err)
+	require.Len(t, written, 1, "the attempt is written and ended in one step")
+	require.NotNil(t, written[0].Next)
+	require.NotNil(t, written[0].FinishNext)
+	assert.Equal(t, "zone/"+zxZone.String(), written[0].Next.Target)
+	assert.Equal(t, ledger.StateCancelled, written[0].FinishNext.State)
+	assert.NotContains(t, x.steps(), "RecordZoneExpungeIntent")
+}
