@@ -179,6 +179,9 @@ type AgentInstallCarry struct {
 	Started    time.Time       `json:"started"`
 	Runs       int             `json:"runs"`
 	Paused     bool            `json:"paused,omitempty"`
+	// InFlight are the servers whose children still run: they outlive the
+	// run and report their end to the next one.
+	InFlight []InFlightServer `json:"inFlight,omitempty"`
 }
 
 // Rollout outcomes.
@@ -227,16 +230,21 @@ type agentRollout struct {
 	c        *AgentInstallCarry
 	progress Progress
 	l        *lifecycle
-	running  []runningServer
+	running  []InFlightServer
 	budget   int
 	stopped  bool
+	// window: children outlive runs and report their end by signal.
+	window   bool
+	starting int // children whose start is not yet recorded
 }
 
-type runningServer struct {
-	seq      int
-	hostname string
-	started  time.Time
-	flagged  bool
+// InFlightServer is a server whose child runs.
+type InFlightServer struct {
+	Seq      int       `json:"seq"`
+	Hostname string    `json:"hostname"`
+	Started  time.Time `json:"started"`
+	ChildID  string    `json:"childId,omitempty"`
+	Flagged  bool      `json:"flagged,omitempty"`
 }
 
 func (r *agentRollout) setup(ctx workflow.Context) error {
@@ -252,6 +260,7 @@ func (r *agentRollout) setup(ctx workflow.Context) error {
 		}
 	}
 	r.c.Runs++
+	r.running, r.c.InFlight = r.c.InFlight, nil
 	r.progress = Progress{Kind: KindAgentInstall, Target: r.in.Target(), Artifact: r.in.ArtifactVersion(),
 		Started: r.c.Started, Unit: "servers", Counts: map[string]int{}}
 	if r.c.Paused {
@@ -404,6 +413,10 @@ func (r *agentRollout) overBudget() bool { return r.c.Failed > r.budget }
 // fanOut runs this run's share of the plan in a sliding window. It reports
 // whether servers remain for the next run.
 func (r *agentRollout) fanOut(ctx workflow.Context) (more bool, err error) {
+	v := workflow.GetVersion(ctx, changeAgentWindowAcrossRuns, workflow.DefaultVersion, 1)
+	if r.window = v != workflow.DefaultVersion || len(r.running) > 0; r.window {
+		return r.fanOutAcrossRuns(ctx)
+	}
 	r.l.phase(ctx, PhaseInstalling)
 	var buf []ledger.AgentServer
 	exhausted := r.c.Cursor >= r.c.Plan.LastSeq
@@ -447,12 +460,11 @@ func (r *agentRollout) fanOut(ctx workflow.Context) (more bool, err error) {
 		buf = buf[1:]
 		r.c.Cursor = srv.Seq
 		startedHere++
-		r.running = append(r.running, runningServer{seq: srv.Seq, hostname: srv.Hostname, started: workflow.Now(ctx)})
+		r.running = append(r.running, InFlightServer{Seq: srv.Seq, Hostname: srv.Hostname, Started: workflow.Now(ctx)})
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
-			res := r.runServer(ctx, srv)
-			r.done(ctx, srv, res)
+			r.done(ctx, srv.Seq, r.runServer(ctx, srv))
 		})
 	}
 	if r.overBudget() {
@@ -480,21 +492,9 @@ const changeAgentPlanErrorWaits = "agent-install-plan-error-waits-for-servers"
 
 // runServer runs one server's child workflow.
 func (r *agentRollout) runServer(ctx workflow.Context, srv ledger.AgentServer) AgentServerResult {
-	parent := workflow.GetInfo(ctx).WorkflowExecution.ID
-	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:          parent + "/" + r.c.RolloutID.String() + "/" + srv.ServerUUID.String(),
-		ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
-		WaitForCancellation: true,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			SAKind.ValueSet(string(KindAgentInstall)), SATarget.ValueSet(ServerTarget(srv.ServerUUID)),
-			SAArtifact.ValueSet(r.progress.Artifact), SAState.ValueSet(string(StateRunning))),
-		StaticSummary: fmt.Sprintf("agents %s on %s", r.progress.Artifact, srv.Hostname),
-	})
+	cctx := workflow.WithChildOptions(ctx, r.childOptions(ctx, srv, enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL))
 	var res AgentServerResult
-	err := workflow.ExecuteChildWorkflow(cctx, AgentInstallServer, AgentServerInput{
-		RolloutID: r.c.RolloutID, Seq: srv.Seq, Server: srv.ServerUUID, Hostname: srv.Hostname,
-		Agents: r.c.Plan.Agents, PollInterval: r.in.PollInterval,
-	}).Get(ctx, &res)
+	err := workflow.ExecuteChildWorkflow(cctx, AgentInstallServer, r.childInput(srv)).Get(ctx, &res)
 	if err != nil {
 		res = AgentServerResult{Server: srv.ServerUUID, Hostname: srv.Hostname, Outcome: AgentOutcomeFailed, Error: err.Error()}
 		if temporal.IsCanceledError(err) {
@@ -504,16 +504,36 @@ func (r *agentRollout) runServer(ctx workflow.Context, srv ledger.AgentServer) A
 	return res
 }
 
-// done books a finished server.
-func (r *agentRollout) done(ctx workflow.Context, srv ledger.AgentServer, res AgentServerResult) {
-	var started time.Time
-	for i, rs := range r.running {
-		if rs.seq == srv.Seq {
-			started = rs.started
-			r.running = slices.Delete(r.running, i, i+1)
-			break
-		}
+// childOptions: one child per server, its workflow ID derived from the
+// rollout's and the server's.
+func (r *agentRollout) childOptions(ctx workflow.Context, srv ledger.AgentServer, onClose enumspb.ParentClosePolicy) workflow.ChildWorkflowOptions {
+	parent := workflow.GetInfo(ctx).WorkflowExecution.ID
+	return workflow.ChildWorkflowOptions{
+		WorkflowID:          parent + "/" + r.c.RolloutID.String() + "/" + srv.ServerUUID.String(),
+		ParentClosePolicy:   onClose,
+		WaitForCancellation: true,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			SAKind.ValueSet(string(KindAgentInstall)), SATarget.ValueSet(ServerTarget(srv.ServerUUID)),
+			SAArtifact.ValueSet(r.progress.Artifact), SAState.ValueSet(string(StateRunning))),
+		StaticSummary: fmt.Sprintf("agents %s on %s", r.progress.Artifact, srv.Hostname),
 	}
+}
+
+func (r *agentRollout) childInput(srv ledger.AgentServer) AgentServerInput {
+	return AgentServerInput{RolloutID: r.c.RolloutID, Seq: srv.Seq, Server: srv.ServerUUID, Hostname: srv.Hostname,
+		Agents: r.c.Plan.Agents, PollInterval: r.in.PollInterval}
+}
+
+// done books a finished server (once: a server no longer in flight was
+// booked already, e.g. from the ledger before its report came).
+func (r *agentRollout) done(ctx workflow.Context, seq int, res AgentServerResult) {
+	i := slices.IndexFunc(r.running, func(rs InFlightServer) bool { return rs.Seq == seq })
+	if i < 0 {
+		return
+	}
+	srv := r.running[i]
+	r.running = slices.Delete(r.running, i, i+1)
+	started := srv.Started
 	log := workflow.GetLogger(ctx)
 	switch res.Outcome {
 	case AgentOutcomeInstalled:
@@ -524,7 +544,7 @@ func (r *agentRollout) done(ctx workflow.Context, srv ledger.AgentServer, res Ag
 		return
 	default:
 		r.c.Failed++
-		log.Warn("server failed", "server", srv.ServerUUID, "hostname", srv.Hostname, "error", res.Error)
+		log.Warn("server failed", "server", res.Server, "hostname", srv.Hostname, "error", res.Error)
 		return
 	}
 	d := workflow.Now(ctx).Sub(started)
@@ -556,6 +576,9 @@ func (r *agentRollout) stragglerLoop(ctx workflow.Context) {
 		if err := workflow.Sleep(ctx, r.in.StragglerCheck); err != nil {
 			return
 		}
+		if r.window {
+			r.bookEndedFromLedger(ctx)
+		}
 		med, ok := r.median()
 		if !ok {
 			continue
@@ -563,9 +586,9 @@ func (r *agentRollout) stragglerLoop(ctx workflow.Context) {
 		now := workflow.Now(ctx)
 		for i := range r.running {
 			rs := &r.running[i]
-			if d := now.Sub(rs.started); !rs.flagged && float64(d) > r.in.StragglerFactor*float64(med) {
-				rs.flagged = true
-				r.straggler(ctx, rs.hostname, d, med)
+			if d := now.Sub(rs.Started); !rs.Flagged && float64(d) > r.in.StragglerFactor*float64(med) {
+				rs.Flagged = true
+				r.straggler(ctx, rs.Hostname, d, med)
 			}
 		}
 	}

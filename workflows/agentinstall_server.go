@@ -44,6 +44,10 @@ type AgentServerInput struct {
 	Agents    []activities.PlannedAgent `json:"agents"`
 	// PollInterval is the task wait between heartbeats (default 5 s).
 	PollInterval time.Duration `json:"pollInterval,omitempty"`
+	// ReportTo is the rollout's workflow ID, signalled with the server's end
+	// (AgentServerDoneSignal); empty for rollouts that wait for the child's
+	// result instead.
+	ReportTo string `json:"reportTo,omitempty"`
 }
 
 // AgentStep is what happened to one agent on one server.
@@ -141,7 +145,9 @@ func (s *agentServer) run(ctx workflow.Context) (AgentServerResult, error) {
 		// No attempt of ours (the server stayed busy): the plan row ends.
 		s.endPlanRow(ctx, err)
 	}
-	if err = s.l.end(ctx, err, Ending{Outcome: s.res.Outcome}); err != nil && !isCancel(ctx, err) {
+	err = s.l.end(ctx, err, Ending{Outcome: s.res.Outcome})
+	s.report(ctx)
+	if err != nil && !isCancel(ctx, err) {
 		// A failed server is a result, not a workflow failure: the parent
 		// counts it against the failure budget.
 		return s.res, nil

@@ -61,6 +61,12 @@ func (f *fakeFleet) child(ctx workflow.Context, in AgentServerInput) (AgentServe
 		take = time.Minute
 	}
 	if err := workflow.Sleep(ctx, take); err != nil {
+		if in.ReportTo != "" { // like the real child: a cancelled server reports too
+			dctx, cancel := workflow.NewDisconnectedContext(ctx)
+			defer cancel()
+			done := AgentServerDone{RolloutID: in.RolloutID, Seq: in.Seq, Result: AgentServerResult{Outcome: AgentOutcomeCancelled}}
+			_ = workflow.SignalExternalWorkflow(dctx, in.ReportTo, "", AgentServerDoneSignal, done).Get(dctx, nil)
+		}
 		return AgentServerResult{}, err
 	}
 	f.mu.Lock()
@@ -71,7 +77,26 @@ func (f *fakeFleet) child(ctx workflow.Context, in AgentServerInput) (AgentServe
 		res.Outcome, res.Error = AgentOutcomeFailed, "task failed"
 	}
 	f.results[in.Hostname] = res.Outcome
+	if in.ReportTo != "" { // the window across runs: report like the real child
+		done := AgentServerDone{RolloutID: in.RolloutID, Seq: in.Seq, Result: res}
+		_ = workflow.SignalExternalWorkflow(ctx, in.ReportTo, "", AgentServerDoneSignal, done).Get(ctx, nil)
+	}
 	return res, nil
+}
+
+// ended is the ledger's view of in-flight servers: those the fake child
+// finished.
+func (f *fakeFleet) ended(_ context.Context, r activities.AgentServersEndedRequest) ([]activities.EndedAgentServer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []activities.EndedAgentServer
+	for _, s := range r.Servers {
+		srv := f.servers[s.Seq-1]
+		if o, ok := f.results[srv.Hostname]; ok {
+			out = append(out, activities.EndedAgentServer{Seq: s.Seq, Server: srv.ServerUUID, Hostname: srv.Hostname, Outcome: o})
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeFleet) maxOverlap() int {
@@ -540,5 +565,6 @@ func (f *fakeFleet) newEnv() *testsuite.TestWorkflowEnvironment {
 	env.RegisterActivity(&activities.LedgerActivities{})
 	env.OnActivity(agentLedger.RecordIntent, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(agentLedger.ClaimAgents, mock.Anything, mock.Anything).Return(nil).Maybe()
+	env.OnActivity(agentLedger.AgentServersEnded, mock.Anything, mock.Anything).Return(f.ended).Maybe()
 	return env
 }
