@@ -216,7 +216,8 @@ type AgentInstallResult struct {
 // validates and plans up front (into the ledger), then runs one
 // AgentInstallServer child per server in a sliding window, stops starting
 // servers once the failure budget is exceeded, warns about stragglers, and
-// continues as new every few hundred servers so 10,000 fit in history.
+// continues as new every few hundred servers so 10,000 fit in history;
+// servers still running then are carried into the next run, not waited for.
 func AgentInstall(ctx workflow.Context, in AgentInstallInput) (AgentInstallResult, error) {
 	r := &agentRollout{in: in}
 	if err := r.setup(ctx); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -81,6 +82,7 @@ func TestAgentInstallWindowKeepsRunningAcrossContinueAsNew(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	run := s.start(t, ctx, in)
+	firstRun := run.GetRunID()
 	var res workflows.AgentInstallResult
 	require.NoError(t, run.Get(ctx, &res))
 	assert.Equal(t, workflows.AgentRolloutCompleted, res.Outcome)
@@ -110,6 +112,15 @@ func TestAgentInstallWindowKeepsRunningAcrossContinueAsNew(t *testing.T) {
 	assert.Len(t, ok, 8)
 	assert.Len(t, tr.Installs, 8, "every server installed exactly once")
 	checkAgreement(t, tr, "vm-agent", img, ok)
+
+	// With FLEETSAGA_RECORD_HISTORIES=1: the first run (continued as new
+	// with the slow server in flight), the last one (which books it from
+	// its report; the run followed to the end), and the slow server's child
+	// (which reports to the rollout).
+	replay.Record(t, s.env.Client, run.GetID(), firstRun, "testdata/histories/agent-install-window-first-run.json")
+	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/agent-install-window-last-run.json")
+	child := run.GetID() + "/" + res.RolloutID.String() + "/" + slowSrv.String()
+	replay.Record(t, s.env.Client, child, "", "testdata/histories/agent-install-server-reports.json")
 }
 
 // A cancel after continue-as-new reaches the child carried from the first
