@@ -330,9 +330,9 @@ func (b *bootImageBump) setup(ctx workflow.Context) error {
 }
 
 func (b *bootImageBump) run(ctx workflow.Context) (BootImageBumpResult, error) {
-	b.fromCluster = workflow.GetVersion(ctx, changeBootImageOptInFromCluster, workflow.DefaultVersion, 1) >= 1
-	b.awaitCancel = workflow.GetVersion(ctx, changeBootImageAwaitCancel, workflow.DefaultVersion, 1) >= 1
-	oldEnding := workflow.GetVersion(ctx, changeBootImageLedgerEndFirst, workflow.DefaultVersion, 1) == workflow.DefaultVersion
+	b.fromCluster = hasChange(ctx, changeBootImageOptInFromCluster)
+	b.awaitCancel = hasChange(ctx, changeBootImageAwaitCancel)
+	oldEnding := !hasChange(ctx, changeBootImageLedgerEndFirst)
 	if oldEnding {
 		b.life.stateFirst = func(bool) bool { return true }
 	}

@@ -99,7 +99,7 @@ func (w *hostFlash) run(ctx workflow.Context) (mgsEnding, error) {
 	}
 	newSlot := pre.Inactive.Slot
 
-	fresh := workflow.GetVersion(ctx, changePrecheckEveryAttempt, workflow.DefaultVersion, 1) >= 1
+	fresh := hasChange(ctx, changePrecheckEveryAttempt)
 	why := ""
 	for {
 		if err := w.newAttempt(ctx, why); err != nil {

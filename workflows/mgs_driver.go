@@ -65,7 +65,7 @@ func (u *mgsUpdate) finish(ctx workflow.Context, ok mgsEnding, err error) (MGSUp
 	if u.attempts == 0 {
 		dctx, cancel := workflow.NewDisconnectedContext(ctx)
 		defer cancel()
-		id, ierr := newAttemptID(dctx)
+		id, ierr := u.newAttemptID(dctx)
 		if ierr != nil {
 			return u.result, ierr
 		}
@@ -103,7 +103,7 @@ func (w mgsWriter) end(ctx workflow.Context, a ledger.Attempt, recorded bool, f 
 }
 
 func (mgsWriter) transition(ctx workflow.Context, in activities.RecordAttemptInput) error {
-	return workflow.ExecuteActivity(ledgerOptions(ctx), mgsActs.MGSRecordAttempt, in).Get(ctx, nil)
+	return ledgerCall(ctx, mgsActs.MGSRecordAttempt, in).Get(ctx, nil)
 }
 
 // --- activity options ---
