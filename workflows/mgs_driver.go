@@ -37,6 +37,9 @@ type mgsUpdate struct {
 	started bool
 	// abortArmed: the current attempt's abort is registered.
 	abortArmed bool
+	// note, when set, is a successful ending's message (a cancel that
+	// came too late to stop the update).
+	note string
 }
 
 // mgsEnding says how an MGS update succeeded: the outcome and the device
@@ -79,7 +82,7 @@ func (u *mgsUpdate) finish(ctx workflow.Context, ok mgsEnding, err error) (MGSUp
 			u.result.UpdateID = ok.update.String()
 		}
 	}
-	return u.result, u.end(ctx, err, Ending{Outcome: ok.outcome, Phase: MGSPhaseDone})
+	return u.result, u.end(ctx, err, Ending{Outcome: ok.outcome, Message: u.note, Phase: MGSPhaseDone})
 }
 
 // --- ledger ---
