@@ -41,10 +41,7 @@ func TestBootImageBumpCanaryFailureUndoesAdoptedChanges(t *testing.T) {
 	in := bumpInput()
 	in.Canary = &BootImageCanary{}
 	res, err := runBump(t, f.env(t), in)
-	require.Error(t, err)
-	var app *temporal.ApplicationError
-	require.ErrorAs(t, err, &app)
-	assert.Equal(t, "BootImageBumpCanaryFailed", app.Type())
+	requireCanaryFailed(t, err)
 	require.NotNil(t, res.Canary)
 	assert.Equal(t, "ms-a", res.Canary.MachineSet, "adopted patches are proven by a canary")
 	assert.Len(t, res.Adopted, 3)

@@ -362,10 +362,7 @@ func TestBootImageBumpCanaryFailureRollsBackEveryPatch(t *testing.T) {
 	in := bumpInput()
 	in.Canary = &BootImageCanary{}
 	res, err := runBump(t, f.env(t), in)
-	require.Error(t, err)
-	var app *temporal.ApplicationError
-	require.ErrorAs(t, err, &app)
-	assert.Equal(t, "BootImageBumpCanaryFailed", app.Type())
+	requireCanaryFailed(t, err)
 	assert.Equal(t, "CanaryFailed", res.Outcome)
 	require.NotNil(t, res.Canary)
 	assert.Equal(t, "ms-a", res.Canary.MachineSet)
@@ -530,4 +527,13 @@ func TestEvaluateSkew(t *testing.T) {
 			assert.Contains(t, v.Message, "update the boot images", "%s: a hint is given", c.name)
 		}
 	}
+}
+
+// requireCanaryFailed: the bump ended with its canary failed.
+func requireCanaryFailed(t *testing.T, err error) {
+	t.Helper()
+	require.Error(t, err)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, "BootImageBumpCanaryFailed", app.Type())
 }

@@ -242,10 +242,7 @@ func TestBumpCanaryFailureRollsBack(t *testing.T) {
 	in.Canary = &workflows.BootImageCanary{MachineSet: "c1-worker-a", Timeout: 3 * time.Second}
 	run := e.start(in)
 	res, err := e.wait(run)
-	require.Error(t, err)
-	var app *temporal.ApplicationError
-	require.ErrorAs(t, err, &app)
-	assert.Equal(t, "BootImageBumpCanaryFailed", app.Type())
+	requireCanaryFailed(t, err)
 	assert.Equal(t, "CanaryFailed", res.Outcome)
 	assert.ElementsMatch(t, []string{"c1-arm64", "c1-worker-a", "c1-worker-b"}, res.Patched)
 	assert.Len(t, res.Skipped, 3, "custom, owned, windows")
@@ -450,10 +447,7 @@ func TestBumpAfterTerminatedBumpUndoesItsChanges(t *testing.T) {
 	in.Canary = &workflows.BootImageCanary{MachineSet: "c1-worker-a", Timeout: 3 * time.Second}
 	run := e.start(in)
 	res, err := e.wait(run)
-	require.Error(t, err)
-	var app *temporal.ApplicationError
-	require.ErrorAs(t, err, &app)
-	assert.Equal(t, "BootImageBumpCanaryFailed", app.Type())
+	requireCanaryFailed(t, err)
 	assert.Empty(t, res.Patched, "the dead run's patches look up to date")
 	assert.Equal(t, []string{"c1-worker-a", "c1-worker-b"}, res.UpToDate)
 
@@ -504,4 +498,13 @@ func TestBumpAfterTerminatedBumpUndoesItsChanges(t *testing.T) {
 		{"c1-worker-b", ledger.BootImageChangeImage, 0, 0, true},
 	}, rows(nextAt), "adopted, with its own canary scale-up (2 -> 3) on the original")
 	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-adopt-abandoned.json")
+}
+
+// requireCanaryFailed: the bump ended with its canary failed.
+func requireCanaryFailed(t *testing.T, err error) {
+	t.Helper()
+	require.Error(t, err)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, "BootImageBumpCanaryFailed", app.Type())
 }
