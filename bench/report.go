@@ -103,7 +103,12 @@ func (r *Report) Markdown() string {
 		c.Temporal, c.Workers, c.SpeedUp, c.SpeedUp, c.Concurrency, c.BaselineConcurrency, c.SPImageBytes, c.SPMode, r.PGMode)
 
 	if len(r.KeptFrom) > 0 {
-		fmt.Fprintf(&sb, "Rows kept from earlier invocations (--append) started at %v; each run's own conditions are in its row.\n\n", r.KeptFrom)
+		var at []string
+		for _, t := range r.KeptFrom {
+			at = append(at, t.Format("2006-01-02 15:04 UTC"))
+		}
+		fmt.Fprintf(&sb, "Rows kept from earlier invocations (--append) started at %s; the conditions above are the last "+
+			"invocation's, each run's own N, speed-up and P are in its row.\n\n", strings.Join(at, ", "))
 	}
 	fmt.Fprintf(&sb, "| kind | N | speed-up | device time | ideal (ceil(N/P)×t) | wall | overhead wall/ideal | added per wave (wall−ideal)/waves | "+
 		"loop wall (concurrency %d) | speed-up vs loop (loop wall / wall) | CPU per update: server + worker | "+
