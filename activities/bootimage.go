@@ -433,10 +433,15 @@ type BootImageScaleInput struct {
 	MachineSet string `json:"machineSet"`
 	From       int32  `json:"from"`
 	To         int32  `json:"to"`
+	// Down, when set, scales anything between To and From down to To: the
+	// undo of an abandoned bump's canary scale-ups, some of which may never
+	// have happened (From is the most they can have left).
+	Down bool `json:"down,omitempty"`
 }
 
 // ScaleMachineSet sets replicas From → To; already at To is success (a retry
-// after a lost reply), anything but From or To means someone else scaled it.
+// after a lost reply), anything but From or To (or, scaling Down, between
+// them) means someone else scaled it.
 func (a *BootImageActivities) ScaleMachineSet(ctx context.Context, in BootImageScaleInput) error {
 	c, err := a.client(in.Cluster)
 	if err != nil {
@@ -448,10 +453,10 @@ func (a *BootImageActivities) ScaleMachineSet(ctx context.Context, in BootImageS
 		if err != nil {
 			return classifyKube(err)
 		}
-		switch ms.Replicas {
-		case in.To:
+		switch {
+		case ms.Replicas == in.To:
 			return nil
-		case in.From:
+		case ms.Replicas == in.From, in.Down && ms.Replicas > in.To && ms.Replicas < in.From:
 		default:
 			return temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("machineset %s has %d replicas, expected %d (someone else scaled it)", in.MachineSet, ms.Replicas, in.From),

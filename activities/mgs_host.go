@@ -95,10 +95,34 @@ func (a *MGSActivities) HostPostUpdate(ctx context.Context, in HostPostUpdateInp
 	return nil
 }
 
+// HostCycledOntoSlot reports whether HostPostUpdate got as far as
+// powering the host on with the new slot active (persisted): from then on
+// the host boots the new image and nothing is left to abort. The workflow
+// asks after a cancel stopped HostPostUpdate, whose reply alone cannot say
+// how far it got.
+func (a *MGSActivities) HostCycledOntoSlot(ctx context.Context, in HostPostUpdateInput) (bool, error) {
+	set, err := a.set()
+	if err != nil {
+		return false, err
+	}
+	return cycledOntoSlot(ctx, set, in)
+}
+
 // alreadyPoweredOn reports whether an earlier run of HostPostUpdate got as
-// far as powering the host on: the host is on (A0), the new slot is
-// active and phase2_recovery_mode is set.
+// far as powering the host on (cycledOntoSlot), and records it.
 func (a *MGSActivities) alreadyPoweredOn(ctx context.Context, set *mgs.Set, in HostPostUpdateInput) (bool, error) {
+	done, err := cycledOntoSlot(ctx, set, in)
+	if err != nil || !done {
+		return false, err
+	}
+	a.event(ctx, in.AttemptID, "power-cycle", "", fmt.Sprintf("host already on with slot %d and recovery mode: not cycled again", in.NewSlot))
+	return true, nil
+}
+
+// cycledOntoSlot: the host is on (A0), the new slot is active and
+// phase2_recovery_mode is set. The slot and the recovery mode are set only
+// while the host is off, so this is HostPostUpdate's power-on done.
+func cycledOntoSlot(ctx context.Context, set *mgs.Set, in HostPostUpdateInput) (bool, error) {
 	ps, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.PowerState, error) { return c.PowerState(ctx, in.SP) })
 	if err != nil {
 		return false, mgsErr(err, "read host power state")
@@ -118,11 +142,7 @@ func (a *MGSActivities) alreadyPoweredOn(ctx context.Context, set *mgs.Set, in H
 	if err != nil {
 		return false, mgsErr(err, "read host startup options")
 	}
-	if slot != in.NewSlot || !opts.Phase2RecoveryMode {
-		return false, nil
-	}
-	a.event(ctx, in.AttemptID, "power-cycle", "", fmt.Sprintf("host already on with slot %d and recovery mode: not cycled again", in.NewSlot))
-	return true, nil
+	return slot == in.NewSlot && opts.Phase2RecoveryMode, nil
 }
 
 // setRecoveryMode sets or clears phase2_recovery_mode in the SP's host

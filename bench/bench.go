@@ -50,6 +50,14 @@ type Config struct {
 	WorkerLogLevel      string
 	KeepDatabases       bool
 	SkipBaseline        bool
+	// RealTimeN, when > 0, runs each kind once more at N=RealTimeN with
+	// real device times (speed-up 1) and no baseline, which would take
+	// about 30 times as long as the run itself.
+	RealTimeN int
+	// Append keeps the runs of OutDir/results.json that this invocation
+	// does not repeat, so a separate target (bench-large) adds its rows to
+	// the same table and plot.
+	Append bool
 	// HistoryCheck runs each kind once more on a small fleet of devices
 	// ten times slower, to compare history events per target.
 	HistoryCheck bool
@@ -170,29 +178,67 @@ func (b *Bench) Run(ctx context.Context) (*Report, error) {
 	b.log.Info().Str("mode", b.pgc.mode).Msg("PostgreSQL statement counting")
 
 	b.report = newReport(b.cfg, b.pgc.mode)
+	if b.cfg.Append {
+		if err := b.report.keepPrevious(filepath.Join(b.cfg.OutDir, "results.json")); err != nil {
+			return nil, err
+		}
+	}
 	for _, n := range b.cfg.Ns {
 		for _, k := range b.cfg.Kinds {
 			if ctx.Err() != nil {
 				return b.report, ctx.Err()
 			}
-			r, err := b.runOne(ctx, b.drivers[k], n, runOpts{p: b.cfg.Concurrency, speedUp: b.cfg.SpeedUp, baseline: !b.cfg.SkipBaseline})
-			if r != nil {
-				b.report.Runs = append(b.report.Runs, *r)
+			o := runOpts{p: b.cfg.Concurrency, speedUp: b.cfg.SpeedUp, baseline: !b.cfg.SkipBaseline}
+			if !o.baseline {
+				o.noBaseline = "skipped (--skip-baseline)"
 			}
-			if err != nil {
-				b.log.Error().Err(err).Str("kind", string(k)).Int("n", n).Msg("run failed")
-				b.report.Errors = append(b.report.Errors, fmt.Sprintf("%s N=%d: %v", k, n, err))
-			}
-			if werr := b.report.write(b.cfg.OutDir); werr != nil {
-				return b.report, werr
+			if err := b.measure(ctx, k, n, o); err != nil {
+				return b.report, err
 			}
 		}
+	}
+	if err := b.realTime(ctx); err != nil {
+		return b.report, err
 	}
 	if b.cfg.HistoryCheck {
 		b.historyCheck(ctx)
 	}
 	b.report.Finished = time.Now().UTC()
 	return b.report, b.report.write(b.cfg.OutDir)
+}
+
+// measure runs kind k at fleet size n, records the run and writes the
+// results; only a failure to write them is returned.
+func (b *Bench) measure(ctx context.Context, k workflows.Kind, n int, o runOpts) error {
+	r, err := b.runOne(ctx, b.drivers[k], n, o)
+	if r != nil {
+		b.report.put(*r)
+	}
+	if err != nil {
+		b.log.Error().Err(err).Str("kind", string(k)).Int("n", n).Float64("speed_up", o.speedUp).Msg("run failed")
+		b.report.Errors = append(b.report.Errors, fmt.Sprintf("%s N=%d speed-up %g: %v", k, n, o.speedUp, err))
+	}
+	return b.report.write(b.cfg.OutDir)
+}
+
+// realTime runs every kind at N=RealTimeN with real device times, so the
+// overhead users see is in the table. The baseline is left out: at
+// concurrency 5 it would take about 30 times as long.
+func (b *Bench) realTime(ctx context.Context) error {
+	if b.cfg.RealTimeN <= 0 {
+		return nil
+	}
+	for _, k := range b.cfg.Kinds {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		o := runOpts{p: b.cfg.Concurrency, speedUp: 1, label: "-realtime",
+			noBaseline: "not run at speed-up 1 (≈30× longer)"}
+		if err := b.measure(ctx, k, b.cfg.RealTimeN, o); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // historyCheck runs every kind at N=10 with devices ten times slower than
@@ -207,7 +253,7 @@ func (b *Bench) historyCheck(ctx context.Context) {
 		o := runOpts{p: n, speedUp: b.cfg.SpeedUp / 10, label: "-slow"}
 		r, err := b.runOne(ctx, b.drivers[k], n, o)
 		if r != nil {
-			b.report.HistoryCheck = append(b.report.HistoryCheck, *r)
+			b.report.HistoryCheck = putRun(b.report.HistoryCheck, *r)
 		}
 		if err != nil {
 			b.report.Errors = append(b.report.Errors, fmt.Sprintf("history check %s: %v", k, err))

@@ -46,6 +46,9 @@ type Run struct {
 	ActivityTasksPerTgt   float64 `json:"activityTasksPerTarget"`
 	HistoryBytesPerTarget float64 `json:"historyBytesPerTarget"`
 	ParentMaxEvents       int64   `json:"parentMaxEventsOneRun"`
+	// MaxRunEvents is the longest history of any single run (each run of a
+	// continue-as-new chain, each child): Temporal's limit is 10,240.
+	MaxRunEvents int64 `json:"maxRunEvents"`
 
 	// Worker-side figures (SDK metrics and /proc).
 	WorkerTasks       WorkerTasks `json:"workerTasks"`
@@ -56,9 +59,12 @@ type Run struct {
 	WorkerPeakRSSMiB  float64     `json:"workerPeakRssMiB"`
 	WorkerPeakRSSEach []float64   `json:"workerPeakRssMiBEach"`
 	TemporalCPUSec    float64     `json:"temporalServerCpuSec"`
-	FleetsimCPUSec    float64     `json:"fleetsimCpuSec"`
-	PostgresCPUSec    float64     `json:"postgresCpuSec"`
-	BenchCPUSec       float64     `json:"benchProcessCpuSec"`
+	// TemporalCPUPerTgtMs is the Temporal server's CPU per target; with
+	// WorkerCPUPerTgtMs it is the orchestration's CPU per update.
+	TemporalCPUPerTgtMs float64 `json:"temporalServerCpuPerTargetMs"`
+	FleetsimCPUSec      float64 `json:"fleetsimCpuSec"`
+	PostgresCPUSec      float64 `json:"postgresCpuSec"`
+	BenchCPUSec         float64 `json:"benchProcessCpuSec"`
 	// OtherCPUCores is the average CPU (in cores) used on the machine by
 	// processes outside this bench during the Temporal phase.
 	OtherCPUCores float64 `json:"otherCpuCores"`
@@ -68,8 +74,13 @@ type Run struct {
 	PGStatements      int64            `json:"pgStatements"`
 	PGStatementsPerTg float64          `json:"pgStatementsPerTarget"`
 	PGTop             []StatementCount `json:"pgTopStatements,omitempty"`
+	// LedgerRows is the rows the run wrote, per ledger table, and in all.
+	LedgerRows        map[string]int64 `json:"ledgerRows,omitempty"`
+	LedgerRowsWritten int64            `json:"ledgerRowsWritten"`
 
 	Baseline *BaselineRun `json:"baseline,omitempty"`
+	// BaselineSkipped says why Baseline is nil, when it is on purpose.
+	BaselineSkipped string `json:"baselineSkipped,omitempty"`
 	// SpeedupVsBaseline is baseline wall / fleetsaga wall.
 	SpeedupVsBaseline float64  `json:"speedupVsBaseline,omitempty"`
 	Errors            []string `json:"errors,omitempty"`
@@ -138,7 +149,9 @@ type runOpts struct {
 	p        int
 	speedUp  float64
 	baseline bool
-	label    string
+	// noBaseline says why baseline is off, for the table.
+	noBaseline string
+	label      string
 }
 
 // runOne measures kind d at fleet size n: fleetsaga first, then (on a
@@ -167,6 +180,10 @@ func (b *Bench) runOne(ctx context.Context, d driver, n int, o runOpts) (*Run, e
 	// Let the workers settle after start (migrations, pollers) before the
 	// baseline snapshot.
 	time.Sleep(time.Second)
+	rowsBefore, err := ledgerRows(ctx, st.ledgerURL)
+	if err != nil {
+		r.Errors = append(r.Errors, "ledger rows: "+err.Error())
+	}
 	before := b.snap(ctx, st)
 	log.Info().Float64("ideal_s", r.IdealSec).Str("device", dev.String()).Msg("fleetsaga phase")
 	rctx, cancel := context.WithTimeout(ctx, b.cfg.RunTimeout)
@@ -192,6 +209,11 @@ func (b *Bench) runOne(ctx context.Context, d driver, n int, o runOpts) (*Run, e
 		r.WorkerPeakRSSMiB = max(r.WorkerPeakRSSMiB, mib)
 	}
 	r.PGTop = b.pgc.top(ctx, st.ledgerDB, 8)
+	if rowsAfter, err := ledgerRows(ctx, st.ledgerURL); err != nil {
+		r.Errors = append(r.Errors, "ledger rows: "+err.Error())
+	} else {
+		r.LedgerRows, r.LedgerRowsWritten = rowsWritten(rowsBefore, rowsAfter)
+	}
 	r.Verify = d.verify(ctx, st.fleetsimURL, n)
 	log.Info().Float64("wall_s", r.WallSec).Float64("overhead", r.Overhead).Int("completed", out.Completed).
 		Int("failed", out.Failed).Bool("verified", r.Verify.OK).Msg("fleetsaga phase done")
@@ -205,6 +227,7 @@ func (b *Bench) runOne(ctx context.Context, d driver, n int, o runOpts) (*Run, e
 	r.summariseHistory(d.targetWorkflow(), n)
 	st.stopWorkers()
 
+	r.BaselineSkipped = o.noBaseline
 	if o.baseline {
 		bl, err := b.runBaseline(ctx, st, d, n, dev)
 		if err != nil {
@@ -235,6 +258,7 @@ func (r *Run) fill(before, after snapshot, n int) {
 	r.WorkerWFTPerTgt = tasks.WorkflowTasks / float64(n)
 	r.WorkerActPerTgt = tasks.ActivityTasks / float64(n)
 	r.TemporalCPUSec = (after.temporal - before.temporal).Seconds()
+	r.TemporalCPUPerTgtMs = r.TemporalCPUSec * 1000 / float64(n)
 	r.FleetsimCPUSec = (after.fleetsim - before.fleetsim).Seconds()
 	r.PostgresCPUSec = (after.postgres - before.postgres).Seconds()
 	r.BenchCPUSec = (after.self - before.self).Seconds()
@@ -252,6 +276,7 @@ func (r *Run) fill(before, after snapshot, n int) {
 func (r *Run) summariseHistory(targetType string, n int) {
 	var events, wft, act, bytes int64
 	for typ, h := range r.History {
+		r.MaxRunEvents = max(r.MaxRunEvents, h.MaxEvents)
 		events += h.Events
 		wft += h.WorkflowTasks
 		act += h.ActivityTasks

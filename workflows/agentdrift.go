@@ -182,7 +182,7 @@ func AgentDriftCheck(ctx workflow.Context, in AgentDriftInput) (AgentDriftResult
 			if ctx.Err() != nil {
 				res.Installs = append(res.Installs, run)
 				res.Outcome = "cancelled during repair"
-				if workflow.GetVersion(ctx, changeAgentDriftCancelEnds, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+				if !hasChange(ctx, changeAgentDriftCancelEnds) {
 					return res, temporal.NewCanceledError(res.Outcome)
 				}
 				return ended(temporal.NewCanceledError(res.Outcome))
@@ -226,6 +226,10 @@ func driftTotal(counts map[string]int) int {
 	return total
 }
 
+// changeAgentDriftRemoveOrphans names the change that removes the SAPI
+// instances of deleted servers after a repair.
+const changeAgentDriftRemoveOrphans = "agent-drift-remove-orphans"
+
 // removeOrphans deletes the SAPI instances whose server CNAPI no longer
 // has (CNAPI leaves them behind). Runs only when the check found some;
 // histories from before this step never did.
@@ -233,7 +237,7 @@ func removeOrphans(ctx workflow.Context, phase func(Phase, ...string), res *Agen
 	if res.Found.Counts[activities.DriftOrphanInstance] == 0 {
 		return
 	}
-	if workflow.GetVersion(ctx, "agent-drift-remove-orphans", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !hasChange(ctx, changeAgentDriftRemoveOrphans) {
 		return
 	}
 	phase(PhaseRemovingOrphans)

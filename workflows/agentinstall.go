@@ -344,7 +344,7 @@ func (r *agentRollout) plan(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
-	if workflow.GetVersion(ctx, changeAgentClaims, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+	if hasChange(ctx, changeAgentClaims) {
 		if err := r.claimAgents(ctx); err != nil {
 			return err
 		}
@@ -389,7 +389,7 @@ const changeAgentPlanEndsThroughLifecycle = "agent-install-plan-ends-through-lif
 // server was started.
 func (r *agentRollout) planFailed(ctx workflow.Context, err error) (AgentInstallResult, error) {
 	res := AgentInstallResult{RolloutID: r.c.RolloutID, Runs: r.c.Runs}
-	if workflow.GetVersion(ctx, changeAgentPlanEndsThroughLifecycle, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !hasChange(ctx, changeAgentPlanEndsThroughLifecycle) {
 		if r.l.recorded {
 			_ = workflow.ExecuteActivity(ledgerOptions(ctx), agentLedger.FinishAttempt,
 				ledger.Finish{AttemptID: r.c.RolloutID, State: ledger.StateFailed, Outcome: "invalid request", Error: err.Error()}).Get(ctx, nil)
@@ -436,7 +436,7 @@ func (r *agentRollout) fanOut(ctx workflow.Context) (more bool, err error) {
 			if err := workflow.ExecuteActivity(ledgerOptions(ctx), agentActs.NextAgentServers, activities.NextAgentServersRequest{
 				RolloutID: r.c.RolloutID, After: r.c.Cursor, Limit: min(planPage, r.in.ChildrenPerRun-startedHere),
 			}).Get(ctx, &buf); err != nil {
-				if workflow.GetVersion(ctx, changeAgentPlanErrorWaits, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+				if !hasChange(ctx, changeAgentPlanErrorWaits) {
 					return false, err
 				}
 				// Servers already started still run: wait for them below,

@@ -168,7 +168,7 @@ func (w agentServerWriter) end(ctx workflow.Context, a ledger.Attempt, recorded 
 	if !recorded {
 		r.Intent = &a // in doubt: written (idempotent) before it is ended
 	}
-	return workflow.ExecuteActivity(ledgerOptions(ctx), agentActs.FinishAgentServer, r).Get(ctx, nil)
+	return ledgerCall(ctx, agentActs.FinishAgentServer, r).Get(ctx, nil)
 }
 
 func (s *agentServer) finishRequest(f ledger.Finish) activities.FinishAgentServerRequest {
@@ -185,7 +185,7 @@ func (s *agentServer) endPlanRow(ctx workflow.Context, err error) {
 	if isCancel(ctx, err) {
 		f = ledger.Finish{State: ledger.StateCancelled, Outcome: AgentOutcomeCancelled, Error: "cancelled"}
 	}
-	if err := workflow.ExecuteActivity(ledgerOptions(dctx), agentActs.FinishAgentServer, s.finishRequest(f)).Get(dctx, nil); err != nil {
+	if err := ledgerCall(dctx, agentActs.FinishAgentServer, s.finishRequest(f)).Get(dctx, nil); err != nil {
 		workflow.GetLogger(ctx).Error("could not record the server's end in the ledger", "server", s.in.Server, "error", err)
 	}
 }
@@ -219,7 +219,7 @@ func (s *agentServer) steps(ctx workflow.Context) error {
 // server's ledger target is shared by every agent install, so another
 // update active on the server makes this one wait (bounded).
 func (s *agentServer) recordIntent(ctx workflow.Context) error {
-	id, err := newAttemptID(ctx)
+	id, err := s.l.newAttemptID(ctx)
 	if err != nil {
 		return err
 	}
@@ -330,7 +330,7 @@ func (s *agentServer) event(ctx workflow.Context, step string, stepErr error, ms
 	if stepErr != nil {
 		e.State, e.Message = "error", stepErr.Error()
 	}
-	if err := workflow.ExecuteActivity(ledgerOptions(ctx), agentLedger.AppendEvent, e).Get(ctx, nil); err != nil {
+	if err := ledgerCall(ctx, agentLedger.AppendEvent, e).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("could not append ledger event", "step", step, "error", err)
 	}
 }

@@ -94,13 +94,7 @@ const (
 // (detail) only in the workflow's current details. Failing to upsert must
 // not fail the update, so the error is only logged.
 func setSearchState(ctx workflow.Context, state State, phase Phase, detail ...string) {
-	text := fmt.Sprintf("**%s** — %s", state, phase)
-	for _, d := range detail {
-		if d != "" {
-			text += ": " + d
-		}
-	}
-	workflow.SetCurrentDetails(ctx, text)
+	setCurrentDetails(ctx, state, phase, detail...)
 	attrs := []temporal.SearchAttributeUpdate{SAState.ValueSet(string(state))}
 	if phase.Known() {
 		attrs = append(attrs, SAPhase.ValueSet(string(phase)))
@@ -111,6 +105,18 @@ func setSearchState(ctx workflow.Context, state State, phase Phase, detail ...st
 	if err := workflow.UpsertTypedSearchAttributes(ctx, attrs...); err != nil {
 		workflow.GetLogger(ctx).Warn("upsert search attributes failed", "error", err)
 	}
+}
+
+// setCurrentDetails shows state, phase and detail in the Web UI's current
+// details (no history event).
+func setCurrentDetails(ctx workflow.Context, state State, phase Phase, detail ...string) {
+	text := fmt.Sprintf("**%s** — %s", state, phase)
+	for _, d := range detail {
+		if d != "" {
+			text += ": " + d
+		}
+	}
+	workflow.SetCurrentDetails(ctx, text)
 }
 
 // Retry policies, chosen per kind of activity.

@@ -32,7 +32,10 @@ import (
 //  5. optional canary: scale one patched MachineSet up by one and wait for
 //     the machine to join; if it does not, restore the previous image on
 //     every MachineSet patched in this run and scale the canary back down
-//     (the same compensations run if the bump is cancelled);
+//     (the same compensations run if the bump is cancelled). Each patch and
+//     scale-up is written to the ledger before it is made, and the changes
+//     of a terminated bump of the cluster are adopted into this rollback
+//     (bootimage_adopt.go);
 //  6. record the cluster's boot image version only if every selected
 //     MachineSet reconciled with nothing skipped and nothing failed;
 //  7. evaluate the skew (Automatic / Manual / None) and set the
@@ -218,6 +221,9 @@ type BootImageBumpResult struct {
 	Canary           *BootImageCanaryReport `json:"canary,omitempty"`
 	// Restored lists compensation outcomes ("<machineset>: restored").
 	Restored []string `json:"restored,omitempty"`
+	// Adopted lists the changes of abandoned (terminated) bumps this run
+	// took into its rollback ("<machineset> image|scale (from <attempt>)").
+	Adopted []string `json:"adopted,omitempty"`
 	// Waited says what the preconditions waited for.
 	Waited []string `json:"waited,omitempty"`
 }
@@ -298,6 +304,12 @@ type bootImageBump struct {
 	// awaitCancel: activities that change a MachineSet are awaited on
 	// cancel (see bumpChangeOptions).
 	awaitCancel bool
+	// adopt: each change is written to the ledger before it is made, and
+	// the changes of abandoned bumps are adopted into the rollback
+	// (bootimage_adopt.go); adoptedImages are their patched MachineSets.
+	adopt         bool
+	adoptedImages []string
+	adoptedScales []activities.BootImageChange
 }
 
 func (b *bootImageBump) setup(ctx workflow.Context) error {
@@ -330,9 +342,10 @@ func (b *bootImageBump) setup(ctx workflow.Context) error {
 }
 
 func (b *bootImageBump) run(ctx workflow.Context) (BootImageBumpResult, error) {
-	b.fromCluster = workflow.GetVersion(ctx, changeBootImageOptInFromCluster, workflow.DefaultVersion, 1) >= 1
-	b.awaitCancel = workflow.GetVersion(ctx, changeBootImageAwaitCancel, workflow.DefaultVersion, 1) >= 1
-	oldEnding := workflow.GetVersion(ctx, changeBootImageLedgerEndFirst, workflow.DefaultVersion, 1) == workflow.DefaultVersion
+	b.fromCluster = hasChange(ctx, changeBootImageOptInFromCluster)
+	b.awaitCancel = hasChange(ctx, changeBootImageAwaitCancel)
+	oldEnding := !hasChange(ctx, changeBootImageLedgerEndFirst)
+	b.adopt = workflow.GetVersion(ctx, changeBootImageAdoptAbandoned, workflow.DefaultVersion, 1) >= 1
 	if oldEnding {
 		b.life.stateFirst = func(bool) bool { return true }
 	}
@@ -342,6 +355,11 @@ func (b *bootImageBump) run(ctx workflow.Context) (BootImageBumpResult, error) {
 			err = b.end(ctx, err)
 		}
 		return b.result, err
+	}
+	if b.adopt {
+		if err := b.adoptAbandoned(ctx); err != nil {
+			return b.fail(ctx, "Failed", err)
+		}
 	}
 	if err := b.waitPreconditions(ctx); err != nil {
 		return b.fail(ctx, "Failed", err)
@@ -368,6 +386,10 @@ func (b *bootImageBump) run(ctx workflow.Context) (BootImageBumpResult, error) {
 			}
 			return b.fail(ctx, "CanaryFailed", err)
 		}
+	}
+	b.releaseAdoptedCanaries(ctx)
+	if ctx.Err() != nil {
+		return b.cancelled(ctx)
 	}
 	if err := b.record(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -566,8 +588,15 @@ func (b *bootImageBump) reconcileOne(ctx workflow.Context, p machineapi.Plan) {
 	// the previous image. The restore only acts on our image.
 	b.applied[name] = [2]machineapi.BootImage{p.Current, p.Desired}
 	b.life.beforeAction("restore boot image of "+name, func(ctx workflow.Context) error {
-		return b.restore(ctx, name)
+		imgs := b.applied[name]
+		return b.restoreImage(ctx, name, imgs[0], imgs[1])
 	})
+	if err := b.recordChange(ctx, activities.BootImageChange{MachineSet: name, Change: ledger.BootImageChangeImage, Previous: p.Current, Applied: p.Desired}); err != nil {
+		if ctx.Err() == nil {
+			b.failMember(name, bumpReasonError, err.Error())
+		}
+		return
+	}
 	var a *activities.BootImageActivities
 	applied := 0
 	for {
@@ -615,12 +644,12 @@ func (b *bootImageBump) reconcileOne(ctx workflow.Context, p machineapi.Plan) {
 	}
 }
 
-func (b *bootImageBump) restore(ctx workflow.Context, name string) error {
-	imgs := b.applied[name]
+// restoreImage puts previous back on a MachineSet that still has applied.
+func (b *bootImageBump) restoreImage(ctx workflow.Context, name string, previous, applied machineapi.BootImage) error {
 	var a *activities.BootImageActivities
 	var out string
 	err := workflow.ExecuteActivity(bumpAPIOptions(ctx, "restore boot image of "+name), a.RestoreBootImage, activities.BootImageRestoreInput{
-		Cluster: b.in.Cluster, MachineSet: name, Previous: imgs[0], Applied: imgs[1],
+		Cluster: b.in.Cluster, MachineSet: name, Previous: previous, Applied: applied,
 	}).Get(ctx, &out)
 	if err != nil {
 		out = "error: " + err.Error()
@@ -634,6 +663,9 @@ func (b *bootImageBump) restore(ctx workflow.Context, name string) error {
 func (b *bootImageBump) canary(ctx workflow.Context) (bool, error) {
 	b.life.phase(ctx, bumpPhaseCanary)
 	name := b.in.Canary.MachineSet
+	if name == "" && len(b.result.Patched) == 0 && b.adopt {
+		name = b.adoptedCanary() // adopted patches were never proven
+	}
 	if name == "" {
 		if len(b.result.Patched) == 0 {
 			b.event(ctx, "canary", "running", "no MachineSet was patched: no canary needed")
@@ -674,14 +706,11 @@ func (b *bootImageBump) canary(ctx workflow.Context) (bool, error) {
 	}
 	up := base.Replicas + 1
 	b.life.beforeAction("scale canary "+name+" back down", func(ctx workflow.Context) error {
-		err := scale(ctx, up, base.Replicas)
-		msg := fmt.Sprintf("%s: scaled back to %d", name, base.Replicas)
-		if err != nil {
-			msg = name + ": scale down failed: " + err.Error()
-		}
-		b.result.Restored = append(b.result.Restored, msg)
-		return err
+		return b.scaleDown(ctx, activities.BootImageScaleInput{Cluster: b.in.Cluster, MachineSet: name, From: up, To: base.Replicas})
 	})
+	if err := b.recordChange(ctx, activities.BootImageChange{MachineSet: name, Change: ledger.BootImageChangeScale, PreviousReplicas: base.Replicas, ScaledReplicas: up}); err != nil {
+		return false, err
+	}
 	if err := scale(ctx, base.Replicas, up); err != nil {
 		return false, err
 	}

@@ -3,10 +3,13 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -38,6 +41,14 @@ type fakeCluster struct {
 	planIn    *activities.BootImagePlanInput
 	// optIn is the cluster's MachineConfiguration opt-in (default All).
 	optIn machineapi.OptIn
+	// baseline is the canary MachineSet's replicas (default 1).
+	baseline int32
+	// adopted are the abandoned bumps' changes the ledger hands over;
+	// changes are the ones this run wrote; ops is the order of writes and
+	// device changes ("record image ms-a", "patch ms-a", "scale ms-a 1->2").
+	adopted []activities.BootImageChange
+	changes []activities.BootImageChange
+	ops     []string
 }
 
 func ami(id string) machineapi.BootImage {
@@ -51,6 +62,7 @@ func newFake() *fakeCluster {
 		reverting: map[string]bool{},
 		patches:   map[string]int{},
 		checks:    map[string]int{},
+		baseline:  1,
 		canary:    activities.CanaryResult{Joined: true, Machine: "m-1", Detail: "joined"},
 		optIn:     machineapi.OptIn{Mode: machineapi.OptInAll, Source: "status.managedBootImagesStatus"},
 		snap: activities.BootImageSnapshot{
@@ -88,6 +100,20 @@ func (f *fakeCluster) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env.OnActivity(l.SetProgress, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(l.AppendEvent, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(l.FinishAttempt, mock.Anything, mock.Anything).Return(func(_ context.Context, fin ledger.Finish) error { return nil })
+	env.OnActivity(l.RecordBootImageChange, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, c activities.BootImageChange) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if c.AttemptID == uuid.Nil {
+				return errors.New("a change without its attempt")
+			}
+			c.AttemptID = uuid.Nil // the run's: compared without it
+			f.changes = append(f.changes, c)
+			f.ops = append(f.ops, "record "+string(c.Change)+" "+c.MachineSet)
+			return nil
+		})
+	env.OnActivity(l.AdoptBootImageChanges, mock.Anything, mock.Anything).Return(
+		func(context.Context, uuid.UUID) ([]activities.BootImageChange, error) { return f.adopted, nil })
 	env.OnActivity(a.WaitBootImagePreconditions, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.BootImagePreconditionsInput) (activities.BootImageSnapshot, error) {
 			return f.snap, nil
@@ -119,6 +145,7 @@ func (f *fakeCluster) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 				return activities.BootImageReconcileResult{Action: activities.ReconcileNeedsPatch, Plan: p}, nil
 			}
 			f.patches[in.MachineSet]++
+			f.ops = append(f.ops, "patch "+in.MachineSet)
 			if !f.reverting[in.MachineSet] {
 				f.images[in.MachineSet] = f.golden
 			}
@@ -135,9 +162,15 @@ func (f *fakeCluster) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 			}
 			return activities.RestoreUnchanged, nil
 		})
-	env.OnActivity(a.CanaryBaseline, mock.Anything, mock.Anything).Return(activities.CanaryBaseline{Replicas: 1, Machines: []string{"m-0"}}, nil)
+	env.OnActivity(a.CanaryBaseline, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.BootImageCanaryInput) (activities.CanaryBaseline, error) {
+			return activities.CanaryBaseline{Replicas: f.baseline, Machines: []string{"m-0"}}, nil
+		})
 	env.OnActivity(a.ScaleMachineSet, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.BootImageScaleInput) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.ops = append(f.ops, fmt.Sprintf("scale %s %d->%d", in.MachineSet, in.From, in.To))
 			f.scales = append(f.scales, [2]int32{in.From, in.To})
 			return nil
 		})
@@ -329,10 +362,7 @@ func TestBootImageBumpCanaryFailureRollsBackEveryPatch(t *testing.T) {
 	in := bumpInput()
 	in.Canary = &BootImageCanary{}
 	res, err := runBump(t, f.env(t), in)
-	require.Error(t, err)
-	var app *temporal.ApplicationError
-	require.ErrorAs(t, err, &app)
-	assert.Equal(t, "BootImageBumpCanaryFailed", app.Type())
+	requireCanaryFailed(t, err)
 	assert.Equal(t, "CanaryFailed", res.Outcome)
 	require.NotNil(t, res.Canary)
 	assert.Equal(t, "ms-a", res.Canary.MachineSet)
@@ -344,6 +374,34 @@ func TestBootImageBumpCanaryFailureRollsBackEveryPatch(t *testing.T) {
 	assert.False(t, res.Recorded)
 	assert.Empty(t, f.recorded)
 	assert.Len(t, res.Restored, 3)
+	// Each change is in the ledger, with its original, before it is made.
+	assert.Equal(t, []string{"record image ms-a", "patch ms-a"}, filterOps(f.ops, "ms-a", 2))
+	assert.Equal(t, []string{"record image ms-b", "patch ms-b"}, filterOps(f.ops, "ms-b", 2))
+	assert.Contains(t, f.changes, activities.BootImageChange{MachineSet: "ms-a", Change: ledger.BootImageChangeImage, Previous: ami("ami-old"), Applied: ami("ami-new")})
+	assert.Contains(t, f.changes, activities.BootImageChange{MachineSet: "ms-a", Change: ledger.BootImageChangeScale, PreviousReplicas: 1, ScaledReplicas: 2})
+	i := indexOf(f.ops, "record scale ms-a")
+	require.GreaterOrEqual(t, i, 0)
+	assert.Equal(t, "scale ms-a 1->2", f.ops[i+1], "the scale-up is recorded before it is made")
+}
+
+// filterOps is the first n ops on MachineSet name.
+func filterOps(ops []string, name string, n int) []string {
+	var out []string
+	for _, op := range ops {
+		if strings.HasSuffix(op, " "+name) || strings.Contains(op, " "+name+" ") {
+			out = append(out, op)
+		}
+	}
+	return out[:min(n, len(out))]
+}
+
+func indexOf(ops []string, op string) int {
+	for i, o := range ops {
+		if o == op {
+			return i
+		}
+	}
+	return -1
 }
 
 func TestBootImageBumpCanarySuccess(t *testing.T) {
@@ -469,4 +527,13 @@ func TestEvaluateSkew(t *testing.T) {
 			assert.Contains(t, v.Message, "update the boot images", "%s: a hint is given", c.name)
 		}
 	}
+}
+
+// requireCanaryFailed: the bump ended with its canary failed.
+func requireCanaryFailed(t *testing.T, err error) {
+	t.Helper()
+	require.Error(t, err)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, "BootImageBumpCanaryFailed", app.Type())
 }

@@ -211,7 +211,7 @@ func ledgerTables(t *testing.T, url string) map[string]string {
 	require.NoError(t, err)
 	defer db.Close()
 	out := map[string]string{}
-	for _, table := range []string{"update_attempt", "update_event", "zone_disposition", "zone_saga_reassignment", "agent_rollout_server", "rollout_approval"} {
+	for _, table := range []string{"update_attempt", "update_event", "zone_disposition", "zone_saga_reassignment", "agent_rollout_server", "rollout_approval", "bootimage_change"} {
 		var rows sql.NullString
 		require.NoError(t, db.QueryRow(fmt.Sprintf(`SELECT json_agg(t ORDER BY t::text)::text FROM %s t`, table)).Scan(&rows))
 		out[table] = rows.String

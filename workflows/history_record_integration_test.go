@@ -43,9 +43,9 @@ func TestAgentWorkflowsOnFleetsimRecordHistories(t *testing.T) {
 	assert.Equal(t, workflows.AgentRolloutWithFailures, res.Outcome)
 	assert.Equal(t, 3, res.Installed)
 	assert.Equal(t, 1, res.Failed)
-	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/agent-install-one-failed.json")
+	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/agent-install-one-failed-v2.json")
 	child := run.GetID() + "/" + res.RolloutID.String() + "/" + d.Servers[2].UUID.String()
-	replay.Record(t, s.env.Client, child, "", "testdata/histories/agent-install-server-failed.json")
+	replay.Record(t, s.env.Client, child, "", "testdata/histories/agent-install-server-failed-v2.json")
 
 	// Drift: one server's intent is ahead of its actual image.
 	sapi, err := triton.NewSAPI(s.sim.URL + "/sapi")
@@ -63,7 +63,7 @@ func TestAgentWorkflowsOnFleetsimRecordHistories(t *testing.T) {
 	require.NoError(t, drun.Get(ctx, &dres))
 	require.Len(t, dres.Installs, 1)
 	assert.Equal(t, 1, dres.Installs[0].Installed)
-	replay.Record(t, s.env.Client, drun.GetID(), drun.GetRunID(), "testdata/histories/agent-drift-repair.json")
+	replay.Record(t, s.env.Client, drun.GetID(), drun.GetRunID(), "testdata/histories/agent-drift-repair-v2.json")
 }
 
 // A rollout cancelled while its updates run: it waits for them to

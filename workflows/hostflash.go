@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,6 +65,12 @@ func (in HostFlashInput) Validate() error {
 // every MGS (the freshest record for our image). Done when the host
 // fetched it all and the SP reports the new slot active and the host on;
 // then the recovery mode is cleared. A bounded wait, else HostBootTimeout.
+//
+// Cancel: before the power cycle, a cancel aborts our update and ends the
+// update cancelled. Once the host was power-cycled onto the new slot it
+// boots the new image whatever happens, so a cancel no longer stops the
+// update: the boot is followed to its end and the update ends completed
+// with CancelIgnored set (changeHostFinishAfterPowerCycle).
 func HostBootFlashUpdate(ctx workflow.Context, in HostFlashInput) (MGSUpdateResult, error) {
 	if err := in.Validate(); err != nil {
 		return MGSUpdateResult{}, temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidInput, nil)
@@ -73,14 +80,31 @@ func HostBootFlashUpdate(ctx workflow.Context, in HostFlashInput) (MGSUpdateResu
 	if err != nil {
 		return MGSUpdateResult{}, err
 	}
-	ok, err := (&hostFlash{mgsUpdate: u, in: in}).run(ctx)
+	w := &hostFlash{mgsUpdate: u, in: in}
+	ok, err := w.run(ctx)
+	if w.booting != nil {
+		ctx = w.booting
+	}
 	return u.finish(ctx, ok, err)
 }
 
 type hostFlash struct {
 	*mgsUpdate
 	in HostFlashInput
+	// booting is set once the host was power-cycled onto the new slot
+	// (with changeHostFinishAfterPowerCycle): the disconnected context the
+	// rest of the update runs and ends on, because a power cycle is not
+	// undone and the host boots the new image whatever the operator does.
+	booting workflow.Context
 }
+
+// changeHostFinishAfterPowerCycle: a cancel waits for HostPostUpdate to
+// stop and asks the SP whether the host was power-cycled onto the new
+// slot; from then on the boot is followed on a disconnected context and
+// the update ends completed with CancelIgnored (issue 14, chaos seed 2:
+// a cancel in host-boot ended "cancelled" while the host booted the new
+// image). Before: any cancel ended the update where it was.
+const changeHostFinishAfterPowerCycle = "host-flash-finish-after-power-cycle"
 
 func (w *hostFlash) run(ctx workflow.Context) (mgsEnding, error) {
 	pre, err := w.precheck(ctx, []Artifact{w.in.Phase1, w.in.Phase2})
@@ -99,7 +123,7 @@ func (w *hostFlash) run(ctx workflow.Context) (mgsEnding, error) {
 	}
 	newSlot := pre.Inactive.Slot
 
-	fresh := workflow.GetVersion(ctx, changePrecheckEveryAttempt, workflow.DefaultVersion, 1) >= 1
+	fresh := hasChange(ctx, changePrecheckEveryAttempt)
 	why := ""
 	for {
 		if err := w.newAttempt(ctx, why); err != nil {
@@ -132,18 +156,58 @@ func (w *hostFlash) run(ctx workflow.Context) (mgsEnding, error) {
 			continue
 		}
 
-		// Activate: phase 2 on every MGS, slot active (persist), power cycle.
-		w.phase(ctx, MGSPhasePostUpdate)
-		if err := workflow.ExecuteActivity(w.longOpts(ctx, 30*time.Minute, "activate the new slot, boot the host"), mgsActs.HostPostUpdate, activities.HostPostUpdateInput{
-			SP: w.sp, AttemptID: w.attemptID(), NewSlot: newSlot, Phase2: w.in.Phase2,
-		}).Get(ctx, nil); err != nil {
+		bctx, err := w.activate(ctx, newSlot)
+		if err != nil {
 			return mgsEnding{}, err
 		}
-		if err := w.waitBoot(ctx, newSlot); err != nil {
+		if err := w.waitBoot(bctx, newSlot); err != nil {
 			return mgsEnding{}, err
+		}
+		if w.booting != nil && ctx.Err() != nil {
+			w.result.CancelIgnored = true
+			w.note = "the cancel arrived after the host was power-cycled onto slot " + strconv.Itoa(int(newSlot)) +
+				": a power cycle is not undone, so the boot was followed to its end"
 		}
 		return mgsEnding{MGSOutcomeCompletedUpdate, w.attemptID()}, nil
 	}
+}
+
+// activate makes phase 2 available on every MGS, sets the new slot active
+// (persist) and power-cycles the host. It returns the context to follow
+// the boot on: past the power cycle, the disconnected w.booting.
+func (w *hostFlash) activate(ctx workflow.Context, slot uint16) (workflow.Context, error) {
+	finish := workflow.GetVersion(ctx, changeHostFinishAfterPowerCycle, workflow.DefaultVersion, 1) >= 1
+	w.phase(ctx, MGSPhasePostUpdate)
+	in := activities.HostPostUpdateInput{SP: w.sp, AttemptID: w.attemptID(), NewSlot: slot, Phase2: w.in.Phase2}
+	actx := w.longOpts(ctx, 30*time.Minute, "activate the new slot, boot the host")
+	if !finish {
+		return ctx, workflow.ExecuteActivity(actx, mgsActs.HostPostUpdate, in).Get(ctx, nil)
+	}
+	// A cancel waits for the power cycle to stop, then asks the SP.
+	err := workflow.ExecuteActivity(awaitCancel(actx), mgsActs.HostPostUpdate, in).Get(ctx, nil)
+	if err != nil && !w.cycledDespiteCancel(ctx, in, err) {
+		return ctx, err
+	}
+	w.booting, _ = workflow.NewDisconnectedContext(ctx)
+	return w.booting, nil
+}
+
+// cycledDespiteCancel: a cancel stopped HostPostUpdate, which may have
+// power-cycled the host onto the new slot first. The SP says whether it
+// did; if so, the host boots the new image and the update goes on.
+func (w *hostFlash) cycledDespiteCancel(ctx workflow.Context, in activities.HostPostUpdateInput, err error) bool {
+	if !isCancel(ctx, err) {
+		return false
+	}
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	var cycled bool
+	if err := workflow.ExecuteActivity(w.shortOpts(dctx, "was the host power-cycled onto the new slot?"), mgsActs.HostCycledOntoSlot, in).Get(dctx, &cycled); err != nil {
+		workflow.GetLogger(ctx).Error("cancelled: could not learn whether the host was power-cycled onto the new slot",
+			"slot", in.NewSlot, "error", err)
+		return false
+	}
+	return cycled
 }
 
 // startOrWait starts the attempt; another update of the host flash (or of

@@ -51,6 +51,8 @@ type lifecycle struct {
 	// kind's ending from before the lifecycle, kept under a GetVersion's
 	// DefaultVersion so that its recorded histories replay.
 	stateFirst func(failed bool) bool
+	// attemptIDs counts the attempt IDs this run derived (newAttemptID).
+	attemptIDs int
 }
 
 // newLifecycle starts an update's lifecycle: the progress query answers
@@ -73,7 +75,7 @@ func newLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attem
 		return nil, err
 	}
 	if first != "" {
-		setSearchState(ctx, p.State, first)
+		l.show(ctx, first)
 	}
 	return l, nil
 }
@@ -86,7 +88,7 @@ func (l *lifecycle) phase(ctx workflow.Context, p Phase, detail ...string) bool 
 		return false
 	}
 	l.progress.Phase, l.progress.PhaseSince = p, workflow.Now(ctx)
-	setSearchState(ctx, l.progress.State, p, detail...)
+	l.show(ctx, p, detail...)
 	if l.onPhase != nil {
 		l.onPhase(ctx, p)
 	}
@@ -96,9 +98,24 @@ func (l *lifecycle) phase(ctx workflow.Context, p Phase, detail ...string) bool 
 // step announces phase p with new detail, published even when the phase
 // is unchanged (the next item of the same phase: an agent, a straggler).
 func (l *lifecycle) step(ctx workflow.Context, p Phase, detail ...string) {
-	if !l.phase(ctx, p, detail...) {
-		setSearchState(ctx, l.progress.State, p, detail...)
+	if l.phase(ctx, p, detail...) {
+		return
 	}
+	if bookkeepingV2(ctx) {
+		setCurrentDetails(ctx, l.progress.State, p, detail...) // the attribute already holds p
+		return
+	}
+	setSearchState(ctx, l.progress.State, p, detail...)
+}
+
+// show publishes phase p: as the search attribute when operators filter by
+// it (or always, before changeBookkeepingV2), else in the current details.
+func (l *lifecycle) show(ctx workflow.Context, p Phase, detail ...string) {
+	if bookkeepingV2(ctx) && !p.Filtered() {
+		setCurrentDetails(ctx, l.progress.State, p, detail...)
+		return
+	}
+	setSearchState(ctx, l.progress.State, p, detail...)
 }
 
 // recordPhaseInLedger makes each phase change also the current ledger
@@ -108,7 +125,7 @@ func (l *lifecycle) recordPhaseInLedger() {
 		if l.attempt == nil {
 			return
 		}
-		_ = workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.SetProgress, ledger.Progress{
+		_ = ledgerCall(ctx, ledgerActs.SetProgress, ledger.Progress{
 			AttemptID: l.attempt.ID, Phase: string(p), Done: l.progress.Done, Total: l.progress.Total,
 		}).Get(ctx, nil)
 	}
@@ -119,14 +136,6 @@ func (l *lifecycle) recordPhaseInLedger() {
 // histories do not publish, such as the MGS pause between attempts).
 func (l *lifecycle) quietPhase(ctx workflow.Context, p Phase) {
 	l.progress.Phase, l.progress.PhaseSince = p, workflow.Now(ctx)
-}
-
-// newAttemptID is a workflow-generated attempt UUID (also the device-side
-// update ID where the device takes one).
-func newAttemptID(ctx workflow.Context) (uuid.UUID, error) {
-	var id uuid.UUID
-	err := workflow.SideEffect(ctx, func(workflow.Context) any { return uuid.New() }).Get(&id)
-	return id, err
 }
 
 // attemptFor is the ledger row of this workflow run's attempt n on target.
@@ -329,16 +338,16 @@ var ledgerActs *activities.LedgerActivities
 type ledgerWriter struct{}
 
 func (ledgerWriter) record(ctx workflow.Context, a ledger.Attempt) error {
-	return workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.RecordIntent, a).Get(ctx, nil)
+	return ledgerCall(ctx, ledgerActs.RecordIntent, a).Get(ctx, nil)
 }
 
 func (ledgerWriter) end(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error {
 	if recorded {
-		return workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.FinishAttempt, f).Get(ctx, nil)
+		return ledgerCall(ctx, ledgerActs.FinishAttempt, f).Get(ctx, nil)
 	}
 	return ledgerWriter{}.transition(ctx, activities.RecordAttemptInput{Next: &a, FinishNext: &f})
 }
 
 func (ledgerWriter) transition(ctx workflow.Context, in activities.RecordAttemptInput) error {
-	return workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.RecordAttempt, in).Get(ctx, nil)
+	return ledgerCall(ctx, ledgerActs.RecordAttempt, in).Get(ctx, nil)
 }

@@ -162,6 +162,10 @@ type MGSUpdateResult struct {
 	// UpdateID is the device update that took effect (ours, or the
 	// concurrent one we waited for or took over).
 	UpdateID string `json:"updateId,omitempty"`
+	// CancelIgnored: a cancel arrived after the host was power-cycled onto
+	// the new slot; a power cycle is not undone, so the boot was followed
+	// to its end instead (host flash).
+	CancelIgnored bool `json:"cancelIgnored,omitempty"`
 }
 
 // MGSProgress is the progress query's answer: the common Progress plus the

@@ -30,7 +30,7 @@ func (u *mgsUpdate) newAttempt(ctx workflow.Context, why string) error {
 			return err
 		}
 	}
-	id, err := newAttemptID(ctx)
+	id, err := u.newAttemptID(ctx)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ const changeAbortBeforeStart = "abort-registered-before-start"
 // abort of our update, is registered before the image is sent.
 func (u *mgsUpdate) start(ctx workflow.Context, fwSlot uint16) (activities.StartUpdateResult, error) {
 	u.phase(ctx, MGSPhaseUpdating)
-	early := workflow.GetVersion(ctx, changeAbortBeforeStart, workflow.DefaultVersion, 1) >= 1
+	early := hasChange(ctx, changeAbortBeforeStart)
 	actx := u.longOpts(ctx, 15*time.Minute, "start the update")
 	if early {
 		u.beforeStart()

@@ -37,6 +37,9 @@ type mgsUpdate struct {
 	started bool
 	// abortArmed: the current attempt's abort is registered.
 	abortArmed bool
+	// note, when set, is a successful ending's message (a cancel that
+	// came too late to stop the update).
+	note string
 }
 
 // mgsEnding says how an MGS update succeeded: the outcome and the device
@@ -65,7 +68,7 @@ func (u *mgsUpdate) finish(ctx workflow.Context, ok mgsEnding, err error) (MGSUp
 	if u.attempts == 0 {
 		dctx, cancel := workflow.NewDisconnectedContext(ctx)
 		defer cancel()
-		id, ierr := newAttemptID(dctx)
+		id, ierr := u.newAttemptID(dctx)
 		if ierr != nil {
 			return u.result, ierr
 		}
@@ -79,7 +82,7 @@ func (u *mgsUpdate) finish(ctx workflow.Context, ok mgsEnding, err error) (MGSUp
 			u.result.UpdateID = ok.update.String()
 		}
 	}
-	return u.result, u.end(ctx, err, Ending{Outcome: ok.outcome, Phase: MGSPhaseDone})
+	return u.result, u.end(ctx, err, Ending{Outcome: ok.outcome, Message: u.note, Phase: MGSPhaseDone})
 }
 
 // --- ledger ---
@@ -103,7 +106,7 @@ func (w mgsWriter) end(ctx workflow.Context, a ledger.Attempt, recorded bool, f 
 }
 
 func (mgsWriter) transition(ctx workflow.Context, in activities.RecordAttemptInput) error {
-	return workflow.ExecuteActivity(ledgerOptions(ctx), mgsActs.MGSRecordAttempt, in).Get(ctx, nil)
+	return ledgerCall(ctx, mgsActs.MGSRecordAttempt, in).Get(ctx, nil)
 }
 
 // --- activity options ---

@@ -29,20 +29,34 @@ func TestMGSCancelWhileRecordingAttemptEndsThatAttempt(t *testing.T) {
 		// commitLast: the late write commits after the workflow's end
 		// wrote the ledger (else before it).
 		commitLast bool
+		// local: the write is a local activity (changeBookkeepingV2).
+		local bool
 	}{
 		{name: "first attempt", recordsBefore: 0},
 		{name: "next attempt", recordsBefore: 1},
 		{name: "host flash first attempt", recordsBefore: 0, host: true},
 		{name: "first attempt, committed after the end", recordsBefore: 0, commitLast: true},
 		{name: "next attempt, committed after the end", recordsBefore: 1, commitLast: true},
+		// Under changeBookkeepingV2 the write is a local activity: the
+		// cancel reaches its context and the workflow waits for it to
+		// return, so it cannot commit after the end.
+		{name: "local write, first attempt", recordsBefore: 0, local: true},
+		{name: "local write, next attempt", recordsBefore: 1, local: true},
+		{name: "local write, host flash first attempt", recordsBefore: 0, host: true, local: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newMGSTest(t)
+			if !tc.local {
+				preferOldBookkeeping(m.env)
+			}
 			if tc.recordsBefore > 0 {
 				// Attempt 1's update is lost: attempt 2 is recorded.
 				m.script("MGSWaitUpdate", waitDone(activities.WaitLost))
 			}
 			late := m.lateRecord(tc.commitLast)
+			if tc.local {
+				late = m.lateLocalRecord()
+			}
 			scripts := []any{}
 			for range tc.recordsBefore {
 				scripts = append(scripts, m.record)
@@ -130,6 +144,24 @@ func (m *mgsTest) lateRecord(commitLast bool) *lateRecordScript {
 		err := m.record(ctx, in)
 		once.Do(func() { close(second) })
 		return err
+	}
+	return l
+}
+
+// lateLocalRecord scripts a local record-attempt write that the cancel
+// reaches while it runs: the write commits anyway and the activity returns
+// the cancellation.
+func (m *mgsTest) lateLocalRecord() *lateRecordScript {
+	l := &lateRecordScript{done: make(chan struct{}), after: m.record}
+	l.racing = func(ctx context.Context, in activities.RecordAttemptInput) error {
+		m.mu.Lock()
+		l.in = in
+		m.mu.Unlock()
+		m.env.CancelWorkflow()
+		<-ctx.Done()
+		_ = m.record(ctx, in)
+		close(l.done)
+		return ctx.Err()
 	}
 	return l
 }

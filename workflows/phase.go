@@ -58,3 +58,20 @@ func Phases() []Phase {
 	}
 	return out
 }
+
+// filteredPhases are the phases an operator filters by: the long waits
+// (on a device, another update, an approval, a fleet of children) where an
+// update may sit for minutes or hours. Under changeBookkeepingV2 only they
+// (and every change of state) are published as the search attribute; a
+// short phase (a precheck, a ledger write, a commit) shows in the progress
+// query and the current details, and the attribute keeps the last long one.
+var filteredPhases = map[Phase]bool{
+	PhaseAwaitingApproval: true, PhaseRunningStage: true, PhasePlanning: true, PhaseInstalling: true,
+	PhaseBudgetExceeded: true, PhaseWaitingForTarget: true, PhaseCheckingDrift: true,
+	MGSPhaseUpdating: true, MGSPhaseConcurrent: true, MGSPhaseHostBoot: true,
+	ZonePhaseRemovingZone: true, ZonePhaseAwaitingInventory: true, ZonePhaseReassigningSagas: true, ZonePhaseVerifyingSagas: true,
+	bumpPhasePreconditions: true, bumpPhasePatching: true, bumpPhaseCanary: true, bumpPhaseRollingBack: true, bumpPhaseSkew: true,
+}
+
+// Filtered reports whether p is a phase operators filter by.
+func (p Phase) Filtered() bool { return filteredPhases[p] }

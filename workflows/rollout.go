@@ -148,9 +148,9 @@ func (r *rollout) setup(ctx workflow.Context) error {
 const changeRolloutCancelWaits = "rollout-cancel-waits-for-children"
 
 func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
-	r.cancelWaits = workflow.GetVersion(ctx, changeRolloutCancelWaits, workflow.DefaultVersion, 1) == 1
-	r.endAlways = workflow.GetVersion(ctx, changeRolloutEndsOnEveryError, workflow.DefaultVersion, 1) == 1
-	r.planGates = workflow.GetVersion(ctx, changeRolloutPlanAtGate, workflow.DefaultVersion, 1) == 1
+	r.cancelWaits = hasChange(ctx, changeRolloutCancelWaits)
+	r.endAlways = hasChange(ctx, changeRolloutEndsOnEveryError)
+	r.planGates = hasChange(ctx, changeRolloutPlanAtGate)
 	for _, st := range r.in.Stages {
 		if st.Approval {
 			if err := r.awaitApproval(ctx, st); err != nil {

@@ -98,7 +98,7 @@ func (w *spFirmware) run(ctx workflow.Context) (mgsEnding, error) {
 		return mgsEnding{}, err
 	}
 
-	fresh := workflow.GetVersion(ctx, changePrecheckEveryAttempt, workflow.DefaultVersion, 1) >= 1
+	fresh := hasChange(ctx, changePrecheckEveryAttempt)
 	why := ""
 	for {
 		// 3. A new attempt: fresh UUID, intent in the ledger first; from

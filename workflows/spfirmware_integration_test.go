@@ -195,7 +195,7 @@ func TestSPFirmwareAgainstFleetsimHappyPath(t *testing.T) {
 	assert.LessOrEqual(t, n, 60, "no event per poll")
 	// sp-firmware-happy.json is kept as recorded before the
 	// end-attempt-being-recorded change; new recordings carry its marker.
-	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/sp-firmware-happy-v2.json")
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/sp-firmware-happy-v3.json")
 
 	// Again: already at target.
 	again := st.startWF(workflows.KindSPFirmware, st.spInput(2, "1.1.0"), workflows.SPFirmwareUpdate)

@@ -108,11 +108,16 @@ func newMGSTest(t *testing.T) *mgsTest {
 		m.mu.Unlock()
 		return call[activities.AbortInput, string](m, "MGSAbortUpdate", ctx, in)
 	})
+	m.script("HostPostUpdate", func(context.Context, activities.HostPostUpdateInput) error { return nil })
 	m.on(m.a.HostPostUpdate, func(ctx context.Context, in activities.HostPostUpdateInput) error {
 		m.mu.Lock()
 		m.hostPost = append(m.hostPost, in)
 		m.mu.Unlock()
-		return nil
+		return m.next("HostPostUpdate").(func(context.Context, activities.HostPostUpdateInput) error)(ctx, in)
+	})
+	m.script("HostCycledOntoSlot", func(context.Context, activities.HostPostUpdateInput) (bool, error) { return true, nil })
+	m.on(m.a.HostCycledOntoSlot, func(ctx context.Context, in activities.HostPostUpdateInput) (bool, error) {
+		return call[activities.HostPostUpdateInput, bool](m, "HostCycledOntoSlot", ctx, in)
 	})
 	m.script("HostWaitBoot", func(_ context.Context, in activities.HostWaitBootInput) (activities.HostWaitBootResult, error) {
 		return activities.HostWaitBootResult{Booted: true, Offset: 100, Total: 100}, nil

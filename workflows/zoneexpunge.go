@@ -236,11 +236,11 @@ func (w *zoneExpunge) setup(ctx workflow.Context) error {
 }
 
 func (w *zoneExpunge) run(ctx workflow.Context) (ZoneExpungeResult, error) {
-	w.finishAfterRemoval = workflow.GetVersion(ctx, changeZoneFinishAfterRemoval, workflow.DefaultVersion, 1) >= 1
-	if workflow.GetVersion(ctx, changeZoneLedgerEndFirst, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	w.finishAfterRemoval = hasChange(ctx, changeZoneFinishAfterRemoval)
+	if !hasChange(ctx, changeZoneLedgerEndFirst) {
 		w.life.stateFirst = func(failed bool) bool { return failed }
 	}
-	w.rowForEveryEnd = workflow.GetVersion(ctx, changeZoneRowForEveryEnd, workflow.DefaultVersion, 1) >= 1
+	w.rowForEveryEnd = hasChange(ctx, changeZoneRowForEveryEnd)
 	pre, err := w.validate(ctx)
 	if err != nil {
 		if w.rowForEveryEnd {

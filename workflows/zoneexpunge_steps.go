@@ -36,7 +36,7 @@ func (w *zoneExpunge) validate(ctx workflow.Context) (activities.ZonePrecheck, e
 // once (nothing was touched: the expunge ends before its intent).
 func (w *zoneExpunge) unrecordedAttempt(ctx workflow.Context) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx) // also after a cancel
-	id, err := newAttemptID(dctx)
+	id, err := w.life.newAttemptID(dctx)
 	if err != nil {
 		return
 	}
@@ -52,7 +52,7 @@ func (w *zoneExpunge) recordIntent(ctx workflow.Context, pre activities.ZonePrec
 	if pre.ActiveAttempt != nil {
 		w.life.adoptAttempt(*pre.ActiveAttempt)
 	} else {
-		id, err := newAttemptID(ctx)
+		id, err := w.life.newAttemptID(ctx)
 		if err != nil {
 			return ledger.ZoneDisposition{}, err
 		}
@@ -163,7 +163,7 @@ func (w *zoneExpunge) reassignSagas(ctx workflow.Context) error {
 			}).Get(ctx, &moved); err != nil {
 			var appErr *temporal.ApplicationError
 			if !errors.As(err, &appErr) || appErr.Type() != failure.OwnerGone || round >= maxSagaRounds ||
-				workflow.GetVersion(ctx, changeRechooseGoneOwner, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+				!hasChange(ctx, changeRechooseGoneOwner) {
 				return err
 			}
 			// The owner was expunged before the move (nothing moved): choose again.

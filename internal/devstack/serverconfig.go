@@ -93,6 +93,8 @@ history.persistenceMaxQPS:
   - value: 45000
 frontend.namespaceRPS.visibility:
   - value: 100
+system.enableActivityEagerExecution:
+  - value: true
 `
 
 var serverConfigTemplate = template.Must(template.New("temporal").Parse(`# Written by devstack (internal/devstack/serverconfig.go); rewritten at every start.

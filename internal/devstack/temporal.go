@@ -149,6 +149,10 @@ func StartTemporal(ctx context.Context, o TemporalOptions, log zerolog.Logger) (
 		SearchAttributes: temporal.NewSearchAttributes(sas...),
 		Stdout:           o.Output,
 		Stderr:           o.Output,
+		// Eager activities: a worker that schedules an activity runs it from
+		// its workflow task's reply, without a matching round trip (off by
+		// default in the server).
+		ExtraArgs: []string{"--dynamic-config-value", "system.enableActivityEagerExecution=true"},
 	}
 	if o.UIPort != 0 {
 		opts.EnableUI = true

@@ -242,10 +242,7 @@ func TestBumpCanaryFailureRollsBack(t *testing.T) {
 	in.Canary = &workflows.BootImageCanary{MachineSet: "c1-worker-a", Timeout: 3 * time.Second}
 	run := e.start(in)
 	res, err := e.wait(run)
-	require.Error(t, err)
-	var app *temporal.ApplicationError
-	require.ErrorAs(t, err, &app)
-	assert.Equal(t, "BootImageBumpCanaryFailed", app.Type())
+	requireCanaryFailed(t, err)
 	assert.Equal(t, "CanaryFailed", res.Outcome)
 	assert.ElementsMatch(t, []string{"c1-arm64", "c1-worker-a", "c1-worker-b"}, res.Patched)
 	assert.Len(t, res.Skipped, 3, "custom, owned, windows")
@@ -420,4 +417,94 @@ func TestBumpTrustsTheMachineSetsOverTheLedger(t *testing.T) {
 	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
 		assert.Equal(t, golden.Images["amd64"].AWS["us-east-1"], e.truth().MachineSets[ms].Image, ms)
 	}
+}
+
+// Issue 14 (chaos seeds 2 and 3, invariant 7): a bump terminated during its
+// canary runs no compensation: both MachineSets stay patched and the canary
+// scaled up. The next bump of the cluster sees them up to date (the
+// MachineSets are the truth), but adopts the dead run's changes from the
+// ledger, where they were written before they were made: when its own
+// canary fails, every MachineSet is back on its original image and
+// replicas.
+func TestBumpAfterTerminatedBumpUndoesItsChanges(t *testing.T) {
+	ctx := context.Background()
+	e := setup(t, spec.SampleCluster("c1", spec.PlatformAWS, false))
+	e.arm(faults.Fault{Kind: faults.MachineBootFailure, Target: "machineset/c1/c1-worker-a"})
+	e.worker()
+	before := e.truth()
+	in := fastInput()
+	in.Canary = &workflows.BootImageCanary{MachineSet: "c1-worker-a", Timeout: time.Hour}
+	dead := e.start(in)
+	newImage := golden.Images["amd64"].AWS["us-east-1"]
+	require.Eventually(t, func() bool {
+		tr := e.truth()
+		return tr.MachineSets["c1-worker-a"].Image == newImage && tr.MachineSets["c1-worker-b"].Image == newImage &&
+			tr.MachineSets["c1-worker-a"].Replicas == before.MachineSets["c1-worker-a"].Replicas+1
+	}, 60*time.Second, 50*time.Millisecond, "the first bump patched both and scaled its canary up")
+	require.NoError(t, e.Client.TerminateWorkflow(ctx, dead.GetID(), dead.GetRunID(), "chaos: terminated mid-canary"))
+
+	in = fastInput()
+	in.Canary = &workflows.BootImageCanary{MachineSet: "c1-worker-a", Timeout: 3 * time.Second}
+	run := e.start(in)
+	res, err := e.wait(run)
+	requireCanaryFailed(t, err)
+	assert.Empty(t, res.Patched, "the dead run's patches look up to date")
+	assert.Equal(t, []string{"c1-worker-a", "c1-worker-b"}, res.UpToDate)
+
+	tr := e.truth()
+	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
+		assert.Equal(t, before.MachineSets[ms].Image, tr.MachineSets[ms].Image, "%s image (restored: %v)", ms, res.Restored)
+		assert.Equal(t, before.MachineSets[ms].Replicas, tr.MachineSets[ms].Replicas, "%s replicas (restored: %v)", ms, res.Restored)
+	}
+
+	// The ledger: the dead run's attempt released as abandoned, with its
+	// changes written before it made them; the next run's adopted them.
+	byRun := map[string]ledger.Attempt{}
+	as, err := e.Store.Attempts(ctx, run.GetID())
+	require.NoError(t, err)
+	for _, a := range as {
+		byRun[a.RunID] = a
+	}
+	deadAt, nextAt := byRun[dead.GetRunID()], byRun[run.GetRunID()]
+	assert.Equal(t, ledger.StateFailed, deadAt.State)
+	assert.Equal(t, "abandoned", deadAt.Outcome)
+	assert.Equal(t, ledger.StateFailed, nextAt.State)
+	type row struct {
+		MachineSet string
+		Change     ledger.BootImageChangeKind
+		From, To   int32
+		Adopted    bool
+	}
+	rows := func(attempt ledger.Attempt) []row {
+		cs, err := e.Store.BootImageChanges(ctx, attempt.ID)
+		require.NoError(t, err)
+		var out []row
+		for _, c := range cs {
+			out = append(out, row{c.MachineSet, c.Change, c.PreviousReplicas, c.ScaledReplicas, c.AdoptedFrom == deadAt.ID})
+			if c.Change == ledger.BootImageChangeImage {
+				assert.Contains(t, string(c.PreviousImage), before.MachineSets[c.MachineSet].Image, "%s: the original image", c.MachineSet)
+			}
+		}
+		return out
+	}
+	assert.Equal(t, []row{
+		{"c1-worker-a", ledger.BootImageChangeImage, 0, 0, false},
+		{"c1-worker-a", ledger.BootImageChangeScale, 1, 2, false},
+		{"c1-worker-b", ledger.BootImageChangeImage, 0, 0, false},
+	}, rows(deadAt))
+	assert.Equal(t, []row{
+		{"c1-worker-a", ledger.BootImageChangeImage, 0, 0, true},
+		{"c1-worker-a", ledger.BootImageChangeScale, 1, 3, true},
+		{"c1-worker-b", ledger.BootImageChangeImage, 0, 0, true},
+	}, rows(nextAt), "adopted, with its own canary scale-up (2 -> 3) on the original")
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-adopt-abandoned.json")
+}
+
+// requireCanaryFailed: the bump ended with its canary failed.
+func requireCanaryFailed(t *testing.T, err error) {
+	t.Helper()
+	require.Error(t, err)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, "BootImageBumpCanaryFailed", app.Type())
 }

@@ -69,6 +69,8 @@ func newCommand() *cobra.Command {
 		Short: "Measure fleetsaga rollouts against the physical limit and a plain loop",
 		Example: `  bench                                  # N=100,1000, both kinds, P=100 (make bench)
   bench --large                          # also N=5000 (BENCH_LARGE=1 make bench)
+  bench --n 10000 --kinds agent-install --skip-baseline --real-time-n 0 --history-check=false --append
+                                         # the 10,000-server fan-out, added to the table (make bench-large)
   bench --n 200 --kinds agent-install --concurrency 50 --skip-baseline`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
@@ -132,6 +134,8 @@ func newCommand() *cobra.Command {
 	f.StringVar(&cfg.WorkerLogLevel, "worker-log-level", "info", "workers' log level")
 	f.BoolVar(&cfg.KeepDatabases, "keep-databases", false, "keep each run's ledger database")
 	f.BoolVar(&cfg.SkipBaseline, "skip-baseline", false, "do not run the plain-loop baseline")
+	f.IntVar(&cfg.RealTimeN, "real-time-n", envInt("BENCH_REAL_TIME_N", 1000), "also run each kind at this N with real device times (speed-up 1, no loop); 0 disables (env BENCH_REAL_TIME_N)")
+	f.BoolVar(&cfg.Append, "append", false, "keep the runs already in --out/results.json that this invocation does not repeat")
 	f.BoolVar(&cfg.HistoryCheck, "history-check", true, "also run N=10 of each kind with devices 10× slower, to compare history per target")
 	f.DurationVar(&cfg.RunTimeout, "run-timeout", 45*time.Minute, "bound on one kind at one N")
 	f.StringVar(&logLevel, "log-level", "info", "bench log level")

@@ -1,0 +1,104 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/ledger"
+)
+
+// changeBootImageAdoptAbandoned: the bump writes each change (patch, canary
+// scale-up) to the ledger before it makes it, and adopts the changes of the
+// cluster's abandoned bumps (terminated runs never undo theirs) into its
+// own rollback. Before: a terminated bump's patches and canary stayed when
+// the next bump's canary failed (issue #14, chaos invariant 7).
+const changeBootImageAdoptAbandoned = "bootimage-adopt-abandoned-changes"
+
+// adoptAbandoned takes the changes of the bumps of this cluster that were
+// terminated before this one (their attempts released as abandoned when
+// this one's intent was written) and registers their undo first, so that a
+// failed canary or a cancel of this run undoes them last, after this run's
+// own changes: back to the original image and replicas. Each undo is safe
+// when the change never happened (the row is written before the action).
+// A cancel does not stop the adoption: the rows may already be this
+// attempt's, and the cancel must undo them.
+func (b *bootImageBump) adoptAbandoned(ctx workflow.Context) error {
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	var changes []activities.BootImageChange
+	if err := workflow.ExecuteActivity(ledgerOptions(dctx), ledgerActs.AdoptBootImageChanges, b.attemptID).Get(dctx, &changes); err != nil {
+		return err
+	}
+	for _, c := range changes {
+		b.result.Adopted = append(b.result.Adopted, fmt.Sprintf("%s %s (from %s)", c.MachineSet, c.Change, c.AdoptedFrom))
+		switch c.Change {
+		case ledger.BootImageChangeImage:
+			b.adoptedImages = append(b.adoptedImages, c.MachineSet)
+			b.life.beforeAction("restore boot image of "+c.MachineSet+" (adopted)", func(ctx workflow.Context) error {
+				return b.restoreImage(ctx, c.MachineSet, c.Previous, c.Applied)
+			})
+		case ledger.BootImageChangeScale:
+			b.adoptedScales = append(b.adoptedScales, c)
+			b.life.beforeAction("scale "+c.MachineSet+" back down (adopted)", func(ctx workflow.Context) error {
+				return b.undoAdoptedScale(ctx, c)
+			})
+		}
+	}
+	if len(changes) > 0 {
+		b.event(ctx, "adopted", "running", fmt.Sprintf("adopted %d change(s) of abandoned bumps into the rollback", len(changes)))
+	}
+	return nil
+}
+
+// undoAdoptedScale scales an abandoned bump's canary MachineSet back to
+// its replicas before it, from anything up to what the scale-ups left.
+func (b *bootImageBump) undoAdoptedScale(ctx workflow.Context, c activities.BootImageChange) error {
+	return b.scaleDown(ctx, activities.BootImageScaleInput{
+		Cluster: b.in.Cluster, MachineSet: c.MachineSet, From: c.ScaledReplicas, To: c.PreviousReplicas, Down: true,
+	})
+}
+
+// releaseAdoptedCanaries scales the abandoned bumps' canaries back down once
+// this run no longer rolls back: a canary was a proof, not capacity. A
+// failure is reported, not fatal (the images are proven).
+func (b *bootImageBump) releaseAdoptedCanaries(ctx workflow.Context) {
+	for _, c := range b.adoptedScales {
+		_ = b.undoAdoptedScale(ctx, c)
+	}
+}
+
+// recordChange writes a change to the ledger before it is made (runs
+// before changeBootImageAdoptAbandoned did not).
+func (b *bootImageBump) recordChange(ctx workflow.Context, c activities.BootImageChange) error {
+	if !b.adopt {
+		return nil
+	}
+	c.AttemptID = b.attemptID
+	return workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.RecordBootImageChange, c).Get(ctx, nil)
+}
+
+// scaleDown undoes a canary scale-up and notes the outcome.
+func (b *bootImageBump) scaleDown(ctx workflow.Context, in activities.BootImageScaleInput) error {
+	var a *activities.BootImageActivities
+	err := workflow.ExecuteActivity(b.bumpChangeOptions(ctx, fmt.Sprintf("scale %s %d -> %d", in.MachineSet, in.From, in.To)), a.ScaleMachineSet, in).Get(ctx, nil)
+	msg := fmt.Sprintf("%s: scaled back to %d", in.MachineSet, in.To)
+	if err != nil {
+		msg = in.MachineSet + ": scale down failed: " + err.Error()
+	}
+	b.result.Restored = append(b.result.Restored, msg)
+	return err
+}
+
+// adoptedCanary is the canary of a run that patched nothing itself but
+// adopted patches never proven: the first adopted MachineSet now on the
+// golden image ("" when there is none).
+func (b *bootImageBump) adoptedCanary() string {
+	for _, name := range b.adoptedImages {
+		if contains(b.result.UpToDate, name) {
+			return name
+		}
+	}
+	return ""
+}

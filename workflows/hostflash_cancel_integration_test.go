@@ -1,0 +1,60 @@
+package workflows_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+
+	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+// Issue 14 (chaos seed 2): the operator cancels a host flash while the
+// host boots the new slot (phase host-boot, after the power cycle). The
+// power cycle is not undone: fleetsim's host boots the new image, and the
+// ledger agrees (completed, not cancelled); the result says the cancel was
+// ignored. Recorded: the cancel path's history.
+func TestHostFlashCancelledWhileBootingEndsCompletedOnFleetsim(t *testing.T) {
+	const cubby = 2
+	st := newMGSStack(t, func(s *spec.Spec) {
+		s.Timings.Phase2BytesPerSecond = 1 << 9 // ×100: 128 KiB in ~2.6 s, long enough to cancel in
+	})
+	in := st.hostInput(cubby)
+	run := st.startWF(workflows.KindHostFlash, in, workflows.HostBootFlashUpdate)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for {
+		if p, ok := st.progress(ctx, run); ok && p.Phase == workflows.MGSPhaseHostBoot {
+			break // the host was power-cycled and boots
+		}
+		desc, err := st.env.Client.DescribeWorkflowExecution(ctx, run.GetID(), run.GetRunID())
+		require.NoError(t, err)
+		if s := desc.WorkflowExecutionInfo.Status; s != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			res, err := st.result(run)
+			t.Fatalf("the update ended (%s) before the host booted: %+v, %v", s, res, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.NoError(t, st.env.Client.CancelWorkflow(ctx, run.GetID(), run.GetRunID()))
+
+	res, err := st.result(run)
+	require.NoError(t, err, "a host flash past its power cycle ends completed")
+	assert.Equal(t, workflows.MGSOutcomeCompletedUpdate, res.Outcome)
+	assert.True(t, res.CancelIgnored)
+
+	tr := st.truth(cubby)
+	assert.Equal(t, simmgs.HostRunning, tr.Host.State)
+	assert.Equal(t, 1, tr.Host.BootedSlot, "the host runs the new slot")
+	assert.Equal(t, "2.0.0", tr.Host.Slots[tr.Host.BootedSlot].Version)
+	assert.Equal(t, in.Phase2.SHA256, tr.Host.BootedPhase2)
+	assert.False(t, tr.Host.StartupOptions.Phase2RecoveryMode, "recovery mode cleared after the boot")
+	st.checkLedgerAgrees(run, cubby, res)
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/host-flash-cancel-after-power-cycle.json")
+}
