@@ -15,6 +15,10 @@ import (
 type InFlightAgentServer struct {
 	Seq     int    `json:"seq"`
 	ChildID string `json:"childId"`
+	// AskTemporal: while its row is open, ask Temporal whether the child
+	// still runs (one call per server: only for stragglers, and while the
+	// rollout waits for its last servers).
+	AskTemporal bool `json:"askTemporal,omitempty"`
 }
 
 // AgentServersEndedRequest asks which in-flight servers have ended.
@@ -35,7 +39,7 @@ type EndedAgentServer struct {
 // AgentServersEnded returns the in-flight servers whose plan row has ended
 // (the row is the truth: a child's report may never come). A row still
 // open whose child workflow is closed (terminated, timed out) is ended
-// failed here, since no one else will end it.
+// failed here, since no one else will end it (asked only where AskTemporal).
 func (a *LedgerActivities) AgentServersEnded(ctx context.Context, r AgentServersEndedRequest) ([]EndedAgentServer, error) {
 	rows, err := a.Store.AgentServers(ctx, r.RolloutID, "", 0)
 	if err != nil {
@@ -52,6 +56,9 @@ func (a *LedgerActivities) AgentServersEnded(ctx context.Context, r AgentServers
 			continue
 		}
 		if open(row.State) {
+			if !s.AskTemporal {
+				continue
+			}
 			why, closed := a.childClosed(ctx, s.ChildID)
 			if !closed {
 				continue

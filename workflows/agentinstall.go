@@ -236,7 +236,8 @@ type agentRollout struct {
 	stopped  bool
 	// window: children outlive runs and report their end by signal.
 	window   bool
-	starting int // children whose start is not yet recorded
+	starting int  // children whose start is not yet recorded
+	settling bool // no more servers start: waiting for those in flight
 }
 
 // InFlightServer is a server whose child runs.

@@ -143,6 +143,7 @@ func (r *agentRollout) drainReports(ctx workflow.Context, reports workflow.Recei
 // settle waits until no server is in flight. A cancel of the rollout,
 // before or meanwhile, is passed on to every child in flight.
 func (r *agentRollout) settle(ctx, dctx workflow.Context) {
+	r.settling = true
 	if err := workflow.Await(ctx, func() bool { return len(r.running) == 0 }); err == nil {
 		return
 	}
@@ -167,15 +168,18 @@ func (r *agentRollout) cancelInFlight(ctx workflow.Context) {
 }
 
 // bookEndedFromLedger books the servers in flight whose ledger row ended
-// without a report reaching the rollout (e.g. a child terminated by an
-// operator: the activity ends its row failed).
+// without a report reaching the rollout, and those whose child closed
+// without ending its row (e.g. terminated by an operator: the activity
+// ends the row failed). Temporal is asked about stragglers only, and about
+// every server once the rollout waits for its last ones.
 func (r *agentRollout) bookEndedFromLedger(ctx workflow.Context) {
 	if len(r.running) == 0 {
 		return
 	}
 	req := activities.AgentServersEndedRequest{RolloutID: r.c.RolloutID}
 	for _, rs := range r.running {
-		req.Servers = append(req.Servers, activities.InFlightAgentServer{Seq: rs.Seq, ChildID: rs.ChildID})
+		req.Servers = append(req.Servers, activities.InFlightAgentServer{Seq: rs.Seq, ChildID: rs.ChildID,
+			AskTemporal: rs.Flagged || r.settling})
 	}
 	var ended []activities.EndedAgentServer
 	if err := workflow.ExecuteActivity(ledgerOptions(ctx), agentLedger.AgentServersEnded, req).Get(ctx, &ended); err != nil {
