@@ -238,6 +238,7 @@ type agentRollout struct {
 	window   bool
 	starting int  // children whose start is not yet recorded
 	settling bool // no more servers start: waiting for those in flight
+	reports  workflow.ReceiveChannel
 }
 
 // InFlightServer is a server whose child runs.
@@ -320,6 +321,7 @@ func (r *agentRollout) run(ctx workflow.Context) (AgentInstallResult, error) {
 	if more {
 		r.l.phase(ctx, PhaseContinuingAsNew, fmt.Sprintf("after %d servers", r.c.Cursor))
 		next := r.in
+		r.carryInFlight(ctx)
 		next.Carry = r.c
 		return AgentInstallResult{}, workflow.NewContinueAsNewError(ctx, AgentInstall, next)
 	}

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -26,11 +27,11 @@ func (r *agentRollout) fanOutAcrossRuns(ctx workflow.Context) (more bool, err er
 	r.l.phase(ctx, PhaseInstalling)
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	reports := workflow.GetSignalChannel(ctx, AgentServerDoneSignal)
+	r.reports = workflow.GetSignalChannel(ctx, AgentServerDoneSignal)
 	workflow.Go(dctx, func(ctx workflow.Context) {
 		for {
 			var d AgentServerDone
-			reports.Receive(ctx, &d)
+			r.reports.Receive(ctx, &d)
 			r.reported(ctx, d)
 		}
 	})
@@ -48,9 +49,7 @@ func (r *agentRollout) fanOutAcrossRuns(ctx workflow.Context) (more bool, err er
 	// Every started child is recorded before the run ends or cancels them.
 	_ = workflow.Await(dctx, func() bool { return r.starting == 0 })
 	if more && !r.stopped && err == nil && ctx.Err() == nil {
-		r.drainReports(ctx, reports)
-		r.c.InFlight = r.running
-		return true, nil
+		return true, nil // the servers in flight are carried (carryInFlight)
 	}
 	r.settle(ctx, dctx)
 	if ctx.Err() != nil {
@@ -128,16 +127,21 @@ func (r *agentRollout) reported(ctx workflow.Context, d AgentServerDone) {
 	r.done(ctx, d.Seq, d.Result)
 }
 
-// drainReports books every report already received, so none is lost with
-// the run that continues as new.
-func (r *agentRollout) drainReports(ctx workflow.Context, reports workflow.ReceiveChannel) {
+// carryInFlight hands the servers in flight to the next run, right before
+// it continues as new (nothing may yield after it): it first books every
+// report already received, so none is lost with this run.
+func (r *agentRollout) carryInFlight(ctx workflow.Context) {
+	if !r.window {
+		return
+	}
 	for {
 		var d AgentServerDone
-		if !reports.ReceiveAsync(&d) {
-			return
+		if !r.reports.ReceiveAsync(&d) {
+			break
 		}
 		r.reported(ctx, d)
 	}
+	r.c.InFlight = slices.Clone(r.running)
 }
 
 // settle waits until no server is in flight. A cancel of the rollout,
