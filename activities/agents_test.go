@@ -378,3 +378,33 @@ func TestOrphanedInstancesOfDeletedServerAreFoundAndRemoved(t *testing.T) {
 	require.NoError(t, v.Get(&rep))
 	assert.Zero(t, rep.Counts[activities.DriftOrphanInstance])
 }
+
+// RecordAgentOnServer after an install whose refresh cn-agent lost: CNAPI's
+// record and then the SAPI instance show the new image, and a retry of the
+// pair changes nothing more.
+func TestRecordAgentOnServerMovesRecordThenIntent(t *testing.T) {
+	d := spec.GenerateDatacenter(2, 4)
+	d.Servers[0].StaleRefresh = true
+	e := newSim(t, d)
+	ctx := context.Background()
+	vm := planned(t, d, "vm-agent")
+	srv := d.Servers[0]
+	_, err := e.act.ExecuteActivity(e.acts.InstallAgentImage, activities.InstallAgentRequest{Server: srv.UUID, Agent: vm})
+	require.NoError(t, err)
+
+	for i := range 2 {
+		v, err := e.act.ExecuteActivity(e.acts.RecordAgentOnServer, activities.RefreshAgentRequest{Server: srv.UUID, Agent: vm})
+		require.NoError(t, err)
+		var ir activities.SetAgentIntentResult
+		require.NoError(t, v.Get(&ir))
+		assert.Equal(t, srv.Agents[3].UUID, ir.InstanceUUID, "the agent's own instance")
+		assert.Equal(t, i == 0, ir.Changed, "a retry changes nothing more")
+	}
+	s, err := e.acts.CNAPI.GetServer(ctx, srv.UUID)
+	require.NoError(t, err)
+	rec, _ := s.Agent("vm-agent")
+	assert.Equal(t, vm.ImageUUID, rec.ImageUUID, "CNAPI's record")
+	inst, err := e.acts.SAPI.GetInstance(ctx, srv.Agents[3].UUID)
+	require.NoError(t, err)
+	assert.Equal(t, vm.ImageUUID, inst.Params.ImageUUID, "SAPI's intent")
+}

@@ -295,6 +295,9 @@ func (s *agentServer) agent(ctx workflow.Context, ag activities.PlannedAgent, st
 	// The actual state moved (or already was there): now CNAPI's record,
 	// then the intent.
 	s.step(ctx, PhaseRecordingAgents, ag.Label())
+	if bookkeepingV2(ctx) {
+		return s.recordAgent(ctx, ag, step)
+	}
 	var entry struct {
 		UUID uuid.UUID `json:"uuid"`
 	}
@@ -333,4 +336,21 @@ func (s *agentServer) event(ctx workflow.Context, step string, stepErr error, ms
 	if err := ledgerCall(ctx, agentLedger.AppendEvent, e).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("could not append ledger event", "step", step, "error", err)
 	}
+}
+
+// recordAgent makes CNAPI's record and then the SAPI intent show the agent
+// at its image, in one activity (RecordAgentOnServer; changeBookkeepingV2).
+func (s *agentServer) recordAgent(ctx workflow.Context, ag activities.PlannedAgent, step AgentStep) (AgentStep, error) {
+	var intent activities.SetAgentIntentResult
+	err := workflow.ExecuteActivity(s.apiOptions(ctx, "record "+ag.Name+" on "+s.in.Hostname+" in CNAPI and SAPI"), agentActs.RecordAgentOnServer,
+		activities.RefreshAgentRequest{Server: s.in.Server, Agent: ag}).Get(ctx, &intent)
+	msg := fmt.Sprintf("SAPI instance %s at %s", intent.InstanceUUID, ag.Label())
+	if intent.Created {
+		msg += " (created)"
+	}
+	s.event(ctx, "intent:"+ag.Name, err, msg)
+	if err != nil {
+		step.Outcome, step.Error = AgentOutcomeFailed, err.Error()
+	}
+	return step, err
 }

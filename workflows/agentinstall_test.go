@@ -376,15 +376,13 @@ func serverEnv(t *testing.T, have []triton.Agent, prepErr, installErr error) (*t
 			}
 			return activities.InstallAgentResult{TaskID: "t-" + r.Agent.Name}, nil
 		}).Maybe()
-	env.OnActivity(agentActs.RefreshServerAgents, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, r activities.RefreshAgentRequest) (triton.Agent, error) {
+	// CNAPI's record, then the SAPI intent, in one activity (their order
+	// inside it: TestRecordAgentOnServerMovesRecordThenIntent).
+	env.OnActivity(agentActs.RecordAgentOnServer, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, r activities.RefreshAgentRequest) (activities.SetAgentIntentResult, error) {
 			calls.add("refresh " + r.Agent.Name)
-			return triton.Agent{Name: r.Agent.Name, ImageUUID: r.Agent.ImageUUID, UUID: uuid.New()}, nil
-		}).Maybe()
-	env.OnActivity(agentActs.SetAgentIntent, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, r activities.SetAgentIntentRequest) (activities.SetAgentIntentResult, error) {
 			calls.add("intent " + r.Agent.Name)
-			return activities.SetAgentIntentResult{InstanceUUID: r.InstanceUUID, Changed: true}, nil
+			return activities.SetAgentIntentResult{InstanceUUID: uuid.New(), Changed: true}, nil
 		}).Maybe()
 	env.OnActivity(agentActs.FinishAgentServer, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, r activities.FinishAgentServerRequest) error { fin = r; return nil })
@@ -474,8 +472,7 @@ func TestAgentServerWaitsWhileAnotherUpdateHoldsTheServer(t *testing.T) {
 	env.OnActivity(agentLedger.AppendEvent, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(agentActs.PrepareAgentServer, mock.Anything, mock.Anything).Return(activities.AgentServerState{}, nil)
 	env.OnActivity(agentActs.InstallAgentImage, mock.Anything, mock.Anything).Return(activities.InstallAgentResult{TaskID: "t"}, nil)
-	env.OnActivity(agentActs.RefreshServerAgents, mock.Anything, mock.Anything).Return(triton.Agent{UUID: uuid.New()}, nil)
-	env.OnActivity(agentActs.SetAgentIntent, mock.Anything, mock.Anything).Return(activities.SetAgentIntentResult{}, nil)
+	env.OnActivity(agentActs.RecordAgentOnServer, mock.Anything, mock.Anything).Return(activities.SetAgentIntentResult{}, nil)
 	env.OnActivity(agentActs.FinishAgentServer, mock.Anything, mock.Anything).Return(nil)
 	env.ExecuteWorkflow(AgentInstallServer, AgentServerInput{Server: uuid.New(), Agents: []activities.PlannedAgent{vmAgent}})
 	require.NoError(t, env.GetWorkflowError())

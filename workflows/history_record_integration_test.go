@@ -46,6 +46,8 @@ func TestAgentWorkflowsOnFleetsimRecordHistories(t *testing.T) {
 	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/agent-install-one-failed-v2.json")
 	child := run.GetID() + "/" + res.RolloutID.String() + "/" + d.Servers[2].UUID.String()
 	replay.Record(t, s.env.Client, child, "", "testdata/histories/agent-install-server-failed-v2.json")
+	installed := run.GetID() + "/" + res.RolloutID.String() + "/" + d.Servers[0].UUID.String()
+	replay.Record(t, s.env.Client, installed, "", "testdata/histories/agent-install-server-installed-v2.json")
 
 	// Drift: one server's intent is ahead of its actual image.
 	sapi, err := triton.NewSAPI(s.sim.URL + "/sapi")
