@@ -124,6 +124,21 @@ type TemporalOptions struct {
 // StartTemporal starts the pinned Temporal dev server with fleetsaga's
 // search attributes registered.
 func StartTemporal(ctx context.Context, o TemporalOptions, log zerolog.Logger) (*testsuite.DevServer, error) {
+	// A port picked free may be taken before the server binds it (tests
+	// start many servers at once): a server that never answers is tried
+	// again on another port.
+	pick := o.Port == 0
+	for attempt := 1; ; attempt++ {
+		srv, err := startTemporalOnce(ctx, o, log)
+		if err == nil || !pick || attempt == 3 || ctx.Err() != nil {
+			return srv, err
+		}
+		log.Warn().Err(err).Int("attempt", attempt).Msg("Temporal dev server did not come up; trying another port")
+		o.Port = 0
+	}
+}
+
+func startTemporalOnce(ctx context.Context, o TemporalOptions, log zerolog.Logger) (*testsuite.DevServer, error) {
 	bin, err := TemporalBinary(log)
 	if err != nil {
 		return nil, err
