@@ -34,7 +34,7 @@ func hostFlashSeedScenario(t *testing.T, spRecord bool) {
 	const cubby = 2
 	st := newMGSStack(t, func(s *spec.Spec) {
 		s.Racks[0].SPPhase2Record = spRecord
-		s.Timings.Phase2BytesPerSecond = 1 << 9 // ×100: 128 KiB in ~2.6 s, long enough to watch on a loaded machine
+		s.Timings.Phase2BytesPerSecond = 1 << 7 // ×100: 128 KiB in ~10 s, long enough to watch on a loaded machine
 	})
 	in := st.hostInput(cubby)
 	in.Timing.CheckpointEvery = 100 * time.Millisecond
