@@ -34,10 +34,11 @@ func hostFlashSeedScenario(t *testing.T, spRecord bool) {
 	const cubby = 2
 	st := newMGSStack(t, func(s *spec.Spec) {
 		s.Racks[0].SPPhase2Record = spRecord
-		s.Timings.Phase2BytesPerSecond = 1 << 7 // ×100: 128 KiB in ~10 s, long enough to watch on a loaded machine
+		s.Timings.Phase2BytesPerSecond = 1 << 8 // ×100: 128 KiB in ~5 s, long enough to watch on a loaded machine
 	})
 	in := st.hostInput(cubby)
 	in.Timing.CheckpointEvery = 100 * time.Millisecond
+	in.Timing.NewVersionTimeout = time.Minute // the fetch alone takes ~5 s
 	run := st.startWF(workflows.KindHostFlash, in, workflows.HostBootFlashUpdate)
 
 	// Watch the progress query while the host boots.
