@@ -311,11 +311,7 @@ func (s *agentServer) agent(ctx workflow.Context, ag activities.PlannedAgent, st
 	var intent activities.SetAgentIntentResult
 	err = workflow.ExecuteActivity(s.apiOptions(ctx, "set SAPI intent of "+ag.Name+" on "+s.in.Hostname), agentActs.SetAgentIntent,
 		activities.SetAgentIntentRequest{Server: s.in.Server, Agent: ag, InstanceUUID: entry.UUID}).Get(ctx, &intent)
-	msg := fmt.Sprintf("SAPI instance %s at %s", intent.InstanceUUID, ag.Label())
-	if intent.Created {
-		msg += " (created)"
-	}
-	s.event(ctx, "intent:"+ag.Name, err, msg)
+	s.event(ctx, "intent:"+ag.Name, err, intentNote(intent, ag))
 	if err != nil {
 		step.Outcome, step.Error = AgentOutcomeFailed, err.Error()
 		return step, err
@@ -344,13 +340,18 @@ func (s *agentServer) recordAgent(ctx workflow.Context, ag activities.PlannedAge
 	var intent activities.SetAgentIntentResult
 	err := workflow.ExecuteActivity(s.apiOptions(ctx, "record "+ag.Name+" on "+s.in.Hostname+" in CNAPI and SAPI"), agentActs.RecordAgentOnServer,
 		activities.RefreshAgentRequest{Server: s.in.Server, Agent: ag}).Get(ctx, &intent)
-	msg := fmt.Sprintf("SAPI instance %s at %s", intent.InstanceUUID, ag.Label())
-	if intent.Created {
-		msg += " (created)"
-	}
-	s.event(ctx, "intent:"+ag.Name, err, msg)
+	s.event(ctx, "intent:"+ag.Name, err, intentNote(intent, ag))
 	if err != nil {
 		step.Outcome, step.Error = AgentOutcomeFailed, err.Error()
 	}
 	return step, err
+}
+
+// intentNote is the ledger event's text for a SAPI intent moved to ag.
+func intentNote(intent activities.SetAgentIntentResult, ag activities.PlannedAgent) string {
+	msg := fmt.Sprintf("SAPI instance %s at %s", intent.InstanceUUID, ag.Label())
+	if intent.Created {
+		msg += " (created)"
+	}
+	return msg
 }
