@@ -29,6 +29,9 @@ type StartUpdateInput struct {
 	Artifact     ArtifactRef      `json:"artifact"`
 	// PollInterval paces retries while the SP updates another component.
 	PollInterval time.Duration `json:"pollInterval"`
+	// ThenWait, when set, makes an accepted start go on to the first leg
+	// of the wait for it (MGSWaitUpdate's), in the same activity.
+	ThenWait *WaitUpdateInput `json:"thenWait,omitempty"`
 }
 
 // StartUpdateResult says whether our update started, or who is busy.
@@ -38,13 +41,48 @@ type StartUpdateResult struct {
 	// Busy: another update holds the SP; Current is its status.
 	Busy    bool             `json:"busy"`
 	Current mgs.UpdateStatus `json:"current"`
+	// Wait is the first leg of the wait (ThenWait; nil when not started).
+	Wait *WaitUpdateResult `json:"wait,omitempty"`
 }
 
-// MGSStartUpdate sends the image through any reachable MGS (failing over on
+// MGSStartUpdate sends the image (startUpdate) and, with ThenWait, waits
+// for the accepted update: one activity task where there were two. A retry
+// after the SP accepted our update (the heartbeat says so) only waits: an
+// SP reset since then has lost the update, and the wait reports it lost
+// rather than sending the same attempt twice.
+func (a *MGSActivities) MGSStartUpdate(ctx context.Context, in StartUpdateInput) (StartUpdateResult, error) {
+	if in.ThenWait != nil && acceptedBefore(ctx) {
+		return a.thenWait(ctx, StartUpdateResult{Started: true}, *in.ThenWait)
+	}
+	out, err := a.startUpdate(ctx, in)
+	if err != nil || !out.Started || in.ThenWait == nil {
+		return out, err
+	}
+	activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "accepted", Accepted: true})
+	return a.thenWait(ctx, out, *in.ThenWait)
+}
+
+func (a *MGSActivities) thenWait(ctx context.Context, out StartUpdateResult, w WaitUpdateInput) (StartUpdateResult, error) {
+	wr, err := a.MGSWaitUpdate(ctx, w)
+	if err != nil {
+		return out, err
+	}
+	out.Wait = &wr
+	return out, nil
+}
+
+// acceptedBefore: an earlier attempt of this activity saw our update
+// accepted (its last heartbeat).
+func acceptedBefore(ctx context.Context) bool {
+	var hb WaitHeartbeat
+	return activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &hb) == nil && hb.Accepted
+}
+
+// startUpdate sends the image through any reachable MGS (failing over on
 // transport errors). A retry after a lost reply finds our ID on the SP and
 // does not send it again. 503 UpdateInProgress for someone else's update
 // is not an error: the result says Busy.
-func (a *MGSActivities) MGSStartUpdate(ctx context.Context, in StartUpdateInput) (StartUpdateResult, error) {
+func (a *MGSActivities) startUpdate(ctx context.Context, in StartUpdateInput) (StartUpdateResult, error) {
 	var out StartUpdateResult
 	set, err := a.set()
 	if err != nil {

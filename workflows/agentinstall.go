@@ -417,8 +417,7 @@ func (r *agentRollout) overBudget() bool { return r.c.Failed > r.budget }
 // fanOut runs this run's share of the plan in a sliding window. It reports
 // whether servers remain for the next run.
 func (r *agentRollout) fanOut(ctx workflow.Context) (more bool, err error) {
-	v := workflow.GetVersion(ctx, changeAgentWindowAcrossRuns, workflow.DefaultVersion, 1)
-	if r.window = v != workflow.DefaultVersion || len(r.running) > 0; r.window {
+	if r.window = hasChange(ctx, changeAgentWindowAcrossRuns) || len(r.running) > 0; r.window {
 		return r.fanOutAcrossRuns(ctx)
 	}
 	r.l.phase(ctx, PhaseInstalling)

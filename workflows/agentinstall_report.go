@@ -28,7 +28,7 @@ func (s *agentServer) report(ctx workflow.Context) {
 	if s.in.ReportTo == "" {
 		return
 	}
-	if workflow.GetVersion(ctx, changeAgentServerReports, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !hasChange(ctx, changeAgentServerReports) {
 		return
 	}
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)

@@ -26,16 +26,40 @@ import (
 // A run started before it keeps the old path to its end.
 const changeBookkeepingV2 = "bookkeeping-v2"
 
-// bookkeepingV2 says whether this run takes changeBookkeepingV2. The first
+// changeBookkeepingV3 names the second cut (issue #17): an SP firmware
+// update's first precheck is a local activity, and its start and the first
+// leg of its wait are one activity (MGS accepts an update at once: no
+// decision lies between them), which saves two workflow tasks and two
+// activity tasks per update. It takes every change before it
+// (consolidatedChanges, consolidatedV3) without a marker of its own.
+const changeBookkeepingV3 = "bookkeeping-v3"
+
+// bookkeeping is the cost level this run takes: 3 (changeBookkeepingV3),
+// 2 (changeBookkeepingV2) or 1 (neither). A fresh run records only the
+// newest marker; a run that recorded an older one replays it. The first
 // call records the version; later calls return it at no cost.
-func bookkeepingV2(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, changeBookkeepingV2, workflow.DefaultVersion, 1) >= 1
+func bookkeeping(ctx workflow.Context) int {
+	if workflow.GetVersion(ctx, changeBookkeepingV3, workflow.DefaultVersion, 1) >= 1 {
+		return 3
+	}
+	if workflow.GetVersion(ctx, changeBookkeepingV2, workflow.DefaultVersion, 1) >= 1 {
+		return 2
+	}
+	return 1
 }
 
+// bookkeepingV2 says whether this run takes changeBookkeepingV2 (which
+// changeBookkeepingV3 includes).
+func bookkeepingV2(ctx workflow.Context) bool { return bookkeeping(ctx) >= 2 }
+
+// bookkeepingV3 says whether this run takes changeBookkeepingV3.
+func bookkeepingV3(ctx workflow.Context) bool { return bookkeeping(ctx) >= 3 }
+
 // consolidatedChanges are the changes older than changeBookkeepingV2: a run
-// that takes it takes them all. A change made later is never added here
-// (runs started between the two builds took it without a marker of its
-// own): it calls hasChange, which then asks GetVersion for it.
+// that takes it takes them all. consolidatedV3 are those made between
+// changeBookkeepingV2 and changeBookkeepingV3. A change made later is never
+// added to either (runs started between the two builds took it with a
+// marker of its own): it calls hasChange, which then asks GetVersion for it.
 var consolidatedChanges = map[string]bool{
 	changeAgentDriftCancelEnds: true, changeAgentDriftRemoveOrphans: true,
 	changeAgentClaims: true, changeAgentPlanEndsThroughLifecycle: true, changeAgentPlanErrorWaits: true,
@@ -46,10 +70,15 @@ var consolidatedChanges = map[string]bool{
 	changeRechooseGoneOwner: true,
 }
 
+var consolidatedV3 = map[string]bool{
+	changeHostFinishAfterPowerCycle: true, changeBootImageAdoptAbandoned: true,
+	changeAgentWindowAcrossRuns: true, changeAgentServerReports: true,
+}
+
 // hasChange says whether this run takes change (a GetVersion change with
 // versions DefaultVersion and 1).
 func hasChange(ctx workflow.Context, change string) bool {
-	if consolidatedChanges[change] && bookkeepingV2(ctx) {
+	if (consolidatedChanges[change] && bookkeepingV2(ctx)) || (consolidatedV3[change] && bookkeepingV3(ctx)) {
 		return true
 	}
 	return workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) >= 1

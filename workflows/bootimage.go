@@ -345,7 +345,7 @@ func (b *bootImageBump) run(ctx workflow.Context) (BootImageBumpResult, error) {
 	b.fromCluster = hasChange(ctx, changeBootImageOptInFromCluster)
 	b.awaitCancel = hasChange(ctx, changeBootImageAwaitCancel)
 	oldEnding := !hasChange(ctx, changeBootImageLedgerEndFirst)
-	b.adopt = workflow.GetVersion(ctx, changeBootImageAdoptAbandoned, workflow.DefaultVersion, 1) >= 1
+	b.adopt = hasChange(ctx, changeBootImageAdoptAbandoned)
 	if oldEnding {
 		b.life.stateFirst = func(bool) bool { return true }
 	}

@@ -176,7 +176,7 @@ func (w *hostFlash) run(ctx workflow.Context) (mgsEnding, error) {
 // (persist) and power-cycles the host. It returns the context to follow
 // the boot on: past the power cycle, the disconnected w.booting.
 func (w *hostFlash) activate(ctx workflow.Context, slot uint16) (workflow.Context, error) {
-	finish := workflow.GetVersion(ctx, changeHostFinishAfterPowerCycle, workflow.DefaultVersion, 1) >= 1
+	finish := hasChange(ctx, changeHostFinishAfterPowerCycle)
 	w.phase(ctx, MGSPhasePostUpdate)
 	in := activities.HostPostUpdateInput{SP: w.sp, AttemptID: w.attemptID(), NewSlot: slot, Phase2: w.in.Phase2}
 	actx := w.longOpts(ctx, 30*time.Minute, "activate the new slot, boot the host")

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/fleetsaga/fleetsaga/failure"
@@ -89,7 +90,7 @@ func hostFlashSeedScenario(t *testing.T, spRecord bool) {
 	assert.Equal(t, "host-boot", last.Phase)
 	assert.EqualValues(t, 128<<10, last.Done, "the ledger shows the fetch at 100%")
 	if !spRecord {
-		replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/host-flash-seed-served-only.json")
+		replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/host-flash-seed-served-only-bk3.json")
 	}
 }
 
@@ -136,7 +137,8 @@ func TestSPFirmwareAgainstFleetsimInvalidInactiveSlot(t *testing.T) {
 	assert.Equal(t, "1.1.0", st.truth(cubby).SP.Active.Version)
 }
 
-// activityAttempts lists the attempt number of each start of activity typ.
+// activityAttempts lists the attempt number of each start of activity typ
+// (for a local activity, the attempt its marker recorded).
 func (st *mgsStack) activityAttempts(run client.WorkflowRun, typ string) []int32 {
 	st.t.Helper()
 	iter := st.env.Client.GetWorkflowHistory(context.Background(), run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -150,6 +152,16 @@ func (st *mgsStack) activityAttempts(run client.WorkflowRun, typ string) []int32
 		}
 		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] {
 			out = append(out, a.GetAttempt())
+		}
+		if m := ev.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "LocalActivity" {
+			var la struct {
+				ActivityType string
+				Attempt      int32
+			}
+			require.NoError(st.t, converter.GetDefaultDataConverter().FromPayloads(m.GetDetails()["data"], &la))
+			if la.ActivityType == typ {
+				out = append(out, la.Attempt)
+			}
 		}
 	}
 	return out

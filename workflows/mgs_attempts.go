@@ -61,19 +61,27 @@ const changeAbortBeforeStart = "abort-registered-before-start"
 func (u *mgsUpdate) start(ctx workflow.Context, fwSlot uint16) (activities.StartUpdateResult, error) {
 	u.phase(ctx, MGSPhaseUpdating)
 	early := hasChange(ctx, changeAbortBeforeStart)
-	actx := u.longOpts(ctx, 15*time.Minute, "start the update")
+	in := activities.StartUpdateInput{
+		SP: u.sp, Component: u.component, FirmwareSlot: fwSlot, UpdateID: u.attemptID(), Artifact: u.artifact,
+		PollInterval: u.timing.PollInterval,
+	}
+	bound, step := 15*time.Minute, "start the update"
+	if u.fewerTasks {
+		// No decision lies between an accepted start and the wait.
+		w := u.waitInput(u.attemptID(), true)
+		in.ThenWait = &w
+		bound, step = bound+u.waitBound(), "start the update, wait for it"
+	}
+	actx := u.longOpts(ctx, bound, step)
 	if early {
 		u.beforeStart()
 		actx = awaitCancel(actx)
 	}
 	var sr activities.StartUpdateResult
-	err := workflow.ExecuteActivity(actx, mgsActs.MGSStartUpdate, activities.StartUpdateInput{
-		SP: u.sp, Component: u.component, FirmwareSlot: fwSlot, UpdateID: u.attemptID(), Artifact: u.artifact,
-		PollInterval: u.timing.PollInterval,
-	}).Get(ctx, &sr)
-	if err != nil {
+	if err := workflow.ExecuteActivity(actx, mgsActs.MGSStartUpdate, in).Get(ctx, &sr); err != nil {
 		return sr, err
 	}
+	u.begun = sr.Wait
 	if sr.Started && !u.started {
 		u.started = true
 		if !early {

@@ -40,6 +40,12 @@ type mgsUpdate struct {
 	// note, when set, is a successful ending's message (a cancel that
 	// came too late to stop the update).
 	note string
+
+	// fewerTasks (SP firmware under changeBookkeepingV3): prechecks run as
+	// local activities, and the start activity runs the first leg of the
+	// wait for our update, which begun holds until wait takes it.
+	fewerTasks bool
+	begun      *activities.WaitUpdateResult
 }
 
 // mgsEnding says how an MGS update succeeded: the outcome and the device

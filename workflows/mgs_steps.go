@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
@@ -16,10 +17,20 @@ import (
 // (ours or someone else's), watch and take over a concurrent update, and
 // the SP's reset. Each sets its activity options beside its call.
 
+// precheck reads the SP (after verifying arts). With fewerTasks it is a
+// local activity: a few reads and an SP image's digest, done within the
+// workflow task that then records the intent and starts the update.
 func (u *mgsUpdate) precheck(ctx workflow.Context, arts []Artifact) (activities.PrecheckResult, error) {
 	var pre activities.PrecheckResult
-	err := workflow.ExecuteActivity(u.shortOpts(ctx, "precheck"), mgsActs.MGSPrecheck,
-		activities.PrecheckInput{SP: u.sp, Component: u.component, Artifacts: arts}).Get(ctx, &pre)
+	in := activities.PrecheckInput{SP: u.sp, Component: u.component, Artifacts: arts}
+	if u.fewerTasks {
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: 2 * time.Minute, ScheduleToCloseTimeout: 30 * time.Minute, RetryPolicy: deviceRetry,
+			Summary: u.summary("precheck"),
+		})
+		return pre, workflow.ExecuteLocalActivity(lctx, mgsActs.MGSPrecheck, in).Get(ctx, &pre)
+	}
+	err := workflow.ExecuteActivity(u.shortOpts(ctx, "precheck"), mgsActs.MGSPrecheck, in).Get(ctx, &pre)
 	return pre, err
 }
 
@@ -61,19 +72,20 @@ func slotVersion(s activities.SlotInfo) string {
 
 // wait watches an update (ours or foreign) until it ends, in one
 // heartbeating activity per leg; checkpoints refresh the progress query.
+// The first leg of our update's wait may have run in the start activity
+// (begun).
 func (u *mgsUpdate) wait(ctx workflow.Context, id uuid.UUID, ours bool) (activities.WaitUpdateResult, error) {
-	in := activities.WaitUpdateInput{
-		SP: u.sp, Component: u.component, UpdateID: id, Ours: ours, AttemptID: u.attemptID(),
-		PollInterval: u.timing.PollInterval, ProgressTimeout: u.timing.ProgressTimeout,
-		TakeoverTimeout: u.timing.TakeoverTimeout, CheckpointEvery: u.timing.CheckpointEvery,
-	}
-	bound := u.timing.ProgressTimeout + u.timing.TakeoverTimeout
+	in := u.waitInput(id, ours)
+	begun := u.begun
+	u.begun = nil
 	for n := 0; ; n++ {
 		if n >= maxCheckpoints {
 			in.CheckpointEvery = 0
 		}
 		var wr activities.WaitUpdateResult
-		if err := workflow.ExecuteActivity(u.longOpts(ctx, 6*bound, "wait for the update"), mgsActs.MGSWaitUpdate, in).Get(ctx, &wr); err != nil {
+		if n == 0 && begun != nil && ours {
+			wr = *begun
+		} else if err := workflow.ExecuteActivity(u.longOpts(ctx, u.waitBound(), "wait for the update"), mgsActs.MGSWaitUpdate, in).Get(ctx, &wr); err != nil {
 			return wr, err
 		}
 		if ours {
@@ -90,6 +102,19 @@ func (u *mgsUpdate) wait(ctx workflow.Context, id uuid.UUID, ours bool) (activit
 		}
 		in.LastBytes, in.LastChange, in.CompleteSince = wr.LastBytes, wr.LastChange, wr.CompleteSince
 	}
+}
+
+func (u *mgsUpdate) waitInput(id uuid.UUID, ours bool) activities.WaitUpdateInput {
+	return activities.WaitUpdateInput{
+		SP: u.sp, Component: u.component, UpdateID: id, Ours: ours, AttemptID: u.attemptID(),
+		PollInterval: u.timing.PollInterval, ProgressTimeout: u.timing.ProgressTimeout,
+		TakeoverTimeout: u.timing.TakeoverTimeout, CheckpointEvery: u.timing.CheckpointEvery,
+	}
+}
+
+// waitBound bounds one leg of a wait (and its retries: longOpts).
+func (u *mgsUpdate) waitBound() time.Duration {
+	return 6 * (u.timing.ProgressTimeout + u.timing.TakeoverTimeout)
 }
 
 // watchConcurrent follows someone else's update of the component until the

@@ -70,6 +70,7 @@ func SPFirmwareUpdate(ctx workflow.Context, in SPFirmwareInput) (MGSUpdateResult
 	if err != nil {
 		return MGSUpdateResult{}, err
 	}
+	u.fewerTasks = bookkeepingV3(ctx)
 	ok, err := (&spFirmware{mgsUpdate: u, in: in}).run(ctx)
 	return u.finish(ctx, ok, err)
 }

@@ -193,9 +193,9 @@ func TestSPFirmwareAgainstFleetsimHappyPath(t *testing.T) {
 	n := st.historyLen(run)
 	t.Logf("history: %d events", n)
 	assert.LessOrEqual(t, n, 60, "no event per poll")
-	// sp-firmware-happy.json is kept as recorded before the
-	// end-attempt-being-recorded change; new recordings carry its marker.
-	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/sp-firmware-happy-v3.json")
+	// Earlier recordings (sp-firmware-happy, -v2, -v3) are kept as they
+	// were recorded; -bk3 files are recorded under changeBookkeepingV3.
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/sp-firmware-happy-bk3.json")
 
 	// Again: already at target.
 	again := st.startWF(workflows.KindSPFirmware, st.spInput(2, "1.1.0"), workflows.SPFirmwareUpdate)
@@ -243,7 +243,7 @@ func TestSPFirmwareAgainstFleetsimDeviceFaults(t *testing.T) {
 			assert.Equal(t, "1.1.0", tr.SP.Active.Version)
 			st.checkLedgerAgrees(run, 3, res)
 			if c.fault == faults.SPResetMidDelivery {
-				replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/sp-firmware-second-attempt.json")
+				replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/sp-firmware-second-attempt-bk3.json")
 			}
 		})
 	}
@@ -425,7 +425,7 @@ func TestHostFlashAgainstFleetsimPhase2ViaOtherMGS(t *testing.T) {
 	n := st.historyLen(run)
 	t.Logf("history: %d events", n)
 	assert.LessOrEqual(t, n, 60)
-	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/host-flash-phase2-other-mgs.json")
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/host-flash-phase2-other-mgs-bk3.json")
 }
 
 func TestHostFlashAgainstFleetsimBootTimeout(t *testing.T) {

@@ -84,18 +84,26 @@ func newMGSTest(t *testing.T) *mgsTest {
 	m.on(m.a.MGSRecordAttempt, func(ctx context.Context, in activities.RecordAttemptInput) error {
 		return m.next("MGSRecordAttempt").(func(context.Context, activities.RecordAttemptInput) error)(ctx, in)
 	})
-	m.on(m.a.MGSStartUpdate, func(ctx context.Context, in activities.StartUpdateInput) (activities.StartUpdateResult, error) {
-		m.mu.Lock()
-		m.starts = append(m.starts, in)
-		m.mu.Unlock()
-		return call[activities.StartUpdateInput, activities.StartUpdateResult](m, "MGSStartUpdate", ctx, in)
-	})
-	m.on(m.a.MGSWaitUpdate, func(ctx context.Context, in activities.WaitUpdateInput) (activities.WaitUpdateResult, error) {
+	wait := func(ctx context.Context, in activities.WaitUpdateInput) (activities.WaitUpdateResult, error) {
 		m.mu.Lock()
 		m.waits = append(m.waits, in)
 		m.mu.Unlock()
 		return call[activities.WaitUpdateInput, activities.WaitUpdateResult](m, "MGSWaitUpdate", ctx, in)
+	}
+	m.on(m.a.MGSStartUpdate, func(ctx context.Context, in activities.StartUpdateInput) (activities.StartUpdateResult, error) {
+		m.mu.Lock()
+		m.starts = append(m.starts, in)
+		m.mu.Unlock()
+		sr, err := call[activities.StartUpdateInput, activities.StartUpdateResult](m, "MGSStartUpdate", ctx, in)
+		if err != nil || !sr.Started || in.ThenWait == nil {
+			return sr, err
+		}
+		// As the real activity: an accepted start waits for it.
+		wr, err := wait(ctx, *in.ThenWait)
+		sr.Wait = &wr
+		return sr, err
 	})
+	m.on(m.a.MGSWaitUpdate, wait)
 	m.on(m.a.SPPostUpdate, func(ctx context.Context, in activities.PostUpdateInput) (activities.PostUpdateResult, error) {
 		m.mu.Lock()
 		m.posts = append(m.posts, in)
@@ -239,6 +247,9 @@ func TestSPFirmwareHappyPath(t *testing.T) {
 	require.Len(t, m.starts, 1)
 	assert.Equal(t, id, m.starts[0].UpdateID)
 	assert.Equal(t, uint16(0), m.starts[0].FirmwareSlot)
+	// The start activity goes on to wait for our update (one task, not two).
+	require.NotNil(t, m.starts[0].ThenWait)
+	assert.Equal(t, id, m.starts[0].ThenWait.UpdateID)
 	assert.True(t, m.waits[0].Ours)
 	require.Len(t, m.posts, 1)
 	assert.Equal(t, id, m.posts[0].UpdateID)
@@ -255,6 +266,19 @@ func TestSPFirmwareHappyPath(t *testing.T) {
 	assert.Equal(t, StateCompleted, p.State)
 	assert.Equal(t, MGSOutcomeCompletedUpdate, p.Outcome)
 	assert.EqualValues(t, 1024, p.Done)
+}
+
+// A run started before changeBookkeepingV3 keeps its separate start and
+// wait activities to its end.
+func TestSPFirmwareBeforeBookkeepingV3StartsThenWaits(t *testing.T) {
+	m := newMGSTest(t)
+	preferOldBookkeeping(m.env)
+	res, err := m.runSP(spInput())
+	require.NoError(t, err)
+	assert.Equal(t, MGSOutcomeCompletedUpdate, res.Outcome)
+	require.Len(t, m.starts, 1)
+	assert.Nil(t, m.starts[0].ThenWait)
+	assert.Len(t, m.waits, 1)
 }
 
 func TestSPFirmwareNoChangeNeeded(t *testing.T) {

@@ -1,0 +1,59 @@
+package activities_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/fleet/mgs"
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
+)
+
+func (m *mgsAct) startThenWait(art activities.ArtifactRef, id uuid.UUID) activities.StartUpdateResult {
+	m.t.Helper()
+	sr, err := exec[activities.StartUpdateResult](m, m.a.MGSStartUpdate, activities.StartUpdateInput{
+		SP: sled2, Component: mgs.ComponentSP, UpdateID: id, Artifact: art, PollInterval: 10 * time.Millisecond,
+		ThenWait: &activities.WaitUpdateInput{SP: sled2, Component: mgs.ComponentSP, UpdateID: id, Ours: true,
+			PollInterval: 10 * time.Millisecond, ProgressTimeout: 500 * time.Millisecond, TakeoverTimeout: 300 * time.Millisecond},
+	})
+	require.NoError(m.t, err)
+	return sr
+}
+
+func TestMGSStartThenWaitsInOneActivity(t *testing.T) {
+	m := newMGSAct(t)
+	id := uuid.New()
+	sr := m.startThenWait(m.artifact("1.1.0"), id)
+	require.True(t, sr.Started)
+	require.NotNil(t, sr.Wait)
+	assert.Equal(t, activities.WaitComplete, sr.Wait.Outcome)
+	assert.Equal(t, id, sr.Wait.Status.ID)
+	assert.Len(t, m.truth().Deliveries, 1)
+
+	// Someone else's update holds the SP: busy, and no wait of ours.
+	sr = m.startThenWait(m.artifact("1.1.0"), uuid.New())
+	assert.True(t, sr.Busy)
+	assert.Nil(t, sr.Wait)
+}
+
+// A retry of the activity after the SP accepted our update, and then lost
+// it in a reset, must report the update lost, not send it a second time
+// under the same attempt.
+func TestMGSStartRetryAfterAcceptedOnlyWaits(t *testing.T) {
+	m := newMGSAct(t)
+	m.reg.Arm(faults.Fault{Kind: faults.SPResetMidDelivery, Target: "sp/sled/2", AfterPercent: 50, Times: 1})
+	id := uuid.New()
+	art := m.artifact("1.1.0")
+	require.True(t, m.start(art, id).Started)
+	require.Equal(t, activities.WaitLost, m.wait(id, true).Outcome)
+
+	m.env.SetHeartbeatDetails(activities.WaitHeartbeat{State: "receiving", Accepted: true})
+	sr := m.startThenWait(art, id)
+	require.NotNil(t, sr.Wait)
+	assert.Equal(t, activities.WaitLost, sr.Wait.Outcome)
+	assert.Len(t, m.truth().Deliveries, 1, "the lost attempt was not sent again")
+}
