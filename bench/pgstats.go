@@ -138,9 +138,16 @@ func (c *pgCounter) top(ctx context.Context, dbname string, limit int) []Stateme
 	return out
 }
 
-// postmasterPID reads the PID of a private cluster's postmaster.
-func postmasterPID(pgDir string) int {
-	b, err := os.ReadFile(filepath.Join(pgDir, "data", "postmaster.pid"))
+// postmasterPID reads the PID of the server's postmaster from its data
+// directory: a private cluster's, or a local server's when this user may
+// read it (0 otherwise: its CPU is then not measured, and counts as other
+// load). A shared server's CPU includes its other databases' work.
+func (c *pgCounter) postmasterPID(ctx context.Context) int {
+	var dir string
+	if err := c.admin.QueryRowContext(ctx, `SHOW data_directory`).Scan(&dir); err != nil {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
 	if err != nil {
 		return 0
 	}

@@ -129,7 +129,7 @@ func (b *Bench) snap(ctx context.Context, st *runStack) snapshot {
 		c, _ := readProcCPU(st.fleetsim.Cmd.Process.Pid)
 		s.fleetsim = c.Self
 	}
-	if pid := postmasterPID(b.pgDir); b.pg.Private && pid != 0 {
+	if pid := b.pgc.postmasterPID(ctx); pid != 0 {
 		s.postgres = treeCPU(pid)
 	}
 	if c, err := readProcCPU(os.Getpid()); err == nil {

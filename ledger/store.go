@@ -88,13 +88,20 @@ var ErrNotFound = errors.New("ledger: no such attempt")
 // Store is the ledger over one PostgreSQL database.
 type Store struct{ db *sql.DB }
 
+// ledgerPool bounds one process's ledger connections.
+const ledgerPool = 20
+
 // Open connects to url and checks that the database answers.
 func Open(ctx context.Context, url string) (*Store, error) {
 	db, err := sql.Open("postgres", url)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger database: %w", err)
 	}
-	db.SetMaxOpenConns(20)
+	// Keep as many idle as open: a worker's activities write in bursts, and
+	// database/sql's default of two idle connections closes and reopens
+	// the rest around every burst (a backend fork and a login each).
+	db.SetMaxOpenConns(ledgerPool)
+	db.SetMaxIdleConns(ledgerPool)
 	db.SetConnMaxIdleTime(time.Minute)
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
