@@ -41,7 +41,11 @@ type EndedAgentServer struct {
 // open whose child workflow is closed (terminated, timed out) is ended
 // failed here, since no one else will end it (asked only where AskTemporal).
 func (a *LedgerActivities) AgentServersEnded(ctx context.Context, r AgentServersEndedRequest) ([]EndedAgentServer, error) {
-	rows, err := a.Store.AgentServers(ctx, r.RolloutID, "", 0)
+	seqs := make([]int, len(r.Servers))
+	for i, s := range r.Servers {
+		seqs[i] = s.Seq
+	}
+	rows, err := a.Store.AgentServersBySeq(ctx, r.RolloutID, seqs)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/lib/pq"
 )
 
 // Agent rollout server states (table agent_rollout_server).
@@ -76,6 +77,12 @@ func (s *Store) AgentServers(ctx context.Context, rollout uuid.UUID, state strin
 		limit = 1 << 30
 	}
 	return s.queryAgentServers(ctx, `WHERE rollout_id = $1 AND ($2 = '' OR state = $2) ORDER BY seq LIMIT $3`, rollout, state, limit)
+}
+
+// AgentServersBySeq returns a rollout's servers with the given plan
+// sequence numbers (the ones in flight: a handful of a large plan).
+func (s *Store) AgentServersBySeq(ctx context.Context, rollout uuid.UUID, seqs []int) ([]AgentServer, error) {
+	return s.queryAgentServers(ctx, `WHERE rollout_id = $1 AND seq = ANY($2) ORDER BY seq`, rollout, pq.Array(seqs))
 }
 
 func (s *Store) queryAgentServers(ctx context.Context, where string, args ...any) ([]AgentServer, error) {

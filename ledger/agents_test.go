@@ -58,6 +58,14 @@ func TestAgentRolloutPlan(t *testing.T) {
 	assert.Equal(t, "installed", done[0].Outcome, "the first ending stands")
 	assert.Error(t, s.SetAgentServer(ctx, rollout, ledger.AgentServer{ServerUUID: uuid.New(), State: ledger.AgentServerDone}))
 
+	// The rows of the servers in flight only, by plan sequence number.
+	some, err := s.AgentServersBySeq(ctx, rollout, []int{9, 1, 4000})
+	require.NoError(t, err)
+	require.Len(t, some, 2)
+	assert.Equal(t, []int{1, 9}, []int{some[0].Seq, some[1].Seq})
+	assert.Equal(t, ledger.AgentServerDone, some[0].State)
+	assert.Equal(t, "cn0008", some[1].Hostname)
+
 	next, err := s.PendingAgentServers(ctx, rollout, 2490, 100)
 	require.NoError(t, err)
 	assert.Len(t, next, 10)
