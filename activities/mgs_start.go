@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,12 +49,18 @@ type StartUpdateResult struct {
 
 // MGSStartUpdate sends the image (startUpdate) and, with ThenWait, waits
 // for the accepted update: one activity task where there were two. A retry
-// after the SP accepted our update (the heartbeat says so) only waits: an
-// SP reset since then has lost the update, and the wait reports it lost
-// rather than sending the same attempt twice.
+// after the SP accepted our update only waits: an SP reset since then has
+// lost the update, and the wait reports it lost rather than sending the
+// same attempt twice.
 func (a *MGSActivities) MGSStartUpdate(ctx context.Context, in StartUpdateInput) (StartUpdateResult, error) {
-	if in.ThenWait != nil && acceptedBefore(ctx) {
-		return a.thenWait(ctx, StartUpdateResult{Started: true}, *in.ThenWait)
+	if in.ThenWait != nil {
+		accepted, err := a.acceptedBefore(ctx, in.UpdateID)
+		if err != nil {
+			return StartUpdateResult{}, err // retried: never guess
+		}
+		if accepted {
+			return a.thenWait(ctx, StartUpdateResult{Started: true}, *in.ThenWait)
+		}
 	}
 	out, err := a.startUpdate(ctx, in)
 	if err != nil || !out.Started || in.ThenWait == nil {
@@ -72,10 +80,25 @@ func (a *MGSActivities) thenWait(ctx context.Context, out StartUpdateResult, w W
 }
 
 // acceptedBefore: an earlier attempt of this activity saw our update
-// accepted (its last heartbeat).
-func acceptedBefore(ctx context.Context) bool {
+// accepted. Its last heartbeat says so if it reached Temporal (heartbeats
+// are throttled: the worker may die first); the ledger's start event,
+// written when MGS accepted the update, says so durably.
+func (a *MGSActivities) acceptedBefore(ctx context.Context, id uuid.UUID) (bool, error) {
+	if !activity.HasHeartbeatDetails(ctx) && activity.GetInfo(ctx).Attempt <= 1 {
+		return false, nil // a first attempt, for a fresh attempt ID
+	}
 	var hb WaitHeartbeat
-	return activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &hb) == nil && hb.Accepted
+	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &hb) == nil && hb.Accepted {
+		return true, nil
+	}
+	if a.Store == nil {
+		return false, nil
+	}
+	evs, err := a.Store.Events(ctx, id)
+	if err != nil {
+		return false, fmt.Errorf("read attempt %s's ledger events: %w", id, err)
+	}
+	return slices.ContainsFunc(evs, func(e ledger.Event) bool { return e.Step == "start" }), nil
 }
 
 // startUpdate sends the image through any reachable MGS (failing over on

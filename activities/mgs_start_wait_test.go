@@ -1,6 +1,7 @@
 package activities_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
+	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
 func (m *mgsAct) startThenWait(art activities.ArtifactRef, id uuid.UUID) activities.StartUpdateResult {
@@ -52,6 +55,32 @@ func TestMGSStartRetryAfterAcceptedOnlyWaits(t *testing.T) {
 	require.Equal(t, activities.WaitLost, m.wait(id, true).Outcome)
 
 	m.env.SetHeartbeatDetails(activities.WaitHeartbeat{State: "receiving", Accepted: true})
+	sr := m.startThenWait(art, id)
+	require.NotNil(t, sr.Wait)
+	assert.Equal(t, activities.WaitLost, sr.Wait.Outcome)
+	assert.Len(t, m.truth().Deliveries, 1, "the lost attempt was not sent again")
+}
+
+// The same retry when the heartbeat that said "accepted" never reached
+// Temporal (heartbeats are throttled; the worker died first): the ledger's
+// start event, written when MGS accepted the update, says it instead.
+// Found by chaos seed 1 (an attempt delivered twice under one ID).
+func TestMGSStartRetryAfterLedgeredStartOnlyWaits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	m := newMGSAct(t)
+	env := testenv.New(t)
+	m.a.Store = env.Store
+	m.reg.Arm(faults.Fault{Kind: faults.SPResetMidDelivery, Target: "sp/sled/2", AfterPercent: 50, Times: 1})
+	id := uuid.New()
+	require.NoError(t, env.Store.RecordIntent(context.Background(), ledger.Attempt{ID: id, UpdateID: "u", Attempt: 1,
+		Kind: "sp-firmware", Target: "sp/sled/2", Artifact: "1.1.0", WorkflowID: "u", RunID: "r"}))
+	art := m.artifact("1.1.0")
+	require.True(t, m.start(art, id).Started)
+	require.Equal(t, activities.WaitLost, m.wait(id, true).Outcome)
+
+	m.env.SetHeartbeatDetails(activities.WaitHeartbeat{State: "other-component-busy: host_boot_flash"})
 	sr := m.startThenWait(art, id)
 	require.NotNil(t, sr.Wait)
 	assert.Equal(t, activities.WaitLost, sr.Wait.Outcome)
