@@ -73,11 +73,13 @@ func (a *MGSActivities) SPPostUpdate(ctx context.Context, in PostUpdateInput) (P
 			return out, mgsErr(err, "read active SP version")
 		}
 		if err != nil {
-			// The SP is not answering (rebooting): wait for it.
+			// The SP is not answering (rebooting): wait for it, asking at
+			// least every second (its return is what the update waits for;
+			// a read of a rebooting SP costs MGS one message).
 			if time.Now().After(deadline) {
 				return out, fmt.Errorf("SP %s did not come back with version %s within %s: %w", in.SP, in.TargetVersion, in.NewVersionTimeout, err)
 			}
-			if err := sleepCtx(ctx, in.PollInterval); err != nil {
+			if err := sleepCtx(ctx, min(in.PollInterval, time.Second)); err != nil {
 				return out, err
 			}
 			continue

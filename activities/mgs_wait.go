@@ -87,6 +87,7 @@ func (a *MGSActivities) MGSWaitUpdate(ctx context.Context, in WaitUpdateInput) (
 		out.LastChange = time.Now()
 	}
 	began := time.Now()
+	var clock deliveryClock
 	pw := progressWriter{a: a, attempt: in.AttemptID}
 	phase := "updating"
 	if !in.Ours {
@@ -126,7 +127,11 @@ func (a *MGSActivities) MGSWaitUpdate(ctx context.Context, in WaitUpdateInput) (
 				pw.write(ctx, phase, out.Bytes, out.Total, false)
 			}
 		}
-		if err := sleepCtx(ctx, in.PollInterval); err != nil {
+		pause := in.PollInterval
+		if in.Ours && err == nil {
+			pause = clock.next(in.PollInterval, out.Bytes, out.Total, now)
+		}
+		if err := sleepCtx(ctx, pause); err != nil {
 			return out, err
 		}
 	}
