@@ -27,7 +27,7 @@ import (
 const changeBookkeepingV2 = "bookkeeping-v2"
 
 // changeBookkeepingV3 names the second cut (issue #17): an SP firmware
-// update's first precheck is a local activity, and its start and the first
+// update's prechecks are local activities, and its start and the first
 // leg of its wait are one activity (MGS accepts an update at once: no
 // decision lies between them), which saves two workflow tasks and two
 // activity tasks per update. It takes every change before it
@@ -58,8 +58,9 @@ func bookkeepingV3(ctx workflow.Context) bool { return bookkeeping(ctx) >= 3 }
 // consolidatedChanges are the changes older than changeBookkeepingV2: a run
 // that takes it takes them all. consolidatedV3 are those made between
 // changeBookkeepingV2 and changeBookkeepingV3. A change made later is never
-// added to either (runs started between the two builds took it with a
-// marker of its own): it calls hasChange, which then asks GetVersion for it.
+// added to either (a run that took that level before the change existed
+// would be taken to have it): it calls hasChange, which then asks
+// GetVersion for it.
 var consolidatedChanges = map[string]bool{
 	changeAgentDriftCancelEnds: true, changeAgentDriftRemoveOrphans: true,
 	changeAgentClaims: true, changeAgentPlanEndsThroughLifecycle: true, changeAgentPlanErrorWaits: true,
