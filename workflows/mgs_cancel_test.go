@@ -62,3 +62,28 @@ func TestHostFlashRechecksSlotAfterConcurrentUpdate(t *testing.T) {
 	require.Len(t, m.hostPost, 1)
 	assert.Equal(t, uint16(1), m.hostPost[0].NewSlot)
 }
+
+// A cancel while the SP is reset to activate our complete update: a
+// complete update cannot be aborted, and left unactivated the next reset
+// by anyone would activate it. The reset is followed to its end and the
+// update ends completed, the cancel noted (chaos seed 3: the ledger said
+// cancelled while the SP ran the new version).
+func TestSPFirmwareCancelDuringResetFinishesTheActivation(t *testing.T) {
+	m := newMGSTest(t)
+	m.script("SPPostUpdate", func(ctx context.Context, in activities.PostUpdateInput) (activities.PostUpdateResult, error) {
+		m.env.CancelWorkflow()
+		<-ctx.Done()
+		return activities.PostUpdateResult{}, ctx.Err()
+	}, func(_ context.Context, in activities.PostUpdateInput) (activities.PostUpdateResult, error) {
+		return activities.PostUpdateResult{Outcome: activities.PostActivated, Active: in.TargetVersion, Resets: 1}, nil
+	})
+	res, err := m.runSP(spInput())
+	require.NoError(t, err)
+	assert.Equal(t, MGSOutcomeCompletedUpdate, res.Outcome)
+	assert.True(t, res.CancelIgnored)
+	assert.Len(t, m.posts, 2, "the reset was followed to its end")
+	assert.Empty(t, m.aborts, "a complete update is not aborted")
+	f := m.lastFinish()
+	assert.Equal(t, ledger.StateCompleted, f.State)
+	assert.Equal(t, MGSOutcomeCompletedUpdate, f.Outcome)
+}

@@ -171,8 +171,12 @@ func (u *mgsUpdate) watchConcurrent(ctx workflow.Context, cur mgs.UpdateStatus) 
 // postUpdateSP resets the SP to activate update id (version want).
 func (u *mgsUpdate) postUpdateSP(ctx workflow.Context, id uuid.UUID, want string) (activities.PostUpdateResult, error) {
 	u.phase(ctx, MGSPhasePostUpdate)
+	actx := u.longOpts(ctx, 4*u.timing.NewVersionTimeout, "reset, wait for the new version")
+	if u.fewerTasks {
+		actx = awaitCancel(actx) // a cancelled reset stops before it is finished (spFirmware)
+	}
 	var pr activities.PostUpdateResult
-	err := workflow.ExecuteActivity(u.longOpts(ctx, 4*u.timing.NewVersionTimeout, "reset, wait for the new version"), mgsActs.SPPostUpdate, activities.PostUpdateInput{
+	err := workflow.ExecuteActivity(actx, mgsActs.SPPostUpdate, activities.PostUpdateInput{
 		SP: u.sp, UpdateID: id, AttemptID: u.attemptID(), TargetVersion: want,
 		ResetRetryInterval: u.timing.ResetRetryInterval, NewVersionTimeout: u.timing.NewVersionTimeout,
 		PollInterval: u.timing.PollInterval,

@@ -136,6 +136,9 @@ func (w *spFirmware) run(ctx workflow.Context) (mgsEnding, error) {
 
 		// 5. Reset and wait for the new version (lost replies handled).
 		pr, err := w.postUpdateSP(ctx, w.attemptID(), target)
+		if err != nil && w.fewerTasks && isCancel(ctx, err) {
+			pr, err = w.activateDespiteCancel(ctx, target)
+		}
 		if err != nil {
 			return mgsEnding{}, err
 		}
@@ -145,6 +148,23 @@ func (w *spFirmware) run(ctx workflow.Context) (mgsEnding, error) {
 		}
 		why = "update " + w.attemptID().String() + " complete but the SP came back running " + pr.Active
 	}
+}
+
+// activateDespiteCancel finishes the reset a cancel interrupted. Our
+// update is complete on the SP: it cannot be aborted, and left unactivated
+// the next reset by anyone would activate it. So the activation is
+// followed to its end and the cancel noted (under changeBookkeepingV3,
+// whose post-update waits for a cancelled reset to stop first).
+func (w *spFirmware) activateDespiteCancel(ctx workflow.Context, target string) (activities.PostUpdateResult, error) {
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	pr, err := w.postUpdateSP(dctx, w.attemptID(), target)
+	if err == nil && pr.Outcome == activities.PostActivated {
+		w.result.CancelIgnored = true
+		w.note = "the cancel arrived after update " + w.attemptID().String() +
+			" was complete on the SP: a complete update is not aborted, so the SP was reset to activate it"
+	}
+	return pr, err
 }
 
 // startOrWatch starts the current attempt, or — while someone else's
