@@ -142,6 +142,9 @@ func (w *spFirmware) run(ctx workflow.Context) (mgsEnding, error) {
 		if err != nil {
 			return mgsEnding{}, err
 		}
+		if ctx.Err() != nil && pr.Outcome == activities.PostActivated {
+			w.cancelCameLate()
+		}
 		if pr.Outcome == activities.PostActivated {
 			// 6. Commit.
 			return mgsEnding{MGSOutcomeCompletedUpdate, w.attemptID()}, nil
@@ -158,13 +161,15 @@ func (w *spFirmware) run(ctx workflow.Context) (mgsEnding, error) {
 func (w *spFirmware) activateDespiteCancel(ctx workflow.Context, target string) (activities.PostUpdateResult, error) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	pr, err := w.postUpdateSP(dctx, w.attemptID(), target)
-	if err == nil && pr.Outcome == activities.PostActivated {
-		w.result.CancelIgnored = true
-		w.note = "the cancel arrived after update " + w.attemptID().String() +
-			" was complete on the SP: a complete update is not aborted, so the SP was reset to activate it"
-	}
-	return pr, err
+	return w.postUpdateSP(dctx, w.attemptID(), target)
+}
+
+// cancelCameLate notes a cancel that arrived while our complete update was
+// being activated (the reset finished before or after it).
+func (w *spFirmware) cancelCameLate() {
+	w.result.CancelIgnored = true
+	w.note = "the cancel arrived after update " + w.attemptID().String() +
+		" was complete on the SP: a complete update is not aborted, so the SP was reset to activate it"
 }
 
 // startOrWatch starts the current attempt, or — while someone else's
