@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
@@ -28,21 +29,7 @@ func TestHostFlashCancelledWhileBootingEndsCompletedOnFleetsim(t *testing.T) {
 	in := st.hostInput(cubby)
 	run := st.startWF(workflows.KindHostFlash, in, workflows.HostBootFlashUpdate)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	for {
-		if p, ok := st.progress(ctx, run); ok && p.Phase == workflows.MGSPhaseHostBoot {
-			break // the host was power-cycled and boots
-		}
-		desc, err := st.env.Client.DescribeWorkflowExecution(ctx, run.GetID(), run.GetRunID())
-		require.NoError(t, err)
-		if s := desc.WorkflowExecutionInfo.Status; s != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			res, err := st.result(run)
-			t.Fatalf("the update ended (%s) before the host booted: %+v, %v", s, res, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	require.NoError(t, st.env.Client.CancelWorkflow(ctx, run.GetID(), run.GetRunID()))
+	st.cancelInPhase(run, workflows.MGSPhaseHostBoot) // the host was power-cycled and boots
 
 	res, err := st.result(run)
 	require.NoError(t, err, "a host flash past its power cycle ends completed")
@@ -57,4 +44,25 @@ func TestHostFlashCancelledWhileBootingEndsCompletedOnFleetsim(t *testing.T) {
 	assert.False(t, tr.Host.StartupOptions.Phase2RecoveryMode, "recovery mode cleared after the boot")
 	st.checkLedgerAgrees(run, cubby, res)
 	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/host-flash-cancel-after-power-cycle-bk3.json")
+}
+
+// cancelInPhase cancels run as soon as its progress query shows phase p;
+// the test fails if the update ends first.
+func (st *mgsStack) cancelInPhase(run client.WorkflowRun, p workflows.Phase) {
+	st.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for {
+		if pr, ok := st.progress(ctx, run); ok && pr.Phase == p {
+			break
+		}
+		desc, err := st.env.Client.DescribeWorkflowExecution(ctx, run.GetID(), run.GetRunID())
+		require.NoError(st.t, err)
+		if s := desc.WorkflowExecutionInfo.Status; s != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			res, err := st.result(run)
+			st.t.Fatalf("the update ended (%s) before phase %s: %+v, %v", s, p, res, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.NoError(st.t, st.env.Client.CancelWorkflow(ctx, run.GetID(), run.GetRunID()))
 }

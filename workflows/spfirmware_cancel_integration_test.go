@@ -1,13 +1,11 @@
 package workflows_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
@@ -26,22 +24,7 @@ func TestSPFirmwareCancelledDuringResetEndsCompletedOnFleetsim(t *testing.T) {
 	})
 	in := st.spInput(cubby, "1.1.0")
 	run := st.startWF(workflows.KindSPFirmware, in, workflows.SPFirmwareUpdate)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	for {
-		if p, ok := st.progress(ctx, run); ok && p.Phase == workflows.MGSPhasePostUpdate {
-			break // the update is complete; the SP is being reset
-		}
-		desc, err := st.env.Client.DescribeWorkflowExecution(ctx, run.GetID(), run.GetRunID())
-		require.NoError(t, err)
-		if s := desc.WorkflowExecutionInfo.Status; s != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			res, err := st.result(run)
-			t.Fatalf("the update ended (%s) before its reset: %+v, %v", s, res, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	require.NoError(t, st.env.Client.CancelWorkflow(ctx, run.GetID(), run.GetRunID()))
+	st.cancelInPhase(run, workflows.MGSPhasePostUpdate) // complete; the SP is being reset
 
 	res, err := st.result(run)
 	require.NoError(t, err, "an SP update cancelled during its activation ends completed")
