@@ -66,7 +66,7 @@ func (a *MGSActivities) MGSStartUpdate(ctx context.Context, in StartUpdateInput)
 	if err != nil || !out.Started || in.ThenWait == nil {
 		return out, err
 	}
-	activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "accepted", Accepted: true})
+	activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "accepted"})
 	return a.thenWait(ctx, out, *in.ThenWait)
 }
 
@@ -79,20 +79,13 @@ func (a *MGSActivities) thenWait(ctx context.Context, out StartUpdateResult, w W
 	return out, nil
 }
 
-// acceptedBefore: an earlier attempt of this activity saw our update
-// accepted. Its last heartbeat says so if it reached Temporal (heartbeats
-// are throttled: the worker may die first); the ledger's start event,
-// written when MGS accepted the update, says so durably.
+// acceptedBefore: an earlier attempt of this activity saw MGS accept our
+// update. The ledger's start event, written when MGS accepts, is the one
+// record of it (a heartbeat saying so may never have reached Temporal:
+// heartbeats are throttled, and the worker may die first).
 func (a *MGSActivities) acceptedBefore(ctx context.Context, id uuid.UUID) (bool, error) {
-	if !activity.HasHeartbeatDetails(ctx) && activity.GetInfo(ctx).Attempt <= 1 {
-		return false, nil // a first attempt, for a fresh attempt ID
-	}
-	var hb WaitHeartbeat
-	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &hb) == nil && hb.Accepted {
-		return true, nil
-	}
-	if a.Store == nil {
-		return false, nil
+	if a.Store == nil || (activity.GetInfo(ctx).Attempt <= 1 && !activity.HasHeartbeatDetails(ctx)) {
+		return false, nil // a first attempt (no heartbeat yet), for a fresh attempt ID
 	}
 	evs, err := a.Store.Events(ctx, id)
 	if err != nil {

@@ -63,8 +63,6 @@ type WaitHeartbeat struct {
 	State string `json:"state"`
 	Done  int64  `json:"done"`
 	Total int64  `json:"total"`
-	// Accepted: the SP accepted our update (MGSStartUpdate's retries).
-	Accepted bool `json:"accepted,omitempty"`
 }
 
 // MGSWaitUpdate polls the SP's update status through any MGS until the
@@ -104,7 +102,7 @@ func (a *MGSActivities) MGSWaitUpdate(ctx context.Context, in WaitUpdateInput) (
 		case err != nil:
 			// Unreachable (the SP may be rebooting): keep polling, but that
 			// is no progress either.
-			activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "unreachable", Done: out.Bytes, Total: out.Total, Accepted: in.Ours})
+			activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "unreachable", Done: out.Bytes, Total: out.Total})
 			if now.Sub(out.LastChange) > in.ProgressTimeout && in.ProgressTimeout > 0 {
 				return out, fmt.Errorf("SP %s unreachable through every MGS for %s: %w", in.SP, in.ProgressTimeout, err)
 			}
@@ -122,7 +120,7 @@ func (a *MGSActivities) MGSWaitUpdate(ctx context.Context, in WaitUpdateInput) (
 			if out.Outcome != "" {
 				return out, nil
 			}
-			activity.RecordHeartbeat(ctx, WaitHeartbeat{State: string(st.State), Done: out.Bytes, Total: out.Total, Accepted: in.Ours})
+			activity.RecordHeartbeat(ctx, WaitHeartbeat{State: string(st.State), Done: out.Bytes, Total: out.Total})
 			if in.Ours {
 				pw.write(ctx, phase, out.Bytes, out.Total, false)
 			}
