@@ -373,7 +373,7 @@ type FinishAgentServerRequest struct {
 func (a *AgentActivities) FinishAgentServer(ctx context.Context, r FinishAgentServerRequest) error {
 	if r.Intent != nil {
 		var busy *ledger.ErrTargetBusy
-		if err := a.Store.RecordIntent(ctx, *r.Intent); err != nil && !errors.As(err, &busy) {
+		if err := a.Store.RecordIntent(ctx, *r.Intent); err != nil && !errors.As(err, &busy) && !errors.Is(err, ledger.ErrAttemptEnded) {
 			return err
 		}
 	}

@@ -27,21 +27,30 @@ type LedgerActivities struct {
 }
 
 // RecordIntent writes an attempt before any device is touched. A target that
-// is busy with another update is a non-retryable TargetBusy error.
+// is busy with another update is a non-retryable TargetBusy error; an
+// attempt that already ended (its run was reset to before its end) is a
+// non-retryable AttemptEnded error. An attempt a reset run takes over from
+// the run it replaced says so in its event log.
 func (a *LedgerActivities) RecordIntent(ctx context.Context, at ledger.Attempt) error {
-	err := a.Store.RecordIntent(ctx, at)
+	adopted, err := a.Store.AdoptIntent(ctx, at)
 	var busy *ledger.ErrTargetBusy
 	if errors.As(err, &busy) && a.releaseAbandoned(ctx, busy) {
-		err = a.Store.RecordIntent(ctx, at)
+		adopted, err = a.Store.AdoptIntent(ctx, at)
 	}
-	if errors.As(err, &busy) {
+	switch {
+	case errors.As(err, &busy):
 		return temporal.NewNonRetryableApplicationError(busy.Error(), failure.TargetBusy, nil, busy.UpdateID)
-	}
-	if err != nil {
+	case errors.Is(err, ledger.ErrAttemptEnded):
+		return temporal.NewNonRetryableApplicationError("attempt "+at.ID.String()+" has already ended", failure.AttemptEnded, nil)
+	case err != nil:
 		return err
 	}
-	return a.Store.AppendEvent(ctx, ledger.Event{AttemptID: at.ID, Step: "intent", State: string(ledger.StatePending),
-		Message: "attempt recorded for " + at.Target, Worker: a.identity(ctx)})
+	if err := a.Store.AppendEvent(ctx, ledger.Event{AttemptID: at.ID, Step: "intent", State: string(ledger.StatePending),
+		Message: "attempt recorded for " + at.Target, Worker: a.identity(ctx)}); err != nil || !adopted {
+		return err
+	}
+	return a.Store.AppendEvent(ctx, ledger.Event{AttemptID: at.ID, Step: "adopted:" + at.RunID,
+		Message: "run " + at.RunID + " of " + at.WorkflowID + " took the attempt over (the workflow was reset)", Worker: a.identity(ctx)})
 }
 
 // RecordAttemptInput ends the previous attempt (if any) and writes the next
@@ -64,7 +73,9 @@ func (a *LedgerActivities) RecordAttempt(ctx context.Context, in RecordAttemptIn
 		}
 	}
 	if in.Next != nil {
-		if err := a.RecordIntent(ctx, *in.Next); err != nil {
+		// An attempt ended by an earlier try of this write ends again below
+		// (a no-op).
+		if err := a.RecordIntent(ctx, *in.Next); err != nil && (in.FinishNext == nil || !isAttemptEnded(err)) {
 			return err
 		}
 	}
@@ -184,4 +195,27 @@ func (a *LedgerActivities) identity(ctx context.Context) string {
 		return activity.GetInfo(ctx).TaskQueue
 	}
 	return ""
+}
+
+func isAttemptEnded(err error) bool {
+	var ae *temporal.ApplicationError
+	return errors.As(err, &ae) && ae.Type() == failure.AttemptEnded
+}
+
+// WorkflowRunning says whether workflow id (its current run) still runs: an
+// abandoned child asks it of its rollout. An unknown workflow does not; a
+// worker without a Temporal client cannot tell, and says it runs.
+func (a *LedgerActivities) WorkflowRunning(ctx context.Context, id string) (bool, error) {
+	if a.Temporal == nil {
+		return true, nil
+	}
+	desc, err := a.Temporal.DescribeWorkflowExecution(ctx, id, "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return running(desc.GetWorkflowExecutionInfo().GetStatus()), nil
 }

@@ -14,6 +14,9 @@ const (
 	InvalidInput = "InvalidInput"
 	// TargetBusy: another update holds the target in the ledger.
 	TargetBusy = "TargetBusy"
+	// AttemptEnded: the intent of an attempt that already ended (a run
+	// reset to before its end derives its ID again): record a new one.
+	AttemptEnded = "AttemptEnded"
 )
 
 // SP firmware and host boot flash (MGS).

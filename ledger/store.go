@@ -125,40 +125,64 @@ func (s *Store) Close() error { return s.db.Close() }
 func (s *Store) Migrate(ctx context.Context) ([]int, error) { return Migrate(ctx, s.db) }
 
 // RecordIntent writes a new attempt in state pending. Writing the same
-// attempt again is a no-op; a different active attempt on the same target
-// yields *ErrTargetBusy.
+// attempt again is a no-op (see AdoptIntent); a different active attempt on
+// the same target yields *ErrTargetBusy; the same attempt ended yields
+// ErrAttemptEnded.
 func (s *Store) RecordIntent(ctx context.Context, a Attempt) error {
+	_, err := s.AdoptIntent(ctx, a)
+	return err
+}
+
+// AdoptIntent is RecordIntent that also says whether the attempt was
+// already recorded, active, by another run of the same workflow: a run
+// reset by an operator derives the same attempt ID as the run it replaces
+// and takes its attempt over (the row then names the new run).
+func (s *Store) AdoptIntent(ctx context.Context, a Attempt) (adopted bool, err error) {
 	if a.ID == uuid.Nil || a.UpdateID == "" || a.Kind == "" || a.Target == "" || a.Attempt < 1 {
-		return fmt.Errorf("ledger: intent needs id, update id, kind, target and attempt >= 1")
+		return false, fmt.Errorf("ledger: intent needs id, update id, kind, target and attempt >= 1")
 	}
-	_, err := s.db.ExecContext(ctx, `
+	err = s.db.QueryRowContext(ctx, `
 		INSERT INTO update_attempt (id, update_id, attempt, kind, target, artifact, state, workflow_id, run_id)
 		VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8)
-		ON CONFLICT (id) DO NOTHING`,
-		a.ID, a.UpdateID, a.Attempt, a.Kind, a.Target, a.Artifact, a.WorkflowID, a.RunID)
+		ON CONFLICT (id) DO UPDATE SET run_id = EXCLUDED.run_id, updated_at = now()
+		 WHERE update_attempt.workflow_id = EXCLUDED.workflow_id AND update_attempt.run_id <> EXCLUDED.run_id
+		   AND update_attempt.state IN ('pending', 'running')
+		RETURNING xmax <> 0`,
+		a.ID, a.UpdateID, a.Attempt, a.Kind, a.Target, a.Artifact, a.WorkflowID, a.RunID).Scan(&adopted)
+	if errors.Is(err, sql.ErrNoRows) { // recorded before, and not adopted: check below
+		err = nil
+	}
 	var pqErr *pq.Error
 	if errors.As(err, &pqErr) && pqErr.Code == "23505" {
 		if pqErr.Constraint == "update_attempt_one_active_per_target" {
 			if active, aerr := s.ActiveForTarget(ctx, a.Target); aerr == nil && active != nil {
-				return &ErrTargetBusy{Target: a.Target, ActiveID: active.ID, UpdateID: active.UpdateID,
+				return false, &ErrTargetBusy{Target: a.Target, ActiveID: active.ID, UpdateID: active.UpdateID,
 					WorkflowID: active.WorkflowID, RunID: active.RunID}
 			}
-			return &ErrTargetBusy{Target: a.Target}
+			return false, &ErrTargetBusy{Target: a.Target}
 		}
-		return fmt.Errorf("ledger: attempt %d of run %s of %s already recorded with another id", a.Attempt, a.RunID, a.WorkflowID)
+		return false, fmt.Errorf("ledger: attempt %d of run %s of %s already recorded with another id", a.Attempt, a.RunID, a.WorkflowID)
 	}
 	if err != nil {
-		return fmt.Errorf("ledger: record intent: %w", err)
+		return false, fmt.Errorf("ledger: record intent: %w", err)
 	}
 	got, err := s.Get(ctx, a.ID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if got.UpdateID != a.UpdateID || got.Target != a.Target || got.Attempt != a.Attempt {
-		return fmt.Errorf("ledger: attempt id %s already belongs to %s attempt %d", a.ID, got.UpdateID, got.Attempt)
+		return false, fmt.Errorf("ledger: attempt id %s already belongs to %s attempt %d", a.ID, got.UpdateID, got.Attempt)
 	}
-	return nil
+	if got.State.Terminal() {
+		return false, ErrAttemptEnded
+	}
+	return adopted, nil
 }
+
+// ErrAttemptEnded is the intent of an attempt that has already ended: a
+// workflow reset to before an attempt it finished derives that attempt's
+// ID again, and must record a new attempt instead.
+var ErrAttemptEnded = errors.New("ledger: the attempt has already ended")
 
 // Progress is a progress report for an attempt.
 type Progress struct {

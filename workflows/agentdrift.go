@@ -182,9 +182,6 @@ func AgentDriftCheck(ctx workflow.Context, in AgentDriftInput) (AgentDriftResult
 			if ctx.Err() != nil {
 				res.Installs = append(res.Installs, run)
 				res.Outcome = "cancelled during repair"
-				if !hasChange(ctx, changeAgentDriftCancelEnds) {
-					return res, temporal.NewCanceledError(res.Outcome)
-				}
 				return ended(temporal.NewCanceledError(res.Outcome))
 			}
 		}
@@ -202,11 +199,6 @@ func AgentDriftCheck(ctx workflow.Context, in AgentDriftInput) (AgentDriftResult
 	res.Outcome = fmt.Sprintf("%d drifts found, %d left after repair", total, left)
 	return ended(nil)
 }
-
-// changeAgentDriftCancelEnds names the change that ends a drift repair
-// cancelled during an install through the lifecycle (the search state says
-// cancelled; before, it stayed running).
-const changeAgentDriftCancelEnds = "agent-drift-cancel-ends-through-lifecycle"
 
 func findDrift(ctx workflow.Context, in AgentDriftInput, out *activities.AgentDriftReport) error {
 	opts := workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, ScheduleToCloseTimeout: 30 * time.Minute,
@@ -226,18 +218,10 @@ func driftTotal(counts map[string]int) int {
 	return total
 }
 
-// changeAgentDriftRemoveOrphans names the change that removes the SAPI
-// instances of deleted servers after a repair.
-const changeAgentDriftRemoveOrphans = "agent-drift-remove-orphans"
-
 // removeOrphans deletes the SAPI instances whose server CNAPI no longer
-// has (CNAPI leaves them behind). Runs only when the check found some;
-// histories from before this step never did.
+// has (CNAPI leaves them behind). Runs only when the check found some.
 func removeOrphans(ctx workflow.Context, phase func(Phase, ...string), res *AgentDriftResult) {
 	if res.Found.Counts[activities.DriftOrphanInstance] == 0 {
-		return
-	}
-	if !hasChange(ctx, changeAgentDriftRemoveOrphans) {
 		return
 	}
 	phase(PhaseRemovingOrphans)

@@ -234,8 +234,6 @@ type agentRollout struct {
 	running  []InFlightServer
 	budget   int
 	stopped  bool
-	// window: children outlive runs and report their end by signal.
-	window   bool
 	starting int  // children whose start is not yet recorded
 	settling bool // no more servers start: waiting for those in flight
 	reports  workflow.ReceiveChannel
@@ -257,10 +255,8 @@ func (r *agentRollout) setup(ctx workflow.Context) error {
 	r.in.defaults()
 	r.c = r.in.Carry
 	if r.c == nil {
-		r.c = &AgentInstallCarry{Started: workflow.Now(ctx)}
-		if err := workflow.SideEffect(ctx, func(workflow.Context) any { return uuid.New() }).Get(&r.c.RolloutID); err != nil {
-			return err
-		}
+		// Derived like an attempt ID: a run reset to its start keeps it.
+		r.c = &AgentInstallCarry{Started: workflow.Now(ctx), RolloutID: derivedID(ctx, "rollout")}
 	}
 	r.c.Runs++
 	r.running, r.c.InFlight = r.c.InFlight, nil
@@ -334,6 +330,8 @@ func (r *agentRollout) plan(ctx workflow.Context) error {
 	if err := r.l.recordIntent(ctx, r.attempt(ctx)); err != nil {
 		return err
 	}
+	// A run reset to before the end of its rollout records a new one.
+	r.c.RolloutID = r.l.attemptID()
 	opts := workflow.ActivityOptions{
 		StartToCloseTimeout:    10 * time.Minute,
 		ScheduleToCloseTimeout: 30 * time.Minute,
@@ -347,10 +345,8 @@ func (r *agentRollout) plan(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
-	if hasChange(ctx, changeAgentClaims) {
-		if err := r.claimAgents(ctx); err != nil {
-			return err
-		}
+	if err := r.claimAgents(ctx); err != nil {
+		return err
 	}
 	labels := make([]string, len(r.c.Plan.Agents))
 	for i, ag := range r.c.Plan.Agents {
@@ -366,10 +362,6 @@ func (r *agentRollout) plan(ctx workflow.Context) error {
 	return nil
 }
 
-// changeAgentClaims names the change that makes a rollout claim its agents
-// on its servers after planning (issue #14, defect 12).
-const changeAgentClaims = "agent-install-claims-agents"
-
 // claimAgents holds the planned agents on the planned servers until the
 // rollout ends: a rollout that shares an agent on a server with another
 // active one is refused (TargetBusy) before it touches anything.
@@ -382,23 +374,10 @@ func (r *agentRollout) claimAgents(ctx workflow.Context) error {
 		activities.ClaimAgentsRequest{RolloutID: r.c.RolloutID, Agents: names}).Get(ctx, nil)
 }
 
-// changeAgentPlanEndsThroughLifecycle names the change that ends a rollout
-// whose planning failed or was cancelled through the lifecycle: the attempt
-// ends on a disconnected context (before, a cancel left it pending) and
-// the search state says how it ended.
-const changeAgentPlanEndsThroughLifecycle = "agent-install-plan-ends-through-lifecycle"
-
 // planFailed ends a rollout whose planning failed or was cancelled: no
 // server was started.
 func (r *agentRollout) planFailed(ctx workflow.Context, err error) (AgentInstallResult, error) {
 	res := AgentInstallResult{RolloutID: r.c.RolloutID, Runs: r.c.Runs}
-	if !hasChange(ctx, changeAgentPlanEndsThroughLifecycle) {
-		if r.l.recorded {
-			_ = workflow.ExecuteActivity(ledgerOptions(ctx), agentLedger.FinishAttempt,
-				ledger.Finish{AttemptID: r.c.RolloutID, State: ledger.StateFailed, Outcome: "invalid request", Error: err.Error()}).Get(ctx, nil)
-		}
-		return res, err
-	}
 	err = r.l.end(ctx, err, Ending{})
 	res.Outcome = r.progress.Outcome
 	return res, err
@@ -414,97 +393,11 @@ func (r *agentRollout) failureBudget() int {
 
 func (r *agentRollout) overBudget() bool { return r.c.Failed > r.budget }
 
-// fanOut runs this run's share of the plan in a sliding window. It reports
+// fanOut runs this run's share of the plan in a sliding window that
+// stays full across continue-as-new (agentinstall_window.go). It reports
 // whether servers remain for the next run.
 func (r *agentRollout) fanOut(ctx workflow.Context) (more bool, err error) {
-	if r.window = hasChange(ctx, changeAgentWindowAcrossRuns) || len(r.running) > 0; r.window {
-		return r.fanOutAcrossRuns(ctx)
-	}
-	r.l.phase(ctx, PhaseInstalling)
-	var buf []ledger.AgentServer
-	exhausted := r.c.Cursor >= r.c.Plan.LastSeq
-	startedHere := 0
-	var planErr error
-	wg := workflow.NewWaitGroup(ctx)
-	checkCtx, stopChecks := workflow.WithCancel(ctx)
-	defer stopChecks()
-	workflow.Go(checkCtx, r.stragglerLoop)
-	for !exhausted && !r.overBudget() {
-		if startedHere >= r.in.ChildrenPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-			more = true
-			break
-		}
-		if len(buf) == 0 {
-			if err := workflow.ExecuteActivity(ledgerOptions(ctx), agentActs.NextAgentServers, activities.NextAgentServersRequest{
-				RolloutID: r.c.RolloutID, After: r.c.Cursor, Limit: min(planPage, r.in.ChildrenPerRun-startedHere),
-			}).Get(ctx, &buf); err != nil {
-				if !hasChange(ctx, changeAgentPlanErrorWaits) {
-					return false, err
-				}
-				// Servers already started still run: wait for them below,
-				// so the summary sees how they ended.
-				planErr = err
-				break
-			}
-			if len(buf) == 0 {
-				exhausted = true
-				break
-			}
-		}
-		if err := workflow.Await(ctx, func() bool {
-			return r.overBudget() || (!r.c.Paused && len(r.running) < r.in.Concurrency)
-		}); err != nil {
-			break // cancelled: wait for the children below
-		}
-		if r.overBudget() {
-			break
-		}
-		srv := buf[0]
-		buf = buf[1:]
-		r.c.Cursor = srv.Seq
-		startedHere++
-		r.running = append(r.running, InFlightServer{Seq: srv.Seq, Hostname: srv.Hostname, Started: workflow.Now(ctx)})
-		wg.Add(1)
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			defer wg.Done()
-			r.done(ctx, srv.Seq, r.runServer(ctx, srv))
-		})
-	}
-	if r.overBudget() {
-		r.stopped = true
-		r.l.phase(ctx, PhaseBudgetExceeded, fmt.Sprintf("%d failed, budget %d: letting %d running servers finish",
-			r.c.Failed, r.budget, len(r.running)))
-	}
-	// Let running servers finish, also after a cancel (their children were
-	// asked to cancel and end their ledger attempts).
-	dctx, cancel := workflow.NewDisconnectedContext(ctx)
-	defer cancel()
-	wg.Wait(dctx)
-	if ctx.Err() != nil {
-		return false, temporal.NewCanceledError("agent rollout cancelled")
-	}
-	if planErr != nil {
-		return false, planErr
-	}
-	return more && !r.stopped, nil
-}
-
-// changeAgentPlanErrorWaits names the change that made a failed read of the
-// plan's next page wait for running servers before the rollout summarises.
-const changeAgentPlanErrorWaits = "agent-install-plan-error-waits-for-servers"
-
-// runServer runs one server's child workflow.
-func (r *agentRollout) runServer(ctx workflow.Context, srv ledger.AgentServer) AgentServerResult {
-	cctx := workflow.WithChildOptions(ctx, r.childOptions(ctx, srv, enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL))
-	var res AgentServerResult
-	err := workflow.ExecuteChildWorkflow(cctx, AgentInstallServer, r.childInput(srv)).Get(ctx, &res)
-	if err != nil {
-		res = AgentServerResult{Server: srv.ServerUUID, Hostname: srv.Hostname, Outcome: AgentOutcomeFailed, Error: err.Error()}
-		if temporal.IsCanceledError(err) {
-			res.Outcome = AgentOutcomeCancelled
-		}
-	}
-	return res
+	return r.fanOutAcrossRuns(ctx)
 }
 
 // childOptions: one child per server, its workflow ID derived from the
@@ -579,9 +472,7 @@ func (r *agentRollout) stragglerLoop(ctx workflow.Context) {
 		if err := workflow.Sleep(ctx, r.in.StragglerCheck); err != nil {
 			return
 		}
-		if r.window {
-			r.bookEndedFromLedger(ctx)
-		}
+		r.bookEndedFromLedger(ctx)
 		med, ok := r.median()
 		if !ok {
 			continue

@@ -17,18 +17,11 @@ type AgentServerDone struct {
 	Result    AgentServerResult `json:"result"`
 }
 
-// changeAgentServerReports names the change that makes a server's child
-// signal its end to the rollout (children outlive the rollout's runs).
-const changeAgentServerReports = "agent-install-server-reports-completion"
-
 // report signals the server's end to its rollout, after the ledger row
 // ended (the row stays the truth). A rollout that already closed is not an
 // error: there is no one left to tell.
 func (s *agentServer) report(ctx workflow.Context) {
 	if s.in.ReportTo == "" {
-		return
-	}
-	if !hasChange(ctx, changeAgentServerReports) {
 		return
 	}
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)

@@ -33,6 +33,10 @@ const (
 	// defaultAgentPoll is how long one cn-agent task wait lasts between
 	// heartbeats.
 	defaultAgentPoll = 5 * time.Second
+	// defaultParentCheck is how often an abandoned child asks whether its
+	// rollout still runs: the rollout checks its servers as often
+	// (defaultStragglerCheck).
+	defaultParentCheck = defaultStragglerCheck
 )
 
 // AgentServerInput is one server of a rollout (the child workflow's input).
@@ -48,6 +52,9 @@ type AgentServerInput struct {
 	// (AgentServerDoneSignal); empty for rollouts that wait for the child's
 	// result instead.
 	ReportTo string `json:"reportTo,omitempty"`
+	// ParentCheck is how often a child with a ReportTo asks whether its
+	// rollout still runs (default defaultParentCheck; see watchParent).
+	ParentCheck time.Duration `json:"parentCheck,omitempty"`
 }
 
 // AgentStep is what happened to one agent on one server.
@@ -128,10 +135,13 @@ func (s *agentServer) step(ctx workflow.Context, p Phase, detail ...string) {
 }
 
 func (s *agentServer) run(ctx workflow.Context) (AgentServerResult, error) {
-	err := s.steps(ctx)
+	sctx, orphaned := s.watchParent(ctx)
+	err := s.steps(sctx)
 	s.res.Duration = workflow.Now(ctx).Sub(s.started)
 	switch {
 	case err == nil:
+	case *orphaned:
+		s.res.Outcome, s.res.Error = AgentOutcomeCancelled, "stopped: rollout "+s.in.ReportTo+" no longer runs (terminated?)"
 	case isCancel(ctx, err):
 		s.res.Outcome, s.res.Error = AgentOutcomeCancelled, "cancelled"
 	default:
@@ -219,11 +229,7 @@ func (s *agentServer) steps(ctx workflow.Context) error {
 // server's ledger target is shared by every agent install, so another
 // update active on the server makes this one wait (bounded).
 func (s *agentServer) recordIntent(ctx workflow.Context) error {
-	id, err := s.l.newAttemptID(ctx)
-	if err != nil {
-		return err
-	}
-	at := attemptFor(ctx, id, 1, KindAgentInstall, ServerTarget(s.in.Server), s.progress.Artifact)
+	at := s.l.freshAttempt(ctx, 1, KindAgentInstall, ServerTarget(s.in.Server), s.progress.Artifact)
 	deadline := workflow.Now(ctx).Add(serverBusyWait)
 	wait := 5 * time.Second
 	for {
@@ -295,28 +301,7 @@ func (s *agentServer) agent(ctx workflow.Context, ag activities.PlannedAgent, st
 	// The actual state moved (or already was there): now CNAPI's record,
 	// then the intent.
 	s.step(ctx, PhaseRecordingAgents, ag.Label())
-	if bookkeepingV2(ctx) {
-		return s.recordAgent(ctx, ag, step)
-	}
-	var entry struct {
-		UUID uuid.UUID `json:"uuid"`
-	}
-	err := workflow.ExecuteActivity(s.apiOptions(ctx, "refresh server.agents of "+s.in.Hostname), agentActs.RefreshServerAgents,
-		activities.RefreshAgentRequest{Server: s.in.Server, Agent: ag}).Get(ctx, &entry)
-	if err != nil {
-		step.Outcome, step.Error = AgentOutcomeFailed, err.Error()
-		s.event(ctx, "refresh:"+ag.Name, err, "")
-		return step, err
-	}
-	var intent activities.SetAgentIntentResult
-	err = workflow.ExecuteActivity(s.apiOptions(ctx, "set SAPI intent of "+ag.Name+" on "+s.in.Hostname), agentActs.SetAgentIntent,
-		activities.SetAgentIntentRequest{Server: s.in.Server, Agent: ag, InstanceUUID: entry.UUID}).Get(ctx, &intent)
-	s.event(ctx, "intent:"+ag.Name, err, intentNote(intent, ag))
-	if err != nil {
-		step.Outcome, step.Error = AgentOutcomeFailed, err.Error()
-		return step, err
-	}
-	return step, nil
+	return s.recordAgent(ctx, ag, step)
 }
 
 // event appends a step to the attempt's log (best effort: the ledger

@@ -12,17 +12,15 @@ import (
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
-// changeAgentWindowAcrossRuns names the change that keeps the sliding
-// window full across continue-as-new (issue #17): children are abandoned
-// by the run that started them, report their end by signal to the
-// rollout's workflow ID, and the servers in flight are carried into the
-// next run. Before, each run waited for all its children, so one straggler
-// stalled every 500 servers.
-const changeAgentWindowAcrossRuns = "agent-install-window-across-runs"
+// The sliding window stays full across continue-as-new (issue #17):
+// children are abandoned by the run that started them, report their end by
+// signal to the rollout's workflow ID, and the servers in flight are
+// carried into the next run; waiting for every child in each run let one
+// straggler stall every 500 servers.
 
-// fanOutAcrossRuns is fanOut for the window across runs: it starts this
-// run's share of the plan and continues as new as soon as it has, with the
-// servers still in flight; only the last run waits for them.
+// fanOutAcrossRuns starts this run's share of the plan and continues as new
+// as soon as it has, with the servers still in flight; only the last run
+// waits for them.
 func (r *agentRollout) fanOutAcrossRuns(ctx workflow.Context) (more bool, err error) {
 	r.l.phase(ctx, PhaseInstalling)
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
@@ -105,7 +103,7 @@ func (r *agentRollout) startServer(ctx workflow.Context, srv ledger.AgentServer)
 	opts := r.childOptions(ctx, srv, enumspb.PARENT_CLOSE_POLICY_ABANDON)
 	r.running = append(r.running, InFlightServer{Seq: srv.Seq, Hostname: srv.Hostname, Started: workflow.Now(ctx), ChildID: opts.WorkflowID})
 	in := r.childInput(srv)
-	in.ReportTo = workflow.GetInfo(ctx).WorkflowExecution.ID
+	in.ReportTo, in.ParentCheck = workflow.GetInfo(ctx).WorkflowExecution.ID, r.in.StragglerCheck
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	child := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(dctx, opts), AgentInstallServer, in)
 	r.starting++
@@ -131,9 +129,6 @@ func (r *agentRollout) reported(ctx workflow.Context, d AgentServerDone) {
 // it continues as new (nothing may yield after it): it first books every
 // report already received, so none is lost with this run.
 func (r *agentRollout) carryInFlight(ctx workflow.Context) {
-	if !r.window {
-		return
-	}
 	for {
 		var d AgentServerDone
 		if !r.reports.ReceiveAsync(&d) {

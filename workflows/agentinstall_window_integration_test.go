@@ -117,10 +117,10 @@ func TestAgentInstallWindowKeepsRunningAcrossContinueAsNew(t *testing.T) {
 	// with the slow server in flight), the last one (which books it from
 	// its report; the run followed to the end), and the slow server's child
 	// (which reports to the rollout).
-	replay.Record(t, s.env.Client, run.GetID(), firstRun, "testdata/histories/agent-install-window-first-run-bk3.json")
-	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/agent-install-window-last-run-bk3.json")
+	replay.Record(t, s.env.Client, run.GetID(), firstRun, "testdata/histories/agent-install-window-first-run.json")
+	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/agent-install-window-last-run.json")
 	child := run.GetID() + "/" + res.RolloutID.String() + "/" + slowSrv.String()
-	replay.Record(t, s.env.Client, child, "", "testdata/histories/agent-install-server-reports-bk3.json")
+	replay.Record(t, s.env.Client, child, "", "testdata/histories/agent-install-server-reports.json")
 }
 
 // A cancel after continue-as-new reaches the child carried from the first
@@ -182,4 +182,52 @@ func TestAgentInstallTerminatedCarriedChildDoesNotHangTheRollout(t *testing.T) {
 	slow := planRows(t, s, rollout)[s.dc.Servers[0].UUID]
 	assert.Equal(t, ledger.AgentServerFailed, slow.State)
 	assert.Contains(t, slow.Reason, "Terminated")
+}
+
+// An operator terminates the rollout while the window's children install
+// (they are abandoned by design, to outlive continue-as-new). Each child
+// notices its rollout is gone within one check period, stops, ends its
+// ledger attempt and plan row, and releases its server: nothing installs
+// after that, and nothing installed is left unbooked.
+func TestAgentInstallTerminatedRolloutStopsItsChildren(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	s, in, img := windowStack(t, 44, 60) // the slow server: ~27 s
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	run := s.start(t, ctx, in)
+	rollout := rolloutOf(t, s, in)
+	continuedAsNew(t, s, run.GetID(), run.GetRunID())
+	require.NoError(t, s.env.Client.TerminateWorkflow(ctx, run.GetID(), "", "operator: stop everything"))
+
+	// Every child stops within a check period or two (1 s here).
+	stillRunning := func() []string {
+		var open []string
+		for _, r := range planRows(t, s, rollout) {
+			if r.State == ledger.AgentServerRunning {
+				open = append(open, r.Hostname+" (plan row)")
+			}
+		}
+		for _, srv := range s.dc.Servers {
+			active, err := s.env.Store.ActiveForTarget(ctx, workflows.ServerTarget(srv.UUID))
+			require.NoError(t, err)
+			if active != nil {
+				open = append(open, srv.Hostname+" (attempt)")
+			}
+		}
+		return open
+	}
+	require.Eventually(t, func() bool { return len(stillRunning()) == 0 }, 10*time.Second, 100*time.Millisecond,
+		"children still installing after their rollout was terminated")
+	stopped := time.Now()
+	slow := planRows(t, s, rollout)[s.dc.Servers[0].UUID]
+	assert.Equal(t, ledger.AgentServerFailed, slow.State)
+	assert.Equal(t, workflows.AgentOutcomeCancelled, slow.Outcome, "the slow server was stopped, not finished")
+	time.Sleep(2 * time.Second) // anything still running would start installs now
+	tr := s.truth(t)
+	for _, rec := range tr.Installs {
+		assert.True(t, rec.Started.Before(stopped), "%s installed after its child stopped", rec.ServerUUID)
+	}
+	checkAgreement(t, tr, "vm-agent", img, succeeded(t, s.env.Store, rollout))
 }

@@ -209,10 +209,6 @@ type BootImageBumpResult struct {
 	Failed   []BootImageMember `json:"failed,omitempty"`
 	// HotLoop lists MachineSets another actor kept reverting (also in Failed).
 	HotLoop []string `json:"hotLoop,omitempty"`
-	// Recorded: the cluster's boot image version was set to Release (only
-	// runs started before the opt-in came from the cluster wrote it; the
-	// machine-config operator owns that record).
-	Recorded bool `json:"recorded"`
 	// OptIn is the cluster's MachineConfiguration opt-in the run applied.
 	OptIn *machineapi.OptIn `json:"optIn,omitempty"`
 	// BootImageVersion is the cluster's boot image version after the run.
@@ -262,23 +258,9 @@ const (
 	bumpPhasePatching      Phase = "Patching"
 	bumpPhaseCanary        Phase = "Canary"
 	bumpPhaseRollingBack   Phase = "RollingBack"
-	bumpPhaseRecording     Phase = "Recording"
 	bumpPhaseSkew          Phase = "SkewEnforcement"
 	bumpPhaseDone          Phase = "Done"
 )
-
-// changeBootImageOptInFromCluster: the opt-in is read from the cluster's
-// MachineConfiguration and the operator-owned status is no longer written.
-const changeBootImageOptInFromCluster = "bootimage-optin-from-machineconfiguration"
-
-// changeBootImageAwaitCancel: patches and scales are awaited on cancel.
-const changeBootImageAwaitCancel = "bootimage-await-cancel-of-changes"
-
-// changeBootImageLedgerEndFirst: the bump ends through the shared
-// lifecycle, which ends the ledger attempt before publishing the search
-// state, and also ends it when recording the intent failed. Before: the
-// search state first, and no ending after a failed intent.
-const changeBootImageLedgerEndFirst = "bootimage-ledger-end-first"
 
 // Failure reasons beyond the plan's.
 const (
@@ -296,18 +278,9 @@ type bootImageBump struct {
 	// patched in this run, with the image before and after (for the saga).
 	applied map[string][2]machineapi.BootImage
 	events  int
-	// fromCluster: the opt-in comes from the cluster's MachineConfiguration
-	// and the operator's own status (boot image record, Upgradeable) is
-	// left to the operator. Runs started before this change took the
-	// opt-in from the input and wrote that status themselves.
-	fromCluster bool
-	// awaitCancel: activities that change a MachineSet are awaited on
-	// cancel (see bumpChangeOptions).
-	awaitCancel bool
-	// adopt: each change is written to the ledger before it is made, and
-	// the changes of abandoned bumps are adopted into the rollback
-	// (bootimage_adopt.go); adoptedImages are their patched MachineSets.
-	adopt         bool
+	// adoptedImages are the MachineSets that abandoned bumps patched, and
+	// adoptedScales their canary scale-ups, adopted into this run's
+	// rollback (bootimage_adopt.go).
 	adoptedImages []string
 	adoptedScales []activities.BootImageChange
 }
@@ -317,9 +290,6 @@ func (b *bootImageBump) setup(ctx workflow.Context) error {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", nil)
 	}
 	b.in.defaults()
-	info := workflow.GetInfo(ctx)
-	// Deterministic per run: a replay or a retried intent write reuses it.
-	b.attemptID = uuid.NewSHA1(uuid.NameSpaceURL, []byte(info.WorkflowExecution.ID+"/"+info.WorkflowExecution.RunID))
 	b.applied = map[string][2]machineapi.BootImage{}
 	b.result = BootImageBumpResult{Cluster: b.in.Cluster, Release: b.in.Release}
 	b.progress = BootImageProgress{Progress: Progress{
@@ -342,24 +312,13 @@ func (b *bootImageBump) setup(ctx workflow.Context) error {
 }
 
 func (b *bootImageBump) run(ctx workflow.Context) (BootImageBumpResult, error) {
-	b.fromCluster = hasChange(ctx, changeBootImageOptInFromCluster)
-	b.awaitCancel = hasChange(ctx, changeBootImageAwaitCancel)
-	oldEnding := !hasChange(ctx, changeBootImageLedgerEndFirst)
-	b.adopt = hasChange(ctx, changeBootImageAdoptAbandoned)
-	if oldEnding {
-		b.life.stateFirst = func(bool) bool { return true }
-	}
 	if err := b.recordIntent(ctx); err != nil {
-		if !oldEnding { // the ending also ends an attempt whose write is in doubt
-			b.result.Outcome = "Failed"
-			err = b.end(ctx, err)
-		}
-		return b.result, err
+		// The ending also ends an attempt whose write is in doubt.
+		b.result.Outcome = "Failed"
+		return b.result, b.end(ctx, err)
 	}
-	if b.adopt {
-		if err := b.adoptAbandoned(ctx); err != nil {
-			return b.fail(ctx, "Failed", err)
-		}
+	if err := b.adoptAbandoned(ctx); err != nil {
+		return b.fail(ctx, "Failed", err)
 	}
 	if err := b.waitPreconditions(ctx); err != nil {
 		return b.fail(ctx, "Failed", err)
@@ -391,18 +350,8 @@ func (b *bootImageBump) run(ctx workflow.Context) (BootImageBumpResult, error) {
 	if ctx.Err() != nil {
 		return b.cancelled(ctx)
 	}
-	if err := b.record(ctx); err != nil {
-		if ctx.Err() != nil {
-			return b.cancelled(ctx)
-		}
-		return b.fail(ctx, "Failed", err)
-	}
-	if err := b.enforceSkew(ctx); err != nil {
-		if ctx.Err() != nil {
-			return b.cancelled(ctx)
-		}
-		return b.fail(ctx, "Failed", err)
-	}
+	b.record(ctx)
+	b.enforceSkew(ctx)
 	switch {
 	case len(b.result.Failed) > 0:
 		return b.fail(ctx, "Failed", fmt.Errorf("%d MachineSet(s) failed: %s", len(b.result.Failed), memberList(b.result.Failed)))
@@ -450,9 +399,6 @@ func bumpWaitOptions(ctx workflow.Context, bound time.Duration, summary string) 
 // restore could look first, find nothing to undo, and the in-flight change
 // land after it.
 func (b *bootImageBump) bumpChangeOptions(ctx workflow.Context, summary string) workflow.Context {
-	if !b.awaitCancel {
-		return bumpAPIOptions(ctx, summary)
-	}
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    2 * time.Minute,
 		ScheduleToCloseTimeout: 20 * time.Minute,
@@ -475,7 +421,9 @@ func (b *bootImageBump) event(ctx workflow.Context, step, state, msg string) {
 }
 
 func (b *bootImageBump) recordIntent(ctx workflow.Context) error {
-	return b.life.recordIntent(ctx, attemptFor(ctx, b.attemptID, 1, KindBootImageBump, b.in.Target(), b.in.Release))
+	err := b.life.recordIntent(ctx, b.life.freshAttempt(ctx, 1, KindBootImageBump, b.in.Target(), b.in.Release))
+	b.attemptID = b.life.attemptID()
+	return err
 }
 
 func (b *bootImageBump) waitPreconditions(ctx workflow.Context) error {
@@ -506,15 +454,13 @@ func (b *bootImageBump) plan(ctx workflow.Context) ([]machineapi.Plan, error) {
 	var res activities.BootImagePlanResult
 	err := workflow.ExecuteActivity(bumpAPIOptions(ctx, "plan MachineSets of "+b.in.Cluster), a.PlanBootImages, activities.BootImagePlanInput{
 		Cluster: b.in.Cluster, Release: b.snap.Release, Selection: b.in.Selection, Selector: b.in.Selector,
-		FromCluster: b.fromCluster,
+		FromCluster: true,
 	}).Get(ctx, &res)
 	if err != nil {
 		return nil, err
 	}
-	if b.fromCluster {
-		b.in.Selection, b.in.Selector = res.OptIn.Mode, res.OptIn.Selector
-		b.result.OptIn = &res.OptIn
-	}
+	b.in.Selection, b.in.Selector = res.OptIn.Mode, res.OptIn.Selector
+	b.result.OptIn = &res.OptIn
 	b.progress.Total = int64(len(res.Plans))
 	counts := map[machineapi.Action]int{}
 	for _, p := range res.Plans {
@@ -663,7 +609,7 @@ func (b *bootImageBump) restoreImage(ctx workflow.Context, name string, previous
 func (b *bootImageBump) canary(ctx workflow.Context) (bool, error) {
 	b.life.phase(ctx, bumpPhaseCanary)
 	name := b.in.Canary.MachineSet
-	if name == "" && len(b.result.Patched) == 0 && b.adopt {
+	if name == "" && len(b.result.Patched) == 0 {
 		name = b.adoptedCanary() // adopted patches were never proven
 	}
 	if name == "" {
@@ -752,79 +698,50 @@ func (b *bootImageBump) rollingBack(ctx workflow.Context) {
 	b.life.phase(dctx, bumpPhaseRollingBack)
 }
 
-// record writes the cluster's boot image version when every selected
-// MachineSet reconciled cleanly.
-func (b *bootImageBump) record(ctx workflow.Context) error {
+// record notes whether every selected MachineSet reconciled cleanly. The
+// machine-config operator records the boot image version
+// (status.bootImageSkewEnforcementStatus) itself once the MachineSets are
+// current; a second writer would fight it.
+func (b *bootImageBump) record(ctx workflow.Context) {
 	clean := b.in.Selection != SelectNone && len(b.result.Skipped) == 0 && len(b.result.Failed) == 0
 	if !clean {
 		b.event(ctx, "record", "running", fmt.Sprintf("boot image version stays %s: %d skipped, %d failed",
 			b.snap.Record.OCPVersion, len(b.result.Skipped), len(b.result.Failed)))
-		return nil
+		return
 	}
-	if b.fromCluster {
-		// The machine-config operator records the boot image version
-		// (status.bootImageSkewEnforcementStatus) itself once the
-		// MachineSets are current; a second writer would fight it.
-		b.event(ctx, "record", "running", "every selected MachineSet is current; the machine-config operator records the boot image version")
-		return nil
-	}
-	b.life.phase(ctx, bumpPhaseRecording)
-	var a *activities.BootImageActivities
-	err := workflow.ExecuteActivity(bumpAPIOptions(ctx, "record boot image version of "+b.in.Cluster), a.RecordBootImage, activities.BootImageRecordInput{
-		Cluster: b.in.Cluster, Mode: SkewAutomatic, OCPVersion: b.snap.Release, RHCOSVersion: b.snap.OSVersion,
-	}).Get(ctx, nil)
-	if err != nil {
-		return err
-	}
-	b.result.Recorded = true
-	b.result.BootImageVersion = b.snap.Release
-	b.snap.Record.OCPVersion, b.snap.Record.RHCOSVersion = b.snap.Release, b.snap.OSVersion
-	b.event(ctx, "record", "running", "boot image version recorded: "+b.snap.Release)
-	return nil
+	b.event(ctx, "record", "running", "every selected MachineSet is current; the machine-config operator records the boot image version")
 }
 
-// enforceSkew evaluates the skew and sets the Upgradeable condition.
-func (b *bootImageBump) enforceSkew(ctx workflow.Context) error {
+// enforceSkew evaluates the skew from the operator's own record and mode
+// (MachineConfiguration status.bootImageSkewEnforcementStatus) for the
+// report only: the Upgradeable condition is the operator's to set.
+func (b *bootImageBump) enforceSkew(ctx workflow.Context) {
 	b.life.phase(ctx, bumpPhaseSkew)
-	check := SkewCheck{
-		Mode:              b.in.Skew,
+	mode := b.snap.Record.Mode
+	if mode == "" {
+		mode = SkewAutomatic
+	}
+	v := EvaluateSkew(SkewCheck{
+		Mode:              mode,
 		BootOCPVersion:    b.snap.Record.OCPVersion,
 		BootRHCOSVersion:  b.snap.Record.RHCOSVersion,
 		LimitOCPVersion:   b.snap.SkewLimitOCPVersion,
 		LimitRHCOSVersion: b.snap.SkewLimitRHCOSVersion,
 		Release:           b.snap.Release,
 		ReleaseOSVersion:  b.snap.OSVersion,
-	}
-	if b.fromCluster {
-		return b.reportSkew(ctx, check)
-	}
-	var a *activities.BootImageActivities
-	if b.in.Skew == SkewManual {
-		check.BootOCPVersion, check.BootRHCOSVersion = b.in.ManualOCPVersion, b.in.ManualRHCOSVersion
-		if err := workflow.ExecuteActivity(bumpAPIOptions(ctx, "record manual boot image version"), a.RecordBootImage, activities.BootImageRecordInput{
-			Cluster: b.in.Cluster, Mode: SkewManual, OCPVersion: b.in.ManualOCPVersion, RHCOSVersion: b.in.ManualRHCOSVersion,
-		}).Get(ctx, nil); err != nil {
-			return err
-		}
-	}
-	v := EvaluateSkew(check)
+	})
 	b.result.Skew = v
-	if err := workflow.ExecuteActivity(bumpAPIOptions(ctx, "set Upgradeable on "+b.in.Cluster), a.SetBootImageUpgradeable, activities.BootImageUpgradeableInput{
-		Cluster: b.in.Cluster, Upgradeable: v.Upgradeable, Reason: v.Reason, Message: v.Message,
-	}).Get(ctx, nil); err != nil {
-		return err
-	}
-	b.event(ctx, "skew", "running", fmt.Sprintf("upgradeable=%v (%s): %s", v.Upgradeable, v.Reason, v.Message))
-	return nil
+	b.event(ctx, "skew", "running", fmt.Sprintf("operator's record %s (%s): upgradeable=%v (%s): %s; Upgradeable is the operator's to set",
+		b.snap.Record.OCPVersion+b.snap.Record.RHCOSVersion, mode, v.Upgradeable, v.Reason, v.Message))
 }
 
 // end ends the bump through the lifecycle: compensations (if any are
 // left), the ledger end with the summary, the search state.
 func (b *bootImageBump) end(ctx workflow.Context, err error) error {
 	b.progress.Counts["running"] = 0
-	summary := fmt.Sprintf("%s: %d patched, %d up to date, %d skipped, %d failed; recorded=%v; upgradeable=%v (%s)",
+	summary := fmt.Sprintf("%s: %d patched, %d up to date, %d skipped, %d failed; upgradeable=%v (%s)",
 		b.result.Outcome, len(b.result.Patched), len(b.result.UpToDate), len(b.result.Skipped), len(b.result.Failed),
-		b.result.Recorded, b.result.Skew.Upgradeable, b.result.Skew.Reason)
+		b.result.Skew.Upgradeable, b.result.Skew.Reason)
 	err = b.life.end(ctx, err, Ending{Outcome: summary, FailedOutcome: summary, Phase: bumpPhaseDone})
 	sort.Strings(b.result.Restored)
 	return err
@@ -854,19 +771,4 @@ func (b *bootImageBump) cancelled(ctx workflow.Context) (BootImageBumpResult, er
 	b.result.Outcome = "Cancelled"
 	_ = b.end(ctx, temporal.NewCanceledError())
 	return b.result, temporal.NewCanceledError(b.result)
-}
-
-// reportSkew evaluates the skew from the operator's own record and mode
-// (MachineConfiguration status.bootImageSkewEnforcementStatus) for the
-// report only: the Upgradeable condition is the operator's to set.
-func (b *bootImageBump) reportSkew(ctx workflow.Context, check SkewCheck) error {
-	check.Mode = b.snap.Record.Mode
-	if check.Mode == "" {
-		check.Mode = SkewAutomatic
-	}
-	v := EvaluateSkew(check)
-	b.result.Skew = v
-	b.event(ctx, "skew", "running", fmt.Sprintf("operator's record %s (%s): upgradeable=%v (%s): %s; Upgradeable is the operator's to set",
-		b.snap.Record.OCPVersion+b.snap.Record.RHCOSVersion, check.Mode, v.Upgradeable, v.Reason, v.Message))
-	return nil
 }

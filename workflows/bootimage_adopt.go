@@ -9,13 +9,6 @@ import (
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
-// changeBootImageAdoptAbandoned: the bump writes each change (patch, canary
-// scale-up) to the ledger before it makes it, and adopts the changes of the
-// cluster's abandoned bumps (terminated runs never undo theirs) into its
-// own rollback. Before: a terminated bump's patches and canary stayed when
-// the next bump's canary failed (issue #14, chaos invariant 7).
-const changeBootImageAdoptAbandoned = "bootimage-adopt-abandoned-changes"
-
 // adoptAbandoned takes the changes of the bumps of this cluster that were
 // terminated before this one (their attempts released as abandoned when
 // this one's intent was written) and registers their undo first, so that a
@@ -69,12 +62,9 @@ func (b *bootImageBump) releaseAdoptedCanaries(ctx workflow.Context) {
 	}
 }
 
-// recordChange writes a change to the ledger before it is made (runs
-// before changeBootImageAdoptAbandoned did not).
+// recordChange writes a change to the ledger before it is made, so that a
+// later bump can adopt it if this one is terminated.
 func (b *bootImageBump) recordChange(ctx workflow.Context, c activities.BootImageChange) error {
-	if !b.adopt {
-		return nil
-	}
 	c.AttemptID = b.attemptID
 	return workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.RecordBootImageChange, c).Get(ctx, nil)
 }

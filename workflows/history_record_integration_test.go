@@ -43,11 +43,11 @@ func TestAgentWorkflowsOnFleetsimRecordHistories(t *testing.T) {
 	assert.Equal(t, workflows.AgentRolloutWithFailures, res.Outcome)
 	assert.Equal(t, 3, res.Installed)
 	assert.Equal(t, 1, res.Failed)
-	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/agent-install-one-failed-bk3.json")
+	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/agent-install-one-failed.json")
 	child := run.GetID() + "/" + res.RolloutID.String() + "/" + d.Servers[2].UUID.String()
-	replay.Record(t, s.env.Client, child, "", "testdata/histories/agent-install-server-failed-bk3.json")
+	replay.Record(t, s.env.Client, child, "", "testdata/histories/agent-install-server-failed.json")
 	installed := run.GetID() + "/" + res.RolloutID.String() + "/" + d.Servers[0].UUID.String()
-	replay.Record(t, s.env.Client, installed, "", "testdata/histories/agent-install-server-installed-bk3.json")
+	replay.Record(t, s.env.Client, installed, "", "testdata/histories/agent-install-server-installed.json")
 
 	// Drift: one server's intent is ahead of its actual image.
 	sapi, err := triton.NewSAPI(s.sim.URL + "/sapi")
@@ -65,7 +65,7 @@ func TestAgentWorkflowsOnFleetsimRecordHistories(t *testing.T) {
 	require.NoError(t, drun.Get(ctx, &dres))
 	require.Len(t, dres.Installs, 1)
 	assert.Equal(t, 1, dres.Installs[0].Installed)
-	replay.Record(t, s.env.Client, drun.GetID(), drun.GetRunID(), "testdata/histories/agent-drift-repair-bk3.json")
+	replay.Record(t, s.env.Client, drun.GetID(), drun.GetRunID(), "testdata/histories/agent-drift-repair.json")
 }
 
 // A rollout cancelled while its updates run: it waits for them to
@@ -109,5 +109,5 @@ func TestRolloutCancelOnRealServerWaitsAndEndsCancelled(t *testing.T) {
 	require.NoError(t, err)
 	sa := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
 	require.Contains(t, string(sa[workflows.SAState.GetName()].GetData()), string(workflows.StateCancelled))
-	replay.Record(t, env.Client, id, run.GetRunID(), "testdata/histories/rollout-cancel-bk3.json")
+	replay.Record(t, env.Client, id, run.GetRunID(), "testdata/histories/rollout-cancel.json")
 }

@@ -91,20 +91,14 @@ func HostBootFlashUpdate(ctx workflow.Context, in HostFlashInput) (MGSUpdateResu
 type hostFlash struct {
 	*mgsUpdate
 	in HostFlashInput
-	// booting is set once the host was power-cycled onto the new slot
-	// (with changeHostFinishAfterPowerCycle): the disconnected context the
-	// rest of the update runs and ends on, because a power cycle is not
-	// undone and the host boots the new image whatever the operator does.
+	// booting is set once the host was power-cycled onto the new slot: the
+	// disconnected context the rest of the update runs and ends on, because
+	// a power cycle is not undone and the host boots the new image whatever
+	// the operator does (a cancel waits for HostPostUpdate to stop and asks
+	// the SP whether it power-cycled; the update then ends completed with
+	// cancelIgnored).
 	booting workflow.Context
 }
-
-// changeHostFinishAfterPowerCycle: a cancel waits for HostPostUpdate to
-// stop and asks the SP whether the host was power-cycled onto the new
-// slot; from then on the boot is followed on a disconnected context and
-// the update ends completed with CancelIgnored (issue 14, chaos seed 2:
-// a cancel in host-boot ended "cancelled" while the host booted the new
-// image). Before: any cancel ended the update where it was.
-const changeHostFinishAfterPowerCycle = "host-flash-finish-after-power-cycle"
 
 func (w *hostFlash) run(ctx workflow.Context) (mgsEnding, error) {
 	pre, err := w.precheck(ctx, []Artifact{w.in.Phase1, w.in.Phase2})
@@ -123,13 +117,12 @@ func (w *hostFlash) run(ctx workflow.Context) (mgsEnding, error) {
 	}
 	newSlot := pre.Inactive.Slot
 
-	fresh := hasChange(ctx, changePrecheckEveryAttempt)
 	why := ""
 	for {
 		if err := w.newAttempt(ctx, why); err != nil {
 			return mgsEnding{}, err
 		}
-		if fresh && w.attempts > 1 {
+		if w.attempts > 1 {
 			slot, done, err := w.recheck(ctx)
 			if err != nil {
 				return mgsEnding{}, err
@@ -139,7 +132,7 @@ func (w *hostFlash) run(ctx workflow.Context) (mgsEnding, error) {
 			}
 			newSlot = slot
 		}
-		slot, done, err := w.startOrWait(ctx, newSlot, fresh)
+		slot, done, err := w.startOrWait(ctx, newSlot)
 		if err != nil {
 			return mgsEnding{}, err
 		}
@@ -176,13 +169,9 @@ func (w *hostFlash) run(ctx workflow.Context) (mgsEnding, error) {
 // (persist) and power-cycles the host. It returns the context to follow
 // the boot on: past the power cycle, the disconnected w.booting.
 func (w *hostFlash) activate(ctx workflow.Context, slot uint16) (workflow.Context, error) {
-	finish := hasChange(ctx, changeHostFinishAfterPowerCycle)
 	w.phase(ctx, MGSPhasePostUpdate)
 	in := activities.HostPostUpdateInput{SP: w.sp, AttemptID: w.attemptID(), NewSlot: slot, Phase2: w.in.Phase2}
 	actx := w.longOpts(ctx, 30*time.Minute, "activate the new slot, boot the host")
-	if !finish {
-		return ctx, workflow.ExecuteActivity(actx, mgsActs.HostPostUpdate, in).Get(ctx, nil)
-	}
 	// A cancel waits for the power cycle to stop, then asks the SP.
 	err := workflow.ExecuteActivity(awaitCancel(actx), mgsActs.HostPostUpdate, in).Get(ctx, nil)
 	if err != nil && !w.cycledDespiteCancel(ctx, in, err) {
@@ -212,10 +201,10 @@ func (w *hostFlash) cycledDespiteCancel(ctx workflow.Context, in activities.Host
 
 // startOrWait starts the attempt; another update of the host flash (or of
 // another component) is waited out first. A host flash accepts a new
-// update after a complete one, so there is nothing to take over. With
-// fresh, the slots are read again after the wait: the slot to write is the
-// one inactive now, and done says the target is already active.
-func (w *hostFlash) startOrWait(ctx workflow.Context, slot uint16, fresh bool) (uint16, bool, error) {
+// update after a complete one, so there is nothing to take over. The
+// slots are read again after the wait: the slot to write is the one
+// inactive now, and done says the target is already active.
+func (w *hostFlash) startOrWait(ctx workflow.Context, slot uint16) (uint16, bool, error) {
 	for {
 		sr, err := w.start(ctx, slot)
 		if err != nil || sr.Started {
@@ -224,13 +213,11 @@ func (w *hostFlash) startOrWait(ctx workflow.Context, slot uint16, fresh bool) (
 		if _, _, err := w.watchConcurrent(ctx, sr.Current); err != nil {
 			return slot, false, err
 		}
-		if fresh {
-			next, done, err := w.recheck(ctx)
-			if err != nil || done {
-				return slot, done, err
-			}
-			slot = next
+		next, done, err := w.recheck(ctx)
+		if err != nil || done {
+			return slot, done, err
 		}
+		slot = next
 	}
 }
 

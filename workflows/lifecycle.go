@@ -46,11 +46,6 @@ type lifecycle struct {
 	// onPhase, when set, runs after each phase change (a kind that also
 	// records its phase in the ledger).
 	onPhase func(ctx workflow.Context, p Phase)
-	// stateFirst, when set, says whether an ending (failed: with an error)
-	// publishes the search state before the ledger end: the order of a
-	// kind's ending from before the lifecycle, kept under a GetVersion's
-	// DefaultVersion so that its recorded histories replay.
-	stateFirst func(failed bool) bool
 	// attemptIDs counts the attempt IDs this run derived (newAttemptID).
 	attemptIDs int
 }
@@ -101,17 +96,13 @@ func (l *lifecycle) step(ctx workflow.Context, p Phase, detail ...string) {
 	if l.phase(ctx, p, detail...) {
 		return
 	}
-	if bookkeepingV2(ctx) {
-		setCurrentDetails(ctx, l.progress.State, p, detail...) // the attribute already holds p
-		return
-	}
-	setSearchState(ctx, l.progress.State, p, detail...)
+	setCurrentDetails(ctx, l.progress.State, p, detail...) // the attribute already holds p
 }
 
 // show publishes phase p: as the search attribute when operators filter by
-// it (or always, before changeBookkeepingV2), else in the current details.
+// it (a long wait), else in the current details, which cost no event.
 func (l *lifecycle) show(ctx workflow.Context, p Phase, detail ...string) {
-	if bookkeepingV2(ctx) && !p.Filtered() {
+	if !p.Filtered() {
 		setCurrentDetails(ctx, l.progress.State, p, detail...)
 		return
 	}
@@ -138,6 +129,12 @@ func (l *lifecycle) quietPhase(ctx workflow.Context, p Phase) {
 	l.progress.Phase, l.progress.PhaseSince = p, workflow.Now(ctx)
 }
 
+// freshAttempt is the ledger row of this update's attempt n on target, under
+// the run's next attempt ID.
+func (l *lifecycle) freshAttempt(ctx workflow.Context, n int, kind Kind, target, artifact string) ledger.Attempt {
+	return attemptFor(ctx, l.newAttemptID(ctx), n, kind, target, artifact)
+}
+
 // attemptFor is the ledger row of this workflow run's attempt n on target.
 func attemptFor(ctx workflow.Context, id uuid.UUID, n int, kind Kind, target, artifact string) ledger.Attempt {
 	info := workflow.GetInfo(ctx)
@@ -147,10 +144,18 @@ func attemptFor(ctx workflow.Context, id uuid.UUID, n int, kind Kind, target, ar
 
 // recordIntent writes attempt a before any device is touched. A target busy
 // with another update is a non-retryable TargetBusy error and leaves nothing
-// of ours to end.
+// of ours to end. An attempt that already ended (the run was reset to
+// before its end) is recorded again under the next attempt ID; one still
+// active (reset while it ran) is this run's again.
 func (l *lifecycle) recordIntent(ctx workflow.Context, a ledger.Attempt) error {
-	l.attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, nil
-	return l.intentWritten(l.writer.record(ctx, a))
+	for {
+		l.attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, nil
+		err := l.intentWritten(l.writer.record(ctx, a))
+		if !isAttemptEnded(err) {
+			return err
+		}
+		a.ID = l.newAttemptID(ctx)
+	}
 }
 
 // nextAttempt ends the current attempt as failed (why) and records a, the
@@ -164,8 +169,14 @@ func (l *lifecycle) nextAttempt(ctx workflow.Context, a ledger.Attempt, why stri
 		return l.recordIntent(ctx, a)
 	}
 	prev := ledger.Finish{AttemptID: l.attempt.ID, State: ledger.StateFailed, Outcome: "attempt failed", Error: why}
-	l.attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, &prev
-	return l.intentWritten(tw.transition(ctx, activities.RecordAttemptInput{Finish: &prev, Next: &a}))
+	for {
+		l.attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, &prev
+		err := l.intentWritten(tw.transition(ctx, activities.RecordAttemptInput{Finish: &prev, Next: &a}))
+		if !isAttemptEnded(err) {
+			return err
+		}
+		a.ID = l.newAttemptID(ctx) // as in recordIntent
+	}
 }
 
 // intentWritten takes the result of the current attempt's intent write.
@@ -173,7 +184,7 @@ func (l *lifecycle) intentWritten(err error) error {
 	switch {
 	case err == nil:
 		l.recorded, l.prevEnd = true, nil
-	case isTargetBusy(err):
+	case isTargetBusy(err), isAttemptEnded(err):
 		l.attempt, l.prevEnd = nil, nil
 	}
 	return err
@@ -230,9 +241,13 @@ func isCancel(ctx workflow.Context, err error) bool {
 	return temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled)
 }
 
-func isTargetBusy(err error) bool {
+func isTargetBusy(err error) bool { return hasFailureType(err, failure.TargetBusy) }
+
+func isAttemptEnded(err error) bool { return hasFailureType(err, failure.AttemptEnded) }
+
+func hasFailureType(err error, typ string) bool {
 	var ae *temporal.ApplicationError
-	return errors.As(err, &ae) && ae.Type() == failure.TargetBusy
+	return errors.As(err, &ae) && ae.Type() == typ
 }
 
 // Ending says how a successful update ended.
@@ -275,16 +290,10 @@ func (l *lifecycle) end(ctx workflow.Context, err error, ok Ending) error {
 			msg += "; compensation failed: " + cerr.Error()
 		}
 	}
-	stateFirst := l.stateFirst != nil && l.stateFirst(err != nil)
 	l.progress.State, l.progress.Outcome, l.progress.Message = state, outcome, msg
 	l.progress.Phase, l.progress.PhaseSince = final, workflow.Now(dctx)
-	if stateFirst {
-		setSearchState(dctx, state, final)
-	}
 	l.endAttempt(dctx, ls, outcome, msg)
-	if !stateFirst {
-		setSearchState(dctx, state, final)
-	}
+	setSearchState(dctx, state, final)
 	if state == StateCancelled {
 		return temporal.NewCanceledError(msg)
 	}

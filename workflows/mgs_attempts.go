@@ -30,64 +30,47 @@ func (u *mgsUpdate) newAttempt(ctx workflow.Context, why string) error {
 			return err
 		}
 	}
-	id, err := u.newAttemptID(ctx)
-	if err != nil {
-		return err
-	}
 	u.attempts++
-	a := attemptFor(ctx, id, u.attempts, u.kind, u.target, u.artifact.Version)
-	if err := u.nextAttempt(ctx, a, why); err != nil {
+	if err := u.nextAttempt(ctx, u.freshAttempt(ctx, u.attempts, u.kind, u.target, u.artifact.Version), why); err != nil {
 		return err
 	}
+	id := u.attemptID()
 	// The previous attempt's update is over on the SP (lost, failed,
 	// aborted, or complete but not activated): nothing of it to abort.
 	u.nothingToUndo()
 	u.started, u.abortArmed = false, false
-	u.result.Attempts = a.Attempt
+	u.result.Attempts = u.attempts
 	u.result.AttemptIDs = append(u.result.AttemptIDs, id.String())
-	u.report.Attempt, u.report.AttemptID = a.Attempt, id.String()
+	u.report.Attempt, u.report.AttemptID = u.attempts, id.String()
 	u.report.Done, u.report.Total, u.report.Message = 0, 0, ""
 	return nil
 }
 
-// changeAbortBeforeStart: the abort of our update is registered before the
-// start and the start's cancellation is awaited, so an update MGS accepts
-// after a cancel is still aborted. Histories before it registered the
-// abort only after the start returned.
-const changeAbortBeforeStart = "abort-registered-before-start"
-
 // start sends the image under the current attempt's UUID. Its undo, the
-// abort of our update, is registered before the image is sent.
+// abort of our update, is registered before the image is sent, and a
+// cancel waits for the start to stop, so an update MGS accepts after a
+// cancel is still aborted.
 func (u *mgsUpdate) start(ctx workflow.Context, fwSlot uint16) (activities.StartUpdateResult, error) {
 	u.phase(ctx, MGSPhaseUpdating)
-	early := hasChange(ctx, changeAbortBeforeStart)
 	in := activities.StartUpdateInput{
 		SP: u.sp, Component: u.component, FirmwareSlot: fwSlot, UpdateID: u.attemptID(), Artifact: u.artifact,
 		PollInterval: u.timing.PollInterval,
 	}
 	bound, step := 15*time.Minute, "start the update"
-	if u.fewerTasks {
+	if u.startThenWait {
 		// No decision lies between an accepted start and the wait.
 		w := u.waitInput(u.attemptID(), true)
 		in.ThenWait = &w
 		bound, step = bound+u.waitBound(), "start the update, wait for it"
 	}
-	actx := u.longOpts(ctx, bound, step)
-	if early {
-		u.beforeStart()
-		actx = awaitCancel(actx)
-	}
+	u.beforeStart()
+	actx := awaitCancel(u.longOpts(ctx, bound, step))
 	var sr activities.StartUpdateResult
 	if err := workflow.ExecuteActivity(actx, mgsActs.MGSStartUpdate, in).Get(ctx, &sr); err != nil {
 		return sr, err
 	}
 	u.begun = sr.Wait
-	if sr.Started && !u.started {
-		u.started = true
-		if !early {
-			u.beforeStart()
-		}
-	}
+	u.started = u.started || sr.Started
 	return sr, nil
 }
 

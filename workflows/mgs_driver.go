@@ -9,7 +9,6 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
-	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
 // mgsUpdate is the MGS update driver the two MGS kinds share: attempts
@@ -41,11 +40,13 @@ type mgsUpdate struct {
 	// came too late to stop the update).
 	note string
 
-	// fewerTasks (SP firmware under changeBookkeepingV3): prechecks run as
-	// local activities, and the start activity runs the first leg of the
-	// wait for our update, which begun holds until wait takes it.
-	fewerTasks bool
-	begun      *activities.WaitUpdateResult
+	// startThenWait (SP firmware): prechecks run as local activities (a
+	// few reads and a small image's digest), and the start activity runs
+	// the first leg of the wait for our update, which begun holds until
+	// wait takes it. Host flash keeps separate activities: its phase 1
+	// image is tens of MiB and its start is long.
+	startThenWait bool
+	begun         *activities.WaitUpdateResult
 }
 
 // mgsEnding says how an MGS update succeeded: the outcome and the device
@@ -61,7 +62,7 @@ func newMGSUpdate(ctx workflow.Context, kind Kind, target string, sp mgs.SpIdent
 	u := &mgsUpdate{kind: kind, target: target, sp: sp, component: component, artifact: art, timing: t}
 	u.report.Progress = Progress{Kind: kind, Target: target, Artifact: art.Version, Unit: "bytes"}
 	u.result = MGSUpdateResult{Target: target, Version: art.Version}
-	l, err := newLifecycle(ctx, &u.report.Progress, MGSPhasePrecheck, mgsWriter{}, func() MGSProgress { return u.report })
+	l, err := newLifecycle(ctx, &u.report.Progress, MGSPhasePrecheck, ledgerWriter{}, func() MGSProgress { return u.report })
 	u.lifecycle = l
 	return u, err
 }
@@ -74,13 +75,9 @@ func (u *mgsUpdate) finish(ctx workflow.Context, ok mgsEnding, err error) (MGSUp
 	if u.attempts == 0 {
 		dctx, cancel := workflow.NewDisconnectedContext(ctx)
 		defer cancel()
-		id, ierr := u.newAttemptID(dctx)
-		if ierr != nil {
-			return u.result, ierr
-		}
-		u.unwrittenAttempt(attemptFor(ctx, id, 1, u.kind, u.target, u.artifact.Version))
+		u.unwrittenAttempt(u.freshAttempt(dctx, 1, u.kind, u.target, u.artifact.Version))
 		u.result.Attempts = 1
-		u.result.AttemptIDs = append(u.result.AttemptIDs, id.String())
+		u.result.AttemptIDs = append(u.result.AttemptIDs, u.attemptID().String())
 	}
 	if err == nil {
 		u.result.Outcome = ok.outcome
@@ -94,26 +91,6 @@ func (u *mgsUpdate) finish(ctx workflow.Context, ok mgsEnding, err error) (MGSUp
 // --- ledger ---
 
 var mgsActs *activities.MGSActivities
-
-// mgsWriter writes the MGS kinds' attempts with MGSRecordAttempt, the one
-// ledger activity their histories schedule: intent, end, and the end of an
-// attempt together with the next one's intent.
-type mgsWriter struct{}
-
-func (w mgsWriter) record(ctx workflow.Context, a ledger.Attempt) error {
-	return w.transition(ctx, activities.RecordAttemptInput{Next: &a})
-}
-
-func (w mgsWriter) end(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error {
-	if recorded {
-		return w.transition(ctx, activities.RecordAttemptInput{Finish: &f})
-	}
-	return w.transition(ctx, activities.RecordAttemptInput{Next: &a, FinishNext: &f})
-}
-
-func (mgsWriter) transition(ctx workflow.Context, in activities.RecordAttemptInput) error {
-	return ledgerCall(ctx, mgsActs.MGSRecordAttempt, in).Get(ctx, nil)
-}
 
 // --- activity options ---
 

@@ -2,13 +2,11 @@ package workflows
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/fleetsaga/fleetsaga/activities"
@@ -20,43 +18,27 @@ import (
 // 14, defect 2). The ledger must end with that attempt cancelled and
 // nothing left active on the target, whichever attempt it was.
 func TestMGSCancelWhileRecordingAttemptEndsThatAttempt(t *testing.T) {
+	// The write is a local activity: the cancel reaches its context while
+	// it runs, the write commits anyway, and the workflow waits for it to
+	// return, so it cannot commit after the end.
 	for _, tc := range []struct {
 		name string
 		// recordsBefore are the record-attempt calls that complete normally
 		// before the one the cancel races with.
 		recordsBefore int
 		host          bool
-		// commitLast: the late write commits after the workflow's end
-		// wrote the ledger (else before it).
-		commitLast bool
-		// local: the write is a local activity (changeBookkeepingV2).
-		local bool
 	}{
 		{name: "first attempt", recordsBefore: 0},
 		{name: "next attempt", recordsBefore: 1},
 		{name: "host flash first attempt", recordsBefore: 0, host: true},
-		{name: "first attempt, committed after the end", recordsBefore: 0, commitLast: true},
-		{name: "next attempt, committed after the end", recordsBefore: 1, commitLast: true},
-		// Under changeBookkeepingV2 the write is a local activity: the
-		// cancel reaches its context and the workflow waits for it to
-		// return, so it cannot commit after the end.
-		{name: "local write, first attempt", recordsBefore: 0, local: true},
-		{name: "local write, next attempt", recordsBefore: 1, local: true},
-		{name: "local write, host flash first attempt", recordsBefore: 0, host: true, local: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newMGSTest(t)
-			if !tc.local {
-				preferOldBookkeeping(m.env)
-			}
 			if tc.recordsBefore > 0 {
 				// Attempt 1's update is lost: attempt 2 is recorded.
 				m.script("MGSWaitUpdate", waitDone(activities.WaitLost))
 			}
-			late := m.lateRecord(tc.commitLast)
-			if tc.local {
-				late = m.lateLocalRecord()
-			}
+			late := m.lateLocalRecord()
 			scripts := []any{}
 			for range tc.recordsBefore {
 				scripts = append(scripts, m.record)
@@ -95,57 +77,12 @@ func (m *mgsTest) record(_ context.Context, in activities.RecordAttemptInput) er
 	return nil
 }
 
-// lateRecord scripts a record-attempt call that commits only after the
-// workflow was cancelled and stopped waiting for it: before the next
-// record-attempt call (the workflow's end), or, with commitLast, after it.
+// lateRecordScript is a record-attempt call that races a cancel.
 type lateRecordScript struct {
 	racing, after func(context.Context, activities.RecordAttemptInput) error
 	// done is closed once the late write committed; in is what it wrote.
 	done chan struct{}
 	in   activities.RecordAttemptInput
-}
-
-func (m *mgsTest) lateRecord(commitLast bool) *lateRecordScript {
-	gaveUp := make(chan struct{})
-	first, second := make(chan struct{}), make(chan struct{}) // late, end in commit order
-	var racingID string
-	m.env.SetOnActivityCanceledListener(func(info *activity.Info) {
-		m.mu.Lock()
-		racing := info.ActivityID == racingID
-		m.mu.Unlock()
-		if racing {
-			close(gaveUp)
-		}
-	})
-	l := &lateRecordScript{done: make(chan struct{})}
-	if commitLast {
-		close(first) // the end does not wait
-	}
-	l.racing = func(ctx context.Context, in activities.RecordAttemptInput) error {
-		m.mu.Lock()
-		racingID = activity.GetInfo(ctx).ActivityID
-		l.in = in
-		m.mu.Unlock()
-		m.env.CancelWorkflow()
-		<-gaveUp
-		if commitLast {
-			<-second
-		}
-		err := m.record(ctx, in)
-		if !commitLast {
-			close(first)
-		}
-		close(l.done)
-		return err
-	}
-	var once sync.Once
-	l.after = func(ctx context.Context, in activities.RecordAttemptInput) error {
-		<-first
-		err := m.record(ctx, in)
-		once.Do(func() { close(second) })
-		return err
-	}
-	return l
 }
 
 // lateLocalRecord scripts a local record-attempt write that the cancel

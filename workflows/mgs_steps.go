@@ -17,13 +17,13 @@ import (
 // (ours or someone else's), watch and take over a concurrent update, and
 // the SP's reset. Each sets its activity options beside its call.
 
-// precheck reads the SP (after verifying arts). With fewerTasks it is a
+// precheck reads the SP (after verifying arts). With startThenWait it is a
 // local activity: a few reads and an SP image's digest, done within the
 // workflow task that then records the intent and starts the update.
 func (u *mgsUpdate) precheck(ctx workflow.Context, arts []Artifact) (activities.PrecheckResult, error) {
 	var pre activities.PrecheckResult
 	in := activities.PrecheckInput{SP: u.sp, Component: u.component, Artifacts: arts}
-	if u.fewerTasks {
+	if u.startThenWait {
 		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 			StartToCloseTimeout: 2 * time.Minute, ScheduleToCloseTimeout: 30 * time.Minute, RetryPolicy: deviceRetry,
 			Summary: u.summary("precheck"),
@@ -171,10 +171,8 @@ func (u *mgsUpdate) watchConcurrent(ctx workflow.Context, cur mgs.UpdateStatus) 
 // postUpdateSP resets the SP to activate update id (version want).
 func (u *mgsUpdate) postUpdateSP(ctx workflow.Context, id uuid.UUID, want string) (activities.PostUpdateResult, error) {
 	u.phase(ctx, MGSPhasePostUpdate)
-	actx := u.longOpts(ctx, 4*u.timing.NewVersionTimeout, "reset, wait for the new version")
-	if u.fewerTasks {
-		actx = awaitCancel(actx) // a cancelled reset stops before it is finished (spFirmware)
-	}
+	// A cancelled reset stops before it is finished (spFirmware).
+	actx := awaitCancel(u.longOpts(ctx, 4*u.timing.NewVersionTimeout, "reset, wait for the new version"))
 	var pr activities.PostUpdateResult
 	err := workflow.ExecuteActivity(actx, mgsActs.SPPostUpdate, activities.PostUpdateInput{
 		SP: u.sp, UpdateID: id, AttemptID: u.attemptID(), TargetVersion: want,

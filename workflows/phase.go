@@ -41,7 +41,7 @@ func init() {
 		ZonePhaseValidating, ZonePhaseRecordingIntent, ZonePhaseRemovingZone, ZonePhaseRebasing,
 		ZonePhaseAwaitingInventory, ZonePhaseReassigningSagas, ZonePhaseVerifyingSagas, ZonePhaseCommitting, ZonePhaseDone,
 		bumpPhasePreconditions, bumpPhasePlanning, bumpPhasePatching, bumpPhaseCanary, bumpPhaseRollingBack,
-		bumpPhaseRecording, bumpPhaseSkew, bumpPhaseDone,
+		bumpPhaseSkew, bumpPhaseDone,
 	} {
 		knownPhases[p] = true
 	}

@@ -62,8 +62,9 @@ type RolloutResult struct {
 	Outcomes []UpdateOutcome `json:"outcomes"`
 	Failed   int             `json:"failed"`
 	Skipped  int             `json:"skipped"`
-	// Refused counts updates not started because their target no longer
-	// matched the approved plan (see rollout_gateplan.go).
+	// Refused counts updates refused rather than failed: their target
+	// drifted from the approved plan (rollout_gateplan.go), or another
+	// update held it.
 	Refused int `json:"refused,omitempty"`
 }
 
@@ -85,27 +86,16 @@ func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
 }
 
 type rollout struct {
-	in RolloutInput
-	// cancelWaits: a cancelled rollout waits for its children's
-	// compensations and publishes its cancelled state (workflow version
-	// changeRolloutCancelWaits; older runs ended at once, still "running").
-	cancelWaits bool
-	// endAlways: every error ends through the lifecycle (see
-	// changeRolloutEndsOnEveryError).
-	endAlways bool
-	// planGates: a gate shows its stage's plan, the approval binds to its
-	// digest, and a target that drifted from it is refused (workflow
-	// version changeRolloutPlanAtGate; older runs did not plan).
-	planGates bool
-	gatePlan  *StagePlan // the plan shown at the current gate (nil while planning)
-	approved  *StagePlan // the plan approved for the stage running now
-	progress  Progress
-	l         *lifecycle
-	paused    bool
-	gate      string    // stage awaiting approval ("" = none)
-	approval  *Approval // the approval received for gate
-	result    RolloutResult
-	running   map[string]bool // targets running now
+	in       RolloutInput
+	gatePlan *StagePlan // the plan shown at the current gate (nil while planning)
+	approved *StagePlan // the plan approved for the stage running now
+	progress Progress
+	l        *lifecycle
+	paused   bool
+	gate     string    // stage awaiting approval ("" = none)
+	approval *Approval // the approval received for gate
+	result   RolloutResult
+	running  map[string]bool // targets running now
 }
 
 func (r *rollout) setup(ctx workflow.Context) error {
@@ -143,18 +133,11 @@ func (r *rollout) setup(ctx workflow.Context) error {
 	}})
 }
 
-// changeRolloutCancelWaits names the change that made a cancelled rollout
-// wait for its children and end as cancelled.
-const changeRolloutCancelWaits = "rollout-cancel-waits-for-children"
-
 func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
-	r.cancelWaits = hasChange(ctx, changeRolloutCancelWaits)
-	r.endAlways = hasChange(ctx, changeRolloutEndsOnEveryError)
-	r.planGates = hasChange(ctx, changeRolloutPlanAtGate)
 	for _, st := range r.in.Stages {
 		if st.Approval {
 			if err := r.awaitApproval(ctx, st); err != nil {
-				if r.cancelWaits && temporal.IsCanceledError(err) {
+				if temporal.IsCanceledError(err) {
 					for _, u := range st.Updates {
 						r.skip(st.Name, u) // the gated stage never started
 					}
@@ -177,7 +160,7 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 	}
 	done := fmt.Sprintf("%d updates done", r.progress.Counts["done"])
 	if r.result.Refused > 0 {
-		done += fmt.Sprintf(", %d refused (drifted from the approved plan: plan again)", r.result.Refused)
+		done += fmt.Sprintf(", %d refused (another update held the target, or it drifted from the approved plan)", r.result.Refused)
 	}
 	return r.result, r.end(ctx, nil, done)
 }
@@ -186,9 +169,7 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 func (r *rollout) awaitApproval(ctx workflow.Context, st Stage) error {
 	r.gate = st.Name
 	r.setPhase(ctx, PhaseAwaitingApproval, "stage "+st.Name)
-	if r.planGates {
-		r.showGatePlan(ctx, st)
-	}
+	r.showGatePlan(ctx, st)
 	if err := workflow.Await(ctx, func() bool { return r.approval != nil }); err != nil {
 		return err
 	}
@@ -259,11 +240,8 @@ func (r *rollout) runStage(ctx workflow.Context, st Stage) (int, error) {
 			}
 			return false
 		})
-		if err != nil && r.cancelWaits {
-			break // cancelled: the running updates compensate; wait for them below
-		}
 		if err != nil {
-			return failed, err
+			break // cancelled: the running updates compensate; wait for them below
 		}
 		if failed > st.FailureBudget {
 			break
@@ -284,7 +262,7 @@ func (r *rollout) runStage(ctx workflow.Context, st Stage) (int, error) {
 			delete(r.running, u.Target)
 			r.count("running", -1)
 			r.result.Outcomes = append(r.result.Outcomes, out)
-			if drifted {
+			if out.State == StateRefused {
 				r.result.Refused++
 				r.count("refused", 1)
 			} else if out.State == StateCompleted {
@@ -317,7 +295,7 @@ func (r *rollout) runUpdate(ctx workflow.Context, st Stage, u PlanUpdate) Update
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 		// On cancel the child runs its compensations; its result is how
 		// it really ended.
-		WaitForCancellation: r.cancelWaits,
+		WaitForCancellation: true,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			SAKind.ValueSet(string(st.Kind)), SATarget.ValueSet(u.Target), SAArtifact.ValueSet(u.Artifact),
 			SAState.ValueSet(string(StateRunning)), SARollout.ValueSet(r.in.Name)),
@@ -333,6 +311,11 @@ func (r *rollout) runUpdate(ctx workflow.Context, st Stage, u PlanUpdate) Update
 		}
 	case temporal.IsCanceledError(err):
 		out.State, out.Error = StateCancelled, err.Error()
+	case temporal.IsWorkflowExecutionAlreadyStartedError(err):
+		// Another rollout's (or a hand-started) update of the same target.
+		out.State, out.Outcome, out.Error = StateRefused, OutcomeTargetClaimed, "another workflow runs "+id+": "+err.Error()
+	case isTargetBusy(err):
+		out.State, out.Outcome, out.Error = StateRefused, failure.TargetBusy, err.Error()
 	default:
 		out.State, out.Error = StateFailed, err.Error()
 	}
@@ -377,22 +360,13 @@ func (r *rollout) setPhase(ctx workflow.Context, phase Phase, detail string) {
 	r.l.step(ctx, phase, detail)
 }
 
-// changeRolloutEndsOnEveryError: a rollout that fails for a reason other
-// than a cancel or its failure budget also publishes its failed state.
-// Histories before it returned the error with the state left "running".
-const changeRolloutEndsOnEveryError = "rollout-ends-on-every-error"
-
 // cancelled ends a rollout stopped by err in stage (after its children,
 // see runStage): what never started is skipped, and the ending is
 // published on a disconnected context (lifecycle.end).
 func (r *rollout) cancelled(ctx workflow.Context, stage string, err error) error {
-	cancel := temporal.IsCanceledError(err)
-	if !(r.cancelWaits && cancel) && !r.endAlways {
-		return err
-	}
 	r.skipRest(stage)
 	how := "failed"
-	if cancel {
+	if temporal.IsCanceledError(err) {
 		how = "cancelled"
 	}
 	return r.end(ctx, err, fmt.Sprintf("%s in stage %s: %d done, %d skipped", how, stage, r.progress.Counts["done"], r.result.Skipped))

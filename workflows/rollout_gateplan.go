@@ -11,17 +11,18 @@ import (
 // (null when it is not at a gate, or still planning).
 const GatePlanQuery = "gate-plan"
 
-// changeRolloutPlanAtGate names the change that made a gate plan its
-// stage, bind the approval to the plan's digest, and refuse targets that
-// drifted from it.
-const changeRolloutPlanAtGate = "rollout-plan-at-gate"
-
 // OutcomePlanDrift is the outcome of an update a gated stage did not start
 // because its target no longer matched the approved plan.
 const OutcomePlanDrift = "PlanDrift"
 
-// StateRefused is the outcome state of such an update.
+// StateRefused is the outcome state of such an update, and of one whose
+// target another update held (OutcomeTargetClaimed, TargetBusy): a refusal
+// is not a failure and does not count against the stage's budget.
 const StateRefused State = "refused"
+
+// OutcomeTargetClaimed is the outcome of an update that another workflow
+// (another rollout's child, or an update started by hand) was running.
+const OutcomeTargetClaimed = "TargetClaimed"
 
 // showGatePlan plans st read-only and publishes the plan: the gate-plan
 // query (starter status, starter approve) and the Web UI's current details.
@@ -63,9 +64,6 @@ func dashEmpty(s string) string {
 // approver saw an older plan). An approval without a digest approves the
 // plan the gate shows.
 func (r *rollout) checkApprovedDigest(ap Approval) error {
-	if !r.planGates {
-		return nil
-	}
 	if r.gatePlan == nil {
 		return fmt.Errorf("rollout %s is still planning stage %s: look at the plan (starter status) and approve again", r.in.Name, r.gate)
 	}

@@ -58,7 +58,7 @@ func TestRolloutOnRealServerRecordsApproval(t *testing.T) {
 	require.Equal(t, "alice", approvals[0].By)
 	require.Equal(t, "first stage healthy", approvals[0].Reason)
 
-	replay.Record(t, env.Client, id, run.GetRunID(), "testdata/histories/rollout-approval-bk3.json")
+	replay.Record(t, env.Client, id, run.GetRunID(), "testdata/histories/rollout-approval.json")
 }
 
 // startRolloutWorker runs a worker with the rollout and its stand-in update

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
@@ -24,6 +25,9 @@ type testInput struct {
 	Name string        `json:"name"`
 	Take time.Duration `json:"take"`
 	Fail bool          `json:"fail"`
+	// Busy: the ledger refuses the update's intent (another update holds
+	// its target).
+	Busy bool `json:"busy,omitempty"`
 	// Compensate is how long the update's compensation takes when cancelled.
 	Compensate time.Duration `json:"compensate,omitempty"`
 }
@@ -43,6 +47,9 @@ var spans []span
 
 func testUpdate(ctx workflow.Context, in testInput) (map[string]any, error) {
 	start := workflow.Now(ctx)
+	if in.Busy {
+		return nil, temporal.NewNonRetryableApplicationError("target "+in.Target()+" is busy", failure.TargetBusy, nil)
+	}
 	if err := workflow.Sleep(ctx, in.Take); err != nil {
 		if in.Compensate > 0 && temporal.IsCanceledError(err) {
 			// A compensation that takes a while, on a disconnected context.
@@ -175,6 +182,29 @@ func TestRolloutStopsAtFailureBudgetAndSkipsTheRest(t *testing.T) {
 	require.Error(t, env.GetWorkflowError())
 	require.Contains(t, env.GetWorkflowError().Error(), "FailureBudgetExceeded")
 	require.Len(t, spans, 1, "nothing starts after the budget is exceeded")
+}
+
+// A target another update holds (another rollout's, or one started by
+// hand) is refused, not failed: it does not count against the stage's
+// failure budget, and the rollout goes on.
+func TestRolloutRefusesABusyTargetWithoutSpendingTheBudget(t *testing.T) {
+	env := newRolloutEnv(t)
+	in := RolloutInput{Name: "r-busy", Stages: []Stage{
+		{Name: "s1", Kind: kindTest, Concurrency: 1, Updates: updates(
+			testInput{Name: "a", Busy: true}, testInput{Name: "b", Take: time.Minute})},
+	}}
+	env.ExecuteWorkflow(Rollout, in)
+	require.NoError(t, env.GetWorkflowError())
+	var res RolloutResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, 0, res.Failed)
+	require.Equal(t, 1, res.Refused)
+	for _, o := range res.Outcomes {
+		if o.Target == "test/a" {
+			require.Equal(t, StateRefused, o.State)
+			require.Equal(t, failure.TargetBusy, o.Outcome)
+		}
+	}
 }
 
 func TestRolloutPauseHoldsNewStarts(t *testing.T) {

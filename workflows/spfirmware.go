@@ -70,7 +70,7 @@ func SPFirmwareUpdate(ctx workflow.Context, in SPFirmwareInput) (MGSUpdateResult
 	if err != nil {
 		return MGSUpdateResult{}, err
 	}
-	u.fewerTasks = bookkeepingV3(ctx)
+	u.startThenWait = true
 	ok, err := (&spFirmware{mgsUpdate: u, in: in}).run(ctx)
 	return u.finish(ctx, ok, err)
 }
@@ -99,7 +99,6 @@ func (w *spFirmware) run(ctx workflow.Context) (mgsEnding, error) {
 		return mgsEnding{}, err
 	}
 
-	fresh := hasChange(ctx, changePrecheckEveryAttempt)
 	why := ""
 	for {
 		// 3. A new attempt: fresh UUID, intent in the ledger first; from
@@ -107,7 +106,7 @@ func (w *spFirmware) run(ctx workflow.Context) (mgsEnding, error) {
 		if err := w.newAttempt(ctx, why); err != nil {
 			return mgsEnding{}, err
 		}
-		if fresh && w.attempts > 1 {
+		if w.attempts > 1 {
 			done, err := w.recheck(ctx)
 			if err != nil {
 				return mgsEnding{}, err
@@ -136,7 +135,7 @@ func (w *spFirmware) run(ctx workflow.Context) (mgsEnding, error) {
 
 		// 5. Reset and wait for the new version (lost replies handled).
 		pr, err := w.postUpdateSP(ctx, w.attemptID(), target)
-		if err != nil && w.fewerTasks && isCancel(ctx, err) {
+		if err != nil && isCancel(ctx, err) {
 			pr, err = w.activateDespiteCancel(ctx, target)
 		}
 		if err != nil {
@@ -224,11 +223,6 @@ func waitReason(wr activities.WaitUpdateResult) string {
 	}
 	return "wait ended with " + wr.Outcome
 }
-
-// changePrecheckEveryAttempt: attempts 2..N precheck the device again
-// (DOMAIN.md §B), and a host flash re-reads its slots after waiting out
-// another update. Histories before it prechecked once.
-const changePrecheckEveryAttempt = "precheck-every-attempt"
 
 // recheck is the precheck of attempts 2..N: the same SP, not already at
 // the target (done), not newer, the active version still the expected

@@ -61,6 +61,7 @@ func newMGSTest(t *testing.T) *mgsTest {
 	m.env.RegisterWorkflow(SPFirmwareUpdate)
 	m.env.RegisterWorkflow(HostBootFlashUpdate)
 	m.env.RegisterActivity(m.a)
+	m.env.RegisterActivity(ledgerActs)
 	m.env.SetTestTimeout(30 * time.Second)
 
 	// Defaults: SP at 1.0.0 / 0.9.0, our update completes, reset activates.
@@ -81,8 +82,16 @@ func newMGSTest(t *testing.T) *mgsTest {
 	m.on(m.a.MGSPrecheck, func(ctx context.Context, in activities.PrecheckInput) (activities.PrecheckResult, error) {
 		return call[activities.PrecheckInput, activities.PrecheckResult](m, "MGSPrecheck", ctx, in)
 	})
-	m.on(m.a.MGSRecordAttempt, func(ctx context.Context, in activities.RecordAttemptInput) error {
+	// Every ledger write of the attempt, as one transition.
+	record := func(ctx context.Context, in activities.RecordAttemptInput) error {
 		return m.next("MGSRecordAttempt").(func(context.Context, activities.RecordAttemptInput) error)(ctx, in)
+	}
+	m.on(ledgerActs.RecordAttempt, record)
+	m.on(ledgerActs.RecordIntent, func(ctx context.Context, a ledger.Attempt) error {
+		return record(ctx, activities.RecordAttemptInput{Next: &a})
+	})
+	m.on(ledgerActs.FinishAttempt, func(ctx context.Context, f ledger.Finish) error {
+		return record(ctx, activities.RecordAttemptInput{Finish: &f})
 	})
 	wait := func(ctx context.Context, in activities.WaitUpdateInput) (activities.WaitUpdateResult, error) {
 		m.mu.Lock()
@@ -266,19 +275,6 @@ func TestSPFirmwareHappyPath(t *testing.T) {
 	assert.Equal(t, StateCompleted, p.State)
 	assert.Equal(t, MGSOutcomeCompletedUpdate, p.Outcome)
 	assert.EqualValues(t, 1024, p.Done)
-}
-
-// A run started before changeBookkeepingV3 keeps its separate start and
-// wait activities to its end.
-func TestSPFirmwareBeforeBookkeepingV3StartsThenWaits(t *testing.T) {
-	m := newMGSTest(t)
-	preferOldBookkeeping(m.env)
-	res, err := m.runSP(spInput())
-	require.NoError(t, err)
-	assert.Equal(t, MGSOutcomeCompletedUpdate, res.Outcome)
-	require.Len(t, m.starts, 1)
-	assert.Nil(t, m.starts[0].ThenWait)
-	assert.Len(t, m.waits, 1)
 }
 
 func TestSPFirmwareNoChangeNeeded(t *testing.T) {

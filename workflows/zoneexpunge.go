@@ -190,31 +190,7 @@ type zoneExpunge struct {
 	result   ZoneExpungeResult
 	life     *lifecycle
 	message  string // the success message
-	// finishAfterRemoval: a cancel after the zone's removal finishes the
-	// expunge (changeZoneFinishAfterRemoval).
-	finishAfterRemoval bool
-	// rowForEveryEnd: an expunge that ends before its intent still leaves
-	// its attempt (changeZoneRowForEveryEnd).
-	rowForEveryEnd bool
 }
-
-const (
-	// changeZoneFinishAfterRemoval: the config PUT is awaited on cancel,
-	// and once the sled ledgered the config without the zone the remaining
-	// steps run on a disconnected context, so a cancel no longer strands a
-	// Nexus's sagas (issue 14, chaos gap). Before: any cancel ended the
-	// expunge where it was.
-	changeZoneFinishAfterRemoval = "zone-expunge-finish-after-removal"
-	// changeZoneLedgerEndFirst: a failed or cancelled expunge ends its
-	// ledger attempt before publishing the search state (the shared
-	// lifecycle's order). Before: the search state first.
-	changeZoneLedgerEndFirst = "zone-expunge-ledger-end-first"
-	// changeZoneRowForEveryEnd: an expunge cancelled or refused while it
-	// validates (before its intent) writes its attempt and ends it at once,
-	// as the MGS kinds do, so every update an operator started has a ledger
-	// row. Before: such an expunge left none.
-	changeZoneRowForEveryEnd = "zone-expunge-row-for-every-end"
-)
 
 var zxActs *activities.ZoneActivities
 
@@ -236,16 +212,9 @@ func (w *zoneExpunge) setup(ctx workflow.Context) error {
 }
 
 func (w *zoneExpunge) run(ctx workflow.Context) (ZoneExpungeResult, error) {
-	w.finishAfterRemoval = hasChange(ctx, changeZoneFinishAfterRemoval)
-	if !hasChange(ctx, changeZoneLedgerEndFirst) {
-		w.life.stateFirst = func(failed bool) bool { return failed }
-	}
-	w.rowForEveryEnd = hasChange(ctx, changeZoneRowForEveryEnd)
 	pre, err := w.validate(ctx)
 	if err != nil {
-		if w.rowForEveryEnd {
-			w.unrecordedAttempt(ctx)
-		}
+		w.unrecordedAttempt(ctx)
 		return w.end(ctx, err)
 	}
 	if pre.Existing != nil && pre.Existing.Completed() {
@@ -264,12 +233,8 @@ func (w *zoneExpunge) run(ctx workflow.Context) (ZoneExpungeResult, error) {
 	}
 	// The sled removed the zone: from here on the expunge is finished even
 	// if the operator cancels (see ZoneExpunge).
-	sctx := ctx
-	if w.finishAfterRemoval {
-		dctx, cancel := workflow.NewDisconnectedContext(ctx)
-		defer cancel()
-		sctx = dctx
-	}
+	sctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
 	if err := w.awaitInventoryProof(sctx, asOf); err != nil {
 		return w.end(sctx, err)
 	}
@@ -298,7 +263,7 @@ func (w *zoneExpunge) end(ctx workflow.Context, err error) (ZoneExpungeResult, e
 // may have landed first. The sled says whether it ledgered the config
 // without the zone; if it did, the expunge goes on.
 func (w *zoneExpunge) removedDespiteCancel(ctx workflow.Context, asOf uint64, err error) bool {
-	if !w.finishAfterRemoval || !isCancel(ctx, err) {
+	if !isCancel(ctx, err) {
 		return false
 	}
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)

@@ -36,12 +36,8 @@ func (w *zoneExpunge) validate(ctx workflow.Context) (activities.ZonePrecheck, e
 // once (nothing was touched: the expunge ends before its intent).
 func (w *zoneExpunge) unrecordedAttempt(ctx workflow.Context) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx) // also after a cancel
-	id, err := w.life.newAttemptID(dctx)
-	if err != nil {
-		return
-	}
-	w.life.unwrittenAttempt(attemptFor(dctx, id, 1, KindZoneExpunge, w.in.Target(), ""))
-	w.result.AttemptID = id
+	w.life.unwrittenAttempt(w.life.freshAttempt(dctx, 1, KindZoneExpunge, w.in.Target(), ""))
+	w.result.AttemptID = w.life.attemptID()
 }
 
 // recordIntent is step 2: the attempt (intent before action; a resumed
@@ -52,11 +48,7 @@ func (w *zoneExpunge) recordIntent(ctx workflow.Context, pre activities.ZonePrec
 	if pre.ActiveAttempt != nil {
 		w.life.adoptAttempt(*pre.ActiveAttempt)
 	} else {
-		id, err := w.life.newAttemptID(ctx)
-		if err != nil {
-			return ledger.ZoneDisposition{}, err
-		}
-		if err := w.life.recordIntent(ctx, attemptFor(ctx, id, pre.NextAttempt, KindZoneExpunge, w.in.Target(), "")); err != nil {
+		if err := w.life.recordIntent(ctx, w.life.freshAttempt(ctx, pre.NextAttempt, KindZoneExpunge, w.in.Target(), "")); err != nil {
 			return ledger.ZoneDisposition{}, err
 		}
 	}
@@ -79,17 +71,14 @@ func (w *zoneExpunge) removeZone(ctx workflow.Context, asOf uint64) (uint64, err
 	for {
 		w.life.phase(ctx, ZonePhaseRemovingZone)
 		deadline := workflow.Now(ctx).Add(w.timing.PutTimeout)
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		// A cancel waits for the PUT to stop, then asks the sled.
+		actx := workflow.WithActivityOptions(awaitCancel(ctx), workflow.ActivityOptions{
 			StartToCloseTimeout:    w.timing.PutTimeout + 2*time.Minute,
 			ScheduleToCloseTimeout: w.timing.PutTimeout + 10*time.Minute,
 			HeartbeatTimeout:       w.timing.HeartbeatTimeout,
 			RetryPolicy:            deviceRetry,
 			Summary:                fmt.Sprintf("PUT sled %s config at generation %d without zone %s", w.in.Sled, asOf, w.in.Zone),
 		})
-		if w.finishAfterRemoval {
-			// A cancel waits for the PUT to stop, then asks the sled.
-			actx = awaitCancel(actx)
-		}
 		var put activities.ZonePutResult
 		err := workflow.ExecuteActivity(actx, zxActs.PutConfigWithoutZone, activities.ZonePutInput{
 			AttemptID: w.life.attemptID(), Sled: w.in.Sled, Zone: w.in.Zone, ExpungedAsOf: asOf, Deadline: deadline,
@@ -162,8 +151,7 @@ func (w *zoneExpunge) reassignSagas(ctx workflow.Context) error {
 				AttemptID: w.life.attemptID(), Zone: w.in.Zone, NewOwner: owner,
 			}).Get(ctx, &moved); err != nil {
 			var appErr *temporal.ApplicationError
-			if !errors.As(err, &appErr) || appErr.Type() != failure.OwnerGone || round >= maxSagaRounds ||
-				!hasChange(ctx, changeRechooseGoneOwner) {
+			if !errors.As(err, &appErr) || appErr.Type() != failure.OwnerGone || round >= maxSagaRounds {
 				return err
 			}
 			// The owner was expunged before the move (nothing moved): choose again.
@@ -191,10 +179,6 @@ func (w *zoneExpunge) reassignSagas(ctx workflow.Context) error {
 		workflow.GetLogger(ctx).Warn("sagas remain on the expunged Nexus; reassigning again", "zone", w.in.Zone, "left", left)
 	}
 }
-
-// changeRechooseGoneOwner: a saga owner expunged before the move is
-// replaced by another live Nexus (issue 14, item 5) instead of failing.
-const changeRechooseGoneOwner = "zone-expunge-rechoose-gone-owner"
 
 // chooseOwner picks the live Nexus that adopts the sagas (the operator's
 // choice when it is still live).

@@ -1,0 +1,165 @@
+package workflows_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
+	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/workerapp"
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+// resetPoint is where an operator resets a workflow to, as `temporal
+// workflow reset` offers: the first workflow task, the last one, or any
+// workflow task in between.
+type resetPoint string
+
+const (
+	resetFirst resetPoint = "first workflow task"
+	resetLast  resetPoint = "last workflow task"
+	resetMid   resetPoint = "a workflow task in the middle"
+)
+
+var resetPoints = []resetPoint{resetFirst, resetLast, resetMid}
+
+// resetWorkflow resets the current run of workflow id to p, as an operator
+// does with Temporal's tools, and returns the new run. The old run is
+// terminated by the reset; the new one replays the history up to p under
+// a new run ID and goes on from there.
+func resetWorkflow(t *testing.T, c client.Client, id string, p resetPoint) client.WorkflowRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var tasks []int64
+	var runID string
+	iter := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+			tasks = append(tasks, ev.GetEventId())
+		}
+	}
+	require.NotEmpty(t, tasks, "no completed workflow task to reset to")
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	require.NoError(t, err)
+	runID = desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	at := tasks[0]
+	switch p {
+	case resetLast:
+		at = tasks[len(tasks)-1]
+	case resetMid:
+		at = tasks[len(tasks)/2]
+	}
+	resp, err := c.WorkflowService().ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{
+		Namespace:                 "default",
+		WorkflowExecution:         &commonpb.WorkflowExecution{WorkflowId: id, RunId: runID},
+		Reason:                    "test: operator reset to the " + string(p),
+		WorkflowTaskFinishEventId: at,
+		RequestId:                 uuid.NewString(),
+	})
+	require.NoError(t, err, "reset %s to event %d (%s)", id, at, p)
+	t.Logf("reset %s to event %d of %v (%s): run %s", id, at, tasks, p, resp.GetRunId())
+	return c.GetWorkflow(context.Background(), id, resp.GetRunId())
+}
+
+// An operator resets an SP firmware update while the SP receives its image,
+// to each point. The reset run derives the same attempt ID, takes its
+// attempt over in the ledger and recognises its own update on the SP: the
+// update ends completed, the SP received our image once and runs it, and
+// the ledger's one attempt is the delivered update, ended; nothing is left
+// active on the target. (Before attempt IDs were derived from the original
+// run ID, the reset run took its own update for a foreign one.)
+func TestSPFirmwareResetMidDelivery(t *testing.T) {
+	for _, p := range resetPoints {
+		t.Run(string(p), func(t *testing.T) {
+			const cubby = 1
+			st := newMGSStack(t, func(s *spec.Spec) {
+				s.Timings.FlashBytesPerSecond = 1 << 10 // ×100: 256 KiB in 2.5 s to reset in
+			})
+			run := st.startWF(workflows.KindSPFirmware, st.spInput(cubby, "1.1.0"), workflows.SPFirmwareUpdate)
+			st.awaitDelivering(cubby)
+			reset := resetWorkflow(t, st.env.Client, run.GetID(), p)
+
+			res, err := st.result(reset)
+			require.NoError(t, err)
+			assert.Equal(t, workflows.MGSOutcomeCompletedUpdate, res.Outcome)
+			tr := st.truth(cubby)
+			assert.Equal(t, "1.1.0", tr.SP.Active.Version)
+			require.Len(t, tr.Deliveries, 1, "our image was sent once: %+v", tr.Deliveries)
+			assert.Equal(t, res.AttemptIDs, []string{tr.Deliveries[0].UpdateID.String()})
+			st.checkLedgerAgrees(reset, cubby, res)
+			st.checkTargetFree(st.spInput(cubby, "1.1.0").Target())
+			if p == resetFirst {
+				replay.Record(t, st.env.Client, reset.GetID(), reset.GetRunID(), "testdata/histories/sp-firmware-reset-first-task.json")
+			}
+		})
+	}
+}
+
+// awaitDelivering waits until the SP receives an update of ours.
+func (st *mgsStack) awaitDelivering(cubby int) {
+	st.t.Helper()
+	require.Eventually(st.t, func() bool {
+		for _, d := range st.truth(cubby).Deliveries {
+			if d.Outcome == "in_progress" && d.Bytes > 0 {
+				return true
+			}
+		}
+		return false
+	}, 60*time.Second, 10*time.Millisecond, "no delivery started on sp/sled/%d", cubby)
+}
+
+// checkTargetFree: no attempt is left active on target.
+func (st *mgsStack) checkTargetFree(target string) {
+	st.t.Helper()
+	active, err := st.env.Store.ActiveForTarget(context.Background(), target)
+	require.NoError(st.t, err)
+	assert.Nil(st.t, active, "an attempt is left active on %s", target)
+}
+
+// An operator resets a Nexus zone expunge while it waits for inventory to
+// prove the zone gone (today's sled-agent: the removal keeps failing in the
+// background), to each point. The reset run takes its own attempt and
+// disposition over and finishes: the zone gone, every saga of the expunged
+// Nexus reassigned after the proof and finished by the other Nexus, the
+// attempt completed (before: the reset run refused itself, TargetBusy, and
+// left the sagas on the expunged Nexus).
+func TestZoneExpungeResetWhileAwaitingProof(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: PostgreSQL + Temporal + fleetsim")
+	}
+	for _, p := range resetPoints {
+		t.Run(string(p), func(t *testing.T) {
+			env := testenv.New(t)
+			r := newZXRack(t, 4, spec.SledAgentLedgerFirst)
+			sim := env.StartFleetsim(r.spec)
+			env.StartWorker(workerapp.Deps{Fleet: env.Endpoints(sim)})
+			run := startZoneExpunge(t, env, r.input())
+			require.Eventually(t, func() bool {
+				return sledOf(sledTruth(t, sim), r.sledA).RemovalAttempts[r.nexusA] >= 2
+			}, 20*time.Second, 10*time.Millisecond)
+			reset := resetWorkflow(t, env.Client, run.GetID(), p)
+
+			var res workflows.ZoneExpungeResult
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			require.NoError(t, reset.Get(ctx, &res))
+			checkExpungeOutcome(t, env, sim, r, res)
+			active, err := env.Store.ActiveForTarget(ctx, r.input().Target())
+			require.NoError(t, err)
+			assert.Nil(t, active, "an attempt is left active on the zone")
+		})
+	}
+}
