@@ -48,7 +48,7 @@ func TestRedactURLKeepsWhatIsNotSecret(t *testing.T) {
 		"postgres://fleetsaga@db.example/fleetsaga":                             "postgres://fleetsaga@db.example/fleetsaga",
 		"postgres://fleetsaga:p@ss@db.example/fleetsaga":                        "postgres://fleetsaga:xxxxx@db.example/fleetsaga",
 		"postgres://db.example/fleetsaga?password=pw&sslmode=disable":           "postgres://db.example/fleetsaga?password=xxxxx&sslmode=disable",
-		"host=db.example password='p w' dbname=fleetsaga":                      "host=db.example password=xxxxx dbname=fleetsaga",
+		"host=db.example password='p w' dbname=fleetsaga":                       "host=db.example password=xxxxx dbname=fleetsaga",
 		"host=db.example dbname=fleetsaga":                                      "host=db.example dbname=fleetsaga",
 	} {
 		require.Equal(t, want, RedactURL(dsn), dsn)
