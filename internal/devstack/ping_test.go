@@ -8,9 +8,10 @@ import (
 )
 
 // A DATABASE_URL that does not answer is logged with Ping's error before
-// the stack tries the next server: that error never holds its password,
-// also when net/url cannot parse the URL (lib/pq's error quotes it whole).
-func TestPingErrorsHoldNoPassword(t *testing.T) {
+// the stack tries the next server: that error, and those of the stack's
+// other readers of the URL, never hold its password, also when net/url
+// cannot parse the URL (its errors and lib/pq's quote it whole).
+func TestDatabaseURLErrorsHoldNoPassword(t *testing.T) {
 	const secret = "S3cr3t"
 	for _, raw := range []string{
 		"postgres://fleetsaga:" + secret + "%zz@127.0.0.1:1/fleetsaga",
@@ -25,6 +26,9 @@ func TestPingErrorsHoldNoPassword(t *testing.T) {
 		require.NotContains(t, err.Error(), secret)
 	}
 	_, err := withDatabase("postgres://fleetsaga:"+secret+"%zz@127.0.0.1:1/postgres", "fleetsaga_test")
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), secret)
+	_, err = SQLServerFromURL("postgres://fleetsaga:" + secret + "%zz@127.0.0.1:1/postgres")
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), secret)
 }
