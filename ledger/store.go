@@ -91,11 +91,15 @@ type Store struct{ db *sql.DB }
 // ledgerPool bounds one process's ledger connections.
 const ledgerPool = 20
 
-// Open connects to url and checks that the database answers.
+// Open connects to url and checks that the database answers. Its errors
+// never hold url's password (CheckDSN, RedactError).
 func Open(ctx context.Context, url string) (*Store, error) {
+	if err := CheckDSN(url); err != nil {
+		return nil, err
+	}
 	db, err := sql.Open("postgres", url)
 	if err != nil {
-		return nil, fmt.Errorf("open ledger database: %w", err)
+		return nil, fmt.Errorf("open ledger database: %w", RedactError(err, url))
 	}
 	// Keep as many idle as open: a worker's activities write in bursts, and
 	// database/sql's default of two idle connections closes and reopens
@@ -107,7 +111,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("ledger database %s does not answer: %w", RedactURL(url), err)
+		return nil, fmt.Errorf("ledger database %s does not answer: %w", RedactURL(url), RedactError(err, url))
 	}
 	return &Store{db: db}, nil
 }

@@ -11,12 +11,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+var workerBin string
+
+// buildWorker builds the real binary once per test run.
 func buildWorker(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "worker")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, string(out))
-	return bin
+	if workerBin == "" {
+		dir, err := os.MkdirTemp("", "worker-bin-")
+		require.NoError(t, err)
+		bin := filepath.Join(dir, "worker")
+		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+		require.NoError(t, err, string(out))
+		workerBin = bin
+	}
+	return workerBin
 }
 
 // Bad configuration is one clear line on stderr and a non-zero exit, never

@@ -21,8 +21,10 @@ type Metrics struct {
 	Registry *prometheus.Registry
 	// SDK is the handler to put in client.Options.MetricsHandler.
 	SDK client.MetricsHandler
-	// WorkflowPanics counts workflow tasks that panicked, by workflow type
-	// (each blocks its workflow until a fixed worker runs it: alert on it).
+	// WorkflowPanics counts workflow tasks that panicked, once each, by
+	// workflow type (each blocks its workflow until a fixed worker runs
+	// it: alert on it). The SDK unwinding a workflow it evicted from its
+	// cache is not one (panics.go).
 	WorkflowPanics *prometheus.CounterVec
 }
 

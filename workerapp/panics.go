@@ -40,6 +40,16 @@ func (p *panicWatch) observe(ctx workflow.Context, where string) {
 	if r == nil {
 		return
 	}
+	if unwinding(ctx) {
+		// The SDK evicted this workflow (or it ended) and unwinds its
+		// coroutine with runtime.Goexit, outside the workflow: a deferred
+		// call that touches it, such as the cancel of a disconnected
+		// context (workflows/lifecycle.go end), panics "illegal access
+		// from outside of workflow context". No task failed and nothing is
+		// blocked: the workflow resumes from its history.
+		p.log.Debug().Str("in", where).Str("panic", fmt.Sprint(r)).Msg("a deferred call panicked while the SDK unwound an evicted workflow; not a workflow panic")
+		panic(r)
+	}
 	info := workflow.GetInfo(ctx)
 	if p.counter != nil {
 		p.counter.WithLabelValues(info.WorkflowType.Name).Inc()
@@ -48,6 +58,16 @@ func (p *panicWatch) observe(ctx workflow.Context, where string) {
 		Str("run_id", info.WorkflowExecution.RunID).Str("in", where).Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).
 		Msg("workflow task panicked: the workflow is blocked until a worker with a fix runs it")
 	panic(r)
+}
+
+// unwinding reports whether ctx's workflow is no longer executing. A
+// coroutine runs outside its workflow only while the SDK unwinds it, and
+// then every workflow call panics; NewSelector is one that issues no
+// command and writes no history.
+func unwinding(ctx workflow.Context) (yes bool) {
+	defer func() { yes = recover() != nil }()
+	workflow.NewSelector(ctx)
+	return false
 }
 
 type panicInbound struct {
@@ -74,7 +94,15 @@ type panicOutbound struct {
 	w *panicWatch
 }
 
+// rootCoroutine is the name of the coroutine the SDK runs the workflow
+// function in, through this same Go: ExecuteWorkflow observes it already,
+// and observing it twice would count each of its panics twice.
+const rootCoroutine = "root"
+
 func (o *panicOutbound) Go(ctx workflow.Context, name string, f func(ctx workflow.Context)) workflow.Context {
+	if name == rootCoroutine {
+		return o.Next.Go(ctx, name, f)
+	}
 	return o.Next.Go(ctx, name, func(ctx workflow.Context) {
 		defer o.w.observe(ctx, "coroutine")
 		f(ctx)

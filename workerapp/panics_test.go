@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,11 +24,15 @@ func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 // fixed is the "deploy": false runs the buggy build of stepTwo.
 var fixed bool
 
+// panicked counts stepTwo's panics (one per try of its workflow task).
+var panicked atomic.Int32
+
 func stepTwo(ctx workflow.Context) (string, error) {
 	if err := workflow.Sleep(ctx, time.Millisecond); err != nil {
 		return "", err
 	}
 	if !fixed {
+		panicked.Add(1)
 		var m map[string]int
 		m["boom"]++ // a bug: nil map write panics
 	}
@@ -66,6 +71,7 @@ func TestWorkflowPanicBlocksVisiblyAndAFixedWorkerResumes(t *testing.T) {
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, d.GetWorkflowExecutionInfo().GetStatus(), "blocked, not failed")
 
 	stop()
+	require.EqualValues(t, panicked.Load(), panicsTotal(t, addr), "each panic counts once")
 	fixed = true
 	t.Cleanup(func() { fixed = false })
 	defer start()()
@@ -91,4 +97,9 @@ func panicsCounted(t *testing.T, addr string) int {
 		}
 	}
 	return 0
+}
+
+// panicsTotal is stepTwo's fleetsaga_workflow_panics_total.
+func panicsTotal(t *testing.T, addr string) float64 {
+	return metric(t, addr, `fleetsaga_workflow_panics_total{workflow_type="stepTwo"}`)
 }

@@ -10,8 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -21,6 +21,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/fleetsaga/fleetsaga/fleet"
+	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -174,20 +175,29 @@ func (l *Logging) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&l.Format, "log-format", env("FLEETSAGA_LOG_FORMAT", "auto"), "log format: auto, json, console (env FLEETSAGA_LOG_FORMAT)")
 }
 
-// ValidateDatabaseURL checks a PostgreSQL URL without connecting.
+// ValidateDatabaseURL checks a PostgreSQL URL without connecting. Its
+// errors quote nothing of raw but a scheme: a password the operator did not
+// URL-escape must not reach the terminal or a log (ledger.CheckURL).
 func ValidateDatabaseURL(raw string) error {
 	if raw == "" {
 		return errors.New("--database-url is required (env DATABASE_URL)")
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("--database-url is not a URL: %v", err)
+	scheme, _, isURL := strings.Cut(raw, "://")
+	if !isURL {
+		return errors.New("the database URL must be a postgres:// URL, not a key=value string")
 	}
-	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
-		return fmt.Errorf("--database-url must be a postgres:// URL, got scheme %q", u.Scheme)
+	if scheme != "postgres" && scheme != "postgresql" {
+		if !urlScheme.MatchString(scheme) {
+			return errors.New("the database URL must be a postgres:// URL")
+		}
+		return fmt.Errorf("the database URL must be a postgres:// URL, got scheme %q", scheme)
 	}
-	return nil
+	return ledger.CheckURL(raw)
 }
+
+// urlScheme is what a URL's scheme may be (RFC 3986), so that quoting it
+// quotes no password.
+var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`)
 
 // Fleet says where the fleet's APIs are: a fleetsim base URL, or each API.
 type Fleet struct {

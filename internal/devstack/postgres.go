@@ -37,16 +37,20 @@ type Postgres struct {
 	binDir string
 }
 
-// Ping reports whether url answers within a few seconds.
+// Ping reports whether url answers within a few seconds; its error never
+// holds url's password (lib/pq's parse errors quote the whole URL).
 func Ping(ctx context.Context, url string) error {
+	if err := ledger.CheckDSN(url); err != nil {
+		return err
+	}
 	db, err := sql.Open("postgres", url)
 	if err != nil {
-		return err
+		return ledger.RedactError(err, url)
 	}
 	defer db.Close()
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	return db.PingContext(ctx)
+	return ledger.RedactError(db.PingContext(ctx), url)
 }
 
 // FindOrStartPostgres uses what the machine offers, in the order a user

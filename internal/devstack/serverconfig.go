@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+
+	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
 // The real Temporal server's configuration, written by devstack for the
@@ -50,6 +52,9 @@ func (s SQLServer) Addr() string { return net.JoinHostPort(s.Host, s.Port) }
 // SQLServerFromURL reads a postgres:// URL (DATABASE_URL's form). The
 // Temporal server speaks TCP only: a socket directory is refused.
 func SQLServerFromURL(raw string) (SQLServer, error) {
+	if err := ledger.CheckURL(raw); err != nil { // net/url's error would quote the password
+		return SQLServer{}, err
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return SQLServer{}, fmt.Errorf("parse database URL: %w", err)
