@@ -30,7 +30,7 @@ func TestApproveBindsThePlanTheGateShows(t *testing.T) {
 		t.Skip("end-to-end")
 	}
 	env := testenv.New(t)
-	s, err := spec.Generate(spec.GenerateOptions{Servers: 2, Seed: 11, SpeedUp: 1})
+	s, err := spec.Generate(spec.GenerateOptions{Servers: 2, Seed: 11, SpeedUp: 30})
 	require.NoError(t, err)
 	sim := env.StartFleetsim(s)
 	env.StartWorker(workerapp.Deps{Fleet: env.Endpoints(sim)})

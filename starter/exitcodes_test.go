@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/fleetsaga/fleetsaga/internal/config"
+	"github.com/fleetsaga/fleetsaga/internal/testenv"
 )
 
 // What Temporal answers decides the exit code: access refused is 8, a
@@ -68,4 +70,26 @@ func TestTemporalErrorsExitWithWhatWentWrong(t *testing.T) {
 	refused := &exitError{exitRefused, errors.New("target sp/sled/1 is busy")}
 	assert.Same(t, refused, a.temporalErr("start", refused))
 	assert.Equal(t, exitRefused, temporalExit(refused))
+}
+
+// The real binary against a real server: a namespace that does not exist
+// is the operator's input to fix (exit 2, the server's words), not an
+// unreachable Temporal (it answered) nor a failed update.
+func TestUnknownNamespaceExits2NotUnreachable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	env := testenv.New(t)
+	vars := []string{"TEMPORAL_ADDRESS=" + env.TemporalAddress(), "TEMPORAL_NAMESPACE=no-such-namespace"}
+	for _, args := range [][]string{
+		{"list"},
+		{"status", "fleetsaga/rollout/plan/q3"},
+		{"cancel", "fleetsaga/rollout/plan/q3"},
+		{"approve", "fleetsaga/rollout/plan/q3", "--by", "alice", "--reason", "r"},
+	} {
+		r := runStarter(t, vars, args...)
+		assert.Equal(t, exitUsage, r.code, "%v: %s", args, r.stderr)
+		assert.Contains(t, r.stderr, "Temporal refused the request as invalid: Namespace no-such-namespace is not found.", args)
+		assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
+	}
 }
