@@ -65,7 +65,7 @@ func (a *app) dryRun(cmd *cobra.Command, u update, f startFlags) error {
 		WorkflowExecutionTimeout: timeout,
 	}, workflows.DryRun, in)
 	if err != nil {
-		return &exitError{exitUnreachable, fmt.Errorf("start the dry run: %v", err)}
+		return a.temporalErr("start the dry run", err)
 	}
 	var res workflows.PlanResult
 	if err := run.Get(ctx, &res); err != nil {

@@ -5,12 +5,15 @@
 //
 //	0  success (the update completed, or the command did what it was asked)
 //	1  the update failed (or timed out / was terminated)
-//	2  usage error or invalid input: nothing was contacted or changed
+//	2  usage error or invalid input: nothing was changed (and, unless
+//	   Temporal itself called the request invalid, nothing contacted)
 //	3  the update was cancelled
 //	4  Temporal (or the ledger) is unreachable
 //	5  refused: the target is busy with another update
 //	6  --dry-run: changes planned (nothing refused)
 //	7  --dry-run: some target would be refused
+//	8  not authorised: Temporal refused access (permission denied, or the
+//	   client certificate or API key was not accepted)
 //
 // A --dry-run that would change nothing exits 0.
 package main
@@ -30,6 +33,8 @@ const (
 	exitRefused     = 5
 	exitPlanChanges = 6
 	exitPlanRefused = 7
+	// exitUnauthorised: retrying will not help, access must be granted.
+	exitUnauthorised = 8
 )
 
 // exitError carries an exit code and one message line.

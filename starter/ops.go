@@ -21,16 +21,17 @@ import (
 )
 
 func init() {
-	commands = append(commands, statusCmd, listCmd, cancelCmd, pauseCmd, resumeCmd, approveCmd, migrateCmd)
+	commands = append(commands, statusCmd, listCmd, cancelCmd, pauseCmd, resumeCmd, migrateCmd)
 }
 
-// notFound turns Temporal's NotFound into a usage-class error.
-func notFound(id string, err error) error {
+// notFound turns Temporal's NotFound into a usage-class error; other
+// errors exit with what went wrong (temporalErr).
+func (a *app) notFound(id string, err error) error {
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return usageErr("no update with workflow ID %s", id)
 	}
-	return &exitError{exitUnreachable, err}
+	return a.temporalErr(id, err)
 }
 
 type statusView struct {
@@ -60,7 +61,7 @@ func statusCmd(a *app) *cobra.Command {
 			}
 			desc, err := c.DescribeWorkflowExecution(ctx, args[0], "")
 			if err != nil {
-				return notFound(args[0], err)
+				return a.notFound(args[0], err)
 			}
 			info := desc.WorkflowExecutionInfo
 			v := statusView{WorkflowID: info.GetExecution().GetWorkflowId(), RunID: info.GetExecution().GetRunId(),
@@ -180,7 +181,7 @@ func listCmd(a *app) *cobra.Command {
 			}
 			resp, err := c.ListWorkflow(cmd.Context(), &workflowservice.ListWorkflowExecutionsRequest{Query: strings.Join(q, " AND "), PageSize: int32(limit)})
 			if err != nil {
-				return &exitError{exitUnreachable, err}
+				return a.temporalErr("list updates", err)
 			}
 			type row struct {
 				WorkflowID string    `json:"workflowId"`
@@ -311,44 +312,6 @@ var (
 	resumeCmd = signalCmd("resume", workflows.ResumeSignal, "Resume a paused rollout or fan-out")
 )
 
-func approveCmd(a *app) *cobra.Command {
-	var ap workflows.Approval
-	cmd := &cobra.Command{
-		Use:   "approve WORKFLOW_ID --by NAME --reason TEXT [--plan-digest D]",
-		Short: "Approve the next stage of a rollout waiting at a gate",
-		Long: `Approves the plan the gate shows (starter status prints it): the ledger records
-who, why and the plan's digest. With --plan-digest the approval is refused
-unless the gate still shows that plan. When the stage runs, a target whose
-state no longer matches the approved plan is not touched (outcome PlanDrift).`,
-		Example: `  starter status fleetsaga/rollout/plan/q3      # the gate's plan and its digest
-  starter approve fleetsaga/rollout/plan/q3 --by alice --reason "canary sleds healthy" --plan-digest 3f9a1c0e7b2d`,
-		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if strings.TrimSpace(ap.By) == "" || strings.TrimSpace(ap.Reason) == "" {
-				return usageErr("--by and --reason are required: approvals are recorded in the ledger")
-			}
-			return a.control(cmd.Context(), args[0], "approved", func(c client.Client) error {
-				// A gate plans its stage first: the approval binds to that plan.
-				if sp := awaitGatePlan(cmd.Context(), c, args[0]); sp != nil {
-					fmt.Fprintf(os.Stderr, "stage %s's plan at the gate: %s\n", sp.Stage, shortDigest(sp.Digest))
-				}
-				h, err := c.UpdateWorkflow(cmd.Context(), client.UpdateWorkflowOptions{
-					WorkflowID: args[0], UpdateName: workflows.ApproveUpdate, Args: []any{ap},
-					WaitForStage: client.WorkflowUpdateStageCompleted,
-				})
-				if err != nil {
-					return err
-				}
-				return h.Get(cmd.Context(), nil)
-			})
-		},
-	}
-	cmd.Flags().StringVar(&ap.By, "by", os.Getenv("USER"), "who approves")
-	cmd.Flags().StringVar(&ap.Reason, "reason", "", "why")
-	cmd.Flags().StringVar(&ap.PlanDigest, "plan-digest", "", "approve only this plan (its digest or its first 12+ characters, from starter status)")
-	return cmd
-}
-
 // control runs one steering call and reports it.
 func (a *app) control(ctx context.Context, id, done string, call func(client.Client) error) error {
 	c, err := a.dial(ctx)
@@ -356,15 +319,11 @@ func (a *app) control(ctx context.Context, id, done string, call func(client.Cli
 		return err
 	}
 	if err := call(c); err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return err
-		}
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
 			return usageErr("no running update with workflow ID %s", id)
 		}
-		return &exitError{exitFailed, fmt.Errorf("%s: %v", id, err)}
+		return a.temporalErr(id, err)
 	}
 	a.print(map[string]string{"workflowId": id, "result": done}, func(w io.Writer) { fmt.Fprintf(w, "%s: %s\n", id, done) })
 	return nil

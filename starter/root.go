@@ -36,8 +36,9 @@ func newRoot() *cobra.Command {
 		Long: `starter starts fleet updates as Temporal workflows and steers them.
 
 Exit codes: 0 success, 1 failed, 2 usage/invalid input, 3 cancelled,
-4 Temporal unreachable, 5 refused (target busy); with --dry-run 0 nothing
-would change, 6 changes planned, 7 some target would be refused.`,
+4 Temporal unreachable, 5 refused (target busy), 8 not authorised by
+Temporal; with --dry-run 0 nothing would change, 6 changes planned, 7 some
+target would be refused.`,
 		Example: `  starter sp-firmware --sled 12 --serial BRM42000012 --artifact sp-1.0.5.img --version 1.0.5 --wait
   starter rollout plans/q3.yaml --dry-run
   starter rollout plans/q3.yaml --wait
@@ -79,7 +80,8 @@ would change, 6 changes planned, 7 some target would be refused.`,
 // commands are the subcommands; each file adds its own in init.
 var commands []func(*app) *cobra.Command
 
-// dial connects to Temporal once; failure is exit code 4.
+// dial connects to Temporal once; failure is exit code 4, or 8 when the
+// server answers but refuses our credentials.
 func (a *app) dial(ctx context.Context) (client.Client, error) {
 	if a.client != nil {
 		return a.client, nil
@@ -92,6 +94,9 @@ func (a *app) dial(ctx context.Context) (client.Client, error) {
 	defer cancel()
 	c, err := client.DialContext(ctx, opts)
 	if err != nil {
+		if temporalExit(err) == exitUnauthorised {
+			return nil, a.temporalErr("connect", err)
+		}
 		return nil, &exitError{exitUnreachable, fmt.Errorf("cannot reach Temporal at %s: %v", a.temporal.Address, err)}
 	}
 	a.client = c

@@ -109,7 +109,7 @@ func (a *app) startUpdate(cmd *cobra.Command, u update, f startFlags) error {
 		if errors.As(err, &ee) {
 			return err
 		}
-		return &exitError{exitUnreachable, fmt.Errorf("start %s: %v", id, err)}
+		return a.temporalErr("start "+id, err)
 	}
 	res := startResult{WorkflowID: run.GetID(), RunID: run.GetRunID(), Attached: attached, Target: u.Target, Kind: string(u.Kind)}
 	a.print(res, func(w io.Writer) {
@@ -136,7 +136,7 @@ func (a *app) startUpdate(cmd *cobra.Command, u update, f startFlags) error {
 func (a *app) attach(ctx context.Context, c client.Client, id, runID, digest string, u update) (client.WorkflowRun, error) {
 	desc, err := c.DescribeWorkflowExecution(ctx, id, runID)
 	if err != nil {
-		return nil, &exitError{exitUnreachable, fmt.Errorf("describe running %s: %v", id, err)}
+		return nil, a.temporalErr("describe running "+id, err)
 	}
 	info := desc.GetWorkflowExecutionInfo()
 	if p, ok := info.GetMemo().GetFields()[requestMemo]; ok {
@@ -158,7 +158,7 @@ func (a *app) checkOtherBusy(ctx context.Context, c client.Client, id string, u 
 	query := fmt.Sprintf(`%s = %q AND ExecutionStatus = "Running"`, workflows.SATarget.GetName(), u.Target)
 	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 10})
 	if err != nil {
-		return &exitError{exitUnreachable, fmt.Errorf("list running updates: %v", err)}
+		return a.temporalErr("list running updates", err)
 	}
 	for _, e := range resp.GetExecutions() {
 		if other := e.GetExecution().GetWorkflowId(); other != id {

@@ -100,8 +100,14 @@ func TestNewBuildWhileRolloutInFlight(t *testing.T) {
 	startVersionedWorker(t, e, sim, deployment, "build-2")
 	setCurrent(ctx, t, e, deployment, "build-2")
 
+	var gate *workflows.StagePlan
+	require.Eventually(t, func() bool {
+		v, err := e.Client.QueryWorkflow(ctx, id, "", workflows.GatePlanQuery)
+		return err == nil && v.Get(&gate) == nil && gate != nil
+	}, 30*time.Second, 100*time.Millisecond, "the rollout never showed its gate's plan")
 	h, err := e.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
-		Args: []any{workflows.Approval{By: "test", Reason: "build-2 deployed"}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		Args:         []any{workflows.Approval{By: "test", Reason: "build-2 deployed", Stage: gate.Stage, PlanDigest: gate.Digest}},
+		WaitForStage: client.WorkflowUpdateStageCompleted})
 	require.NoError(t, err)
 	require.NoError(t, h.Get(ctx, nil))
 	var res workflows.RolloutResult

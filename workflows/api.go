@@ -160,8 +160,10 @@ const (
 type Approval struct {
 	By     string `json:"by"`
 	Reason string `json:"reason"`
-	// PlanDigest, when given, is the gate's plan the approver looked at
-	// (its first 12 characters or more): another plan refuses the approval.
+	// Stage and PlanDigest are the gate's stage and plan the approver
+	// looked at (the digest's first 12 characters or more): an approval
+	// without a digest, or for another stage or plan, is refused.
+	Stage      string `json:"stage,omitempty"`
 	PlanDigest string `json:"planDigest,omitempty"`
 }
 

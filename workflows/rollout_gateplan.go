@@ -59,17 +59,23 @@ func dashEmpty(s string) string {
 	return s
 }
 
-// checkApprovedDigest refuses an approval while the gate's plan is not
-// known yet, or one given for another plan than the gate shows (the
-// approver saw an older plan). An approval without a digest approves the
-// plan the gate shows.
+// checkApprovedDigest refuses an approval not bound to the plan the gate
+// shows now: while that plan is not known yet, without a digest, or for
+// another stage or plan (the approver saw an older one, e.g. the previous
+// gate's). The digest covers the rows' stage, so a digest alone binds the
+// stage too.
 func (r *rollout) checkApprovedDigest(ap Approval) error {
 	if r.gatePlan == nil {
 		return fmt.Errorf("rollout %s is still planning stage %s: look at the plan (starter status) and approve again", r.in.Name, r.gate)
 	}
-	if ap.PlanDigest != "" && (len(ap.PlanDigest) < 12 || !strings.HasPrefix(r.gatePlan.Digest, ap.PlanDigest)) {
-		return fmt.Errorf("the approval is for plan %s, but stage %s's plan is %s: look at it again (starter status)",
-			ap.PlanDigest, r.gate, r.gatePlan.Digest[:12])
+	shows := fmt.Sprintf("the gate now shows stage %s with plan %s: look at it again (starter status) and approve again", r.gate, r.gatePlan.Digest[:12])
+	switch {
+	case ap.PlanDigest == "":
+		return fmt.Errorf("the approval names no plan, and %s", shows)
+	case ap.Stage != "" && ap.Stage != r.gate:
+		return fmt.Errorf("the approval is for stage %s, but %s", ap.Stage, shows)
+	case len(ap.PlanDigest) < 12 || !strings.HasPrefix(r.gatePlan.Digest, ap.PlanDigest):
+		return fmt.Errorf("the approval is for plan %s, but %s", ap.PlanDigest, shows)
 	}
 	return nil
 }

@@ -35,13 +35,14 @@ func TestRolloutOnRealServerRecordsApproval(t *testing.T) {
 	run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: env.TaskQueue}, workflows.Rollout, in)
 	require.NoError(t, err)
 
+	var gate *workflows.StagePlan
 	require.Eventually(t, func() bool {
-		v, err := env.Client.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
-		var p workflows.Progress
-		return err == nil && v.Get(&p) == nil && p.Phase == workflows.PhaseAwaitingApproval && p.Message == "stage second"
+		v, err := env.Client.QueryWorkflow(ctx, id, "", workflows.GatePlanQuery)
+		return err == nil && v.Get(&gate) == nil && gate != nil && gate.Stage == "second"
 	}, 30*time.Second, 200*time.Millisecond)
 	h, err := env.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
-		Args: []any{workflows.Approval{By: "alice", Reason: "first stage healthy"}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		Args:         []any{workflows.Approval{By: "alice", Reason: "first stage healthy", Stage: gate.Stage, PlanDigest: gate.Digest}},
+		WaitForStage: client.WorkflowUpdateStageCompleted})
 	require.NoError(t, err)
 	require.NoError(t, h.Get(ctx, nil))
 

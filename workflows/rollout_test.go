@@ -143,10 +143,11 @@ func TestRolloutWaitsForApprovalAndRecordsIt(t *testing.T) {
 		{Name: "second", Kind: kindTest, Concurrency: 1, Approval: true, Updates: updates(testInput{Name: "b", Take: time.Minute})},
 	}}
 	env.RegisterDelayedCallback(func() {
+		plan := gatePlanNow(t, env)
 		env.UpdateWorkflow(ApproveUpdate, "1", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { t.Errorf("approval rejected: %v", err) },
 			OnAccept: func() {}, OnComplete: func(any, error) {},
-		}, Approval{By: "alice", Reason: "canary healthy"})
+		}, Approval{By: "alice", Reason: "canary healthy", Stage: plan.Stage, PlanDigest: plan.Digest})
 	}, 3*time.Hour)
 	env.ExecuteWorkflow(Rollout, in)
 	require.NoError(t, env.GetWorkflowError())

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/workerapp"
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+// approveTimeout bounds the rollout of two small agent stages on a
+// two-server simulated fleet (seconds when healthy).
+const approveTimeout = 3 * time.Minute
+
+// starter approve binds the stage and plan it shows: without
+// --plan-digest the ledger records the plan the gate showed (the workflow
+// refuses an approval that names no plan); an approval for a plan the gate
+// no longer shows — the previous gate's — exits 1 with one line saying
+// what the gate shows now, and approves nothing.
+func TestApproveBindsThePlanTheGateShows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	env := testenv.New(t)
+	s, err := spec.Generate(spec.GenerateOptions{Servers: 2, Seed: 11, SpeedUp: 30})
+	require.NoError(t, err)
+	sim := env.StartFleetsim(s)
+	env.StartWorker(workerapp.Deps{Fleet: env.Endpoints(sim)})
+	vars := []string{"TEMPORAL_ADDRESS=" + env.TemporalAddress(), "FLEETSAGA_TASK_QUEUE=" + env.TaskQueue}
+	ctx, cancel := context.WithTimeout(context.Background(), approveTimeout)
+	defer cancel()
+
+	name := "approve-" + strings.TrimPrefix(env.TaskQueue, "test-")
+	plan := filepath.Join(t.TempDir(), "plan.yaml")
+	require.NoError(t, os.WriteFile(plan, []byte(`name: `+name+`
+stages:
+- name: cmon
+  kind: agent-install
+  approval: true
+  concurrency: 1
+  updates:
+  - agents: [{name: cmon-agent}]
+    selection: {all: true}
+    pollInterval: 250ms
+- name: firewaller
+  kind: agent-install
+  approval: true
+  concurrency: 1
+  updates:
+  - agents: [{name: firewaller}]
+    selection: {all: true}
+    pollInterval: 250ms
+`), 0o644))
+	id := workflows.RolloutWorkflowID(name)
+	t.Cleanup(func() {
+		for _, w := range []string{id, workflows.WorkflowID(workflows.KindAgentInstall, "dc/cmon-agent"), workflows.WorkflowID(workflows.KindAgentInstall, "dc/firewaller")} {
+			_ = env.Client.TerminateWorkflow(context.Background(), w, "", "test over")
+		}
+	})
+	r := runStarter(t, vars, "rollout", plan)
+	require.Equal(t, exitOK, r.code, r.stderr)
+
+	cmon := gateShows(ctx, t, env, id, "cmon")
+	r = runStarter(t, vars, "approve", id, "--by", "alice", "--reason", "cmon plan reviewed")
+	require.Equal(t, exitOK, r.code, "an approval of the plan the gate shows: %s", r.stderr)
+	require.Contains(t, r.stderr, "stage cmon's plan at the gate: "+cmon.Digest[:12])
+
+	// bob reviewed the cmon plan; by the time he approves it, the rollout
+	// waits at the next gate.
+	fw := gateShows(ctx, t, env, id, "firewaller")
+	r = runStarter(t, vars, "approve", id, "--by", "bob", "--reason", "cmon plan reviewed", "--plan-digest", cmon.Digest[:12])
+	require.Equal(t, exitFailed, r.code, r.stderr)
+	require.Equal(t, "starter: "+id+": the approval is for plan "+cmon.Digest[:12]+", but the gate now shows stage firewaller with plan "+
+		fw.Digest[:12]+": look at it again (starter status) and approve again\n", strings.SplitN(r.stderr, "\n", 2)[1],
+		"one line after the plan shown")
+
+	r = runStarter(t, vars, "approve", id, "--by", "carol", "--reason", "firewaller plan reviewed")
+	require.Equal(t, exitOK, r.code, r.stderr)
+
+	approvals, err := env.Store.Approvals(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, approvals, 2, "bob's approval approved nothing")
+	require.Equal(t, []string{"cmon alice " + cmon.Digest, "firewaller carol " + fw.Digest},
+		[]string{approvals[0].Stage + " " + approvals[0].By + " " + approvals[0].PlanDigest, approvals[1].Stage + " " + approvals[1].By + " " + approvals[1].PlanDigest})
+}
+
+// gateShows waits until the rollout shows stage's plan at its gate.
+func gateShows(ctx context.Context, t *testing.T, env *testenv.Env, id, stage string) workflows.StagePlan {
+	t.Helper()
+	var sp *workflows.StagePlan
+	require.Eventually(t, func() bool {
+		v, err := env.Client.QueryWorkflow(ctx, id, "", workflows.GatePlanQuery)
+		return err == nil && v.Get(&sp) == nil && sp != nil && sp.Stage == stage
+	}, approveTimeout, 200*time.Millisecond, "the rollout never showed stage %s's plan", stage)
+	return *sp
+}
