@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,32 +37,38 @@ type StartUpdateInput struct {
 
 // StartUpdateResult says whether our update started, or who is busy.
 type StartUpdateResult struct {
+	// Started: our update was sent, by this run or an earlier one of the
+	// same attempt; Wait says what became of it when it is already known.
 	Started bool   `json:"started"`
 	MGS     string `json:"mgs,omitempty"`
 	// Busy: another update holds the SP; Current is its status.
 	Busy    bool             `json:"busy"`
 	Current mgs.UpdateStatus `json:"current"`
-	// Wait is the first leg of the wait (ThenWait; nil when not started).
+	// Wait is the first leg of the wait (ThenWait), or the end of an
+	// update sent by an earlier run and gone from the SP (lost or
+	// replaced, with or without ThenWait); nil when not started.
 	Wait *WaitUpdateResult `json:"wait,omitempty"`
 }
 
 // MGSStartUpdate sends the image (startUpdate) and, with ThenWait, waits
-// for the accepted update: one activity task where there were two. A retry
-// after the SP accepted our update only waits: an SP reset since then has
-// lost the update, and the wait reports it lost rather than sending the
-// same attempt twice.
+// for the accepted update: one activity task where there were two. Each
+// send is recorded in the ledger before MGS is asked (sendLog), and a run
+// that finds a send of this attempt that may have reached the SP never
+// sends again: it asks MGS (resumeSent). Every run reads the record, a
+// first one too: a workflow reset runs the start again under the same
+// attempt ID.
 func (a *MGSActivities) MGSStartUpdate(ctx context.Context, in StartUpdateInput) (StartUpdateResult, error) {
-	if in.ThenWait != nil {
-		accepted, err := a.acceptedBefore(ctx, in.UpdateID)
-		if err != nil {
-			return StartUpdateResult{}, err // retried: never guess
-		}
-		if accepted {
-			return a.thenWait(ctx, StartUpdateResult{Started: true}, *in.ThenWait)
-		}
+	sends, err := a.sendsOf(ctx, in.UpdateID)
+	if err != nil {
+		return StartUpdateResult{}, err
 	}
-	out, err := a.startUpdate(ctx, in)
-	if err != nil || !out.Started || in.ThenWait == nil {
+	var out StartUpdateResult
+	if sends.open() {
+		out, err = a.resumeSent(ctx, in, sends.last)
+	} else {
+		out, err = a.startUpdate(ctx, in, sends.sent+1)
+	}
+	if err != nil || !out.Started || out.Wait != nil || in.ThenWait == nil {
 		return out, err
 	}
 	activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "accepted"})
@@ -79,26 +84,45 @@ func (a *MGSActivities) thenWait(ctx context.Context, out StartUpdateResult, w W
 	return out, nil
 }
 
-// acceptedBefore: an earlier attempt of this activity saw MGS accept our
-// update. The ledger's start event, written when MGS accepts, is the one
-// record of it (a heartbeat saying so may never have reached Temporal:
-// heartbeats are throttled, and the worker may die first).
-func (a *MGSActivities) acceptedBefore(ctx context.Context, id uuid.UUID) (bool, error) {
-	if a.Store == nil || (activity.GetInfo(ctx).Attempt <= 1 && !activity.HasHeartbeatDetails(ctx)) {
-		return false, nil // a first attempt (no heartbeat yet), for a fresh attempt ID
-	}
-	evs, err := a.Store.Events(ctx, id)
+// resumeSent: an earlier run sent this attempt's update, and it may have
+// reached the SP (sent). MGS says what became of it: still ours on the SP
+// (started: the wait follows it), or gone — the SP never took it or lost
+// it in a reset, or holds another update now. Then the attempt is lost:
+// it is not sent again (that would be a second delivery of one attempt);
+// the result's Wait says lost or replaced, which the workflow's attempt
+// loop answers with a new attempt under a new ID.
+func (a *MGSActivities) resumeSent(ctx context.Context, in StartUpdateInput, sent ledger.Event) (StartUpdateResult, error) {
+	set, err := a.set()
 	if err != nil {
-		return false, fmt.Errorf("read attempt %s's ledger events: %w", id, err)
+		return StartUpdateResult{}, err
 	}
-	return slices.ContainsFunc(evs, func(e ledger.Event) bool { return e.Step == "start" }), nil
+	cur, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.UpdateStatus, error) {
+		return c.UpdateStatus(ctx, in.SP, in.Component)
+	})
+	if err != nil {
+		return StartUpdateResult{}, mgsErr(err, "read update status")
+	}
+	out := StartUpdateResult{Started: true, Current: cur}
+	if cur.State != mgs.UpdateNone && cur.ID == in.UpdateID {
+		return out, nil
+	}
+	gone := WaitUpdateResult{Outcome: WaitLost, Status: cur}
+	if cur.State != mgs.UpdateNone {
+		gone.Outcome = WaitReplaced
+	}
+	out.Wait = &gone
+	a.event(ctx, in.UpdateID, "lost", string(ledger.StateFailed), fmt.Sprintf(
+		"update %s was sent by %s at %s (%s) and the SP now reports %s: it never arrived or the SP lost it; not sent again",
+		in.UpdateID, sent.Worker, sent.At.UTC().Format(time.RFC3339), sent.Step, cur))
+	return out, nil
 }
 
 // startUpdate sends the image through any reachable MGS (failing over on
-// transport errors). A retry after a lost reply finds our ID on the SP and
-// does not send it again. 503 UpdateInProgress for someone else's update
-// is not an error: the result says Busy.
-func (a *MGSActivities) startUpdate(ctx context.Context, in StartUpdateInput) (StartUpdateResult, error) {
+// transport errors), as send n of the attempt, recorded before MGS is
+// asked. 503 UpdateInProgress for someone else's update is not an error:
+// the result says Busy, and the refusal is recorded (the SP never took
+// ours, so the next start of this attempt may send it).
+func (a *MGSActivities) startUpdate(ctx context.Context, in StartUpdateInput, n int) (StartUpdateResult, error) {
 	var out StartUpdateResult
 	set, err := a.set()
 	if err != nil {
@@ -119,6 +143,9 @@ func (a *MGSActivities) startUpdate(ctx context.Context, in StartUpdateInput) (S
 	}
 	if in.PollInterval <= 0 {
 		in.PollInterval = 3 * time.Second
+	}
+	if err := a.recordSending(ctx, in, n); err != nil {
+		return out, err
 	}
 	var mu sync.Mutex
 	var digest string
@@ -154,7 +181,7 @@ func (a *MGSActivities) startUpdate(ctx context.Context, in StartUpdateInput) (S
 			return out, nil
 		case mgs.VerdictBusy:
 			out.Busy, out.Current = true, cur
-			return out, nil
+			return out, a.recordRefused(ctx, in.UpdateID, n, "the SP is busy with update "+cur.String()+": ours was not taken")
 		}
 		other, berr := a.otherComponentBusy(ctx, set, in.SP, in.Component)
 		if berr != nil {
@@ -181,6 +208,7 @@ func (a *MGSActivities) startUpdate(ctx context.Context, in StartUpdateInput) (S
 			return out, mgsFatal(failure.ArtifactMismatch, "artifact %s changed while it was sent: SHA-256 %s, expected %s", in.Artifact.where(), digest, in.Artifact.SHA256)
 		}
 		out.Started, out.MGS = true, c.BaseURL()
+		// Informational: what a retry trusts is the send's record.
 		a.event(ctx, in.UpdateID, "start", string(ledger.StateRunning), "update "+in.UpdateID.String()+" accepted by "+c.BaseURL())
 		pw := progressWriter{a: a, attempt: in.UpdateID}
 		pw.write(ctx, "updating", 0, 0, true)
@@ -195,7 +223,7 @@ func (a *MGSActivities) startUpdate(ctx context.Context, in StartUpdateInput) (S
 			return out, nil
 		}
 		out.Busy, out.Current = true, cur
-		return out, nil
+		return out, a.recordRefused(ctx, in.UpdateID, n, "MGS refused: the SP is busy with update "+cur.String())
 	}
 	return out, mgsErr(err, "start update")
 }

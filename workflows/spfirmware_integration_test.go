@@ -189,7 +189,7 @@ func TestSPFirmwareAgainstFleetsimHappyPath(t *testing.T) {
 	for _, e := range evs {
 		steps = append(steps, e.Step)
 	}
-	assert.Equal(t, []string{"intent", "start", "reset-1", "activated", "finish"}, steps)
+	assert.Equal(t, []string{"intent", "sending-1", "start", "reset-1", "activated", "finish"}, steps)
 	n := st.historyLen(run)
 	t.Logf("history: %d events", n)
 	assert.LessOrEqual(t, n, 60, "no event per poll")
