@@ -77,7 +77,9 @@ func (s *Store) RecordBootImageChange(ctx context.Context, c BootImageChange) er
 // abandoned attempts before attempt (the run of them since the last attempt
 // that ended otherwise: a terminated bump, and the terminated bumps that
 // adopted its changes) attempt's own, and returns every change attempt has
-// adopted. Per MachineSet and kind it keeps the oldest original (previous
+// adopted, and those it recorded itself before (a run reset by an operator
+// keeps its attempt: its changes from before the reset are its to undo).
+// Per MachineSet and kind it keeps the oldest original (previous
 // image or replicas), the newest applied image and the most replicas. A completed, failed or cancelled attempt ran its own ending:
 // nothing before it is adopted. Adopting again is a no-op.
 func (s *Store) AdoptAbandonedBootImageChanges(ctx context.Context, attempt uuid.UUID) ([]BootImageChange, error) {
@@ -112,14 +114,7 @@ func (s *Store) AdoptAbandonedBootImageChanges(ctx context.Context, attempt uuid
 	if err != nil {
 		return nil, fmt.Errorf("ledger: adopt abandoned boot image changes: %w", err)
 	}
-	var out []BootImageChange
-	all, err := s.BootImageChanges(ctx, attempt)
-	for _, c := range all {
-		if c.AdoptedFrom != uuid.Nil {
-			out = append(out, c)
-		}
-	}
-	return out, err
+	return s.BootImageChanges(ctx, attempt)
 }
 
 // BootImageChanges returns an attempt's changes, by MachineSet and kind.

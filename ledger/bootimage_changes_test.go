@@ -143,3 +143,18 @@ func TestBootImageChangesAdoptedFromAbandonedAttempts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, adopted)
 }
+
+// A run reset by an operator keeps its attempt (the same derived ID): the
+// changes it recorded before the reset are returned with the adopted ones,
+// so the reset run's rollback undoes them too.
+func TestBootImageChangesOfAResetRunAreItsOwnToUndo(t *testing.T) {
+	env := testenv.New(t)
+	s, ctx := env.Store, context.Background()
+	att := bumpAttempt(t, s, "cluster/reset")
+	require.NoError(t, s.RecordBootImageChange(ctx, imageChange(att, "ms-a", "old", "new")))
+
+	got, err := s.AdoptAbandonedBootImageChanges(ctx, att)
+	require.NoError(t, err)
+	assert.Equal(t, []summary{{MachineSet: "ms-a", Change: string(ledger.BootImageChangeImage),
+		Previous: ami("old"), Applied: ami("new")}}, summarise(got))
+}

@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
@@ -25,7 +26,11 @@ func (b *bootImageBump) adoptAbandoned(ctx workflow.Context) error {
 		return err
 	}
 	for _, c := range changes {
-		b.result.Adopted = append(b.result.Adopted, fmt.Sprintf("%s %s (from %s)", c.MachineSet, c.Change, c.AdoptedFrom))
+		from := "from " + c.AdoptedFrom.String()
+		if c.AdoptedFrom == uuid.Nil {
+			from = "this attempt's, before a reset"
+		}
+		b.result.Adopted = append(b.result.Adopted, fmt.Sprintf("%s %s (%s)", c.MachineSet, c.Change, from))
 		switch c.Change {
 		case ledger.BootImageChangeImage:
 			b.adoptedImages = append(b.adoptedImages, c.MachineSet)
