@@ -55,7 +55,7 @@ func Register(r worker.Registry, d Deps) error {
 	mgsActs.Ledger = la
 	acts := []any{
 		la,
-		&activities.RolloutActivities{Store: d.Ledger},
+		&activities.RolloutActivities{Store: d.Ledger, Temporal: d.Temporal},
 		activities.NewZoneActivities(d.Ledger, d.Fleet, d.HTTP, d.Identity),
 		&activities.BootImageActivities{Kube: d.Fleet.KubeAccess(), HTTP: d.HTTP},
 		mgsActs,

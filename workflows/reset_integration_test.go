@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -160,6 +161,45 @@ func TestZoneExpungeResetWhileAwaitingProof(t *testing.T) {
 			active, err := env.Store.ActiveForTarget(ctx, r.input().Target())
 			require.NoError(t, err)
 			assert.Nil(t, active, "an attempt is left active on the zone")
+		})
+	}
+}
+
+// An operator resets a rollout while its SP firmware update delivers, to
+// the rollout's first workflow task (it starts its stage again) and to its
+// last one. The update runs once: the rollout ends with it completed, the
+// SP got our image once and runs it, and the ledger agrees.
+func TestRolloutResetWhileItsUpdateRuns(t *testing.T) {
+	for i, p := range []resetPoint{resetFirst, resetLast} {
+		t.Run(string(p), func(t *testing.T) {
+			cubby := 2 + i // the update's workflow ID is the target's: one per subtest
+			st := newMGSStack(t, func(s *spec.Spec) {
+				s.Timings.FlashBytesPerSecond = 1 << 10 // ×100: 256 KiB in 2.5 s to reset in
+			})
+			upd := st.spInput(cubby, "1.1.0")
+			raw, err := json.Marshal(upd)
+			require.NoError(t, err)
+			in := workflows.RolloutInput{Name: "reset-" + st.env.TaskQueue, Stages: []workflows.Stage{{
+				Name: "sp", Kind: workflows.KindSPFirmware, Concurrency: 1,
+				Updates: []workflows.PlanUpdate{{Target: upd.Target(), Artifact: upd.Artifact.Version, Input: raw}},
+			}}}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			run, err := st.env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+				ID: workflows.RolloutWorkflowID(in.Name), TaskQueue: st.env.TaskQueue}, workflows.Rollout, in)
+			require.NoError(t, err)
+			st.awaitDelivering(cubby)
+			reset := resetWorkflow(t, st.env.Client, run.GetID(), p)
+
+			var res workflows.RolloutResult
+			require.NoError(t, reset.Get(ctx, &res))
+			require.Len(t, res.Outcomes, 1)
+			out := res.Outcomes[0]
+			assert.Equal(t, workflows.StateCompleted, out.State, "%+v", out)
+			tr := st.truth(cubby)
+			assert.Equal(t, "1.1.0", tr.SP.Active.Version)
+			assert.Len(t, completed(tr.Deliveries), 1, "our image was delivered once: %+v", tr.Deliveries)
+			st.checkTargetFree(upd.Target())
 		})
 	}
 }

@@ -311,6 +311,8 @@ func (r *rollout) runUpdate(ctx workflow.Context, st Stage, u PlanUpdate) Update
 		}
 	case temporal.IsCanceledError(err):
 		out.State, out.Error = StateCancelled, err.Error()
+	case temporal.IsWorkflowExecutionAlreadyStartedError(err) && r.adopt(ctx, id, &out):
+		// Started by this rollout before an operator reset it.
 	case temporal.IsWorkflowExecutionAlreadyStartedError(err):
 		// Another rollout's (or a hand-started) update of the same target.
 		out.State, out.Outcome, out.Error = StateRefused, OutcomeTargetClaimed, "another workflow runs "+id+": "+err.Error()
