@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/fleetsaga/fleetsaga/workerapp"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -19,14 +18,14 @@ func funcName(f any) string { return runtime.FuncForPC(reflect.ValueOf(f).Pointe
 // and an unversioned one would run a kind the table forgot.
 func TestEveryKindIsRegisteredWithAVersioningBehavior(t *testing.T) {
 	behavior := map[string]workflow.VersioningBehavior{}
-	for _, e := range workerapp.Workflows {
+	for _, e := range workflows.Registrations() {
 		name := funcName(e.Workflow)
 		require.NotContains(t, behavior, name, "registered twice")
 		require.NotEqual(t, workflow.VersioningBehaviorUnspecified, e.Behavior, name)
 		behavior[name] = e.Behavior
 	}
 	for kind, k := range workflows.Kinds {
-		require.Contains(t, behavior, funcName(k.Workflow), "kind %s is not in workerapp.Workflows", kind)
+		require.Contains(t, behavior, funcName(k.Workflow), "kind %s is not registered", kind)
 	}
 	// Device updates finish on the build that started them; long-running
 	// parents move to the current build.

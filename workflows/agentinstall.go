@@ -19,11 +19,6 @@ import (
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
-func init() {
-	Kinds[KindAgentInstall] = KindInfo{Workflow: AgentInstall, NewInput: func() UpdateInput { return &AgentInstallInput{} }}
-	Kinds[KindAgentDrift] = KindInfo{Workflow: AgentDriftCheck, NewInput: func() UpdateInput { return &AgentDriftInput{} }}
-}
-
 // Fan-out defaults and bounds.
 const (
 	// DefaultAgentConcurrency is how many servers install at once (the

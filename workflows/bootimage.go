@@ -48,10 +48,6 @@ func BootImageBump(ctx workflow.Context, in BootImageBumpInput) (BootImageBumpRe
 	return b.run(ctx)
 }
 
-func init() {
-	Kinds[KindBootImageBump] = KindInfo{Workflow: BootImageBump, NewInput: func() UpdateInput { return &BootImageBumpInput{} }}
-}
-
 // Selection modes (which MachineSets the bump manages).
 const (
 	SelectAll     = "All"

@@ -25,11 +25,19 @@ func listenPauseResume(ctx workflow.Context, setPaused func(workflow.Context, bo
 	})
 }
 
-// pausableTypes are the workflow types that call listenPauseResume.
-var pausableTypes = map[string]Kind{"Rollout": KindRollout, "AgentInstall": KindAgentInstall}
-
-// PausableType reports whether workflows of this type honour pause/resume.
-func PausableType(workflowType string) bool { _, ok := pausableTypes[workflowType]; return ok }
+// PausableType reports whether workflows of this type honour pause/resume:
+// a rollout, and the kinds the catalogue says are pausable.
+func PausableType(workflowType string) bool {
+	if workflowType == "Rollout" {
+		return true
+	}
+	for _, k := range Kinds {
+		if k.Pausable && workflowName(k.Workflow) == workflowType {
+			return true
+		}
+	}
+	return false
+}
 
 // Pausable tells from a workflow ID alone whether that workflow honours
 // pause/resume: a rollout (plan/<name>) and an agent install's parent

@@ -17,7 +17,7 @@ import (
 type updatePlan struct {
 	rows   []PlanRow
 	inner  int           // devices the update changes at once (1: the target itself)
-	device time.Duration // one device's change (deviceTime)
+	device time.Duration // one device's change (KindInfo.DeviceTime)
 }
 
 // duration is how long the update's changes take at its own concurrency.
@@ -37,34 +37,11 @@ var (
 	planAgent *activities.AgentActivities
 )
 
-// planners run one kind's dry run of a decoded input.
-var planners = map[Kind]func(workflow.Context, UpdateInput) updatePlan{
-	KindSPFirmware: func(ctx workflow.Context, in UpdateInput) updatePlan {
-		return planSPFirmware(ctx, *in.(*SPFirmwareInput))
-	},
-	KindHostFlash: func(ctx workflow.Context, in UpdateInput) updatePlan {
-		return planHostFlash(ctx, *in.(*HostFlashInput))
-	},
-	KindZoneExpunge: func(ctx workflow.Context, in UpdateInput) updatePlan {
-		return planZoneExpunge(ctx, *in.(*ZoneExpungeInput))
-	},
-	KindBootImageBump: func(ctx workflow.Context, in UpdateInput) updatePlan {
-		return planBootImage(ctx, *in.(*BootImageBumpInput))
-	},
-	KindAgentInstall: func(ctx workflow.Context, in UpdateInput) updatePlan {
-		return planAgentInstall(ctx, *in.(*AgentInstallInput))
-	},
-	KindAgentDrift: func(ctx workflow.Context, in UpdateInput) updatePlan {
-		return planAgentDrift(ctx, *in.(*AgentDriftInput))
-	},
-}
-
 // planUpdate decodes u's input and runs its kind's dry run. What cannot
 // be read is a refusal (the update would not get further either).
 func planUpdate(ctx workflow.Context, kind Kind, u PlanUpdate) updatePlan {
 	info, ok := Kinds[kind]
-	plan, planned := planners[kind]
-	if !ok || !planned {
+	if !ok || info.Plan == nil {
 		return updatePlan{rows: []PlanRow{{Action: activities.PlanUpdate, Reason: "kind " + string(kind) + " has no dry run: the update runs its own prechecks"}}}
 	}
 	in := info.NewInput()
@@ -74,7 +51,9 @@ func planUpdate(ctx workflow.Context, kind Kind, u PlanUpdate) updatePlan {
 	if err := json.Unmarshal(u.Input, in); err != nil {
 		return updatePlan{rows: []PlanRow{{Action: activities.PlanRefuse, Reason: "invalid input: " + err.Error()}}}
 	}
-	return plan(ctx, in)
+	p := info.Plan(ctx, in)
+	p.device = info.DeviceTime
+	return p
 }
 
 // planOptions: a dry run reads; a device that does not answer after a few
@@ -106,7 +85,7 @@ func refusal(row PlanRow, err error) PlanRow {
 }
 
 func planSPFirmware(ctx workflow.Context, in SPFirmwareInput) updatePlan {
-	p := updatePlan{inner: 1, device: deviceTime[KindSPFirmware]}
+	p := updatePlan{inner: 1}
 	row := PlanRow{Desired: in.Artifact.Version}
 	var pre activities.PrecheckResult
 	err := workflow.ExecuteActivity(planOptions(ctx, "precheck "+in.Target()), planMGS.MGSPrecheck,
@@ -132,7 +111,7 @@ func planSPFirmware(ctx workflow.Context, in SPFirmwareInput) updatePlan {
 }
 
 func planHostFlash(ctx workflow.Context, in HostFlashInput) updatePlan {
-	p := updatePlan{inner: 1, device: deviceTime[KindHostFlash]}
+	p := updatePlan{inner: 1}
 	row := PlanRow{Desired: in.Phase1.Version + " (phase 1 " + short(in.Phase1.SHA256) + ")"}
 	var pre activities.PrecheckResult
 	err := workflow.ExecuteActivity(planOptions(ctx, "precheck "+in.Target()+" host flash"), planMGS.MGSPrecheck,
@@ -177,7 +156,7 @@ func short(h string) string {
 }
 
 func planZoneExpunge(ctx workflow.Context, in ZoneExpungeInput) updatePlan {
-	p := updatePlan{inner: 1, device: deviceTime[KindZoneExpunge]}
+	p := updatePlan{inner: 1}
 	var row PlanRow
 	err := workflow.ExecuteActivity(planOptions(ctx, "precheck "+in.Target()), planZone.PlanZoneExpunge, activities.ZonePrecheckInput{
 		UpdateID: WorkflowID(KindZoneExpunge, in.Target()), Sled: in.Sled, Zone: in.Zone, RackSleds: in.RackSleds,
@@ -192,7 +171,7 @@ func planZoneExpunge(ctx workflow.Context, in ZoneExpungeInput) updatePlan {
 
 func planBootImage(ctx workflow.Context, in BootImageBumpInput) updatePlan {
 	in.defaults()
-	p := updatePlan{inner: in.Concurrency, device: deviceTime[KindBootImageBump]}
+	p := updatePlan{inner: in.Concurrency}
 	// As the bump does today: the opt-in is the cluster's own.
 	err := workflow.ExecuteActivity(planOptions(ctx, "plan MachineSets of "+in.Cluster), planBoot.PlanBootImageBump, activities.BootImagePlanInput{
 		Cluster: in.Cluster, Release: in.Release, Selection: in.Selection, Selector: in.Selector, FromCluster: true,
@@ -204,7 +183,7 @@ func planBootImage(ctx workflow.Context, in BootImageBumpInput) updatePlan {
 }
 
 func planAgentInstall(ctx workflow.Context, in AgentInstallInput) updatePlan {
-	p := updatePlan{inner: in.Concurrency, device: deviceTime[KindAgentInstall]}
+	p := updatePlan{inner: in.Concurrency}
 	if p.inner == 0 {
 		p.inner = DefaultAgentConcurrency
 	}
@@ -218,7 +197,7 @@ func planAgentInstall(ctx workflow.Context, in AgentInstallInput) updatePlan {
 }
 
 func planAgentDrift(ctx workflow.Context, in AgentDriftInput) updatePlan {
-	p := updatePlan{inner: in.Concurrency, device: deviceTime[KindAgentInstall]}
+	p := updatePlan{inner: in.Concurrency}
 	if p.inner == 0 {
 		p.inner = DefaultAgentConcurrency
 	}

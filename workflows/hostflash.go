@@ -15,10 +15,6 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 )
 
-func init() {
-	Kinds[KindHostFlash] = KindInfo{Workflow: HostBootFlashUpdate, NewInput: func() UpdateInput { return &HostFlashInput{} }}
-}
-
 // HostFlashInput is one host boot flash update (DESIGN.md §3.2): phase 1
 // goes to the inactive host-boot-flash slot, phase 2 is what the host
 // fetches through the SP when it boots.

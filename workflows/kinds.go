@@ -1,12 +1,114 @@
 package workflows
 
-// KindInfo ties an update kind to its workflow and input type.
+import (
+	"reflect"
+	"runtime"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// How a workflow moves between worker builds (Worker Deployment
+// Versioning; docs/CONTRIBUTING.md "Changing a running workflow"):
+//   - pinned: a device update finishes on the build that started it, so a
+//     new build never replays an attempt half-way through a device; its
+//     code changes without markers;
+//   - autoUpgrade: a long-running parent moves to the current build at its
+//     next workflow task; its command changes need workflow.GetVersion.
+const (
+	pinned      = workflow.VersioningBehaviorPinned
+	autoUpgrade = workflow.VersioningBehaviorAutoUpgrade
+)
+
+// KindInfo is everything fleetsaga needs to know about one update kind.
+// Kinds is the one place a kind declares itself: worker registration, the
+// starter and plans, dry runs and their estimates, pause, the replay test,
+// chaos and the benchmark read it.
 type KindInfo struct {
 	// Workflow is the workflow function (its name is the workflow type).
 	Workflow any
 	// NewInput returns a zero input to decode a plan entry into.
 	NewInput func() UpdateInput
+	// Behavior is how its runs move between builds (pinned, autoUpgrade).
+	Behavior workflow.VersioningBehavior
+	// Children are the workflows it starts that are not kinds of their
+	// own (registered and replayed with it, with the same behaviour).
+	Children []any
+	// Plan is its dry run: the kind's prechecks, read-only (nil: none).
+	Plan func(workflow.Context, UpdateInput) updatePlan
+	// DeviceTime is how long one device's change takes, for a dry run's
+	// estimate.
+	DeviceTime time.Duration
+	// Pausable: it honours pause/resume (listenPauseResume).
+	Pausable bool
+	// Agents: it needs a CNAPI endpoint (registered only with one).
+	Agents bool
 }
 
-// Kinds lists the update kinds a plan can use. Each kind's file adds itself.
-var Kinds = map[Kind]KindInfo{}
+// Kinds lists the update kinds a plan can use.
+//
+// Device times are measured at real device speed where a measurement
+// exists (bench/results/speedup1: 26 s per SP, 45 s per server's agent
+// install); the others are the order of the device's own work: a host
+// boots and fetches its phase 2 image (minutes), a zone expunge is a config
+// PUT and an inventory proof, a MachineSet patch settles before it is
+// rechecked.
+var Kinds = map[Kind]KindInfo{
+	KindSPFirmware: {Workflow: SPFirmwareUpdate, NewInput: func() UpdateInput { return &SPFirmwareInput{} },
+		Behavior: pinned, Plan: planOf(planSPFirmware), DeviceTime: 26 * time.Second},
+	KindHostFlash: {Workflow: HostBootFlashUpdate, NewInput: func() UpdateInput { return &HostFlashInput{} },
+		Behavior: pinned, Plan: planOf(planHostFlash), DeviceTime: 10 * time.Minute},
+	KindZoneExpunge: {Workflow: ZoneExpunge, NewInput: func() UpdateInput { return &ZoneExpungeInput{} },
+		Behavior: pinned, Plan: planOf(planZoneExpunge), DeviceTime: time.Minute},
+	KindBootImageBump: {Workflow: BootImageBump, NewInput: func() UpdateInput { return &BootImageBumpInput{} },
+		Behavior: pinned, Plan: planOf(planBootImage), DeviceTime: 30 * time.Second},
+	KindAgentInstall: {Workflow: AgentInstall, NewInput: func() UpdateInput { return &AgentInstallInput{} },
+		Behavior: autoUpgrade, Children: []any{AgentInstallServer}, Plan: planOf(planAgentInstall),
+		DeviceTime: 45 * time.Second, Pausable: true, Agents: true},
+	KindAgentDrift: {Workflow: AgentDriftCheck, NewInput: func() UpdateInput { return &AgentDriftInput{} },
+		Behavior: autoUpgrade, Plan: planOf(planAgentDrift), DeviceTime: 45 * time.Second, Agents: true},
+}
+
+// Registration is one workflow a worker runs, with its behaviour.
+type Registration struct {
+	Workflow any
+	Behavior workflow.VersioningBehavior
+	Agents   bool // only with a CNAPI endpoint
+}
+
+// Registrations are every workflow a worker runs: the kinds and their
+// children, the rollout (a long-lived parent) and its dry run (a short,
+// read-only run that must not move between builds).
+func Registrations() []Registration {
+	out := []Registration{{Workflow: Rollout, Behavior: autoUpgrade}, {Workflow: DryRun, Behavior: pinned}}
+	for _, k := range kindOrder {
+		info, ok := Kinds[k]
+		if !ok {
+			continue
+		}
+		out = append(out, Registration{Workflow: info.Workflow, Behavior: info.Behavior, Agents: info.Agents})
+		for _, c := range info.Children {
+			out = append(out, Registration{Workflow: c, Behavior: pinned, Agents: info.Agents})
+		}
+	}
+	return out
+}
+
+// kindOrder is the order registrations list the kinds in (Kinds is a map).
+var kindOrder = []Kind{KindSPFirmware, KindHostFlash, KindZoneExpunge, KindBootImageBump, KindAgentInstall, KindAgentDrift}
+
+// planOf adapts a kind's typed dry run to the catalogue's.
+func planOf[I any, P interface {
+	*I
+	UpdateInput
+}](plan func(workflow.Context, I) updatePlan) func(workflow.Context, UpdateInput) updatePlan {
+	return func(ctx workflow.Context, in UpdateInput) updatePlan { return plan(ctx, *any(in).(P)) }
+}
+
+// workflowName is the workflow type Temporal registers a function under:
+// its name without the package path.
+func workflowName(f any) string {
+	full := runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name()
+	return strings.TrimSuffix(full[strings.LastIndex(full, ".")+1:], "-fm")
+}

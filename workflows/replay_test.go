@@ -6,20 +6,15 @@ import (
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 )
 
-// replayWorkflows are the workflows recorded histories may contain. Add a
-// kind's child workflows here when it records histories.
+// replayWorkflows are the workflows recorded histories may contain: every
+// registered workflow (the catalogue of kinds) and the test kind.
 func replayWorkflows() []any {
-	ws := []any{Rollout}
-	for _, k := range []Kind{kindTest, KindSPFirmware, KindHostFlash, KindAgentInstall, KindAgentDrift, KindBootImageBump, KindZoneExpunge} {
-		if info, ok := Kinds[k]; ok {
-			ws = append(ws, info.Workflow)
-		}
+	ws := []any{testUpdate}
+	for _, r := range Registrations() {
+		ws = append(ws, r.Workflow)
 	}
-	return append(ws, replayExtra...)
+	return ws
 }
-
-// replayExtra lists child workflows that are not kinds of their own.
-var replayExtra = []any{AgentInstallServer}
 
 // Recorded histories replay against the current code: a change to a running
 // workflow's logic without workflow.GetVersion fails here.

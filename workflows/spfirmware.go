@@ -15,10 +15,6 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 )
 
-func init() {
-	Kinds[KindSPFirmware] = KindInfo{Workflow: SPFirmwareUpdate, NewInput: func() UpdateInput { return &SPFirmwareInput{} }}
-}
-
 // SPFirmwareInput is one SP firmware update (DESIGN.md §3.1).
 type SPFirmwareInput struct {
 	SP       SPTarget `json:"sp"`

@@ -159,10 +159,6 @@ type ZoneExpungeProgress struct {
 	NewOwner     uuid.UUID `json:"newOwner,omitzero"`
 }
 
-func init() {
-	Kinds[KindZoneExpunge] = KindInfo{Workflow: ZoneExpunge, NewInput: func() UpdateInput { return &ZoneExpungeInput{} }}
-}
-
 // ZoneExpunge removes a zone from its sled and, for a Nexus zone, moves its
 // unfinished sagas to a live Nexus only once inventory proves it gone
 // (DESIGN.md §3.5). It is resumable: run again for the same zone, it picks
