@@ -17,6 +17,10 @@ import (
 // run that is still running; an attempt left active by a closed run would
 // refuse every later update of its target (TargetBusy forever).
 func checkBlockedTargets(e *evidence, iv *invariant) {
+	iv.Checked += e.blocked.checked
+	for _, v := range e.blocked.blocked {
+		iv.fail("%s", v)
+	}
 	runs := map[string]*wf{}
 	latest := map[string]*wf{}
 	for _, w := range e.workflows {
@@ -47,14 +51,20 @@ func checkBlockedTargets(e *evidence, iv *invariant) {
 }
 
 // checkSagaOwners: no saga still running or unwinding has an expunged
-// Nexus as its current SEC (nobody would ever finish it).
+// Nexus as its current SEC (nobody would ever finish it). Checked are the
+// sagas that were ever owned by an expunged Nexus (so it counts what the
+// expunges had to move, even when all of it moved and finished).
 func checkSagaOwners(e *evidence, iv *invariant) {
 	for _, s := range e.sagas {
-		if s.State == "done" || s.State == "abandoned" {
+		owned := s.Sec != nil && e.expunged[*s.Sec] != ""
+		for _, h := range s.History {
+			owned = owned || e.expunged[h.Sec] != ""
+		}
+		if !owned {
 			continue
 		}
 		iv.Checked++
-		if s.Sec == nil {
+		if s.State == "done" || s.State == "abandoned" || s.Sec == nil {
 			continue
 		}
 		if kind, gone := e.expunged[*s.Sec]; gone {
@@ -181,6 +191,17 @@ func checkDuplicateStart(e *evidence, iv *invariant) {
 	}
 }
 
+// madeByReset: runID is the run a chaos reset made (it continues an update
+// begun before; the build it runs on is the reset's, not a new start's).
+func madeByReset(rs []resetRun, runID string) bool {
+	for _, r := range rs {
+		if r.NewRunID == runID {
+			return true
+		}
+	}
+	return false
+}
+
 // checkNewBuild: after a new build became current, the rollout (an
 // Auto-Upgrade parent) ends on it, and every update started from then on
 // runs on it; updates started before stay pinned to the build they began
@@ -199,7 +220,7 @@ func checkNewBuild(e *evidence, iv *invariant) {
 			if w.Build != newBuild.BuildID {
 				iv.fail("rollout %s is on build %q after %s became current", w.ID, w.Build, newBuild.BuildID)
 			}
-		case w.Start.After(e.newBuildAt.Add(slack)):
+		case w.Start.After(e.newBuildAt.Add(slack)) && !madeByReset(e.resetRuns, w.RunID):
 			iv.Checked++
 			if w.Build != newBuild.BuildID {
 				iv.fail("%s started after %s became current but ran on build %q", w.ID, newBuild.BuildID, w.Build)

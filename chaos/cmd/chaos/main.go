@@ -117,8 +117,12 @@ func newRoot() *cobra.Command {
 }
 
 func shortfall(r *chaos.Report) string {
+	out := ""
 	if s := r.ChaosShortfall(); s != "" {
-		return "; chaos incomplete: " + s
+		out += "; chaos incomplete: " + s
 	}
-	return ""
+	if s := r.Uncovered(); s != "" {
+		out += "; not exercised: " + s
+	}
+	return out
 }

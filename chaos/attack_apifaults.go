@@ -1,0 +1,154 @@
+package chaos
+
+import (
+	"context"
+	"math/rand"
+
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+// apiAim is the schedule of the API faults armed while the rollout runs.
+type apiAim struct {
+	total, quota int
+	perStage     map[int]int
+	// pending are kinds not armed yet (or taken back unfired), the most
+	// constrained first: each must land once where it can bite.
+	pending []faults.Kind
+	armed   int
+	mgsDown int // mgs_down faults armed so far (they alternate instances)
+	live    []liveAPIFault
+	// owed counts, per kind, faults taken back unfired and not armed again.
+	owed map[faults.Kind]int
+}
+
+// liveAPIFault is an API fault armed in a stage, until it fired.
+type liveAPIFault struct {
+	id    int
+	kind  faults.Kind
+	stage int
+}
+
+func newAPIAim(rng *rand.Rand, stages, total int) *apiAim {
+	a := &apiAim{total: total, quota: (total + stages - 1) / max(1, stages), perStage: map[int]int{}, owed: map[faults.Kind]int{}}
+	// The constrained kinds first (they bite only in the SP stages), then
+	// the others in a seeded order.
+	a.pending = []faults.Kind{faults.ResetReplyLost, faults.MGSDown}
+	for _, i := range rng.Perm(2) {
+		a.pending = append(a.pending, []faults.Kind{faults.Latency, faults.ErrorRate}[i])
+	}
+	if total < len(a.pending) {
+		a.pending = a.pending[:max(0, total)]
+	}
+	return a
+}
+
+// next picks the kind to arm now in stage (named name), or false: a
+// pending kind that can bite here first (over the stage's quota if need
+// be), else, within the quota and the total, any kind that can bite.
+func (a *apiAim) next(stage int, name string, rng *rand.Rand, hasSP bool) (faults.Kind, bool) {
+	ok := func(k faults.Kind) bool {
+		return canBite(k, name) && (k != faults.ResetReplyLost || hasSP)
+	}
+	for _, k := range a.pending {
+		if ok(k) {
+			return k, true
+		}
+	}
+	if a.armed >= a.total || a.perStage[stage] >= a.quota {
+		return "", false
+	}
+	var cands []faults.Kind
+	for _, k := range apiFaultKinds {
+		if ok(k) {
+			cands = append(cands, k)
+		}
+	}
+	if len(cands) == 0 {
+		return "", false
+	}
+	return cands[rng.Intn(len(cands))], true
+}
+
+func (a *apiAim) done(k faults.Kind) {
+	for i, p := range a.pending {
+		if p == k {
+			a.pending = append(a.pending[:i], a.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+// aimTick takes back the API faults armed in an earlier stage that never
+// fired (their kind is pending again) and arms what is due in this one.
+func (h *harness) aimTick(ctx context.Context, stage int, rng *rand.Rand) {
+	a := h.api
+	if len(a.live) > 0 {
+		if armed, err := h.obs.armedFaults(ctx); err == nil {
+			byID := map[int]faults.Fault{}
+			for _, f := range armed {
+				byID[f.ID] = f
+			}
+			var keep []liveAPIFault
+			for _, l := range a.live {
+				f, still := byID[l.id]
+				switch {
+				case !still || f.Fired > 0: // it fired: done with it
+				case l.stage == stage:
+					keep = append(keep, l)
+				default:
+					if err := h.withdrawFault(ctx, l.id); err != nil {
+						h.say("take back unfired %s: %v", l.kind, err)
+						keep = append(keep, l)
+						continue
+					}
+					h.mu.Lock()
+					h.withdrawn[l.id] = true
+					h.rep.FaultsReaimed++
+					h.mu.Unlock()
+					a.pending = append([]faults.Kind{l.kind}, a.pending...)
+					a.owed[l.kind]++
+				}
+			}
+			a.live = keep
+		}
+	}
+	name := h.stages[stage]
+	sp := ""
+	if canBite(faults.ResetReplyLost, name) {
+		if _, p, ok := h.runningChild(ctx, workflows.KindSPFirmware, true); ok {
+			sp = p.Target
+		}
+	}
+	k, ok := a.next(stage, name, rng, sp != "")
+	if !ok {
+		return
+	}
+	f := apiFault(k, name, a.mgsDown, sp, rng)
+	id, err := h.postFault(ctx, f)
+	if err != nil {
+		h.say("arm %s on %s: %v", f.Kind, f.Target, err)
+		return
+	}
+	// A fault armed again after it was taken back is the same attack.
+	again := a.owed[k] > 0
+	h.mu.Lock()
+	h.faultIDs[id] = f.Kind
+	if !again {
+		h.rep.FaultsArmed++
+		h.rep.FaultKinds[f.Kind]++
+	}
+	h.mu.Unlock()
+	if again {
+		a.owed[k]--
+	} else {
+		a.armed++
+	}
+	if k == faults.MGSDown {
+		a.mgsDown++
+	}
+	a.done(k)
+	a.perStage[stage]++
+	a.live = append(a.live, liveAPIFault{id: id, kind: k, stage: stage})
+	h.log.Info().Str("kind", string(f.Kind)).Str("target", f.Target).Str("stage", name).Msg("API fault armed")
+}
