@@ -50,6 +50,9 @@ func canBite(k faults.Kind, stage string) bool {
 	return len(stageAPIs(stage)) > 0
 }
 
+// spOnly: a kind that can bite only while an SP stage runs.
+func spOnly(k faults.Kind) bool { return k == faults.MGSDown || k == faults.ResetReplyLost }
+
 // apiFault makes a fault of kind k aimed at stage. mgsIndex picks the MGS
 // instance for mgs_down (a fresh worker asks mgs/0 first, so the first one
 // goes there); sp is the SP target ("sp/sled/N") for reset_reply_lost.

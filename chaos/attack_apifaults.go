@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
 
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
@@ -44,18 +45,27 @@ func newAPIAim(rng *rand.Rand, stages, total int) *apiAim {
 }
 
 // next picks the kind to arm now in stage (named name), or false: a
-// pending kind that can bite here first (over the stage's quota if need
-// be), else, within the quota and the total, any kind that can bite.
+// pending kind that bites only in the SP stages first, even over the
+// stage's quota (few stages can take it); then, within the quota, a
+// pending kind that can bite here, else (within the total too) any.
 func (a *apiAim) next(stage int, name string, rng *rand.Rand, hasSP bool) (faults.Kind, bool) {
 	ok := func(k faults.Kind) bool {
 		return canBite(k, name) && (k != faults.ResetReplyLost || hasSP)
+	}
+	for _, k := range a.pending {
+		if spOnly(k) && ok(k) {
+			return k, true
+		}
+	}
+	if a.perStage[stage] >= a.quota {
+		return "", false
 	}
 	for _, k := range a.pending {
 		if ok(k) {
 			return k, true
 		}
 	}
-	if a.armed >= a.total || a.perStage[stage] >= a.quota {
+	if a.armed >= a.total {
 		return "", false
 	}
 	var cands []faults.Kind
@@ -125,6 +135,13 @@ func (h *harness) aimTick(ctx context.Context, stage int, rng *rand.Rand) {
 		return
 	}
 	f := apiFault(k, name, a.mgsDown, sp, rng)
+	if k == faults.Latency || k == faults.ErrorRate {
+		if canBite(faults.MGSDown, name) {
+			// The instance the workers fail over to after the last mgs_down
+			// (mgs/0 before any): the one they ask.
+			f.Target = fmt.Sprintf("api/mgs/%d", a.mgsDown%2)
+		}
+	}
 	id, err := h.postFault(ctx, f)
 	if err != nil {
 		h.say("arm %s on %s: %v", f.Kind, f.Target, err)

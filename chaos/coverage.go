@@ -117,11 +117,11 @@ func hasAgents(e *evidence) bool { return len(e.expect.agents) > 0 && e.expect.s
 
 func hasFailingCanary(e *evidence) bool { return len(e.expect.canaryFailed) > 0 }
 
-// expungedNexus: the ledger records a Nexus zone expunged, whose sagas
-// had to move.
+// expungedNexus: a Nexus the ledger records expunged no longer runs: its
+// sagas had to move.
 func expungedNexus(e *evidence) bool {
-	for _, kind := range e.expunged {
-		if kind == "nexus" {
+	for _, n := range e.after.Sled.Nexus {
+		if !n.Running && e.expunged[n.ZoneID] == "nexus" {
 			return true
 		}
 	}

@@ -204,8 +204,12 @@ func TestAPIScheduleArmsTheConstrainedKindsInTheSPStages(t *testing.T) {
 		a.armed++
 		a.perStage[0]++
 	}
-	if k, ok := a.next(0, "sp-firmware", rng, true); !ok || (k != faults.Latency && k != faults.ErrorRate) {
-		t.Fatalf("sp stage, constrained kinds armed: next = %q, %v; want a pending latency or error_rate", k, ok)
+	// Its quota is used up; the other kinds spread over the next stages.
+	if k, ok := a.next(0, "sp-firmware", rng, true); ok {
+		t.Fatalf("sp stage over its quota: next = %q, want nothing", k)
+	}
+	if k, ok := a.next(1, "host-flash", rng, true); !ok || (k != faults.Latency && k != faults.ErrorRate) {
+		t.Fatalf("host stage: next = %q, %v; want a pending latency or error_rate", k, ok)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -51,14 +52,23 @@ func checkBlockedTargets(e *evidence, iv *invariant) {
 }
 
 // checkSagaOwners: no saga still running or unwinding has an expunged
-// Nexus as its current SEC (nobody would ever finish it). Checked are the
-// sagas that were ever owned by an expunged Nexus (so it counts what the
-// expunges had to move, even when all of it moved and finished).
+// Nexus as its current SEC (nobody would ever finish it). Expunged is
+// what the ledger records (zone_disposition) of a Nexus that no longer
+// runs: an expunge cancelled before the zone's removal keeps its recorded
+// disposition (running it again resumes it) while the Nexus still runs and
+// finishes its own sagas. Checked are the sagas an expunged Nexus ever
+// owned (so it counts what the expunges had to move, even when all of it
+// moved and finished).
 func checkSagaOwners(e *evidence, iv *invariant) {
+	running := map[uuid.UUID]bool{}
+	for _, n := range e.after.Sled.Nexus {
+		running[n.ZoneID] = n.Running
+	}
+	gone := func(sec uuid.UUID) bool { return e.expunged[sec] != "" && !running[sec] }
 	for _, s := range e.sagas {
-		owned := s.Sec != nil && e.expunged[*s.Sec] != ""
+		owned := s.Sec != nil && gone(*s.Sec)
 		for _, h := range s.History {
-			owned = owned || e.expunged[h.Sec] != ""
+			owned = owned || gone(h.Sec)
 		}
 		if !owned {
 			continue
@@ -67,8 +77,8 @@ func checkSagaOwners(e *evidence, iv *invariant) {
 		if s.State == "done" || s.State == "abandoned" || s.Sec == nil {
 			continue
 		}
-		if kind, gone := e.expunged[*s.Sec]; gone {
-			iv.fail("saga %s (%s) is owned by Nexus %s, which the ledger records expunged (%s)", s.ID, s.State, s.Sec, kind)
+		if gone(*s.Sec) {
+			iv.fail("saga %s (%s) is owned by Nexus %s, which the ledger records expunged (%s)", s.ID, s.State, s.Sec, e.expunged[*s.Sec])
 		}
 	}
 }
