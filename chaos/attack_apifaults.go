@@ -45,12 +45,19 @@ func newAPIAim(rng *rand.Rand, stages, total int) *apiAim {
 }
 
 // next picks the kind to arm now in stage (named name), or false: a
-// pending kind that bites only in the SP stages first, even over the
-// stage's quota (few stages can take it); then, within the quota, a
-// pending kind that can bite here, else (within the total too) any.
+// fault taken back unfired, where it can bite now (the same attack moved,
+// outside any quota); then a pending kind that bites only in the SP
+// stages, even over the stage's quota (few stages can take it); then,
+// within the quota, a pending kind that can bite here, else (within the
+// total too) any.
 func (a *apiAim) next(stage int, name string, rng *rand.Rand, hasSP bool) (faults.Kind, bool) {
 	ok := func(k faults.Kind) bool {
 		return canBite(k, name) && (k != faults.ResetReplyLost || hasSP)
+	}
+	for _, k := range a.pending {
+		if a.owed[k] > 0 && ok(k) {
+			return k, true
+		}
 	}
 	for _, k := range a.pending {
 		if spOnly(k) && ok(k) {
@@ -130,22 +137,30 @@ func (h *harness) aimTick(ctx context.Context, stage int, rng *rand.Rand) {
 			sp = p.Target
 		}
 	}
-	k, ok := a.next(stage, name, rng, sp != "")
-	if !ok {
-		return
-	}
-	f := apiFault(k, name, a.mgsDown, sp, rng)
-	if k == faults.Latency || k == faults.ErrorRate {
-		if canBite(faults.MGSDown, name) {
-			// The instance the workers fail over to after the last mgs_down
-			// (mgs/0 before any): the one they ask.
-			f.Target = fmt.Sprintf("api/mgs/%d", a.mgsDown%2)
+	for range apiFaultKinds {
+		k, ok := a.next(stage, name, rng, sp != "")
+		if !ok || !h.armAPIFault(ctx, k, stage, sp, rng) {
+			return
 		}
+		if k == faults.ResetReplyLost {
+			sp = "" // one per SP in flight
+		}
+	}
+}
+
+// armAPIFault arms one API fault of kind k aimed at stage.
+func (h *harness) armAPIFault(ctx context.Context, k faults.Kind, stage int, sp string, rng *rand.Rand) bool {
+	a, name := h.api, h.stages[stage]
+	f := apiFault(k, name, a.mgsDown, sp, rng)
+	if (k == faults.Latency || k == faults.ErrorRate) && canBite(faults.MGSDown, name) {
+		// The instance the workers fail over to after the last mgs_down
+		// (mgs/0 before any): the one they ask.
+		f.Target = fmt.Sprintf("api/mgs/%d", a.mgsDown%2)
 	}
 	id, err := h.postFault(ctx, f)
 	if err != nil {
 		h.say("arm %s on %s: %v", f.Kind, f.Target, err)
-		return
+		return false
 	}
 	// A fault armed again after it was taken back is the same attack.
 	again := a.owed[k] > 0
@@ -160,12 +175,13 @@ func (h *harness) aimTick(ctx context.Context, stage int, rng *rand.Rand) {
 		a.owed[k]--
 	} else {
 		a.armed++
+		a.perStage[stage]++
 	}
 	if k == faults.MGSDown {
 		a.mgsDown++
 	}
 	a.done(k)
-	a.perStage[stage]++
 	a.live = append(a.live, liveAPIFault{id: id, kind: k, stage: stage})
 	h.log.Info().Str("kind", string(f.Kind)).Str("target", f.Target).Str("stage", name).Msg("API fault armed")
+	return true
 }

@@ -237,3 +237,24 @@ func TestAttacksSpareChildrenWhoseDeviceFaultsHaveNotFired(t *testing.T) {
 		}
 	}
 }
+
+func TestAPIFaultTakenBackIsArmedAgainBeforeNewOnesAndOutsideTheQuota(t *testing.T) {
+	a := newAPIAim(rand.New(rand.NewSource(1)), 6, 4)
+	rng := rand.New(rand.NewSource(2))
+	a.pending = []faults.Kind{faults.Latency}
+	a.perStage[3] = a.quota // the stage's own share is used up
+	// error_rate was taken back unfired at the end of its stage.
+	a.pending = append([]faults.Kind{faults.ErrorRate}, a.pending...)
+	a.owed[faults.ErrorRate] = 1
+	if k, ok := a.next(3, "agent-install", rng, false); !ok || k != faults.ErrorRate {
+		t.Fatalf("next = %q, %v; want the error_rate taken back, armed again", k, ok)
+	}
+	a.done(faults.ErrorRate)
+	a.owed[faults.ErrorRate] = 0
+	if k, ok := a.next(3, "agent-install", rng, false); ok {
+		t.Fatalf("next = %q over the stage's quota, want nothing (latency waits for the next stage)", k)
+	}
+	if k, ok := a.next(4, "agent-drift", rng, false); !ok || k != faults.Latency {
+		t.Fatalf("next stage: next = %q, %v; want the latency never armed yet", k, ok)
+	}
+}
