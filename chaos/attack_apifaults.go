@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"time"
 
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -23,12 +24,20 @@ type apiAim struct {
 	owed map[faults.Kind]int
 }
 
-// liveAPIFault is an API fault armed in a stage, until it fired.
+// liveAPIFault is an API fault armed in a stage, until it fired (an
+// mgs_down: until it fired and mgsOutage passed since it was armed).
 type liveAPIFault struct {
 	id    int
 	kind  faults.Kind
 	stage int
+	until time.Time
 }
+
+// mgsOutage bounds an mgs_down once it fired: it counts refused requests,
+// and an SP only one MGS reaches, retried with a growing backoff, would
+// wait minutes for the last of them (seed 1 short: sled 3 past the run's
+// timeout). A few seconds at chaos speed is a real MGS restart.
+const mgsOutage = 3 * time.Second
 
 func newAPIAim(rng *rand.Rand, stages, total int) *apiAim {
 	a := &apiAim{total: total, quota: (total + stages - 1) / max(1, stages), perStage: map[int]int{}, owed: map[faults.Kind]int{}}
@@ -110,7 +119,16 @@ func (h *harness) aimTick(ctx context.Context, stage int, rng *rand.Rand) {
 			for _, l := range a.live {
 				f, still := byID[l.id]
 				switch {
-				case !still || f.Fired > 0: // it fired: done with it
+				case !still: // used up
+				case f.Fired > 0 && l.kind == faults.MGSDown && time.Now().Before(l.until):
+					keep = append(keep, l)
+				case f.Fired > 0 && l.kind == faults.MGSDown:
+					// It fired and lasted: the MGS comes back (not a
+					// withdrawal: it counts as fired).
+					if err := h.withdrawFault(ctx, l.id); err != nil {
+						keep = append(keep, l)
+					}
+				case f.Fired > 0: // it fired: done with it
 				case l.stage == stage:
 					keep = append(keep, l)
 				default:
@@ -181,7 +199,7 @@ func (h *harness) armAPIFault(ctx context.Context, k faults.Kind, stage int, sp 
 		a.mgsDown++
 	}
 	a.done(k)
-	a.live = append(a.live, liveAPIFault{id: id, kind: k, stage: stage})
+	a.live = append(a.live, liveAPIFault{id: id, kind: k, stage: stage, until: time.Now().Add(mgsOutage)})
 	h.log.Info().Str("kind", string(f.Kind)).Str("target", f.Target).Str("stage", name).Msg("API fault armed")
 	return true
 }
