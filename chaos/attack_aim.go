@@ -16,8 +16,9 @@ import (
 // a device fault's only chance to fire (faultScope).
 
 // apiFaultKinds are the API-level faults the run arms while it runs, each
-// at least once, in a seeded order.
-var apiFaultKinds = []faults.Kind{faults.MGSDown, faults.Latency, faults.ErrorRate, faults.ResetReplyLost}
+// at least once. (A lost reset reply is armed before the run, on an SP
+// whose update is sure to reset it: plan.go.)
+var apiFaultKinds = []faults.Kind{faults.MGSDown, faults.Latency, faults.ErrorRate}
 
 // stageAPIs are the fleetsim APIs (target "api/<name>") a stage's updates
 // call.
@@ -38,25 +39,21 @@ func stageAPIs(stage string) []string {
 }
 
 // canBite says whether an API fault of kind k armed during stage can fire
-// there: mgs_down only while MGS is asked (the SP stages),
-// reset_reply_lost only where an SP is reset to activate its firmware.
+// there: mgs_down only while MGS is asked (the SP stages).
 func canBite(k faults.Kind, stage string) bool {
-	switch k {
-	case faults.MGSDown:
-		return strings.Contains(stage, "sp-firmware") || strings.Contains(stage, "host-flash")
-	case faults.ResetReplyLost:
-		return strings.Contains(stage, "sp-firmware")
+	if k == faults.MGSDown {
+		return (strings.Contains(stage, "sp-firmware") || strings.Contains(stage, "host-flash"))
 	}
 	return len(stageAPIs(stage)) > 0
 }
 
 // spOnly: a kind that can bite only while an SP stage runs.
-func spOnly(k faults.Kind) bool { return k == faults.MGSDown || k == faults.ResetReplyLost }
+func spOnly(k faults.Kind) bool { return k == faults.MGSDown }
 
 // apiFault makes a fault of kind k aimed at stage. mgsIndex picks the MGS
 // instance for mgs_down (a fresh worker asks mgs/0 first, so the first one
-// goes there); sp is the SP target ("sp/sled/N") for reset_reply_lost.
-func apiFault(k faults.Kind, stage string, mgsIndex int, sp string, rng *rand.Rand) faults.Fault {
+// goes there).
+func apiFault(k faults.Kind, stage string, mgsIndex int, rng *rand.Rand) faults.Fault {
 	apis := stageAPIs(stage)
 	if len(apis) == 0 {
 		apis = []string{"mgs/0", "sled-agent", "cnapi", "kube"}
@@ -65,8 +62,6 @@ func apiFault(k faults.Kind, stage string, mgsIndex int, sp string, rng *rand.Ra
 	switch k {
 	case faults.MGSDown:
 		return faults.Fault{Kind: faults.MGSDown, Target: fmt.Sprintf("mgs/%d", mgsIndex%2), Times: 10 + rng.Intn(40)}
-	case faults.ResetReplyLost:
-		return faults.Fault{Kind: faults.ResetReplyLost, Target: sp, Times: 1}
 	case faults.Latency:
 		return faults.Fault{Kind: faults.Latency, Target: "api/" + api, Times: 20 + rng.Intn(80),
 			Latency: fmt.Sprintf("%dms", 50+rng.Intn(250))}

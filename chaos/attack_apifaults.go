@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
-	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // apiAim is the schedule of the API faults armed while the rollout runs.
@@ -41,9 +40,9 @@ const mgsOutage = 3 * time.Second
 
 func newAPIAim(rng *rand.Rand, stages, total int) *apiAim {
 	a := &apiAim{total: total, quota: (total + stages - 1) / max(1, stages), perStage: map[int]int{}, owed: map[faults.Kind]int{}}
-	// The constrained kinds first (they bite only in the SP stages), then
+	// The constrained kind first (it bites only in the SP stages), then
 	// the others in a seeded order.
-	a.pending = []faults.Kind{faults.ResetReplyLost, faults.MGSDown}
+	a.pending = []faults.Kind{faults.MGSDown}
 	for _, i := range rng.Perm(2) {
 		a.pending = append(a.pending, []faults.Kind{faults.Latency, faults.ErrorRate}[i])
 	}
@@ -59,10 +58,8 @@ func newAPIAim(rng *rand.Rand, stages, total int) *apiAim {
 // stages, even over the stage's quota (few stages can take it); then,
 // within the quota, a pending kind that can bite here, else (within the
 // total too) any.
-func (a *apiAim) next(stage int, name string, rng *rand.Rand, hasSP bool) (faults.Kind, bool) {
-	ok := func(k faults.Kind) bool {
-		return canBite(k, name) && (k != faults.ResetReplyLost || hasSP)
-	}
+func (a *apiAim) next(stage int, name string, rng *rand.Rand) (faults.Kind, bool) {
+	ok := func(k faults.Kind) bool { return canBite(k, name) }
 	for _, k := range a.pending {
 		if a.owed[k] > 0 && ok(k) {
 			return k, true
@@ -148,28 +145,18 @@ func (h *harness) aimTick(ctx context.Context, stage int, rng *rand.Rand) {
 			a.live = keep
 		}
 	}
-	name := h.stages[stage]
-	sp := ""
-	if canBite(faults.ResetReplyLost, name) {
-		if _, p, ok := h.runningChild(ctx, workflows.KindSPFirmware, true); ok {
-			sp = p.Target
-		}
-	}
 	for range apiFaultKinds {
-		k, ok := a.next(stage, name, rng, sp != "")
-		if !ok || !h.armAPIFault(ctx, k, stage, sp, rng) {
+		k, ok := a.next(stage, h.stages[stage], rng)
+		if !ok || !h.armAPIFault(ctx, k, stage, rng) {
 			return
-		}
-		if k == faults.ResetReplyLost {
-			sp = "" // one per SP in flight
 		}
 	}
 }
 
 // armAPIFault arms one API fault of kind k aimed at stage.
-func (h *harness) armAPIFault(ctx context.Context, k faults.Kind, stage int, sp string, rng *rand.Rand) bool {
+func (h *harness) armAPIFault(ctx context.Context, k faults.Kind, stage int, rng *rand.Rand) bool {
 	a, name := h.api, h.stages[stage]
-	f := apiFault(k, name, a.mgsDown, sp, rng)
+	f := apiFault(k, name, a.mgsDown, rng)
 	if (k == faults.Latency || k == faults.ErrorRate) && canBite(faults.MGSDown, name) {
 		// The instance the workers fail over to after the last mgs_down
 		// (mgs/0 before any): the one they ask.

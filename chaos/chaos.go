@@ -126,7 +126,7 @@ func Short(seed int64) Config {
 		Sleds: 5, SPUpdates: 4, HostUpdates: 2, Zones: 2, Servers: 6, Clusters: 2,
 		Concurrency: 4, SpeedUp: 80,
 		Kills: 3, KillGap: [2]time.Duration{4 * time.Second, 8 * time.Second},
-		RestartPostgres: true, RestartTemporal: true, APIFaults: 4,
+		RestartPostgres: true, RestartTemporal: true, APIFaults: 3,
 		Cancels: 1, TerminateRestarts: 1, DuplicateStarts: true, NexusExpunges: 2, NewBuild: true,
 		// One reset to each point, one blip (its MGS kind: whichever
 		// starts first).

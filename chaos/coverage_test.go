@@ -168,47 +168,39 @@ func TestAPIFaultsAreAimedAtTheirStage(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for stage, api := range map[string]string{"zone-expunge": "api/sled-agent", "bootimage-bump": "api/kube"} {
 		for _, k := range []faults.Kind{faults.Latency, faults.ErrorRate} {
-			if f := apiFault(k, stage, 0, "", rng); f.Target != api {
+			if f := apiFault(k, stage, 0, rng); f.Target != api {
 				t.Fatalf("%s during %s aimed at %s, want %s", k, stage, f.Target, api)
 			}
 		}
 	}
 	for _, k := range []faults.Kind{faults.Latency, faults.ErrorRate} {
-		if f := apiFault(k, "agent-install", 0, "", rng); !strings.HasPrefix(f.Target, "api/") || strings.Contains(f.Target, "mgs") {
+		if f := apiFault(k, "agent-install", 0, rng); !strings.HasPrefix(f.Target, "api/") || strings.Contains(f.Target, "mgs") {
 			t.Fatalf("%s during agent-install aimed at %s", k, f.Target)
 		}
 	}
 	if canBite(faults.MGSDown, "zone-expunge") || canBite(faults.MGSDown, "agent-install") || !canBite(faults.MGSDown, "host-flash") {
 		t.Fatal("mgs_down must be armed only while the SP stages run")
 	}
-	if canBite(faults.ResetReplyLost, "host-flash") || !canBite(faults.ResetReplyLost, "sp-firmware") {
-		t.Fatal("reset_reply_lost must be armed only while SP firmware (which resets the SP) runs")
-	}
 }
 
-func TestAPIScheduleArmsTheConstrainedKindsInTheSPStages(t *testing.T) {
-	a := newAPIAim(rand.New(rand.NewSource(1)), 6, 4)
+func TestAPIScheduleArmsMGSDownInAnSPStage(t *testing.T) {
+	a := newAPIAim(rand.New(rand.NewSource(1)), 6, 3)
 	rng := rand.New(rand.NewSource(2))
-	// The zone stage: neither mgs_down nor reset_reply_lost can bite there.
-	if k, ok := a.next(2, "zone-expunge", rng, false); !ok || k == faults.MGSDown || k == faults.ResetReplyLost {
+	// The zone stage: mgs_down cannot bite there.
+	if k, ok := a.next(2, "zone-expunge", rng); !ok || k == faults.MGSDown {
 		t.Fatalf("zone stage: next = %q, %v; want latency or error_rate", k, ok)
 	}
-	// The SP stage: reset_reply_lost first (an SP is updating), then
-	// mgs_down, even past the stage's quota.
-	for _, want := range []faults.Kind{faults.ResetReplyLost, faults.MGSDown} {
-		k, ok := a.next(0, "sp-firmware", rng, true)
-		if !ok || k != want {
-			t.Fatalf("sp stage: next = %q, %v; want %s", k, ok, want)
-		}
-		a.done(k)
-		a.armed++
-		a.perStage[0]++
+	// The SP stage: mgs_down, even past the stage's quota.
+	a.perStage[0] = a.quota
+	if k, ok := a.next(0, "sp-firmware", rng); !ok || k != faults.MGSDown {
+		t.Fatalf("sp stage: next = %q, %v; want mgs_down", k, ok)
 	}
+	a.done(faults.MGSDown)
 	// Its quota is used up; the other kinds spread over the next stages.
-	if k, ok := a.next(0, "sp-firmware", rng, true); ok {
+	if k, ok := a.next(0, "sp-firmware", rng); ok {
 		t.Fatalf("sp stage over its quota: next = %q, want nothing", k)
 	}
-	if k, ok := a.next(1, "host-flash", rng, true); !ok || (k != faults.Latency && k != faults.ErrorRate) {
+	if k, ok := a.next(1, "host-flash", rng); !ok || (k != faults.Latency && k != faults.ErrorRate) {
 		t.Fatalf("host stage: next = %q, %v; want a pending latency or error_rate", k, ok)
 	}
 }
@@ -246,15 +238,15 @@ func TestAPIFaultTakenBackIsArmedAgainBeforeNewOnesAndOutsideTheQuota(t *testing
 	// error_rate was taken back unfired at the end of its stage.
 	a.pending = append([]faults.Kind{faults.ErrorRate}, a.pending...)
 	a.owed[faults.ErrorRate] = 1
-	if k, ok := a.next(3, "agent-install", rng, false); !ok || k != faults.ErrorRate {
+	if k, ok := a.next(3, "agent-install", rng); !ok || k != faults.ErrorRate {
 		t.Fatalf("next = %q, %v; want the error_rate taken back, armed again", k, ok)
 	}
 	a.done(faults.ErrorRate)
 	a.owed[faults.ErrorRate] = 0
-	if k, ok := a.next(3, "agent-install", rng, false); ok {
+	if k, ok := a.next(3, "agent-install", rng); ok {
 		t.Fatalf("next = %q over the stage's quota, want nothing (latency waits for the next stage)", k)
 	}
-	if k, ok := a.next(4, "agent-drift", rng, false); !ok || k != faults.Latency {
+	if k, ok := a.next(4, "agent-drift", rng); !ok || k != faults.Latency {
 		t.Fatalf("next stage: next = %q, %v; want the latency never armed yet", k, ok)
 	}
 }
