@@ -8,8 +8,8 @@ import (
 	"io"
 	"math/rand"
 	"net/http"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -40,6 +40,16 @@ type harness struct {
 	brng     *rand.Rand
 	blind    *blindState
 	newBuild *newBuildState
+	api      *apiAim
+	// stageNow is the stage index the last tick saw running (the blip
+	// watcher reads it).
+	stageNow atomic.Int32
+	// faultIDs are fleetsim's IDs of every fault armed, by kind;
+	// withdrawn those taken back to be armed again elsewhere.
+	faultIDs  map[int]faults.Kind
+	withdrawn map[int]bool
+	// blocked is invariant 8 as sampled during the run.
+	blocked blockedSamples
 
 	// mu serialises changes to the stack (kills, restarts, supervision)
 	// and guards the report's counters.
@@ -86,8 +96,10 @@ func (h *harness) reviveAll() {
 // attack is the chaos schedule: a worker SIGKILL every KillGap until the
 // rollout ends (three times slower after twice the minimum), PostgreSQL
 // and Temporal each restarted once during a seeded stage of the rollout,
-// and API faults armed along the way, a share in each stage, aimed at the
-// APIs that stage uses.
+// the blind-spot and reset attacks on the stage running, and API faults
+// armed along the way, a share in each stage, aimed at the APIs that stage
+// uses (attack_aim.go). After each tick's attacks the ledger's active
+// attempts are checked against Temporal (invariant 8, during the run).
 func (h *harness) attack(ctx context.Context, done <-chan struct{}) {
 	k := max(h.cfg.Kills, 3)
 	pgStage, tmStage := -1, -1
@@ -97,9 +109,7 @@ func (h *harness) attack(ctx context.Context, done <-chan struct{}) {
 	if h.cfg.RestartTemporal {
 		tmStage = h.restartStage()
 	}
-	quota := (h.cfg.APIFaults + len(h.stages) - 1) / max(1, len(h.stages))
-	perStage := map[int]int{}
-	apiKinds := h.rng.Perm(3) // each API fault kind at least once, in seeded order
+	h.api = newAPIAim(h.rng, len(h.stages), h.cfg.APIFaults)
 	stage := 0
 	for n := 1; ; n++ {
 		gap := h.cfg.KillGap[0] + time.Duration(h.rng.Int63n(int64(h.cfg.KillGap[1]-h.cfg.KillGap[0])+1))
@@ -114,7 +124,6 @@ func (h *harness) attack(ctx context.Context, done <-chan struct{}) {
 		case <-time.After(gap):
 		}
 		victim := h.rng.Intn(len(h.stack.Workers))
-		kind := h.rng.Intn(3)
 		pick := h.rng.Int63()
 		h.kill(victim)
 		phase := ""
@@ -126,6 +135,7 @@ func (h *harness) attack(ctx context.Context, done <-chan struct{}) {
 				}
 			}
 		}
+		h.stageNow.Store(int32(stage))
 		if pgStage >= 0 && stage >= pgStage {
 			h.restartPostgres(ctx, phase)
 			pgStage = -1
@@ -136,28 +146,14 @@ func (h *harness) attack(ctx context.Context, done <-chan struct{}) {
 		}
 		if phase == string(workflows.PhaseRunningStage) {
 			h.blindTick(ctx, stage)
+			h.resetTick(ctx, stage)
 		}
 		if nb := h.newBuild; nb.stage >= 0 && stage >= nb.stage {
 			h.deployNewBuild(ctx, phase)
 			nb.stage = -1
 		}
-		h.mu.Lock()
-		armed := h.rep.apiFaults
-		h.mu.Unlock()
-		if armed < h.cfg.APIFaults && perStage[stage] < quota {
-			if armed < len(apiKinds) {
-				kind = apiKinds[armed]
-			}
-			f := h.apiFault(phase, kind, rand.New(rand.NewSource(pick)))
-			if err := h.armFault(ctx, f); err != nil {
-				h.say("arm %s on %s: %v", f.Kind, f.Target, err)
-			} else {
-				perStage[stage]++
-				h.mu.Lock()
-				h.rep.apiFaults++
-				h.mu.Unlock()
-			}
-		}
+		h.aimTick(ctx, stage, rand.New(rand.NewSource(pick)))
+		h.sampleBlocked(ctx)
 	}
 }
 
@@ -212,60 +208,70 @@ func (h *harness) restartTemporal(ctx context.Context, during string) {
 	h.say("Temporal restarted (history and visibility kept: %s) during %q (%s)", h.temporalStore(), during, time.Since(t0).Round(time.Millisecond))
 }
 
-// apiFault picks an API-level fault aimed at what the rollout is doing now
-// (phase: its current stage), or anywhere when that is not known.
-func (h *harness) apiFault(phase string, kind int, rng *rand.Rand) faults.Fault {
-	apis := []string{"mgs/0", "mgs/1", "sled-agent", "cnapi", "sapi", "imgapi", "kube"}
-	switch {
-	case strings.Contains(phase, "sp-firmware"), strings.Contains(phase, "host-flash"):
-		apis = []string{"mgs/0", "mgs/1", "mgs/0/reset-reply", "mgs/1/reset-reply"}
-	case strings.Contains(phase, "zone"):
-		apis = []string{"sled-agent"}
-	case strings.Contains(phase, "agent"):
-		apis = []string{"cnapi", "sapi", "imgapi"}
-	case strings.Contains(phase, "bootimage"):
-		apis = []string{"kube"}
-	}
-	api := apis[rng.Intn(len(apis))]
-	switch kind {
-	case 0:
-		return faults.Fault{Kind: faults.MGSDown, Target: "mgs/" + fmt.Sprint(rng.Intn(2)), Times: 10 + rng.Intn(40)}
-	case 1:
-		return faults.Fault{Kind: faults.Latency, Target: "api/" + strings.TrimSuffix(api, "/reset-reply"), Times: 20 + rng.Intn(80),
-			Latency: fmt.Sprintf("%dms", 50+rng.Intn(250))}
-	default:
-		return faults.Fault{Kind: faults.ErrorRate, Target: "api/" + api, Times: 5 + rng.Intn(10),
-			Rate: 0.05 + 0.2*rng.Float64()}
-	}
-}
-
-// armFault arms f through fleetsim's fault endpoint.
+// armFault arms f through fleetsim's fault endpoint and counts it as an
+// attack of its kind.
 func (h *harness) armFault(ctx context.Context, f faults.Fault) error {
-	b, err := json.Marshal(f)
+	id, err := h.postFault(ctx, f)
 	if err != nil {
 		return err
+	}
+	h.mu.Lock()
+	h.rep.FaultsArmed++
+	h.rep.FaultKinds[f.Kind]++
+	h.faultIDs[id] = f.Kind
+	h.mu.Unlock()
+	h.log.Info().Str("kind", string(f.Kind)).Str("target", f.Target).Msg("fault armed")
+	return nil
+}
+
+// postFault arms f and returns fleetsim's ID for it.
+func (h *harness) postFault(ctx context.Context, f faults.Fault) (int, error) {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return 0, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, h.stack.FleetsimURL+"/faults", bytes.NewReader(b))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("fleetsim refused fault %s on %s: %s %s", f.Kind, f.Target, resp.Status, body)
+		return 0, fmt.Errorf("fleetsim refused fault %s on %s: %s %s", f.Kind, f.Target, resp.Status, body)
 	}
-	h.mu.Lock()
-	h.rep.FaultsArmed++
-	h.rep.FaultKinds[f.Kind]++
-	h.mu.Unlock()
-	h.log.Info().Str("kind", string(f.Kind)).Str("target", f.Target).Msg("fault armed")
+	var created struct {
+		ID int `json:"id"`
+	}
+	if err := json.Unmarshal(body, &created); err != nil || created.ID == 0 {
+		return 0, fmt.Errorf("fleetsim armed fault %s on %s but named no ID: %s", f.Kind, f.Target, body)
+	}
+	return created.ID, nil
+}
+
+// withdrawFault disarms fault id (one that never fired, to arm it again
+// where it can).
+func (h *harness) withdrawFault(ctx context.Context, id int) error {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodDelete, fmt.Sprintf("%s/faults/%d", h.stack.FleetsimURL, id), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotFound {
+		return fmt.Errorf("fleetsim: DELETE /faults/%d: %s", id, resp.Status)
+	}
 	return nil
 }
 

@@ -37,6 +37,11 @@ type blindState struct {
 	restarted []restartedRun
 	dup       *dupStart
 	dupDone   bool
+	// resets are the resets still owed; reset the workflow IDs reset
+	// (never twice); resetRuns what each reset did.
+	resets    []plannedReset
+	reset     map[string]bool
+	resetRuns []resetRun
 }
 
 type restartedRun struct{ ID, RunID string }
@@ -50,7 +55,7 @@ type dupStart struct {
 
 func (h *harness) planBlind() {
 	h.blind = &blindState{cancelStages: map[int]bool{}, terminateStages: map[int]bool{}, cancelledKinds: map[workflows.Kind]bool{},
-		terminated: map[string]bool{}, cancelled: map[string]bool{}}
+		terminated: map[string]bool{}, cancelled: map[string]bool{}, reset: map[string]bool{}}
 	// Distinct stages for cancels and terminates while there are enough.
 	order := h.brng.Perm(len(h.stages))
 	for n := 0; n < h.cfg.Cancels && len(order) > 0; n++ {
@@ -59,6 +64,7 @@ func (h *harness) planBlind() {
 	for n := 0; n < h.cfg.TerminateRestarts && len(order) > 0; n++ {
 		h.blind.terminateStages[order[(h.cfg.Cancels+n)%len(order)]] = true
 	}
+	h.blind.resets = planResets(h.brng, len(h.stages), h.cfg.Resets)
 }
 
 // blindTick runs the blind-spot attacks due at this tick (stage: the stage
@@ -90,19 +96,37 @@ func (h *harness) blindTick(ctx context.Context, stage int) {
 	}
 }
 
-// runningChild picks (seeded) a running child of the plan of kind k.
-func (h *harness) runningChild(ctx context.Context, k workflows.Kind) (*wf, plannedUpdate, bool) {
+// runningChild picks (seeded) a running child of the plan of kind k that
+// no attack hit yet. A child whose device faults have not fired yet is
+// left alone (an attack on it could keep that fault kind from ever
+// firing); midUpdate also wants its ledger attempt active.
+func (h *harness) runningChild(ctx context.Context, k workflows.Kind, midUpdate bool) (*wf, plannedUpdate, bool) {
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	ws, err := h.obs.list(lctx, `ExecutionStatus = "Running"`)
 	if err != nil {
 		return nil, plannedUpdate{}, false
 	}
+	armed, err := h.obs.armedFaults(lctx)
+	if err != nil {
+		return nil, plannedUpdate{}, false
+	}
+	var active map[string]bool
+	if midUpdate {
+		if active, err = h.obs.activeAttemptWorkflows(lctx); err != nil {
+			return nil, plannedUpdate{}, false
+		}
+	}
 	var cands []*wf
 	for _, w := range ws {
-		if p, ok := h.rep.expect.planned[w.ID]; ok && p.Kind == k && !h.blind.terminated[w.RunID] && !h.blind.cancelled[w.RunID] {
-			cands = append(cands, w)
+		p, ok := h.rep.expect.planned[w.ID]
+		if !ok || p.Kind != k || h.blind.terminated[w.RunID] || h.blind.cancelled[w.RunID] || h.blind.reset[w.ID] {
+			continue
 		}
+		if unfiredFaultOn(armed, faultScope(k, p.Target)) || (midUpdate && !active[w.ID]) {
+			continue
+		}
+		cands = append(cands, w)
 	}
 	if len(cands) == 0 {
 		return nil, plannedUpdate{}, false
@@ -117,7 +141,7 @@ func (h *harness) cancelChild(ctx context.Context, k workflows.Kind) bool {
 	if h.blind.cancelledKinds[k] || h.cfg.NoCancel[k] {
 		return false
 	}
-	w, _, ok := h.runningChild(ctx, k)
+	w, _, ok := h.runningChild(ctx, k, false)
 	if !ok {
 		return false
 	}
@@ -141,7 +165,7 @@ func (h *harness) cancelChild(ctx context.Context, k workflows.Kind) bool {
 // operator would: the fresh run must not be refused by the dead run's
 // attempt.
 func (h *harness) terminateRestart(ctx context.Context, k workflows.Kind) bool {
-	w, p, ok := h.runningChild(ctx, k)
+	w, p, ok := h.runningChild(ctx, k, false)
 	if !ok {
 		return false
 	}

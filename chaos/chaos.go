@@ -30,6 +30,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 	"github.com/fleetsaga/fleetsaga/internal/logging"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -80,6 +81,11 @@ type Config struct {
 	// NewBuild runs the workers as a Worker Deployment version and deploys
 	// a new build during a seeded stage.
 	NewBuild bool
+	// Resets (issue 25) is how many running children, mid-update, are
+	// reset (to their first workflow task, their last, or a random one, in
+	// turn) at seeded stages; PGBlips how many PostgreSQL blips land while
+	// SP firmware or host flash starts are in flight.
+	Resets, PGBlips int
 
 	// Timeout bounds the rollout; Settle bounds the wait for everything
 	// to end afterwards.
@@ -106,6 +112,8 @@ func Full(seed int64) Config {
 		Kills: 12, KillGap: [2]time.Duration{3 * time.Second, 9 * time.Second},
 		RestartPostgres: true, RestartTemporal: true, APIFaults: 16,
 		Cancels: 6, TerminateRestarts: 3, DuplicateStarts: true, NexusExpunges: 2, NewBuild: true,
+		// Every stage gets a reset to each of the three points.
+		Resets: 18, PGBlips: 2,
 		Timeout: 30 * time.Minute, Settle: 3 * time.Minute,
 	}
 }
@@ -120,6 +128,9 @@ func Short(seed int64) Config {
 		Kills: 3, KillGap: [2]time.Duration{4 * time.Second, 8 * time.Second},
 		RestartPostgres: true, RestartTemporal: true, APIFaults: 3,
 		Cancels: 1, TerminateRestarts: 1, DuplicateStarts: true, NexusExpunges: 2, NewBuild: true,
+		// One reset to each point, one blip (its MGS kind: whichever
+		// starts first).
+		Resets: 3, PGBlips: 1,
 		// Every kind is cancelled (chaos/README.md: the known cancel gaps
 		// are fixed).
 		Timeout: 2 * time.Minute, Settle: 2 * time.Minute,
@@ -210,13 +221,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("read fleetsim truth: %w", err)
 	}
 	h := &harness{cfg: cfg, stack: stack, c: c, obs: obs, out: out, log: log,
-		rng: rand.New(rand.NewSource(cfg.Seed + 1)), rep: newReport(cfg, expect), rolloutID: workflows.RolloutWorkflowID(plan.Name)}
+		rng: rand.New(rand.NewSource(cfg.Seed + 1)), rep: newReport(cfg, expect), rolloutID: workflows.RolloutWorkflowID(plan.Name),
+		faultIDs: map[int]faults.Kind{}, withdrawn: map[int]bool{}}
 	for _, st := range plan.Stages {
 		h.stages = append(h.stages, st.Name)
 		h.stageKind = append(h.stageKind, st.Kind)
 	}
 	h.brng = rand.New(rand.NewSource(cfg.Seed + 2))
 	h.planBlind()
+	for _, r := range h.blind.resets {
+		h.rep.ResetsPlanned[string(r.point)]++
+	}
 	h.newBuild = &newBuildState{stage: -1}
 	if cfg.NewBuild {
 		if err := h.setCurrentBuild(ctx, firstBuild); err != nil {
@@ -245,10 +260,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
+	h.started = started
 	go func() { defer wg.Done(); h.supervise(runCtx, done) }()
 	go func() { defer wg.Done(); h.attack(runCtx, done) }()
-	h.started = started
+	go func() { defer wg.Done(); h.blipWatch(runCtx, done) }()
 	status := h.awaitClosed(runCtx, run.GetID())
 	close(done)
 	wg.Wait()
@@ -368,13 +384,13 @@ func (h *harness) check(ctx context.Context, rolloutID string, fl *fleet, before
 	if err != nil {
 		return err
 	}
-	armed, err := h.obs.armedFaults(ctx)
+	left, err := h.obs.armedFaults(ctx)
 	if err != nil {
 		return err
 	}
 	in := &evidence{terminated: h.blind.terminated, restarts: h.restartOutcomes(ctx), dup: h.blind.dup, fleet: fl, expect: h.rep.expect, before: before, after: after, attempts: attempts,
 		sagas: sagas, expunged: expunged, workflows: wfs, rolloutID: rolloutID, rolloutStatus: h.rep.RolloutStatus,
-		newBuildAt: h.newBuild.at}
-	h.rep.fill(in, armed)
+		newBuildAt: h.newBuild.at, resetRuns: h.blind.resetRuns, blocked: h.blocked}
+	h.rep.fill(in, armedFaults{ids: h.faultIDs, withdrawn: h.withdrawn, left: left})
 	return nil
 }

@@ -64,6 +64,9 @@ func TestChaosShort(t *testing.T) {
 	if s := rep.ChaosShortfall(); s != "" {
 		t.Fatalf("chaos seed %d: the rollout ended before the chaos did (%s)", seed, s)
 	}
+	if s := rep.Uncovered(); s != "" {
+		t.Fatalf("chaos seed %d: the run did not exercise what it claims: %s", seed, s)
+	}
 }
 
 var (

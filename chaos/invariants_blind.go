@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -17,6 +18,10 @@ import (
 // run that is still running; an attempt left active by a closed run would
 // refuse every later update of its target (TargetBusy forever).
 func checkBlockedTargets(e *evidence, iv *invariant) {
+	iv.Checked += e.blocked.checked
+	for _, v := range e.blocked.blocked {
+		iv.fail("%s", v)
+	}
 	runs := map[string]*wf{}
 	latest := map[string]*wf{}
 	for _, w := range e.workflows {
@@ -47,18 +52,33 @@ func checkBlockedTargets(e *evidence, iv *invariant) {
 }
 
 // checkSagaOwners: no saga still running or unwinding has an expunged
-// Nexus as its current SEC (nobody would ever finish it).
+// Nexus as its current SEC (nobody would ever finish it). Expunged is
+// what the ledger records (zone_disposition) of a Nexus that no longer
+// runs: an expunge cancelled before the zone's removal keeps its recorded
+// disposition (running it again resumes it) while the Nexus still runs and
+// finishes its own sagas. Checked are the sagas an expunged Nexus ever
+// owned (so it counts what the expunges had to move, even when all of it
+// moved and finished).
 func checkSagaOwners(e *evidence, iv *invariant) {
+	running := map[uuid.UUID]bool{}
+	for _, n := range e.after.Sled.Nexus {
+		running[n.ZoneID] = n.Running
+	}
+	gone := func(sec uuid.UUID) bool { return e.expunged[sec] != "" && !running[sec] }
 	for _, s := range e.sagas {
-		if s.State == "done" || s.State == "abandoned" {
+		owned := s.Sec != nil && gone(*s.Sec)
+		for _, h := range s.History {
+			owned = owned || gone(h.Sec)
+		}
+		if !owned {
 			continue
 		}
 		iv.Checked++
-		if s.Sec == nil {
+		if s.State == "done" || s.State == "abandoned" || s.Sec == nil {
 			continue
 		}
-		if kind, gone := e.expunged[*s.Sec]; gone {
-			iv.fail("saga %s (%s) is owned by Nexus %s, which the ledger records expunged (%s)", s.ID, s.State, s.Sec, kind)
+		if gone(*s.Sec) {
+			iv.fail("saga %s (%s) is owned by Nexus %s, which the ledger records expunged (%s)", s.ID, s.State, s.Sec, e.expunged[*s.Sec])
 		}
 	}
 }
@@ -181,6 +201,17 @@ func checkDuplicateStart(e *evidence, iv *invariant) {
 	}
 }
 
+// madeByReset: runID is the run a chaos reset made (it continues an update
+// begun before; the build it runs on is the reset's, not a new start's).
+func madeByReset(rs []resetRun, runID string) bool {
+	for _, r := range rs {
+		if r.NewRunID == runID {
+			return true
+		}
+	}
+	return false
+}
+
 // checkNewBuild: after a new build became current, the rollout (an
 // Auto-Upgrade parent) ends on it, and every update started from then on
 // runs on it; updates started before stay pinned to the build they began
@@ -199,7 +230,7 @@ func checkNewBuild(e *evidence, iv *invariant) {
 			if w.Build != newBuild.BuildID {
 				iv.fail("rollout %s is on build %q after %s became current", w.ID, w.Build, newBuild.BuildID)
 			}
-		case w.Start.After(e.newBuildAt.Add(slack)):
+		case w.Start.After(e.newBuildAt.Add(slack)) && !madeByReset(e.resetRuns, w.RunID):
 			iv.Checked++
 			if w.Build != newBuild.BuildID {
 				iv.fail("%s started after %s became current but ran on build %q", w.ID, newBuild.BuildID, w.Build)

@@ -132,6 +132,17 @@ func TestInvariantsAcceptTheChaosOwnTerminateAndOneStart(t *testing.T) {
 	}
 }
 
+// An expunge cancelled before the zone's removal keeps its recorded
+// disposition while the Nexus still runs and finishes its own sagas
+// (chaos seed 1, short, on issue 17's code: reported 4 violations).
+func TestInvariantsAcceptSagasOfANexusWhoseExpungeWasCancelledBeforeRemoval(t *testing.T) {
+	e := cleanEvidence()
+	e.expunged[tNexusNew] = "nexus" // recorded, but tNexusNew still runs
+	if got := violationsOf(e); len(got) > 0 {
+		t.Fatalf("sagas of a Nexus that still runs reported: %v", got)
+	}
+}
+
 func TestInvariantsCatchEachViolation(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	sp := func(e *evidence) *simmgs.SPTruth { return &e.after.MGS.Racks[0].SPs[0] }
@@ -225,6 +236,7 @@ func TestInvariantsCatchEachViolation(t *testing.T) {
 		}},
 		{"saga owned by an expunged Nexus", "no unfinished saga", "records expunged", func(e *evidence) {
 			e.expunged[tNexusNew] = "nexus"
+			e.after.Sled.Nexus[1].Running = false
 		}},
 		{"cancelled bump left a MachineSet patched", "no MachineSet left patched", "bump cancelled", func(e *evidence) {
 			e.attempts[3].State, e.attempts[3].Outcome = "cancelled", "Cancelled"

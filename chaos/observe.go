@@ -290,3 +290,52 @@ func countEvent(w *wf, ev *historypb.HistoryEvent) {
 		w.Build = ev.GetWorkflowTaskCompletedEventAttributes().GetDeploymentVersion().GetBuildId()
 	}
 }
+
+// activeAttemptRows are the ledger's pending and running attempts.
+func (o *observer) activeAttemptRows(ctx context.Context) ([]attempt, error) {
+	db, err := o.db()
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT id, attempt, target, state, workflow_id, run_id
+		FROM update_attempt WHERE state IN ('pending', 'running') ORDER BY created_at`)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	defer rows.Close()
+	var out []attempt
+	for rows.Next() {
+		var a attempt
+		if err := rows.Scan(&a.ID, &a.Attempt, &a.Target, &a.State, &a.WorkflowID, &a.RunID); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// activeAttemptWorkflows are the workflow IDs with an active attempt:
+// the updates that are mid-update.
+func (o *observer) activeAttemptWorkflows(ctx context.Context) (map[string]bool, error) {
+	rows, err := o.activeAttemptRows(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, a := range rows {
+		out[a.WorkflowID] = true
+	}
+	return out, nil
+}
+
+func (o *observer) attemptState(ctx context.Context, id uuid.UUID) (string, error) {
+	db, err := o.db()
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	var state string
+	err = db.QueryRowContext(ctx, `SELECT state FROM update_attempt WHERE id = $1`, id).Scan(&state)
+	return state, err
+}

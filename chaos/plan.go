@@ -213,6 +213,9 @@ func spFirmwareStage(b *planBuilder) (workflows.Stage, error) {
 			b.arm(faults.Fault{Kind: faults.SPStuck, Target: fault, Times: 1, AfterPercent: 30 + b.rng.Intn(50)})
 		case 3:
 			b.arm(faults.Fault{Kind: faults.ForeignUpdate, Target: fault, Times: 1, Version: foreignVersion})
+			// Our update still lands after the foreign one: the reset that
+			// activates it loses its reply.
+			b.arm(faults.Fault{Kind: faults.ResetReplyLost, Target: fault, Times: 1})
 		}
 	}
 	st.Exclusive = b.exclusiveMGSSleds(targets)

@@ -38,9 +38,20 @@ type Report struct {
 	TerminateRestarts int `json:"terminateRestarts"`
 	DuplicateStarts   int `json:"duplicateStarts"`
 	// NewBuilds is 1 when a new worker build was deployed mid-rollout.
-	NewBuilds   int                 `json:"newBuilds"`
-	FaultsArmed int                 `json:"faultsArmed"`
-	FaultKinds  map[faults.Kind]int `json:"faultKinds"`
+	NewBuilds int `json:"newBuilds"`
+	// Resets (issue 25) are the children reset, by reset point;
+	// ResetsPlanned what the schedule promised.
+	Resets        map[string]int `json:"resets"`
+	ResetsPlanned map[string]int `json:"resetsPlanned"`
+	// PGBlips are the PostgreSQL blips, each with SP or host starts in
+	// flight (BlipStarts in all).
+	PGBlips    int `json:"pgBlips"`
+	BlipStarts int `json:"blipStarts"`
+	// FaultsReaimed are API faults taken back unfired at the end of their
+	// stage and armed again in the next that they could bite.
+	FaultsReaimed int                 `json:"faultsReaimed"`
+	FaultsArmed   int                 `json:"faultsArmed"`
+	FaultKinds    map[faults.Kind]int `json:"faultKinds"`
 	// FaultsUnfired are armed faults that never fired (their target was
 	// not touched while they were armed).
 	FaultsUnfired []string `json:"faultsUnfired,omitempty"`
@@ -55,14 +66,16 @@ type Report struct {
 	Workflows       int `json:"workflows"`
 
 	Invariants []*invariant `json:"invariants"`
+	// Coverage is, per attack kind, how many were scheduled and fired.
+	Coverage []coverageRow `json:"coverage"`
 
-	cfg       Config
-	expect    *expectations
-	apiFaults int
+	cfg    Config
+	expect *expectations
 }
 
 func newReport(cfg Config, e *expectations) *Report {
-	return &Report{Seed: cfg.Seed, Targets: e.targets, Updates: e.updates, FaultKinds: map[faults.Kind]int{}, cfg: cfg, expect: e}
+	return &Report{Seed: cfg.Seed, Targets: e.targets, Updates: e.updates, FaultKinds: map[faults.Kind]int{},
+		Resets: map[string]int{}, ResetsPlanned: map[string]int{}, cfg: cfg, expect: e}
 }
 
 // Violations is the total over every invariant.
@@ -96,11 +109,16 @@ func (r *Report) ChaosShortfall() string {
 	return strings.Join(miss, ", ")
 }
 
-// OK: zero violations and all the promised chaos happened.
-func (r *Report) OK() bool { return r.Violations() == 0 && r.ChaosShortfall() == "" }
+// OK: zero violations, all the promised chaos happened, and every attack
+// kind and applicable invariant was exercised.
+func (r *Report) OK() bool {
+	return r.Violations() == 0 && r.ChaosShortfall() == "" && r.Uncovered() == ""
+}
 
-func (r *Report) fill(e *evidence, armed []faults.Fault) {
+func (r *Report) fill(e *evidence, af armedFaults) {
+	armed := af.left
 	r.Invariants = evaluate(e)
+	r.Coverage = r.coverage(af)
 	r.Outcomes = map[string]int{}
 	for id, a := range e.latestByUpdate {
 		r.Outcomes[a.State]++
@@ -168,19 +186,40 @@ func (r *Report) print(out io.Writer) {
 	fmt.Fprintf(tw, "blind-spot attacks\t%d\t(%d children cancelled, %d terminated and started again, %d duplicate starter pairs)\n",
 		r.Cancels+r.TerminateRestarts+r.DuplicateStarts, r.Cancels, r.TerminateRestarts, r.DuplicateStarts)
 	fmt.Fprintf(tw, "new worker builds\t%d\t(deployed and made current mid-rollout)\n", r.NewBuilds)
+	fmt.Fprintf(tw, "workflow resets\t%d\t(%s)\n", sum(r.Resets), mapString(r.Resets))
+	fmt.Fprintf(tw, "PostgreSQL blips\t%d\t(%d SP/host starts in flight)\n", r.PGBlips, r.BlipStarts)
 	fk := map[string]int{}
 	for k, n := range r.FaultKinds {
 		fk[string(k)] = n
 	}
-	fmt.Fprintf(tw, "faults armed\t%d\t(%d kinds: %s; %d never fired)\n", r.FaultsArmed, len(r.FaultKinds), mapString(fk), len(r.FaultsUnfired))
+	fmt.Fprintf(tw, "faults armed\t%d\t(%d kinds: %s; %d never fired; %d taken back unfired and armed again)\n", r.FaultsArmed,
+		len(r.FaultKinds), mapString(fk), len(r.FaultsUnfired), r.FaultsReaimed)
 	fmt.Fprintf(tw, "retries\t%d\t(activity retries; + %d workflow tasks lost with a worker, %d device re-attempts)\n",
 		r.ActivityRetries, r.TaskTimeouts, r.ReAttempts)
 	tw.Flush()
 	fmt.Fprintln(out)
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "invariant\tchecked\tviolations\n")
+	fmt.Fprintf(tw, "attack\tscheduled\tfired\t\n")
+	for _, c := range r.Coverage {
+		mark := ""
+		if c.Scheduled > 0 && c.Fired == 0 {
+			mark = "NEVER FIRED"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", c.Attack, c.Scheduled, c.Fired, mark)
+	}
+	tw.Flush()
+	fmt.Fprintln(out)
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "invariant\tchecked\tviolations\t\n")
 	for _, iv := range r.Invariants {
-		fmt.Fprintf(tw, "%s\t%d\t%d\n", iv.Name, iv.Checked, len(iv.Violations))
+		mark := ""
+		switch {
+		case iv.Applies && iv.Checked == 0:
+			mark = "CHECKED NOTHING"
+		case !iv.Applies && iv.Checked == 0:
+			mark = "(does not apply)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", iv.Name, iv.Checked, len(iv.Violations), mark)
 	}
 	tw.Flush()
 	for _, iv := range r.Invariants {
@@ -210,9 +249,19 @@ func (r *Report) print(out io.Writer) {
 		fmt.Fprintf(out, "\nFAIL: %d violation(s)\n", r.Violations())
 	case r.ChaosShortfall() != "":
 		fmt.Fprintf(out, "\nFAIL: the rollout ended before the chaos did: %s\n", r.ChaosShortfall())
+	case r.Uncovered() != "":
+		fmt.Fprintf(out, "\nFAIL: the run did not exercise what it claims: %s\n", r.Uncovered())
 	default:
 		fmt.Fprintf(out, "\nOK: every invariant held\n")
 	}
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 func mapString[V any](m map[string]V) string {

@@ -48,6 +48,8 @@ func newRoot() *cobra.Command {
 		kills    int
 		logLevel string
 		workers  int
+		resets   int
+		blips    int
 	)
 	cmd := &cobra.Command{
 		Use:   "chaos",
@@ -70,6 +72,12 @@ func newRoot() *cobra.Command {
 			}
 			if cmd.Flags().Changed("workers") {
 				cfg.Workers = workers
+			}
+			if cmd.Flags().Changed("resets") {
+				cfg.Resets = resets
+			}
+			if cmd.Flags().Changed("pg-blips") {
+				cfg.PGBlips = blips
 			}
 			var err error
 			if cfg.Dir, err = filepath.Abs(filepath.Join(dir, fmt.Sprintf("seed-%d", seed))); err != nil {
@@ -111,14 +119,20 @@ func newRoot() *cobra.Command {
 	f.DurationVar(&timeout, "timeout", 0, "bound on the rollout (default 30m, 2m with --short)")
 	f.IntVar(&kills, "kills", 0, "minimum worker SIGKILLs (default 12, 3 with --short)")
 	f.IntVar(&workers, "workers", 3, "worker processes")
+	f.IntVar(&resets, "resets", 0, "workflow resets of running children, the reset points in turn (default 18, 3 with --short; 0 = none)")
+	f.IntVar(&blips, "pg-blips", 0, "PostgreSQL blips while SP/host starts are in flight (default 2, 1 with --short)")
 	f.StringVar(&logLevel, "log-level", "warn", "log level of the harness and the stack")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	return cmd
 }
 
 func shortfall(r *chaos.Report) string {
+	out := ""
 	if s := r.ChaosShortfall(); s != "" {
-		return "; chaos incomplete: " + s
+		out += "; chaos incomplete: " + s
 	}
-	return ""
+	if s := r.Uncovered(); s != "" {
+		out += "; not exercised: " + s
+	}
+	return out
 }
