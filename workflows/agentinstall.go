@@ -239,7 +239,7 @@ type InFlightServer struct {
 	Seq      int       `json:"seq"`
 	Hostname string    `json:"hostname"`
 	Started  time.Time `json:"started"`
-	ChildID  string    `json:"childId,omitempty"`
+	ChildID  string    `json:"childId,omitempty"` // set once Temporal started it
 	Flagged  bool      `json:"flagged,omitempty"`
 }
 

@@ -101,7 +101,7 @@ func (r *agentRollout) startServers(ctx workflow.Context) (more bool, err error)
 // way, its own and those carried from earlier runs (cancelInFlight).
 func (r *agentRollout) startServer(ctx workflow.Context, srv ledger.AgentServer) {
 	opts := r.childOptions(ctx, srv, enumspb.PARENT_CLOSE_POLICY_ABANDON)
-	r.running = append(r.running, InFlightServer{Seq: srv.Seq, Hostname: srv.Hostname, Started: workflow.Now(ctx), ChildID: opts.WorkflowID})
+	r.running = append(r.running, InFlightServer{Seq: srv.Seq, Hostname: srv.Hostname, Started: workflow.Now(ctx)})
 	in := r.childInput(srv)
 	in.ReportTo, in.ParentCheck = workflow.GetInfo(ctx).WorkflowExecution.ID, r.in.StragglerCheck
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
@@ -112,6 +112,12 @@ func (r *agentRollout) startServer(ctx workflow.Context, srv ledger.AgentServer)
 		if err := child.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 			r.done(ctx, srv.Seq, AgentServerResult{Server: srv.ServerUUID, Hostname: srv.Hostname,
 				Outcome: AgentOutcomeFailed, Error: "could not start: " + err.Error()})
+			return
+		}
+		// Only a child Temporal has started can be asked about: until
+		// then "not found" means "not yet", not "gone" (seen under load).
+		if i := slices.IndexFunc(r.running, func(rs InFlightServer) bool { return rs.Seq == srv.Seq }); i >= 0 {
+			r.running[i].ChildID = opts.WorkflowID
 		}
 	})
 }
