@@ -15,7 +15,7 @@ const VersionCurrentTimeout = 2 * time.Minute
 
 // versionRetryInterval paces the attempts while the version does not
 // exist yet (the server refuses an unknown version or one without pollers).
-const versionRetryInterval = 200 * time.Millisecond
+const versionRetryInterval = 100 * time.Millisecond
 
 // MakeCurrent makes v its deployment's current version, as an operator
 // does with `temporal worker deployment set-current-version`, retrying
