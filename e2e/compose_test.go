@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetsaga/fleetsaga/internal/config"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -22,6 +23,7 @@ type compose struct {
 		Image       string            `json:"image"`
 		Environment map[string]string `json:"environment"`
 		Command     []string          `json:"command"`
+		Entrypoint  []string          `json:"entrypoint"`
 		Ports       []string          `json:"ports"`
 	} `json:"services"`
 }
@@ -99,6 +101,18 @@ func TestComposeMatchesTheCode(t *testing.T) {
 				require.True(t, read[name], "compose sets %s on %s, which %s does not read", name, svc, bin[0])
 			}
 		}
+	})
+
+	t.Run("versioned workers", func(t *testing.T) {
+		w := c.Services["worker"].Environment
+		requireVersioned(t, "docker-compose.yml's worker", w)
+		// The one-shot service makes exactly that version current, or the
+		// workers would get no tasks.
+		set := c.Services["worker-version"]
+		require.Equal(t, "temporalio/admin-tools:"+toolVersion(t, "go.temporal.io/server"), set.Image)
+		require.Equal(t, w[config.EnvDeploymentName], set.Environment[config.EnvDeploymentName])
+		require.Equal(t, w[config.EnvBuildID], set.Environment[config.EnvBuildID])
+		require.Contains(t, strings.Join(set.Entrypoint, " "), "temporal worker deployment set-current-version")
 	})
 
 	t.Run("addresses", func(t *testing.T) {

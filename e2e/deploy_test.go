@@ -66,12 +66,44 @@ contexts: [{name: c1, context: {cluster: c1, user: u}}]
 	require.Len(t, e.MGS, 2)
 	require.NotEmpty(t, e.NexusDB)
 	require.NoError(t, config.ValidateDatabaseURL(vars["DATABASE_URL"]))
+	requireVersioned(t, "deploy/worker.env", vars)
 }
 
-// The systemd unit is one systemd accepts, with no warning.
+// requireVersioned checks that an environment runs the worker as a Worker
+// Deployment version: since 1.0 device kinds change without GetVersion
+// markers, which is safe only on versioned workers.
+func requireVersioned(t *testing.T, where string, env map[string]string) {
+	t.Helper()
+	d := config.Deployment{Name: env[config.EnvDeploymentName], BuildID: env[config.EnvBuildID]}
+	require.NoError(t, d.Validate(), where)
+	require.True(t, d.Versioned(), "%s does not set %s and %s: its workers would run unversioned", where, config.EnvDeploymentName, config.EnvBuildID)
+}
+
+// The systemd unit is one systemd accepts, with no warning, and runs a
+// versioned worker: its environment (Environment= and the endpoints file
+// it reads) names the deployment and the build.
 func TestWorkerSystemdUnitVerifies(t *testing.T) {
 	unit, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "fleetsaga-worker.service"))
 	require.NoError(t, err)
+	env := map[string]string{}
+	for _, line := range strings.Split(string(unit), "\n") {
+		if f, ok := strings.CutPrefix(line, "EnvironmentFile="); ok {
+			// deploy/worker.env is installed as the file the unit reads.
+			require.Equal(t, "/etc/fleetsaga/worker.env", f)
+			for k, v := range envFile(t, filepath.Join(repoRoot(t), "deploy", "worker.env")) {
+				env[k] = v
+			}
+		}
+	}
+	for _, line := range strings.Split(string(unit), "\n") {
+		if kv, ok := strings.CutPrefix(line, "Environment="); ok {
+			k, v, _ := strings.Cut(kv, "=")
+			if _, set := env[k]; !set { // EnvironmentFile= overrides Environment=
+				env[k] = v
+			}
+		}
+	}
+	requireVersioned(t, "deploy/fleetsaga-worker.service", env)
 	// verify checks that ExecStart exists: point it at the built worker.
 	text := strings.ReplaceAll(string(unit), "/usr/local/bin/fleetsaga-worker", filepath.Join(binaries(t), "worker"))
 	path := filepath.Join(t.TempDir(), "fleetsaga-worker.service")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleetsim/dc"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/buildid"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -45,6 +47,19 @@ func workerKilledMidActivity(t *testing.T, temporal string) {
 
 	require.NoError(t, run.Get(ctx, nil), "the update must finish on the surviving worker")
 	requireInstalledOnce(t, stack, newImage)
+	requireOnStackBuild(ctx, t, c, run.GetID())
+}
+
+// requireOnStackBuild checks that a workflow ran on the dev stack's Worker
+// Deployment version: the deployment of fleetsaga's task queue, the build
+// the worker binary names (the stack made it current by itself).
+func requireOnStackBuild(ctx context.Context, t *testing.T, c client.Client, workflowID string) {
+	t.Helper()
+	d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
+	require.NoError(t, err)
+	v := d.GetWorkflowExecutionInfo().GetVersioningInfo().GetDeploymentVersion()
+	require.Equal(t, devstack.DeploymentFor(workflows.TaskQueue), v.GetDeploymentName(), "%s ran unversioned", workflowID)
+	require.Equal(t, buildid.Of(filepath.Join(binaries(t), "worker")), v.GetBuildId())
 }
 
 // slowInstallFleet is three servers whose installs take long enough that a

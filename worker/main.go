@@ -128,7 +128,7 @@ func newCommand() *cobra.Command {
 				MaxConcurrentActivities: maxActs,
 				Metrics:                 metrics,
 				DeploymentName:          dc.Name,
-				BuildID:                 dc.BuildID,
+				BuildID:                 dc.ResolvedBuildID(),
 			}, workerapp.Deps{
 				Ledger:   store,
 				Fleet:    endpoints,

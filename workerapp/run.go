@@ -37,8 +37,17 @@ func Run(ctx context.Context, c client.Client, o Options, d Deps) error {
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	d.Log.Info().Str("task_queue", o.TaskQueue).Str("identity", o.Identity).
-		Str("deployment", o.DeploymentName).Str("build_id", o.BuildID).Msg("worker polling")
+	if o.DeploymentName == "" {
+		// Since 1.0 device kinds change without GetVersion markers: only
+		// versioning keeps a new build from replaying their running updates.
+		d.Log.Warn().Str("task_queue", o.TaskQueue).Str("identity", o.Identity).
+			Msg("worker polling UNVERSIONED: a new build would replay running device updates with changed code and break them; " +
+				"set --deployment-name and --build-id (docs/DEPLOYING.md)")
+	} else {
+		d.Log.Info().Str("task_queue", o.TaskQueue).Str("identity", o.Identity).
+			Str("deployment", o.DeploymentName).Str("build_id", o.BuildID).
+			Msg("worker polling; it gets tasks once its version is current (temporal worker deployment set-current-version)")
+	}
 	<-ctx.Done()
 	d.Log.Info().Dur("stop_timeout", o.StopTimeout).Msg("worker stopping: finishing or handing back in-flight tasks")
 	w.Stop()

@@ -19,28 +19,27 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/devstack"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workerapp"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// A versioned worker (deployment name + build ID), made the deployment's
-// current version, runs a rollout of one SP firmware update on the real
-// dev server: the device update is pinned to the build, the rollout
-// auto-upgrades, and both ran on that version.
+// Every test worker is a Worker Deployment version (testenv's deployment
+// of the task queue, this binary's build), made current by StartWorker: a
+// rollout of one SP firmware update runs on the real dev server, the
+// device update pinned to the build, the rollout auto-upgrading, both on
+// that version.
 func TestVersionedWorkerPinsDeviceUpdatesAndAutoUpgradesRollouts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: PostgreSQL + Temporal + fleetsim")
 	}
 	e := testenv.New(t)
 	s, sim := newSim(t, e)
-
-	deployment, build := "fleetsaga-"+e.TaskQueue, "build-1"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	startVersionedWorker(t, e, sim, deployment, build)
-	setCurrent(ctx, t, e, deployment, build)
+	e.StartWorker(workerapp.Deps{Fleet: e.Endpoints(sim)})
 
 	cubby := 2
 	upd := spUpdate(t, s, cubby, workflows.MGSTiming{})
@@ -53,8 +52,8 @@ func TestVersionedWorkerPinsDeviceUpdatesAndAutoUpgradesRollouts(t *testing.T) {
 	require.Len(t, res.Outcomes, 1)
 	require.Equal(t, workflows.StateCompleted, res.Outcomes[0].State)
 
-	requireVersion(ctx, t, e, res.Outcomes[0].WorkflowID, pinned, deployment, build)
-	requireVersion(ctx, t, e, id, autoUpgrade, deployment, build)
+	requireVersion(ctx, t, e, res.Outcomes[0].WorkflowID, pinned, e.Version.Deployment, e.Version.BuildID)
+	requireVersion(ctx, t, e, id, autoUpgrade, e.Version.Deployment, e.Version.BuildID)
 }
 
 // docs/DEPLOYING.md on the real dev server: build-2 is deployed and made
@@ -190,16 +189,10 @@ func startVersionedWorker(t *testing.T, e *testenv.Env, sim *fleetsim.Server, de
 }
 
 // setCurrent makes a version current, as an operator does with `temporal
-// worker deployment set-current-version`; the version exists once its
-// worker has polled.
+// worker deployment set-current-version`.
 func setCurrent(ctx context.Context, t *testing.T, e *testenv.Env, deployment, build string) {
 	t.Helper()
-	h := e.Client.WorkerDeploymentClient().GetHandle(deployment)
-	var err error
-	require.Eventually(t, func() bool {
-		_, err = h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{BuildID: build})
-		return err == nil
-	}, 30*time.Second, 250*time.Millisecond, "set current version %s: %v", build, err)
+	require.NoError(t, devstack.MakeCurrent(ctx, e.Client, devstack.WorkerVersion{Deployment: deployment, BuildID: build}))
 }
 
 // spUpdate is an SP firmware update of a sled to 1.1.0.

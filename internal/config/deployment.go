@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/spf13/pflag"
+
+	"github.com/fleetsaga/fleetsaga/internal/buildid"
 )
 
 // Environment variables naming the worker's Worker Deployment Version.
@@ -13,8 +15,9 @@ const (
 )
 
 // Deployment names the Worker Deployment Version a worker polls as: both
-// empty runs unversioned (the dev stack, tests and demo); both set runs
-// with Worker Deployment Versioning (docs/DEPLOYING.md).
+// set runs with Worker Deployment Versioning (docs/DEPLOYING.md), as every
+// worker the project starts does; both empty runs unversioned, which the
+// worker warns about.
 type Deployment struct {
 	Name    string
 	BuildID string
@@ -25,7 +28,8 @@ func (d *Deployment) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&d.Name, "deployment-name", env(EnvDeploymentName, ""),
 		"Worker Deployment name; with --build-id turns on worker versioning (env "+EnvDeploymentName+")")
 	fs.StringVar(&d.BuildID, "build-id", env(EnvBuildID, ""),
-		"this worker build's ID within the deployment, e.g. the image tag (env "+EnvBuildID+")")
+		"this worker build's ID within the deployment, e.g. the image tag; "+buildid.Auto+
+			" derives it from the worker's executable (env "+EnvBuildID+")")
 }
 
 // Validate refuses one of the two without the other: half a version would
@@ -38,6 +42,16 @@ func (d Deployment) Validate() error {
 		return errors.New("--deployment-name needs --build-id (env " + EnvBuildID + ")")
 	}
 	return nil
+}
+
+// ResolvedBuildID is the build ID to poll as: --build-id, or with
+// --build-id=auto the one derived from this executable (its clean git
+// commit, else its digest), so installing another binary is another build.
+func (d Deployment) ResolvedBuildID() string {
+	if d.BuildID == buildid.Auto {
+		return buildid.Self()
+	}
+	return d.BuildID
 }
 
 // Versioned reports whether the worker runs as a deployment version.

@@ -89,8 +89,9 @@ func redactedHost(u *url.URL) string {
 // dynamicConfig is what the Temporal CLI's dev server sets beyond the
 // server's defaults and fleetsaga relies on: search attributes visible as
 // soon as they are registered (devstack registers them right before the
-// workers start), and the persistence rate limits that go with it.
-const dynamicConfig = `system.forceSearchAttributesCacheRefreshOnRead:
+// workers start), the persistence rate limits that go with it, eager
+// activities, and room for a worker deployment per test (maxDeployments).
+var dynamicConfig = `system.forceSearchAttributesCacheRefreshOnRead:
   - value: true
 frontend.persistenceMaxQPS:
   - value: 10000
@@ -100,6 +101,8 @@ frontend.namespaceRPS.visibility:
   - value: 100
 system.enableActivityEagerExecution:
   - value: true
+matching.maxDeployments:
+  - value: ` + strconv.Itoa(maxDeployments) + `
 `
 
 var serverConfigTemplate = template.Must(template.New("temporal").Parse(`# Written by devstack (internal/devstack/serverconfig.go); rewritten at every start.

@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/client"
+
+	"github.com/fleetsaga/fleetsaga/internal/logging"
 )
 
 // StackOptions say what to bring up.
@@ -28,7 +31,9 @@ type StackOptions struct {
 	FleetsimSpec string
 	// Workers is how many worker processes to start (needs fleetsim or endpoints).
 	Workers int
-	// WorkerVersion makes those workers a Worker Deployment version.
+	// WorkerVersion is the Worker Deployment version of those workers;
+	// empty: the deployment of fleetsaga's task queue and the build the
+	// worker binary names (internal/buildid). The stack makes it current.
 	WorkerVersion WorkerVersion
 	// Temporal is TemporalDev (the CLI's dev server, the default) or
 	// TemporalCluster (the real server on PostgreSQL).
@@ -75,6 +80,9 @@ func (s *Stack) Env() []string {
 
 // StartStack brings everything up; on error it stops what it started.
 func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Stack, err error) {
+	if o.WorkerVersion == (WorkerVersion{}) {
+		o.WorkerVersion = defaultVersion(o.BinDir)
+	}
 	s := &Stack{opts: o, log: log}
 	defer func() {
 		if err != nil {
@@ -129,7 +137,30 @@ func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Sta
 		}
 		s.Workers = append(s.Workers, w)
 	}
+	if o.Workers > 0 {
+		if err := s.makeCurrent(ctx, o.WorkerVersion); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// makeCurrent makes the workers' version current once they poll, so they
+// get tasks as soon as the stack is up.
+func (s *Stack) makeCurrent(ctx context.Context, v WorkerVersion) error {
+	start := time.Now()
+	c, err := client.DialContext(ctx, client.Options{HostPort: s.Temporal.FrontendHostPort(), Namespace: "default",
+		Logger: logging.Temporal(s.log.Level(zerolog.WarnLevel))})
+	if err != nil {
+		return fmt.Errorf("dial Temporal: %w", err)
+	}
+	defer c.Close()
+	if err := MakeCurrent(ctx, c, v); err != nil {
+		return fmt.Errorf("%w (see %s)", err, filepath.Join(s.opts.Dir, "worker-0.log"))
+	}
+	s.log.Info().Str("deployment", v.Deployment).Str("build_id", v.BuildID).Dur("took", time.Since(start)).
+		Msg("workers' version is current")
+	return nil
 }
 
 func (s *Stack) startWorker(i int) (*Proc, error) {

@@ -166,8 +166,9 @@ func startTemporalOnce(ctx context.Context, o TemporalOptions, log zerolog.Logge
 		Stderr:           o.Output,
 		// Eager activities: a worker that schedules an activity runs it from
 		// its workflow task's reply, without a matching round trip (off by
-		// default in the server).
-		ExtraArgs: []string{"--dynamic-config-value", "system.enableActivityEagerExecution=true"},
+		// default in the server). Worker deployments: see maxDeployments.
+		ExtraArgs: []string{"--dynamic-config-value", "system.enableActivityEagerExecution=true",
+			"--dynamic-config-value", "matching.maxDeployments=" + strconv.Itoa(maxDeployments)},
 	}
 	if o.UIPort != 0 {
 		opts.EnableUI = true

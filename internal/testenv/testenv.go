@@ -24,6 +24,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleetsim"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/buildid"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 	"github.com/fleetsaga/fleetsaga/internal/logging"
 	"github.com/fleetsaga/fleetsaga/ledger"
@@ -81,6 +82,13 @@ type Env struct {
 	Client      client.Client
 	TaskQueue   string
 	Log         zerolog.Logger
+	// Version is the Worker Deployment version StartWorker's workers poll
+	// as: a deployment of the test's own (one per task queue: the server's
+	// current version is per deployment), the build of this test binary.
+	Version devstack.WorkerVersion
+
+	mu      sync.Mutex
+	current bool // Version is current
 }
 
 // New gives the test a fresh migrated database, a Temporal client and a
@@ -112,7 +120,9 @@ func New(t testing.TB) *Env {
 		t.Fatalf("testenv: dial Temporal at %s: %v", shared.address, err)
 	}
 	t.Cleanup(c.Close)
-	return &Env{T: t, DatabaseURL: url, Store: store, Client: c, TaskQueue: "test-" + uuid.NewString()[:8], Log: log}
+	queue := "test-" + uuid.NewString()[:8]
+	return &Env{T: t, DatabaseURL: url, Store: store, Client: c, TaskQueue: queue, Log: log,
+		Version: devstack.WorkerVersion{Deployment: devstack.DeploymentFor(queue), BuildID: buildid.Self()}}
 }
 
 // TemporalAddress is the dev server's frontend address.
@@ -138,8 +148,10 @@ func (e *Env) Endpoints(sim *fleetsim.Server) fleet.Endpoints {
 	return fleet.FromFleetsim(sim.URL, e.DatabaseURL)
 }
 
-// StartWorker runs an in-process worker on the test's task queue until the
-// test ends (or stop is called). Missing deps default to the test's ledger.
+// StartWorker runs an in-process worker of e.Version on the test's task
+// queue until the test ends (or stop is called), and returns once that
+// version is current (a versioned worker gets no tasks before). Missing
+// deps default to the test's ledger.
 func (e *Env) StartWorker(d workerapp.Deps) (stop func()) {
 	e.T.Helper()
 	if d.Ledger == nil {
@@ -155,7 +167,8 @@ func (e *Env) StartWorker(d workerapp.Deps) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- workerapp.Run(ctx, e.Client, workerapp.Options{TaskQueue: e.TaskQueue, Identity: d.Identity, StopTimeout: time.Second}, d)
+		done <- workerapp.Run(ctx, e.Client, workerapp.Options{TaskQueue: e.TaskQueue, Identity: d.Identity, StopTimeout: time.Second,
+			DeploymentName: e.Version.Deployment, BuildID: e.Version.BuildID}, d)
 	}()
 	var once sync.Once
 	stop = func() {
@@ -167,6 +180,14 @@ func (e *Env) StartWorker(d workerapp.Deps) (stop func()) {
 		})
 	}
 	e.T.Cleanup(stop)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.current {
+		if err := devstack.MakeCurrent(context.Background(), e.Client, e.Version); err != nil {
+			e.T.Fatalf("testenv: %v", err)
+		}
+		e.current = true
+	}
 	return stop
 }
 
