@@ -30,20 +30,40 @@ type BootImageChange struct {
 }
 
 // RecordBootImageChange writes a change before the bump makes it (the
-// first row of an attempt for a MachineSet and kind stands).
-func (a *LedgerActivities) RecordBootImageChange(ctx context.Context, c BootImageChange) error {
+// first row of an attempt for a MachineSet and kind stands) and returns
+// the row as it stands: a run reset by an operator may be making again a
+// change its attempt already made, and must undo it to the original.
+func (a *LedgerActivities) RecordBootImageChange(ctx context.Context, c BootImageChange) (BootImageChange, error) {
 	row := ledger.BootImageChange{AttemptID: c.AttemptID, MachineSet: c.MachineSet, Change: c.Change,
 		PreviousReplicas: c.PreviousReplicas, ScaledReplicas: c.ScaledReplicas}
 	if c.Change == ledger.BootImageChangeImage {
 		var err error
 		if row.PreviousImage, err = json.Marshal(c.Previous); err != nil {
-			return temporal.NewNonRetryableApplicationError(err.Error(), failure.BootImageInvalid, err)
+			return c, temporal.NewNonRetryableApplicationError(err.Error(), failure.BootImageInvalid, err)
 		}
 		if row.AppliedImage, err = json.Marshal(c.Applied); err != nil {
-			return temporal.NewNonRetryableApplicationError(err.Error(), failure.BootImageInvalid, err)
+			return c, temporal.NewNonRetryableApplicationError(err.Error(), failure.BootImageInvalid, err)
 		}
 	}
-	return a.Store.RecordBootImageChange(ctx, row)
+	if err := a.Store.RecordBootImageChange(ctx, row); err != nil {
+		return c, err
+	}
+	all, err := a.BootImageChanges(ctx, c.AttemptID)
+	for _, s := range all {
+		if s.MachineSet == c.MachineSet && s.Change == c.Change {
+			return s, err
+		}
+	}
+	return c, err
+}
+
+// BootImageChanges are the changes an attempt recorded or adopted.
+func (a *LedgerActivities) BootImageChanges(ctx context.Context, attempt uuid.UUID) ([]BootImageChange, error) {
+	rows, err := a.Store.BootImageChanges(ctx, attempt)
+	if err != nil {
+		return nil, err
+	}
+	return typedChanges(rows)
 }
 
 // AdoptBootImageChanges makes the changes of the cluster's abandoned bumps
@@ -54,6 +74,11 @@ func (a *LedgerActivities) AdoptBootImageChanges(ctx context.Context, attempt uu
 	if err != nil {
 		return nil, err
 	}
+	return typedChanges(rows)
+}
+
+// typedChanges decodes the ledger's rows (images are JSON there).
+func typedChanges(rows []ledger.BootImageChange) ([]BootImageChange, error) {
 	out := make([]BootImageChange, 0, len(rows))
 	for _, r := range rows {
 		c := BootImageChange{AttemptID: r.AttemptID, MachineSet: r.MachineSet, Change: r.Change,

@@ -65,6 +65,11 @@ func (h *harness) planBlind() {
 		h.blind.terminateStages[order[(h.cfg.Cancels+n)%len(order)]] = true
 	}
 	h.blind.resets = planResets(h.brng, len(h.stages), h.cfg.Resets)
+	if h.cfg.ResetsFirstStage {
+		for i := range h.blind.resets {
+			h.blind.resets[i].stage = 0
+		}
+	}
 }
 
 // blindTick runs the blind-spot attacks due at this tick (stage: the stage
@@ -97,9 +102,11 @@ func (h *harness) blindTick(ctx context.Context, stage int) {
 }
 
 // runningChild picks (seeded) a running child of the plan of kind k that
-// no attack hit yet. A child whose device faults have not fired yet is
-// left alone (an attack on it could keep that fault kind from ever
-// firing); midUpdate also wants its ledger attempt active.
+// no attack hit yet. midUpdate (a reset) wants its ledger attempt active;
+// otherwise (a cancel or a terminate, which stop the update) a child whose
+// device faults have not fired yet is left alone, since the attack could
+// keep that fault kind from ever firing. A reset run goes on with the
+// update, so its faults still fire.
 func (h *harness) runningChild(ctx context.Context, k workflows.Kind, midUpdate bool) (*wf, plannedUpdate, bool) {
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -123,7 +130,7 @@ func (h *harness) runningChild(ctx context.Context, k workflows.Kind, midUpdate 
 		if !ok || p.Kind != k || h.blind.terminated[w.RunID] || h.blind.cancelled[w.RunID] || h.blind.reset[w.ID] {
 			continue
 		}
-		if unfiredFaultOn(armed, faultScope(k, p.Target)) || (midUpdate && !active[w.ID]) {
+		if (!midUpdate && unfiredFaultOn(armed, faultScope(k, p.Target))) || (midUpdate && !active[w.ID]) {
 			continue
 		}
 		cands = append(cands, w)

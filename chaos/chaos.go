@@ -86,6 +86,11 @@ type Config struct {
 	// turn) at seeded stages; PGBlips how many PostgreSQL blips land while
 	// SP firmware or host flash starts are in flight.
 	Resets, PGBlips int
+	// ResetsFirstStage puts every reset in the first stage (SP firmware:
+	// the longest updates, several at once), where a short run's resets
+	// are sure to find children mid-update; later stages' children can end
+	// between two ticks.
+	ResetsFirstStage bool
 
 	// Timeout bounds the rollout; Settle bounds the wait for everything
 	// to end afterwards.
@@ -130,7 +135,7 @@ func Short(seed int64) Config {
 		Cancels: 1, TerminateRestarts: 1, DuplicateStarts: true, NexusExpunges: 2, NewBuild: true,
 		// One reset to each point, one blip (its MGS kind: whichever
 		// starts first).
-		Resets: 3, PGBlips: 1,
+		Resets: 3, PGBlips: 1, ResetsFirstStage: true,
 		// Every kind is cancelled (chaos/README.md: the known cancel gaps
 		// are fixed).
 		Timeout: 2 * time.Minute, Settle: 2 * time.Minute,

@@ -533,7 +533,7 @@ func (b *bootImageBump) reconcileOne(ctx workflow.Context, p machineapi.Plan) {
 		imgs := b.applied[name]
 		return b.restoreImage(ctx, name, imgs[0], imgs[1])
 	})
-	if err := b.recordChange(ctx, activities.BootImageChange{MachineSet: name, Change: ledger.BootImageChangeImage, Previous: p.Current, Applied: p.Desired}); err != nil {
+	if _, err := b.recordChange(ctx, activities.BootImageChange{MachineSet: name, Change: ledger.BootImageChangeImage, Previous: p.Current, Applied: p.Desired}); err != nil {
 		if ctx.Err() == nil {
 			b.failMember(name, bumpReasonError, err.Error())
 		}
@@ -650,15 +650,19 @@ func (b *bootImageBump) canary(ctx workflow.Context) (bool, error) {
 	b.life.beforeAction("scale canary "+name+" back down", func(ctx workflow.Context) error {
 		return b.scaleDown(ctx, activities.BootImageScaleInput{Cluster: b.in.Cluster, MachineSet: name, From: up, To: base.Replicas})
 	})
-	if err := b.recordChange(ctx, activities.BootImageChange{MachineSet: name, Change: ledger.BootImageChangeScale, PreviousReplicas: base.Replicas, ScaledReplicas: up}); err != nil {
+	stored, err := b.recordChange(ctx, activities.BootImageChange{MachineSet: name, Change: ledger.BootImageChangeScale, PreviousReplicas: base.Replicas, ScaledReplicas: up})
+	if err != nil {
 		return false, err
 	}
+	// A run reset after its canary scaled up reads the scaled replicas as
+	// the baseline: the ledger's original stands.
+	base.Replicas, up = stored.PreviousReplicas, stored.PreviousReplicas+1
 	if err := scale(ctx, base.Replicas, up); err != nil {
 		return false, err
 	}
 	b.event(ctx, "canary-up", "running", fmt.Sprintf("%s scaled %d -> %d to boot %s", name, base.Replicas, up, imgs[1].Ref()))
 	var res activities.CanaryResult
-	err := workflow.ExecuteActivity(bumpWaitOptions(ctx, b.in.Canary.Timeout, "wait for the canary machine of "+name), a.WaitCanaryJoin, activities.BootImageCanaryWaitInput{
+	err = workflow.ExecuteActivity(bumpWaitOptions(ctx, b.in.Canary.Timeout, "wait for the canary machine of "+name), a.WaitCanaryJoin, activities.BootImageCanaryWaitInput{
 		Cluster: b.in.Cluster, MachineSet: name, Baseline: base.Machines, Image: imgs[1],
 		Deadline: workflow.Now(ctx).Add(b.in.Canary.Timeout), PollInterval: b.in.PollInterval,
 	}).Get(ctx, &res)
@@ -692,6 +696,7 @@ func (b *bootImageBump) rollingBack(ctx workflow.Context) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	b.life.phase(dctx, bumpPhaseRollingBack)
+	b.life.lastUndo("undo the changes the ledger holds for this attempt", b.undoRecorded)
 }
 
 // record notes whether every selected MachineSet reconciled cleanly. The

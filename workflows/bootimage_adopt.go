@@ -68,10 +68,45 @@ func (b *bootImageBump) releaseAdoptedCanaries(ctx workflow.Context) {
 }
 
 // recordChange writes a change to the ledger before it is made, so that a
-// later bump can adopt it if this one is terminated.
-func (b *bootImageBump) recordChange(ctx workflow.Context, c activities.BootImageChange) error {
+// later bump can adopt it if this one is terminated. It returns the row as
+// it stands: its previous image or replicas are the original, also when a
+// run reset by an operator makes a change its attempt already made.
+func (b *bootImageBump) recordChange(ctx workflow.Context, c activities.BootImageChange) (activities.BootImageChange, error) {
 	c.AttemptID = b.attemptID
-	return workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.RecordBootImageChange, c).Get(ctx, nil)
+	var stored activities.BootImageChange
+	err := workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.RecordBootImageChange, c).Get(ctx, &stored)
+	return stored, err
+}
+
+// undoRecorded undoes, after the rollback's own undos, every change the
+// ledger holds for this attempt: a run reset by an operator does not hold
+// in memory what its attempt did before the reset (a MachineSet it patched
+// then is planned as up to date now). Each undo acts only on a MachineSet
+// still as the change left it, so what the rollback already undid is left
+// alone; only what this sweep restores is reported.
+func (b *bootImageBump) undoRecorded(ctx workflow.Context) error {
+	var changes []activities.BootImageChange
+	if err := workflow.ExecuteActivity(ledgerOptions(ctx), ledgerActs.BootImageChanges, b.attemptID).Get(ctx, &changes); err != nil {
+		return err
+	}
+	var a *activities.BootImageActivities
+	for _, c := range changes {
+		switch c.Change {
+		case ledger.BootImageChangeImage:
+			var out string
+			err := workflow.ExecuteActivity(bumpAPIOptions(ctx, "restore boot image of "+c.MachineSet+" (ledger)"), a.RestoreBootImage,
+				activities.BootImageRestoreInput{Cluster: b.in.Cluster, MachineSet: c.MachineSet, Previous: c.Previous, Applied: c.Applied}).Get(ctx, &out)
+			if err == nil && out == activities.RestoreDone {
+				b.result.Restored = append(b.result.Restored, c.MachineSet+": "+out+" (changed before a reset)")
+			}
+		case ledger.BootImageChangeScale:
+			_ = workflow.ExecuteActivity(b.bumpChangeOptions(ctx, fmt.Sprintf("scale %s back to %d (ledger)", c.MachineSet, c.PreviousReplicas)),
+				a.ScaleMachineSet, activities.BootImageScaleInput{
+					Cluster: b.in.Cluster, MachineSet: c.MachineSet, From: c.ScaledReplicas, To: c.PreviousReplicas, Down: true,
+				}).Get(ctx, nil)
+		}
+	}
+	return nil
 }
 
 // scaleDown undoes a canary scale-up and notes the outcome.

@@ -101,17 +101,23 @@ func (f *fakeCluster) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env.OnActivity(l.AppendEvent, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(l.FinishAttempt, mock.Anything, mock.Anything).Return(func(_ context.Context, fin ledger.Finish) error { return nil })
 	env.OnActivity(l.RecordBootImageChange, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, c activities.BootImageChange) error {
+		func(_ context.Context, c activities.BootImageChange) (activities.BootImageChange, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			if c.AttemptID == uuid.Nil {
-				return errors.New("a change without its attempt")
+				return c, errors.New("a change without its attempt")
 			}
+			stored := c
 			c.AttemptID = uuid.Nil // the run's: compared without it
 			f.changes = append(f.changes, c)
 			f.ops = append(f.ops, "record "+string(c.Change)+" "+c.MachineSet)
-			return nil
+			return stored, nil
 		})
+	// The rollback's sweep of the ledger: these runs were never reset, so
+	// their own undos leave it nothing to do (the real stack and chaos
+	// cover a reset run).
+	env.OnActivity(l.BootImageChanges, mock.Anything, mock.Anything).Return(
+		func(context.Context, uuid.UUID) ([]activities.BootImageChange, error) { return nil, nil })
 	env.OnActivity(l.AdoptBootImageChanges, mock.Anything, mock.Anything).Return(
 		func(context.Context, uuid.UUID) ([]activities.BootImageChange, error) { return f.adopted, nil })
 	env.OnActivity(a.WaitBootImagePreconditions, mock.Anything, mock.Anything).Return(

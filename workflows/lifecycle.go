@@ -221,6 +221,12 @@ func (l *lifecycle) beforeAction(name string, undo func(ctx workflow.Context) er
 	l.saga.Add(name, undo)
 }
 
+// lastUndo registers a compensation that runs after every other one (a
+// sweep that relies on the others having run).
+func (l *lifecycle) lastUndo(name string, undo func(ctx workflow.Context) error) {
+	l.saga.AddLast(name, undo)
+}
+
 // nothingToUndo drops the registered compensations (the actions reached a
 // point where undoing them is no longer possible or wanted).
 func (l *lifecycle) nothingToUndo() { l.saga = Saga{} }

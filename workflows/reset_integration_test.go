@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
@@ -200,6 +201,35 @@ func TestRolloutResetWhileItsUpdateRuns(t *testing.T) {
 			assert.Equal(t, "1.1.0", tr.SP.Active.Version)
 			assert.Len(t, completed(tr.Deliveries), 1, "our image was delivered once: %+v", tr.Deliveries)
 			st.checkTargetFree(upd.Target())
+		})
+	}
+}
+
+// An operator resets a host flash while the SP receives phase 1, to each
+// point: the reset run adopts its attempt, never sends it again, and the
+// host boots the new image; the flash got our phase 1 once, and nothing is
+// left active on the sled.
+func TestHostFlashResetMidDelivery(t *testing.T) {
+	for i, p := range resetPoints {
+		t.Run(string(p), func(t *testing.T) {
+			cubby := 1 + i // the update's workflow ID is unique per test, its target need not be
+			st := newMGSStack(t, func(s *spec.Spec) {
+				s.Timings.FlashBytesPerSecond = 1 << 8 // ×100: 64 KiB in 2.5 s to reset in
+			})
+			in := st.hostInput(cubby)
+			run := st.startWF(workflows.KindHostFlash, in, workflows.HostBootFlashUpdate)
+			st.awaitDelivering(cubby)
+			reset := resetWorkflow(t, st.env.Client, run.GetID(), p)
+
+			res, err := st.result(reset)
+			require.NoError(t, err)
+			assert.Equal(t, workflows.MGSOutcomeCompletedUpdate, res.Outcome)
+			tr := st.truth(cubby)
+			assert.Equal(t, simmgs.HostRunning, tr.Host.State)
+			assert.Equal(t, in.Phase2.SHA256, tr.Host.BootedPhase2)
+			require.Len(t, tr.Deliveries, 1, "our phase 1 was sent once: %+v", tr.Deliveries)
+			st.checkLedgerAgrees(reset, cubby, res)
+			st.checkTargetFree(in.Target())
 		})
 	}
 }

@@ -22,6 +22,11 @@ func (s *Saga) Add(name string, fn func(ctx workflow.Context) error) {
 	s.steps = append(s.steps, compensation{name: name, fn: fn})
 }
 
+// AddLast registers a compensation that runs after every other one.
+func (s *Saga) AddLast(name string, fn func(ctx workflow.Context) error) {
+	s.steps = append([]compensation{{name: name, fn: fn}}, s.steps...)
+}
+
 // Len is the number of registered compensations.
 func (s *Saga) Len() int { return len(s.steps) }
 
