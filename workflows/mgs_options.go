@@ -31,8 +31,10 @@ const (
 	// resumes on another) plus an hour of MGS being unreachable.
 	longStepTries  = 4
 	longStepOutage = time.Hour
-	// startBound bounds sending an image: a host phase 1 of tens of MiB
-	// through MGS to the SP at the SP's pace takes minutes.
+	// startBound bounds sending an image: up to 64 MiB (a host phase 1)
+	// to MGS, which answers once the SP has prepared (erased) its slot,
+	// and, while the SP updates its other component, the wait for that
+	// (the SP takes one at a time); a retry goes on waiting.
 	startBound = 15 * time.Minute
 	// abortTimeout and abortRetryBudget: an abort is one request per MGS.
 	// A compensation that cannot reach MGS gives up within minutes, so the
@@ -49,8 +51,9 @@ const (
 	// each reset; a lost reply costs a re-check and another reset. Room
 	// for a few.
 	resetTries = 4
-	// hostActivateBound bounds the host's activation: phase 2 to every
-	// MGS, power off, set the slot active, power on.
+	// hostActivateBound bounds the host's activation: a phase 2 image (up
+	// to 512 MiB) uploaded to every MGS, then power off, the slot set
+	// active, power on.
 	hostActivateBound = 30 * time.Minute
 )
 
