@@ -134,3 +134,22 @@ func TestHostFlashInputContract(t *testing.T) {
 	_, ok := Kinds[KindHostFlash]
 	assert.True(t, ok)
 }
+
+// A host flash has nothing to take over (MGS accepts a new host flash
+// update after a complete one, and MGSWaitUpdate reports it free): a wait
+// that reported a takeover anyway ends the update without touching the
+// device; it must not reset the SP, as the SP firmware's takeover does.
+func TestHostFlashNeverResetsTheSPToTakeOver(t *testing.T) {
+	m := newMGSTest(t)
+	// Slot 1 holds 0.9.0, newer than the active 0.5.0: a takeover would
+	// not be refused as a rollback.
+	m.script("MGSPrecheck", hostAt(0, "0.5.0", "ab"))
+	m.script("MGSStartUpdate", busyWith(mgs.UpdateComplete), started)
+	m.script("MGSWaitUpdate", waitDone(activities.WaitTakeover), waitDone(activities.WaitComplete))
+	_, err := m.runHost(hostInput())
+	assert.Empty(t, m.posts, "the SP is not reset")
+	assert.Empty(t, m.hostPost, "the host is not power-cycled")
+	require.Error(t, err)
+	assert.Equal(t, failure.UnexpectedWaitOutcome, appErrType(err))
+	assert.Equal(t, ledger.StateFailed, m.lastFinish().State)
+}

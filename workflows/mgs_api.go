@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 )
 
 // This file is the contract of the two MGS update kinds (SPFirmwareUpdate,
-// HostBootFlashUpdate): what they target, their timings, phases, outcomes
-// and result. Their shared driver is mgsUpdate (mgs_driver.go).
+// HostBootFlashUpdate): what they target, their phases, outcomes and
+// result; their timings are in mgs_timing.go. Their one driver is
+// mgsUpdate (mgs_driver.go), each kind a component of it
+// (mgs_component.go).
 
 // SPTarget names an SP and what it must be.
 type SPTarget struct {
@@ -59,83 +60,15 @@ func validateArtifact(what string, a Artifact) error {
 // holds no valid image" (its caboose does not read).
 const NoValidVersion = "invalid"
 
-// MGSTiming paces and bounds an MGS update (zero = default). The defaults
-// are the real devices' (DOMAIN.md §B); tests against a sped-up fleetsim
-// shrink them.
-type MGSTiming struct {
-	// PollInterval paces status polls (default 3 s).
-	PollInterval time.Duration `json:"pollInterval,omitempty"`
-	// ProgressTimeout: an update whose progress does not change for this
-	// long is stuck: aborted, and a new attempt starts (default 600 s, the
-	// Nexus driver's PROGRESS_TIMEOUT).
-	ProgressTimeout time.Duration `json:"progressTimeout,omitempty"`
-	// TakeoverTimeout: someone else's complete update that nobody resets
-	// within this is taken over (default 600 s).
-	TakeoverTimeout time.Duration `json:"takeoverTimeout,omitempty"`
-	// ResetRetryInterval: after a reset whose reply was lost, wait this
-	// long, re-check, then reset again if needed (default 10 s).
-	ResetRetryInterval time.Duration `json:"resetRetryInterval,omitempty"`
-	// NewVersionTimeout bounds the wait for the new version after a reset
-	// (default SP 60 s, 120 s on a switch) or for the host's boot (30 min).
-	NewVersionTimeout time.Duration `json:"newVersionTimeout,omitempty"`
-	// AttemptDelay is the pause before a new attempt (default 60 s).
-	AttemptDelay time.Duration `json:"attemptDelay,omitempty"`
-	// MaxAttempts bounds the attempts (default 5).
-	MaxAttempts int `json:"maxAttempts,omitempty"`
-	// CheckpointEvery: a long wait reports progress to the workflow this
-	// often (default 60 s; at most maxCheckpoints per wait).
-	CheckpointEvery time.Duration `json:"checkpointEvery,omitempty"`
-	// HeartbeatTimeout: how soon a dead worker's device step is retried
-	// elsewhere (default 30 s).
-	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
-}
-
-func (t MGSTiming) withDefaults(newVersion time.Duration) MGSTiming {
-	def := func(v *time.Duration, d time.Duration) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&t.PollInterval, 3*time.Second)
-	def(&t.ProgressTimeout, 600*time.Second)
-	def(&t.TakeoverTimeout, 600*time.Second)
-	def(&t.ResetRetryInterval, 10*time.Second)
-	def(&t.NewVersionTimeout, newVersion)
-	def(&t.AttemptDelay, 60*time.Second)
-	def(&t.CheckpointEvery, 60*time.Second)
-	def(&t.HeartbeatTimeout, 30*time.Second)
-	if t.MaxAttempts <= 0 {
-		t.MaxAttempts = 5
-	}
-	return t
-}
-
-func (t MGSTiming) validate(what string) error {
-	for _, d := range []time.Duration{t.PollInterval, t.ProgressTimeout, t.TakeoverTimeout, t.ResetRetryInterval,
-		t.NewVersionTimeout, t.AttemptDelay, t.CheckpointEvery, t.HeartbeatTimeout} {
-		if d < 0 {
-			return fmt.Errorf("%s: timings must not be negative", what)
-		}
-	}
-	if t.MaxAttempts < 0 {
-		return fmt.Errorf("%s: maxAttempts must not be negative", what)
-	}
-	return nil
-}
-
-// maxCheckpoints bounds the progress checkpoints of one wait, so a long
-// delivery costs a handful of history events at most.
-const maxCheckpoints = 4
-
-// MGS update phases, in order (progress query, search attribute, ledger),
-// after the Nexus driver's.
+// MGS update phases, in the order the driver announces them (progress
+// query, search attribute, ledger), after omicron's UpdateAttemptStatus.
 const (
-	MGSPhasePrecheck     Phase = "precheck"
-	MGSPhaseUpdating     Phase = "updating"
-	MGSPhaseConcurrent   Phase = "waiting-for-concurrent-update"
-	MGSPhasePostUpdate   Phase = "post-update"
-	MGSPhaseHostBoot     Phase = "host-boot"
-	MGSPhaseAttemptPause Phase = "attempt-pause"
+	MGSPhasePrecheck     Phase = "precheck"                      // read the device and decide (each attempt)
+	MGSPhaseUpdating     Phase = "updating"                      // send our image, wait for it
+	MGSPhaseConcurrent   Phase = "waiting-for-concurrent-update" // someone else's update holds the component
+	MGSPhasePostUpdate   Phase = "post-update"                   // make a complete update take effect
+	MGSPhaseHostBoot     Phase = "host-boot"                     // host flash: follow the host's boot
+	MGSPhaseAttemptPause Phase = "attempt-pause"                 // between attempts
 	MGSPhaseDone         Phase = "done"
 )
 

@@ -3,7 +3,6 @@ package workflows
 import (
 	"fmt"
 	"strconv"
-	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -22,8 +21,8 @@ func (u *mgsUpdate) newAttempt(ctx workflow.Context, why string) error {
 			fmt.Sprintf("%d attempts failed; last: %s", u.attempts, why), failure.AttemptsExhausted, nil)
 	}
 	if u.attempts > 0 && u.timing.AttemptDelay > 0 {
-		// Not published: the recorded histories have no search attribute
-		// update before the pause's timer.
+		// The pause shows in the progress query only: the Web UI keeps the
+		// failed attempt's phase.
 		u.quietPhase(ctx, MGSPhaseAttemptPause)
 		u.report.Message = "attempt " + strconv.Itoa(u.attempts) + " failed (" + why + "); next attempt after " + u.timing.AttemptDelay.String()
 		if err := workflow.Sleep(ctx, u.timing.AttemptDelay); err != nil {
@@ -38,7 +37,7 @@ func (u *mgsUpdate) newAttempt(ctx workflow.Context, why string) error {
 	// The previous attempt's update is over on the SP (lost, failed,
 	// aborted, or complete but not activated): nothing of it to abort.
 	u.nothingToUndo()
-	u.started, u.abortArmed = false, false
+	u.abortArmed = false
 	u.result.Attempts = u.attempts
 	u.result.AttemptIDs = append(u.result.AttemptIDs, id.String())
 	u.report.Attempt, u.report.AttemptID = u.attempts, id.String()
@@ -56,7 +55,7 @@ func (u *mgsUpdate) start(ctx workflow.Context, fwSlot uint16) (activities.Start
 		SP: u.sp, Component: u.component, FirmwareSlot: fwSlot, UpdateID: u.attemptID(), Artifact: u.artifact,
 		PollInterval: u.timing.PollInterval,
 	}
-	bound, step := 15*time.Minute, "start the update"
+	bound, step := startBound, "start the update"
 	if u.startThenWait {
 		// No decision lies between an accepted start and the wait.
 		w := u.waitInput(u.attemptID(), true)
@@ -70,7 +69,6 @@ func (u *mgsUpdate) start(ctx workflow.Context, fwSlot uint16) (activities.Start
 		return sr, err
 	}
 	u.begun = sr.Wait
-	u.started = u.started || sr.Started
 	return sr, nil
 }
 
@@ -85,10 +83,7 @@ func (u *mgsUpdate) beforeStart() {
 	id := u.attemptID()
 	u.beforeAction("abort update "+id.String(), func(ctx workflow.Context) error {
 		var res string
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: 5 * time.Minute, RetryPolicy: deviceRetry,
-		})
-		err := workflow.ExecuteActivity(actx, mgsActs.MGSAbortUpdate, activities.AbortInput{
+		err := workflow.ExecuteActivity(u.abortOpts(ctx), mgsActs.MGSAbortUpdate, activities.AbortInput{
 			SP: u.sp, Component: u.component, UpdateID: id, AttemptID: id, Reason: "update cancelled",
 		}).Get(ctx, &res)
 		if err == nil {

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -43,12 +42,12 @@ func (in SPFirmwareInput) Validate() error {
 		in.Timing.validate("sp-firmware"))
 }
 
-// newVersionTimeout: an SP comes back within 60 s, a switch's within 120 s.
+// newVersionTimeout: how soon the SP must come back on the new version.
 func (in SPFirmwareInput) newVersionTimeout() time.Duration {
 	if in.SP.Type == mgs.SpTypeSwitch {
-		return 120 * time.Second
+		return switchNewVersionTimeout
 	}
-	return 60 * time.Second
+	return spNewVersionTimeout
 }
 
 // SPFirmwareUpdate updates one SP's firmware through MGS: verify the
@@ -56,7 +55,9 @@ func (in SPFirmwareInput) newVersionTimeout() time.Duration {
 // until the SP runs the new version: intent in the ledger under a fresh
 // UUID, start via any MGS, wait (one heartbeating activity), reset (via the
 // other MGS if one refuses), wait for the new version. A concurrent update
-// is watched, and taken over when it completes and nobody resets it.
+// is watched, and taken over when it completes and nobody resets it. The
+// attempts are the MGS driver's (mgs_driver.go); this kind supplies its
+// precheck, post-update and takeover.
 func SPFirmwareUpdate(ctx workflow.Context, in SPFirmwareInput) (MGSUpdateResult, error) {
 	if err := in.Validate(); err != nil {
 		return MGSUpdateResult{}, temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidInput, nil)
@@ -67,173 +68,84 @@ func SPFirmwareUpdate(ctx workflow.Context, in SPFirmwareInput) (MGSUpdateResult
 		return MGSUpdateResult{}, err
 	}
 	u.startThenWait = true
-	ok, err := (&spFirmware{mgsUpdate: u, in: in}).run(ctx)
-	return u.finish(ctx, ok, err)
+	return u.run(ctx, &spFirmware{mgsUpdate: u, in: in})
 }
 
+// spFirmware is the SP as a component of the MGS driver.
 type spFirmware struct {
 	*mgsUpdate
 	in SPFirmwareInput
 }
 
-func (w *spFirmware) run(ctx workflow.Context) (mgsEnding, error) {
-	target := w.in.Artifact.Version
+// firmwareSlot: 0 names the SP's inactive slot (the SP's two slots have
+// no labels of their own).
+func (w *spFirmware) firmwareSlot() uint16 { return 0 }
 
-	// 1–2. Verify the artifact, then precheck the SP.
-	pre, err := w.precheck(ctx, []Artifact{w.in.Artifact})
+// precheck: the same SP, not already at the target (complete), never
+// newer, the active and inactive versions as expected. Attempts 2..N do
+// not check the inactive slot: our earlier attempts wrote it. After
+// someone else's update only where it left the SP counts: at the target,
+// newer (never roll back), or still older (ours is needed).
+func (w *spFirmware) precheck(ctx workflow.Context, when precheckWhen) (precheckStatus, error) {
+	var arts []Artifact
+	if when == precheckFirst {
+		arts = []Artifact{w.in.Artifact}
+	}
+	pre, err := w.readDevice(ctx, arts)
 	if err != nil {
-		return mgsEnding{}, err
+		return readyForUpdate, err
 	}
-	w.result.PreviousVersion = slotVersion(pre.Active)
-	if err := checkIdentity(w.in.SP, pre); err != nil {
-		return mgsEnding{}, err
-	}
-	if pre.Active.Valid && pre.Active.Version == target {
-		return noChangeNeeded, nil
-	}
-	if err := checkVersions(target, w.in.ExpectedActive, w.in.ExpectedInactive, pre); err != nil {
-		return mgsEnding{}, err
-	}
-
-	why := ""
-	for {
-		// 3. A new attempt: fresh UUID, intent in the ledger first; from
-		// the second on, the SP is prechecked again.
-		if err := w.newAttempt(ctx, why); err != nil {
-			return mgsEnding{}, err
+	target := w.in.Artifact.Version
+	atTarget := pre.Active.Valid && pre.Active.Version == target
+	switch when {
+	case precheckFirst:
+		w.result.PreviousVersion = slotVersion(pre.Active)
+	case precheckAfterConcurrent:
+		if atTarget {
+			return updateComplete, nil
 		}
-		if w.attempts > 1 {
-			done, err := w.recheck(ctx)
-			if err != nil {
-				return mgsEnding{}, err
-			}
-			if done {
-				return noChangeNeeded, nil
-			}
-		}
-		outcome, upd, done, err := w.startOrWatch(ctx)
-		if err != nil {
-			return mgsEnding{}, err
-		}
-		if done {
-			return mgsEnding{outcome, upd}, nil
-		}
-
-		// 4. Wait for our update on the SP.
-		wr, err := w.wait(ctx, w.attemptID(), true)
-		if err != nil {
-			return mgsEnding{}, err
-		}
-		if wr.Outcome != activities.WaitComplete {
-			why = waitReason(wr)
-			continue
-		}
-
-		// 5. Reset and wait for the new version (lost replies handled).
-		pr, err := w.postUpdateSP(ctx, w.attemptID(), target)
-		if err != nil && isCancel(ctx, err) {
-			pr, err = w.activateDespiteCancel(ctx, target)
-		}
-		if err != nil {
-			return mgsEnding{}, err
-		}
-		if ctx.Err() != nil && pr.Outcome == activities.PostActivated {
-			w.cancelCameLate()
-		}
-		if pr.Outcome == activities.PostActivated {
-			// 6. Commit.
-			return mgsEnding{MGSOutcomeCompletedUpdate, w.attemptID()}, nil
-		}
-		why = "update " + w.attemptID().String() + " complete but the SP came back running " + pr.Active
-	}
-}
-
-// activateDespiteCancel finishes the reset a cancel interrupted. Our
-// update is complete on the SP: it cannot be aborted, and left unactivated
-// the next reset by anyone would activate it. So the activation is
-// followed to its end and the cancel noted (under changeBookkeepingV3,
-// whose post-update waits for a cancelled reset to stop first).
-func (w *spFirmware) activateDespiteCancel(ctx workflow.Context, target string) (activities.PostUpdateResult, error) {
-	dctx, cancel := workflow.NewDisconnectedContext(ctx)
-	defer cancel()
-	return w.postUpdateSP(dctx, w.attemptID(), target)
-}
-
-// cancelCameLate notes a cancel that arrived while our complete update was
-// being activated (the reset finished before or after it).
-func (w *spFirmware) cancelCameLate() {
-	w.result.CancelIgnored = true
-	w.note = "the cancel arrived after update " + w.attemptID().String() +
-		" was complete on the SP: a complete update is not aborted, so the SP was reset to activate it"
-}
-
-// startOrWatch starts the current attempt, or — while someone else's
-// update holds the SP — watches it. done reports that the SP reached the
-// target through the concurrent update (outcome says how).
-func (w *spFirmware) startOrWatch(ctx workflow.Context) (outcome string, upd uuid.UUID, done bool, err error) {
-	for {
-		sr, err := w.start(ctx, 0)
-		if err != nil {
-			return "", uuid.Nil, false, err
-		}
-		if sr.Started {
-			return "", uuid.Nil, false, nil
-		}
-		how, foreign, err := w.watchConcurrent(ctx, sr.Current)
-		if err != nil {
-			return "", uuid.Nil, false, err
-		}
-		// Whatever ended the concurrent update, look at the SP again: it
-		// may run the target now (then we are done), something newer
-		// (never roll back), or still the old version (start ours).
-		pre, err := w.precheck(ctx, nil)
-		if err != nil {
-			return "", uuid.Nil, false, err
-		}
-		if pre.Active.Valid && pre.Active.Version == w.in.Artifact.Version {
-			if how == "took_over" {
-				return MGSOutcomeTookOver, foreign, true, nil
-			}
-			return MGSOutcomeWaitedConcurrent, foreign, true, nil
-		}
-		if pre.Active.Valid && CompareVersions(pre.Active.Version, w.in.Artifact.Version) > 0 {
-			return "", uuid.Nil, false, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("a concurrent update moved the SP to %s, newer than target %s: never roll back", pre.Active.Version, w.in.Artifact.Version),
+		if pre.Active.Valid && CompareVersions(pre.Active.Version, target) > 0 {
+			return readyForUpdate, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("a concurrent update moved the SP to %s, newer than target %s: never roll back", pre.Active.Version, target),
 				failure.WouldDowngrade, nil)
 		}
-	}
-}
-
-func waitReason(wr activities.WaitUpdateResult) string {
-	switch wr.Outcome {
-	case activities.WaitLost:
-		return "update lost: the SP reports no update (it was reset mid-delivery)"
-	case activities.WaitFailed:
-		return "the SP reported " + wr.Status.String() + " (aborted)"
-	case activities.WaitStuck:
-		return fmt.Sprintf("no progress at %d/%d bytes within the progress timeout (aborted)", wr.Bytes, wr.Total)
-	case activities.WaitAborted:
-		return "the update was aborted by someone else"
-	case activities.WaitReplaced:
-		return "the SP now reports another update (" + wr.Status.String() + ")"
-	}
-	return "wait ended with " + wr.Outcome
-}
-
-// recheck is the precheck of attempts 2..N: the same SP, not already at
-// the target (done), not newer, the active version still the expected
-// one. The inactive slot is not checked: our earlier attempts wrote it.
-func (w *spFirmware) recheck(ctx workflow.Context) (done bool, err error) {
-	w.phase(ctx, MGSPhasePrecheck)
-	pre, err := w.precheck(ctx, nil)
-	if err != nil {
-		return false, err
+		return readyForUpdate, nil
 	}
 	if err := checkIdentity(w.in.SP, pre); err != nil {
-		return false, err
+		return readyForUpdate, err
 	}
-	if pre.Active.Valid && pre.Active.Version == w.in.Artifact.Version {
-		return true, nil
+	if atTarget {
+		return updateComplete, nil
 	}
-	return false, checkVersions(w.in.Artifact.Version, w.in.ExpectedActive, "", pre)
+	expectedInactive := w.in.ExpectedInactive
+	if when == precheckNextAttempt {
+		expectedInactive = ""
+	}
+	return readyForUpdate, checkVersions(target, w.in.ExpectedActive, expectedInactive, pre)
+}
+
+// checkVersions applies the version prechecks: never roll back, and the
+// active and inactive versions are what the caller expects (when given).
+func checkVersions(target, expectedActive, expectedInactive string, pre activities.PrecheckResult) error {
+	active := slotVersion(pre.Active)
+	if pre.Active.Valid && CompareVersions(pre.Active.Version, target) > 0 {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("active version %s is newer than target %s: never roll back", pre.Active.Version, target), failure.WouldDowngrade, nil)
+	}
+	if expectedActive != "" && expectedActive != active {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("active version: expected %s, found %s", expectedActive, active), failure.WrongActiveVersion, nil, expectedActive, active)
+	}
+	if inactive := slotVersion(pre.Inactive); expectedInactive != "" && expectedInactive != inactive {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("inactive version: expected %s, found %s", expectedInactive, inactive), failure.WrongInactiveVersion, nil, expectedInactive, inactive)
+	}
+	return nil
+}
+
+func slotVersion(s activities.SlotInfo) string {
+	if !s.Valid {
+		return NoValidVersion
+	}
+	return s.Version
 }
