@@ -73,9 +73,7 @@ func (a *LedgerActivities) RecordAttempt(ctx context.Context, in RecordAttemptIn
 		}
 	}
 	if in.Next != nil {
-		// An attempt ended by an earlier try of this write ends again below
-		// (a no-op).
-		if err := a.RecordIntent(ctx, *in.Next); err != nil && (in.FinishNext == nil || !isAttemptEnded(err)) {
+		if err := a.RecordIntent(ctx, *in.Next); err != nil && !a.endedByThisWrite(ctx, err, in.FinishNext) {
 			return err
 		}
 	}
@@ -195,6 +193,18 @@ func (a *LedgerActivities) identity(ctx context.Context) string {
 		return activity.GetInfo(ctx).TaskQueue
 	}
 	return ""
+}
+
+// endedByThisWrite: the intent was refused because its attempt has ended,
+// and it ended as finish says (an earlier try of this same write got that
+// far): not an error. An attempt ended otherwise (by a run an operator
+// reset) stays AttemptEnded, for the workflow to take the next one.
+func (a *LedgerActivities) endedByThisWrite(ctx context.Context, err error, finish *ledger.Finish) bool {
+	if finish == nil || !isAttemptEnded(err) {
+		return false
+	}
+	got, gerr := a.Store.Get(ctx, finish.AttemptID)
+	return gerr == nil && got.State == finish.State && got.Outcome == finish.Outcome
 }
 
 func isAttemptEnded(err error) bool {

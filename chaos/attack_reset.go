@@ -83,19 +83,18 @@ func resetEventID(completed []int64, p resetPoint, rng *rand.Rand) (int64, bool)
 	}
 }
 
-// resetTick fires the first reset due at this tick, if a child of the
-// stage running is mid-update.
+// resetTick fires every reset due at this tick, each on another child of
+// the stage running that is mid-update: a stage's updates may all run
+// within a few ticks (the short run's SP stage does).
 func (h *harness) resetTick(ctx context.Context, stage int) {
 	b := h.blind
-	for i, r := range b.resets {
-		if r.stage > stage {
-			continue
+	left := b.resets[:0]
+	for _, r := range b.resets {
+		if r.stage > stage || !h.resetChild(ctx, h.stageKind[stage], r.point) {
+			left = append(left, r)
 		}
-		if h.resetChild(ctx, h.stageKind[stage], r.point) {
-			b.resets = append(b.resets[:i], b.resets[i+1:]...)
-		}
-		return // one reset per tick
 	}
+	b.resets = left
 }
 
 // resetChild resets a running child of kind k, mid-update, to point p.

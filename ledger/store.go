@@ -174,7 +174,7 @@ func (s *Store) AdoptIntent(ctx context.Context, a Attempt) (adopted bool, err e
 	if err != nil {
 		return false, err
 	}
-	if got.UpdateID != a.UpdateID || got.Target != a.Target || got.Attempt != a.Attempt {
+	if got.UpdateID != a.UpdateID || got.Target != a.Target {
 		return false, fmt.Errorf("ledger: attempt id %s already belongs to %s attempt %d", a.ID, got.UpdateID, got.Attempt)
 	}
 	if got.State.Terminal() {

@@ -403,6 +403,10 @@ func (r *agentRollout) childOptions(ctx workflow.Context, srv ledger.AgentServer
 		WorkflowID:          parent + "/" + r.c.RolloutID.String() + "/" + srv.ServerUUID.String(),
 		ParentClosePolicy:   onClose,
 		WaitForCancellation: true,
+		// A server's child runs once per rollout: a run reset by an operator
+		// finds the one it started (running or ended) instead of running
+		// the server again.
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			SAKind.ValueSet(string(KindAgentInstall)), SATarget.ValueSet(ServerTarget(srv.ServerUUID)),
 			SAArtifact.ValueSet(r.progress.Artifact), SAState.ValueSet(string(StateRunning))),

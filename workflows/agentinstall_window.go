@@ -109,11 +109,15 @@ func (r *agentRollout) startServer(ctx workflow.Context, srv ledger.AgentServer)
 	r.starting++
 	workflow.Go(dctx, func(ctx workflow.Context) {
 		defer func() { r.starting-- }()
-		if err := child.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
+		err := child.GetChildWorkflowExecution().Get(ctx, nil)
+		if err != nil && !temporal.IsWorkflowExecutionAlreadyStartedError(err) {
 			r.done(ctx, srv.Seq, AgentServerResult{Server: srv.ServerUUID, Hostname: srv.Hostname,
 				Outcome: AgentOutcomeFailed, Error: "could not start: " + err.Error()})
 			return
 		}
+		// Already started: this rollout's own child (the ID holds the
+		// rollout ID), started before an operator reset the run; it
+		// reports its end, or its ledger row says it.
 		// Only a child Temporal has started can be asked about: until
 		// then "not found" means "not yet", not "gone" (seen under load).
 		if i := slices.IndexFunc(r.running, func(rs InFlightServer) bool { return rs.Seq == srv.Seq }); i >= 0 {

@@ -231,3 +231,52 @@ func TestAgentInstallTerminatedRolloutStopsItsChildren(t *testing.T) {
 	}
 	checkAgreement(t, tr, "vm-agent", img, succeeded(t, s.env.Store, rollout))
 }
+
+// An operator resets the rollout's current run (continued as new, its
+// window full) to each point. The reset run keeps its rollout ID, finds
+// the children it already started still running or done, and books them
+// instead of failing them: every server is installed exactly once and the
+// rollout completes.
+func TestAgentInstallResetMidWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	for i, p := range resetPoints {
+		t.Run(string(p), func(t *testing.T) {
+			s, in, img := windowStack(t, int64(45+i), 20) // the slow server: ~9 s
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			run := s.start(t, ctx, in)
+			rollout := rolloutOf(t, s, in)
+			continuedAsNew(t, s, run.GetID(), run.GetRunID())
+			require.Eventually(t, func() bool { return completedTasks(ctx, s, run.GetID()) >= 2 },
+				time.Minute, 50*time.Millisecond, "the next run never completed a workflow task")
+			reset := resetWorkflow(t, s.env.Client, run.GetID(), p)
+
+			var res workflows.AgentInstallResult
+			require.NoError(t, s.env.Client.GetWorkflow(ctx, reset.GetID(), "").Get(ctx, &res))
+			assert.Equal(t, workflows.AgentRolloutCompleted, res.Outcome, "%+v", res)
+			assert.Equal(t, rollout, res.RolloutID, "the reset run keeps its rollout")
+			assert.Zero(t, res.Failed)
+			tr := s.truth(t)
+			assert.Len(t, tr.Installs, 8, "every server installed exactly once")
+			checkAgreement(t, tr, "vm-agent", img, succeeded(t, s.env.Store, rollout))
+		})
+	}
+}
+
+// completedTasks counts the completed workflow tasks of id's current run.
+func completedTasks(ctx context.Context, s *agentStack, id string) int {
+	n := 0
+	it := s.env.Client.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return n
+		}
+		if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+			n++
+		}
+	}
+	return n
+}

@@ -154,8 +154,16 @@ func (l *lifecycle) recordIntent(ctx workflow.Context, a ledger.Attempt) error {
 		if !isAttemptEnded(err) {
 			return err
 		}
-		a.ID = l.newAttemptID(ctx)
+		l.skipEnded(ctx, &a)
 	}
+}
+
+// skipEnded moves a past an attempt that already ended: the run was reset
+// to before it, and its successor (the next ID and number) is this run's
+// again, or new.
+func (l *lifecycle) skipEnded(ctx workflow.Context, a *ledger.Attempt) {
+	a.ID = l.newAttemptID(ctx)
+	a.Attempt++
 }
 
 // nextAttempt ends the current attempt as failed (why) and records a, the
@@ -175,7 +183,7 @@ func (l *lifecycle) nextAttempt(ctx workflow.Context, a ledger.Attempt, why stri
 		if !isAttemptEnded(err) {
 			return err
 		}
-		a.ID = l.newAttemptID(ctx) // as in recordIntent
+		l.skipEnded(ctx, &a) // as in recordIntent
 	}
 }
 
@@ -318,10 +326,19 @@ func (l *lifecycle) endAttempt(ctx workflow.Context, s ledger.State, outcome, ms
 		f.Error = msg
 	}
 	var err error
-	if l.prevEnd != nil {
-		err = l.writer.(transitionWriter).transition(ctx, activities.RecordAttemptInput{Finish: l.prevEnd, Next: l.attempt, FinishNext: &f})
-	} else {
-		err = l.writer.end(ctx, *l.attempt, l.recorded, f)
+	for {
+		if l.prevEnd != nil {
+			err = l.writer.(transitionWriter).transition(ctx, activities.RecordAttemptInput{Finish: l.prevEnd, Next: l.attempt, FinishNext: &f})
+		} else {
+			err = l.writer.end(ctx, *l.attempt, l.recorded, f)
+		}
+		if l.recorded || !isAttemptEnded(err) {
+			break
+		}
+		// The attempt in doubt had already ended (a reset run): its
+		// successor, active or new, is the one this ending ends.
+		l.skipEnded(ctx, l.attempt)
+		f.AttemptID = l.attempt.ID
 	}
 	if err != nil && !isTargetBusy(err) {
 		workflow.GetLogger(ctx).Error("ledger: could not end the attempt", "attempt", l.attempt.ID, "error", err)

@@ -29,10 +29,11 @@ func (u *mgsUpdate) newAttempt(ctx workflow.Context, why string) error {
 			return err
 		}
 	}
-	u.attempts++
+	u.attempts++ // before the write: a write in doubt is this attempt's
 	if err := u.nextAttempt(ctx, u.freshAttempt(ctx, u.attempts, u.kind, u.target, u.artifact.Version), why); err != nil {
 		return err
 	}
+	u.attempts = u.attempt.Attempt // past those a reset run finds ended
 	id := u.attemptID()
 	// The previous attempt's update is over on the SP (lost, failed,
 	// aborted, or complete but not activated): nothing of it to abort.

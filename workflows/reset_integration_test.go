@@ -6,75 +6,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	commonpb "go.temporal.io/api/common/v1"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workerapp"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// resetPoint is where an operator resets a workflow to, as `temporal
-// workflow reset` offers: the first workflow task, the last one, or any
-// workflow task in between.
-type resetPoint string
-
-const (
-	resetFirst resetPoint = "first workflow task"
-	resetLast  resetPoint = "last workflow task"
-	resetMid   resetPoint = "a workflow task in the middle"
+var (
+	resetFirst, resetLast = testenv.ResetFirst, testenv.ResetLast
+	resetPoints           = testenv.ResetPoints
+	resetWorkflow         = testenv.ResetWorkflow
 )
 
-var resetPoints = []resetPoint{resetFirst, resetLast, resetMid}
-
-// resetWorkflow resets the current run of workflow id to p, as an operator
-// does with Temporal's tools, and returns the new run. The old run is
-// terminated by the reset; the new one replays the history up to p under
-// a new run ID and goes on from there.
-func resetWorkflow(t *testing.T, c client.Client, id string, p resetPoint) client.WorkflowRun {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var tasks []int64
-	var runID string
-	iter := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		require.NoError(t, err)
-		if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
-			tasks = append(tasks, ev.GetEventId())
-		}
-	}
-	require.NotEmpty(t, tasks, "no completed workflow task to reset to")
-	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
-	require.NoError(t, err)
-	runID = desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
-	at := tasks[0]
-	switch p {
-	case resetLast:
-		at = tasks[len(tasks)-1]
-	case resetMid:
-		at = tasks[len(tasks)/2]
-	}
-	resp, err := c.WorkflowService().ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{
-		Namespace:                 "default",
-		WorkflowExecution:         &commonpb.WorkflowExecution{WorkflowId: id, RunId: runID},
-		Reason:                    "test: operator reset to the " + string(p),
-		WorkflowTaskFinishEventId: at,
-		RequestId:                 uuid.NewString(),
-	})
-	require.NoError(t, err, "reset %s to event %d (%s)", id, at, p)
-	t.Logf("reset %s to event %d of %v (%s): run %s", id, at, tasks, p, resp.GetRunId())
-	return c.GetWorkflow(context.Background(), id, resp.GetRunId())
-}
+type resetPoint = testenv.ResetPoint
 
 // An operator resets an SP firmware update while the SP receives its image,
 // to each point. The reset run derives the same attempt ID, takes its
@@ -232,4 +184,42 @@ func TestHostFlashResetMidDelivery(t *testing.T) {
 			st.checkTargetFree(in.Target())
 		})
 	}
+}
+
+// Chaos seed 1: an SP update whose first attempt was lost (the SP reset
+// mid-delivery) is reset to its first workflow task while its second
+// attempt runs. The reset run derives attempt 1's ID again, finds it
+// ended, and takes attempt 2 over (its ID and its number) instead of
+// leaving it active under the terminated run: the ledger ends with
+// attempt 1 failed and attempt 2 completed, and each ID was sent once.
+func TestSPFirmwareResetToStartAfterALostAttempt(t *testing.T) {
+	const cubby = 1
+	st := newMGSStack(t, func(s *spec.Spec) {
+		s.Timings.FlashBytesPerSecond = 1 << 10 // ×100: 256 KiB in 2.5 s
+	})
+	st.arm(faults.Fault{Kind: faults.SPResetMidDelivery, Target: "sp/sled/1", AfterPercent: 20, Times: 1})
+	run := st.startWF(workflows.KindSPFirmware, st.spInput(cubby, "1.1.0"), workflows.SPFirmwareUpdate)
+	require.Eventually(t, func() bool {
+		ds := st.truth(cubby).Deliveries
+		return len(ds) == 2 && ds[1].Bytes > 0
+	}, time.Minute, 10*time.Millisecond, "the second attempt never started")
+	reset := resetWorkflow(t, st.env.Client, run.GetID(), resetFirst)
+
+	res, err := st.result(reset)
+	require.NoError(t, err)
+	tr := st.truth(cubby)
+	assert.Equal(t, "1.1.0", tr.SP.Active.Version)
+	seen := map[string]int{}
+	for _, d := range tr.Deliveries {
+		seen[d.UpdateID.String()]++
+	}
+	for id, n := range seen {
+		assert.Equal(t, 1, n, "attempt %s sent %d times", id, n)
+	}
+	atts, err := st.env.Store.Attempts(context.Background(), run.GetID())
+	require.NoError(t, err)
+	require.Len(t, atts, 2, "%+v", atts)
+	assert.Equal(t, ledger.StateFailed, atts[0].State)
+	assert.Equal(t, ledger.StateCompleted, atts[1].State, "%+v (result %+v)", atts[1], res)
+	st.checkTargetFree(st.spInput(cubby, "1.1.0").Target())
 }
