@@ -320,7 +320,8 @@ func (s *agentServer) event(ctx workflow.Context, step string, stepErr error, ms
 }
 
 // recordAgent makes CNAPI's record and then the SAPI intent show the agent
-// at its image, in one activity (RecordAgentOnServer; changeBookkeepingV2).
+// at its image, in one activity (RecordAgentOnServer: one task where there
+// were two).
 func (s *agentServer) recordAgent(ctx workflow.Context, ag activities.PlannedAgent, step AgentStep) (AgentStep, error) {
 	var intent activities.SetAgentIntentResult
 	err := workflow.ExecuteActivity(s.apiOptions(ctx, "record "+ag.Name+" on "+s.in.Hostname+" in CNAPI and SAPI"), agentActs.RecordAgentOnServer,

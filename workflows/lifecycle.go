@@ -53,7 +53,7 @@ type lifecycle struct {
 // newLifecycle starts an update's lifecycle: the progress query answers
 // query() (the kind's Progress or a struct embedding it) and the Web UI
 // shows the first phase (none yet when first is "": the first phase()
-// publishes it; for a kind whose recorded histories start without it). The
+// publishes it; for a kind that has nothing to show until its intent). The
 // state is running unless p already has one (a fan-out continued as new
 // while paused).
 func newLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attemptWriter, query func() P) (*lifecycle, error) {
@@ -123,8 +123,8 @@ func (l *lifecycle) recordPhaseInLedger() {
 }
 
 // quietPhase moves the update to phase p for the progress query only: the
-// search attribute keeps the previous phase (a short phase that recorded
-// histories do not publish, such as the MGS pause between attempts).
+// search attribute and the current details keep the previous phase (a
+// short pause, such as the MGS pause between attempts).
 func (l *lifecycle) quietPhase(ctx workflow.Context, p Phase) {
 	l.progress.Phase, l.progress.PhaseSince = p, workflow.Now(ctx)
 }
@@ -347,8 +347,8 @@ func (l *lifecycle) endAttempt(ctx workflow.Context, s ledger.State, outcome, ms
 	l.ended, l.prevEnd = true, nil
 }
 
-// attemptWriter writes a kind's attempts to the ledger. Kinds keep the
-// activities their recorded histories schedule.
+// attemptWriter writes a kind's attempts to the ledger (ledgerWriter, or a
+// kind's own when its ending writes more than the attempt).
 type attemptWriter interface {
 	// record writes the intent (idempotent by ID).
 	record(ctx workflow.Context, a ledger.Attempt) error

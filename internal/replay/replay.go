@@ -1,7 +1,8 @@
 // Package replay guards workflow determinism: histories recorded from real
 // runs (workflows/testdata/histories/*.json) are replayed against the
-// current code, so an edit that changes a running workflow's commands fails
-// the tests until it is versioned with workflow.GetVersion.
+// current code: a long-lived parent's edit that changes its commands fails
+// the tests until it is guarded with workflow.GetVersion; a pinned device
+// kind's histories are re-recorded when it changes (docs/CONTRIBUTING.md).
 package replay
 
 import (
