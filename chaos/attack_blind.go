@@ -102,12 +102,12 @@ func (h *harness) blindTick(ctx context.Context, stage int) {
 }
 
 // runningChild picks (seeded) a running child of the plan of kind k that
-// no attack hit yet. midUpdate (a reset) wants its ledger attempt active;
-// otherwise (a cancel or a terminate, which stop the update) a child whose
-// device faults have not fired yet is left alone, since the attack could
-// keep that fault kind from ever firing. A reset run goes on with the
-// update, so its faults still fire.
-func (h *harness) runningChild(ctx context.Context, k workflows.Kind, midUpdate bool) (*wf, plannedUpdate, bool) {
+// no attack hit yet. midUpdate (a reset) wants its ledger attempt active.
+// spare (a cancel, which ends the update for good) leaves alone a child
+// whose device faults have not fired yet, since the cancel could keep that
+// fault kind from ever firing; a reset run and a terminated update started
+// again go on with the update, so their faults still fire.
+func (h *harness) runningChild(ctx context.Context, k workflows.Kind, midUpdate, spare bool) (*wf, plannedUpdate, bool) {
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	ws, err := h.obs.list(lctx, `ExecutionStatus = "Running"`)
@@ -130,7 +130,7 @@ func (h *harness) runningChild(ctx context.Context, k workflows.Kind, midUpdate 
 		if !ok || p.Kind != k || h.blind.terminated[w.RunID] || h.blind.cancelled[w.RunID] || h.blind.reset[w.ID] {
 			continue
 		}
-		if (!midUpdate && unfiredFaultOn(armed, faultScope(k, p.Target))) || (midUpdate && !active[w.ID]) {
+		if (spare && unfiredFaultOn(armed, faultScope(k, p.Target))) || (midUpdate && !active[w.ID]) {
 			continue
 		}
 		cands = append(cands, w)
@@ -148,7 +148,7 @@ func (h *harness) cancelChild(ctx context.Context, k workflows.Kind) bool {
 	if h.blind.cancelledKinds[k] || h.cfg.NoCancel[k] {
 		return false
 	}
-	w, _, ok := h.runningChild(ctx, k, false)
+	w, _, ok := h.runningChild(ctx, k, false, true)
 	if !ok {
 		return false
 	}
@@ -172,7 +172,7 @@ func (h *harness) cancelChild(ctx context.Context, k workflows.Kind) bool {
 // operator would: the fresh run must not be refused by the dead run's
 // attempt.
 func (h *harness) terminateRestart(ctx context.Context, k workflows.Kind) bool {
-	w, p, ok := h.runningChild(ctx, k, false)
+	w, p, ok := h.runningChild(ctx, k, false, false)
 	if !ok {
 		return false
 	}

@@ -99,7 +99,7 @@ func (h *harness) resetTick(ctx context.Context, stage int) {
 
 // resetChild resets a running child of kind k, mid-update, to point p.
 func (h *harness) resetChild(ctx context.Context, k workflows.Kind, p resetPoint) bool {
-	w, _, ok := h.runningChild(ctx, k, true)
+	w, _, ok := h.runningChild(ctx, k, true, false)
 	if !ok {
 		return false
 	}
