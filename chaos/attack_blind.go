@@ -127,7 +127,9 @@ func (h *harness) runningChild(ctx context.Context, k workflows.Kind, midUpdate,
 	var cands []*wf
 	for _, w := range ws {
 		p, ok := h.rep.expect.planned[w.ID]
-		if !ok || p.Kind != k || h.blind.terminated[w.RunID] || h.blind.cancelled[w.RunID] || h.blind.reset[w.ID] {
+		// A reset child may still be cancelled or terminated (its new run is
+		// an update like any other), but is not reset twice.
+		if !ok || p.Kind != k || h.blind.terminated[w.RunID] || h.blind.cancelled[w.RunID] || (midUpdate && h.blind.reset[w.ID]) {
 			continue
 		}
 		if (spare && unfiredFaultOn(armed, faultScope(k, p.Target))) || (midUpdate && !active[w.ID]) {
