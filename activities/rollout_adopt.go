@@ -9,9 +9,15 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// adoptPoll is how long one wait for an adopted update lasts between
-// heartbeats.
-const adoptPoll = 20 * time.Second
+const (
+	// adoptPoll is how long one wait for an adopted update lasts between
+	// heartbeats.
+	adoptPoll = 20 * time.Second
+	// adoptCancelTimeout bounds passing a cancel on: the activity's own
+	// context is already done, and a Temporal that does not answer must
+	// not hold the rollout's cancel.
+	adoptCancelTimeout = 10 * time.Second
+)
 
 // AdoptUpdateInput names the update a rollout found already running under
 // the workflow ID it was about to start.
@@ -53,7 +59,9 @@ func (a *RolloutActivities) AdoptUpdate(ctx context.Context, in AdoptUpdateInput
 		switch {
 		case ctx.Err() != nil:
 			// The rollout was cancelled: so is its update.
-			_ = a.Temporal.CancelWorkflow(context.Background(), in.WorkflowID, "")
+			cctx, stop := context.WithTimeout(context.Background(), adoptCancelTimeout)
+			_ = a.Temporal.CancelWorkflow(cctx, in.WorkflowID, "")
+			stop()
 			return AdoptUpdateResult{}, ctx.Err()
 		case errors.Is(wctx.Err(), context.DeadlineExceeded):
 			activity.RecordHeartbeat(ctx, in.WorkflowID)
