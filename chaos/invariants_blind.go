@@ -221,16 +221,21 @@ func checkNewBuild(e *evidence, iv *invariant) {
 	if e.newBuildAt.IsZero() {
 		return
 	}
-	// A start within a moment of the switch may have raced it.
+	// A start or task within a moment of the switch may have raced it (the
+	// routing change reaches the task queue's partitions asynchronously).
 	const slack = 2 * time.Second
+	settled := e.newBuildAt.Add(slack)
 	for _, w := range e.workflows {
 		switch {
-		case w.ID == e.rolloutID:
+		case w.ID == e.rolloutID && w.BuildTaskAt.After(settled):
 			iv.Checked++
 			if w.Build != newBuild.BuildID {
 				iv.fail("rollout %s is on build %q after %s became current", w.ID, w.Build, newBuild.BuildID)
 			}
-		case w.Start.After(e.newBuildAt.Add(slack)) && !madeByReset(e.resetRuns, w.RunID):
+		case w.ID == e.rolloutID:
+			// Its last workflow task came before the switch settled (a
+			// rollout that ended right after it): nothing to move on.
+		case w.Start.After(settled) && !madeByReset(e.resetRuns, w.RunID):
 			iv.Checked++
 			if w.Build != newBuild.BuildID {
 				iv.fail("%s started after %s became current but ran on build %q", w.ID, newBuild.BuildID, w.Build)

@@ -143,6 +143,20 @@ func TestInvariantsAcceptSagasOfANexusWhoseExpungeWasCancelledBeforeRemoval(t *t
 	}
 }
 
+// A rollout whose last workflow task came as the new build became current
+// had nothing left to move (make test's seed 1 in CI: the new build was
+// deployed as the last child ended, and the rollout ended on chaos-1).
+func TestInvariantsAcceptARolloutThatEndedAsTheNewBuildBecameCurrent(t *testing.T) {
+	e := cleanEvidence()
+	e.newBuildAt = e.workflows[0].Start.Add(time.Minute)
+	e.rolloutID = "fleetsaga/rollout/plan/chaos"
+	e.workflows = append(e.workflows, &wf{ID: e.rolloutID, Build: firstBuild.BuildID, BuildTaskAt: e.newBuildAt.Add(time.Second),
+		Status: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED})
+	if got := violationsOf(e); len(got) > 0 {
+		t.Fatalf("a rollout that ended as the switch happened reported: %v", got)
+	}
+}
+
 func TestInvariantsCatchEachViolation(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	sp := func(e *evidence) *simmgs.SPTruth { return &e.after.MGS.Racks[0].SPs[0] }
@@ -265,7 +279,8 @@ func TestInvariantsCatchEachViolation(t *testing.T) {
 		{"rollout left on the old build", "a new build", "is on build \"chaos-1\"", func(e *evidence) {
 			e.newBuildAt = e.workflows[0].Start.Add(time.Minute)
 			e.rolloutID = "fleetsaga/rollout/plan/chaos"
-			e.workflows = append(e.workflows, &wf{ID: e.rolloutID, Build: firstBuild.BuildID, Status: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED})
+			e.workflows = append(e.workflows, &wf{ID: e.rolloutID, Build: firstBuild.BuildID, BuildTaskAt: e.newBuildAt.Add(time.Minute),
+				Status: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED})
 		}},
 		{"update started after the switch on the old build", "a new build", "ran on build \"chaos-1\"", func(e *evidence) {
 			e.newBuildAt = e.workflows[0].Start.Add(-time.Minute)

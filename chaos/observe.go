@@ -227,6 +227,11 @@ type wf struct {
 	// Build is the Worker Deployment build that completed the run's last
 	// workflow task ("" unversioned).
 	Build string
+	// BuildTaskAt is when that task was scheduled: an Auto-Upgrade run
+	// moves to a new current build only with a task scheduled after it.
+	BuildTaskAt time.Time
+	// taskScheduledAt is the last workflow task scheduled, while reading.
+	taskScheduledAt time.Time
 }
 
 func (o *observer) list(ctx context.Context, query string) ([]*wf, error) {
@@ -286,8 +291,11 @@ func countEvent(w *wf, ev *historypb.HistoryEvent) {
 		}
 	case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
 		w.TaskTimeouts++
+	case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+		w.taskScheduledAt = ev.GetEventTime().AsTime()
 	case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
 		w.Build = ev.GetWorkflowTaskCompletedEventAttributes().GetDeploymentVersion().GetBuildId()
+		w.BuildTaskAt = w.taskScheduledAt
 	}
 }
 
