@@ -118,6 +118,12 @@ func upBackground(o devstack.StackOptions) error {
 	if pid, err := readPid(pidFile); err == nil && syscall.Kill(pid, 0) == nil {
 		return fmt.Errorf("a stack is already running (pid %d); run 'make down' first", pid)
 	}
+	if o.UIPort != 0 {
+		// Said here, not only in the background stack's log.
+		if err := devstack.CheckPortFree(o.UIPort, "Temporal Web UI"); err != nil {
+			return err
+		}
+	}
 	_ = os.Remove(filepath.Join(o.Dir, "env"))
 	self, err := os.Executable()
 	if err != nil {
