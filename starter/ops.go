@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -91,18 +92,54 @@ func statusCmd(a *app) *cobra.Command {
 				if v.GatePlan != nil {
 					printStagePlan(w, *v.GatePlan)
 				}
-				for _, at := range v.Attempts {
-					fmt.Fprintf(w, "  attempt %d %s: %s %s %s\n", at.Attempt.Attempt, at.ID, at.State, at.Outcome, at.Error)
-					for _, e := range at.Events {
-						fmt.Fprintf(w, "    %s %-10s %-10s %s (%s)\n", e.At.Format(time.TimeOnly), e.Step, e.State, e.Message, e.Worker)
-					}
-				}
+				printAttempts(w, v.RunID, v.Attempts)
 			})
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&dbURL, "database-url", os.Getenv("DATABASE_URL"), "ledger PostgreSQL URL to show attempts and the event log (env DATABASE_URL)")
 	return cmd
+}
+
+// printAttempts prints the ledger's attempts grouped by the workflow run
+// that made them, this run first: attempt numbers count within one run, so
+// a rerun's "attempt 1" is not mistaken for this one's.
+func printAttempts(w io.Writer, thisRun string, attempts []attemptView) {
+	var runs []string
+	byRun := map[string][]attemptView{}
+	for _, at := range attempts {
+		if _, seen := byRun[at.RunID]; !seen {
+			runs = append(runs, at.RunID)
+		}
+		byRun[at.RunID] = append(byRun[at.RunID], at)
+	}
+	sort.SliceStable(runs, func(i, j int) bool { return runs[i] == thisRun && runs[j] != thisRun })
+	for _, run := range runs {
+		which := "an earlier run"
+		if run == thisRun {
+			which = "this run"
+		}
+		fmt.Fprintf(w, "  run %s (%s):\n", run, which)
+		for _, at := range byRun[run] {
+			fmt.Fprintf(w, "    attempt %d %s: %s\n", at.Attempt.Attempt, at.ID, attemptEnding(at.Attempt))
+			for _, e := range at.Events {
+				fmt.Fprintf(w, "      %s %-10s %-10s %s (%s)\n", e.At.Format(time.TimeOnly), e.Step, e.State, e.Message, e.Worker)
+			}
+		}
+	}
+}
+
+// attemptEnding is an attempt's state, its outcome where it says more
+// (not "failed failed"), and its error.
+func attemptEnding(at ledger.Attempt) string {
+	out := string(at.State)
+	if at.Outcome != "" && at.Outcome != string(at.State) {
+		out += " " + at.Outcome
+	}
+	if at.Error != "" {
+		out += ": " + at.Error
+	}
+	return out
 }
 
 type attemptView struct {
