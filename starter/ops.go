@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -190,6 +191,9 @@ func listCmd(a *app) *cobra.Command {
 			if kind != "" && !knownKind(kind) {
 				return usageErr("unknown --kind %q", kind)
 			}
+			if err := checkListState(state, fromLedger); err != nil {
+				return err
+			}
 			if fromLedger {
 				if rollout != "" {
 					return usageErr("--rollout is a Temporal search attribute: drop --ledger")
@@ -287,12 +291,27 @@ func (a *app) listLedger(ctx context.Context, dbURL string, f ledger.ListFilter)
 }
 
 func knownKind(k string) bool {
-	switch workflows.Kind(k) {
-	case workflows.KindSPFirmware, workflows.KindHostFlash, workflows.KindAgentInstall, workflows.KindAgentDrift,
-		workflows.KindBootImageBump, workflows.KindZoneExpunge, workflows.KindRollout:
-		return true
+	_, isKind := workflows.Kinds[workflows.Kind(k)]
+	return isKind || workflows.Kind(k) == workflows.KindRollout
+}
+
+// checkListState refuses a --state that no update can be in (a typo used
+// to list nothing, silently): the states of the Web UI's FleetsagaState, or
+// with --ledger the ledger's attempt states.
+func checkListState(state string, fromLedger bool) error {
+	if state == "" {
+		return nil
 	}
-	return false
+	states := []string{string(workflows.StateRunning), string(workflows.StatePaused), string(workflows.StateCompleted),
+		string(workflows.StateFailed), string(workflows.StateCancelled)}
+	if fromLedger {
+		states = []string{string(ledger.StatePending), string(ledger.StateRunning), string(ledger.StateCompleted),
+			string(ledger.StateFailed), string(ledger.StateCancelled)}
+	}
+	if !slices.Contains(states, state) {
+		return usageErr("unknown --state %q (one of %s)", state, strings.Join(states, ", "))
+	}
+	return nil
 }
 
 func cancelCmd(a *app) *cobra.Command {

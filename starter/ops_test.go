@@ -56,3 +56,16 @@ func TestStatusGroupsAttemptsByRunAndSaysEachEndingOnce(t *testing.T) {
     attempt 1 00000000-0000-0000-0000-000000000000: failed: WrongDevice: serial mismatch
 `, got)
 }
+
+// Issue 28: `list --state runing` listed nothing, silently, while a --kind
+// typo exited 2.
+func TestListRefusesAnUnknownState(t *testing.T) {
+	require.NoError(t, checkListState("paused", false))
+	require.NoError(t, checkListState("pending", true))
+	err := checkListState("runing", false)
+	require.EqualError(t, err, `unknown --state "runing" (one of running, paused, completed, failed, cancelled)`)
+	var exit *exitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, exitUsage, exit.code)
+	require.Error(t, checkListState("paused", true), "the ledger has no paused attempts")
+}
