@@ -46,6 +46,8 @@ type statusView struct {
 	Progress   *workflows.Progress `json:"progress,omitempty"`
 	// GatePlan is the plan a rollout shows at its gate.
 	GatePlan *workflows.StagePlan `json:"gatePlan,omitempty"`
+	// FailedUpdates are a rollout's updates that failed in this run.
+	FailedUpdates []failedUpdate `json:"failedUpdates,omitempty"`
 }
 
 func statusCmd(a *app) *cobra.Command {
@@ -80,6 +82,9 @@ func statusCmd(a *app) *cobra.Command {
 				v.Progress = &p
 			}
 			v.GatePlan = gatePlan(ctx, c, args[0])
+			if v.FailedUpdates, err = rolloutFailures(ctx, c, args[0]); err != nil {
+				return a.temporalErr("list the rollout's failed updates", err)
+			}
 			if dbURL != "" {
 				if v.Attempts, err = ledgerAttempts(ctx, dbURL, args[0]); err != nil {
 					return err
@@ -93,6 +98,7 @@ func statusCmd(a *app) *cobra.Command {
 				if v.GatePlan != nil {
 					printStagePlan(w, *v.GatePlan)
 				}
+				printFailures(w, v.FailedUpdates)
 				printAttempts(w, v.RunID, v.Attempts)
 			})
 			return nil
