@@ -52,8 +52,8 @@ func rolloutFailures(ctx context.Context, c client.Client, rolloutID string) ([]
 		return nil, err
 	}
 	started := desc.WorkflowExecutionInfo.GetStartTime().AsTime()
-	query := fmt.Sprintf("%s = %q AND StartTime >= %q", workflows.SARollout.GetName(), strings.TrimPrefix(target, "plan/"),
-		started.Format(time.RFC3339Nano))
+	query := fmt.Sprintf("%s = %q AND %s != %q AND StartTime >= %q", workflows.SARollout.GetName(), strings.TrimPrefix(target, "plan/"),
+		workflows.SAKind.GetName(), workflows.KindRollout, started.Format(time.RFC3339Nano))
 	var out []failedUpdate
 	var token []byte
 	for {
