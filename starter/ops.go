@@ -137,10 +137,10 @@ func printAttempts(w io.Writer, thisRun string, attempts []attemptView) {
 }
 
 // attemptEnding is an attempt's state, its outcome where it says more
-// (not "failed failed"), and its error.
+// (not "failed failed" or "failed attempt failed"), and its error.
 func attemptEnding(at ledger.Attempt) string {
 	out := string(at.State)
-	if at.Outcome != "" && at.Outcome != string(at.State) {
+	if redundant := strings.TrimPrefix(at.Outcome, "attempt ") == string(at.State); at.Outcome != "" && !redundant {
 		out += " " + at.Outcome
 	}
 	if at.Error != "" {

@@ -45,12 +45,12 @@ func TestStatusGroupsAttemptsByRunAndSaysEachEndingOnce(t *testing.T) {
 	var b strings.Builder
 	printAttempts(&b, "r2", []attemptView{
 		at("r1", 1, ledger.StateFailed, "failed", "WrongDevice: serial mismatch"),
-		at("r2", 1, ledger.StateFailed, "LostAttempt", ""),
+		at("r2", 1, ledger.StateFailed, "attempt failed", "update lost"),
 		at("r2", 2, ledger.StateCompleted, "CompletedUpdate", ""),
 	})
 	got := b.String()
 	require.Equal(t, `  run r2 (this run):
-    attempt 1 00000000-0000-0000-0000-000000000000: failed LostAttempt
+    attempt 1 00000000-0000-0000-0000-000000000000: failed: update lost
     attempt 2 00000000-0000-0000-0000-000000000000: completed CompletedUpdate
   run r1 (an earlier run):
     attempt 1 00000000-0000-0000-0000-000000000000: failed: WrongDevice: serial mismatch

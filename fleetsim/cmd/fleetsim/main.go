@@ -98,6 +98,6 @@ func newRoot() *cobra.Command {
 	f.Int64Var(&seed, "seed", 0, "override the spec's seed")
 	f.StringVar(&logLevel, "log-level", "info", "log level")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newGen(), newArtifact())
+	root.AddCommand(newGen(), newArtifact(), newFaults())
 	return root
 }
