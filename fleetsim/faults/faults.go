@@ -6,8 +6,8 @@ package faults
 import (
 	"fmt"
 	"math/rand"
-	"sort"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 )
