@@ -64,6 +64,14 @@ func New(ctx context.Context, env Env) (*Sim, error) {
 		s.domains = append(s.domains, d)
 		d.Mount(s.mux)
 	}
+	for _, d := range s.domains {
+		if l, ok := d.(domain.Linker); ok {
+			if err := l.Link(s.domains); err != nil {
+				_ = s.Close()
+				return nil, err
+			}
+		}
+	}
 	env.Faults.Mount(s.mux)
 	s.mux.HandleFunc("GET /truth", func(w http.ResponseWriter, _ *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, s.Truth())
