@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -235,6 +236,9 @@ func omicronZoneType(raw json.RawMessage) (sledagent.OmicronZoneType, error) {
 		return sledagent.OmicronZoneType{}, err
 	}
 	kind, _ := f["type"].(string)
+	if nic, ok := f["nic"].(map[string]any); ok {
+		sledAgentNIC(nic)
+	}
 	switch kind {
 	case sledagent.ZoneTypeNexus:
 		delete(f, "lockstep_port")
@@ -266,6 +270,9 @@ func blueprintZoneType(zone uuid.UUID, zt sledagent.OmicronZoneType, nexusGenera
 	if err != nil {
 		return nil, err
 	}
+	if nic, ok := f["nic"].(map[string]any); ok {
+		blueprintNIC(nic)
+	}
 	ipID := v4(uuid.NewSHA1(zone, []byte("external-ip"))).String()
 	switch zt.Type {
 	case sledagent.ZoneTypeNexus:
@@ -277,6 +284,42 @@ func blueprintZoneType(zone uuid.UUID, zt sledagent.OmicronZoneType, nexusGenera
 		delete(f, "snat_cfg")
 	}
 	return json.Marshal(f)
+}
+
+// The lockstep document's NetworkInterface (0.0.1) carries ip, subnet and
+// transit_ips; sled-agent 48.0.0's carries them in ip_config {type: v4 or
+// v6, value}. blueprintNIC and sledAgentNIC convert in place, and a
+// round trip gives back what the sled-agent ledgered.
+func blueprintNIC(nic map[string]any) {
+	cfg, ok := nic["ip_config"].(map[string]any)
+	if !ok {
+		return
+	}
+	delete(nic, "ip_config")
+	if v, ok := cfg["value"].(map[string]any); ok {
+		for k, x := range v {
+			nic[k] = x
+		}
+	}
+}
+
+func sledAgentNIC(nic map[string]any) {
+	ip, ok := nic["ip"].(string)
+	if !ok {
+		return
+	}
+	family := "v4"
+	if strings.Contains(ip, ":") {
+		family = "v6"
+	}
+	value := map[string]any{"ip": ip, "subnet": nic["subnet"]}
+	if tips, ok := nic["transit_ips"].([]any); ok && (len(tips) > 0 || family == "v6") {
+		value["transit_ips"] = tips
+	}
+	delete(nic, "ip")
+	delete(nic, "subnet")
+	delete(nic, "transit_ips")
+	nic["ip_config"] = map[string]any{"type": family, "value": value}
 }
 
 // nexusGenerationOf is a Nexus zone type's nexus_generation (ok false for

@@ -115,6 +115,7 @@ func (r *rack) push(ctx context.Context, id uuid.UUID, s *SledConfig) (int, stri
 		return 0, err.Error()
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("api-version", sledAgentAPIVersion)
 	resp, err := r.d.http.Do(req)
 	if err != nil {
 		return 0, err.Error()

@@ -62,6 +62,9 @@ const (
 	// sledAgentTimeout bounds one executor request to a sled-agent: a hung
 	// sled must not hold the executor past its next period.
 	sledAgentTimeout = 15 * time.Second
+	// sledAgentAPIVersion is the sled-agent API version Nexus's client was
+	// built for (dropshot versioned API: every request names it).
+	sledAgentAPIVersion = "48.0.0"
 )
 
 // Domain is every rack's simulated Nexus.
@@ -260,6 +263,7 @@ func (d *Domain) inventory(ctx context.Context, id uuid.UUID) (*sledagent.Invent
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set("api-version", sledAgentAPIVersion)
 	resp, err := d.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("sled %s inventory: %w", id, err)
