@@ -7,6 +7,7 @@
 //
 //	/mgs/{0,1}/...           MGS instance i (real path shapes below the prefix)
 //	/sled-agent/{sled}/...   the sled-agent of sled {sled}
+//	/nexus/{rack}/...        Nexus's lockstep API of rack {rack} (when the spec turns it on)
 //	/cnapi/ /sapi/ /imgapi/  datacenter APIs
 //	/kube/...                Kubernetes-style API root
 //	/faults                  fault injection

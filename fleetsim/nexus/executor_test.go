@@ -26,12 +26,8 @@ const waitFor = 15 * time.Second
 // gone while the blueprint still lists it), and the next blueprint with a
 // higher generation overwrites it: the zone comes back.
 func TestExecutorOverwritesAConfigWrittenBehindItsBack(t *testing.T) {
-	s := rackSpec(t, spec.RackOwners{Nexus: true, Executor: true}, []string{"internal_ntp", "crucible"}, []string{"nexus"})
-	srv := startSim(t, s, "")
-	c := newLockstep(t, srv)
-	sled0 := s.Racks[0].Sleds[0].ID
-	crucible := s.Racks[0].Sleds[0].Zones[1].ID
-	sa := sledClient(t, srv, sled0)
+	s, srv, c, sa := crucibleRack(t)
+	sled0, crucible := s.Racks[0].Sleds[0].ID, s.Racks[0].Sleds[0].Zones[1].ID
 	ctx := context.Background()
 
 	// Rack setup's blueprint is what the sleds ledgered: the first pushes
@@ -72,12 +68,8 @@ func TestExecutorOverwritesAConfigWrittenBehindItsBack(t *testing.T) {
 // inventory shows its sled at as_of_generation without it (not while its
 // removal keeps failing), in a new target that is a child of ours.
 func TestPlannerMarksExpungedZoneReadyForCleanupFromInventory(t *testing.T) {
-	s := rackSpec(t, spec.RackOwners{Nexus: true, Executor: true}, []string{"internal_ntp", "crucible"}, []string{"nexus"})
-	srv := startSim(t, s, "")
-	c := newLockstep(t, srv)
-	sled0 := s.Racks[0].Sleds[0].ID
-	crucible := s.Racks[0].Sleds[0].Zones[1].ID
-	sa := sledClient(t, srv, sled0)
+	s, srv, c, sa := crucibleRack(t)
+	sled0, crucible := s.Racks[0].Sleds[0].ID, s.Racks[0].Sleds[0].Zones[1].ID
 	armFault(t, srv, faults.Fault{Kind: faults.ZoneRemovalFailure, Target: "zone/" + crucible.String(), Times: 2})
 
 	ours := c.makeChildTarget(func(bp *nexus.Blueprint) {
@@ -168,6 +160,14 @@ func TestSagasOfExpungedNexusMoveOnlyToSameGenerationNexus(t *testing.T) {
 			AND EXISTS (SELECT 1 FROM fleetsim.saga_history c WHERE c.saga_id = h.saga_id AND c.event = 'claim' AND c.sec = $2)`, b, a) > 0
 	}, waitFor, 20*time.Millisecond, "Nexus B recovers the sagas it was given")
 	assert.Zero(t, count(t, db, `SELECT count(*) FROM fleetsim.saga_history WHERE event = 'adopt' AND sec <> $1`, b))
+}
+
+// crucibleRack runs the executor over a rack whose sled 0 has an NTP and a
+// crucible zone and sled 1 a Nexus; it returns sled 0's sled-agent.
+func crucibleRack(t *testing.T) (*spec.Spec, *fleetsim.Server, *lockstepClient, *sledagent.Client) {
+	s := rackSpec(t, spec.RackOwners{Nexus: true, Executor: true}, []string{"internal_ntp", "crucible"}, []string{"nexus"})
+	srv := startSim(t, s, "")
+	return s, srv, newLockstep(t, srv), sledClient(t, srv, s.Racks[0].Sleds[0].ID)
 }
 
 func expunge(z *nexus.ZoneConfig, asOf uint64) {

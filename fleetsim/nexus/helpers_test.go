@@ -76,26 +76,12 @@ var (
 	mgsAPI   = openapi.MustLoad(openapi.MGS)
 )
 
-// rackSpec is one rack whose sleds run the given zone kinds at generation
-// 3, with the given owners.
+// rackSpec is one rack (spec.SampleRack) with the given owners.
 func rackSpec(t *testing.T, owners spec.RackOwners, zoneKinds ...[]string) *spec.Spec {
 	t.Helper()
-	s := &spec.Spec{Seed: 7, SpeedUp: testSpeedUp, Timings: spec.DefaultTimings()}
-	rack := spec.Rack{ID: rackID, MGSSleds: []int{0, 1}, Owners: owners}
-	for i := 0; i < max(2, len(zoneKinds)); i++ {
-		sl := spec.Sled{
-			ID: uuid.New(), Cubby: i, Serial: fmt.Sprintf("BRM0000%02d", i), Part: "913-0000019",
-			SP: spec.SPFirmware{Active: "1.0.0", Inactive: "0.9.0"}, Host: spec.HostFlash{Slots: [2]string{"1.0.0", "0.9.0"}},
-			Generation: 3,
-		}
-		if i < len(zoneKinds) {
-			for _, k := range zoneKinds[i] {
-				sl.Zones = append(sl.Zones, spec.Zone{ID: uuid.New(), Kind: k})
-			}
-		}
-		rack.Sleds = append(rack.Sleds, sl)
-	}
-	s.Racks = []spec.Rack{rack}
+	rack := spec.SampleRack(rackID, zoneKinds...)
+	rack.Owners = owners
+	s := &spec.Spec{Seed: 7, SpeedUp: testSpeedUp, Timings: spec.DefaultTimings(), Racks: []spec.Rack{rack}}
 	require.NoError(t, s.Validate())
 	return s
 }
