@@ -42,7 +42,8 @@ func (d *Domain) ReadSPFirmware(rack int, typ string, slot int) (SPFirmware, err
 }
 
 // StartOwnerSPUpdate starts an update of the SP's firmware to version on
-// behalf of owner, delivered by the rack's first MGS; the owner resets the
+// behalf of owner, delivered by the rack's first MGS that is up (Nexus
+// moves to the other MGS on a transport error); the owner resets the
 // SP resetAfter the delivery completes, as Nexus's post-update does. The
 // SP's refusals (another update in flight, a complete update not yet reset)
 // are returned as errors.
@@ -54,6 +55,9 @@ func (d *Domain) StartOwnerSPUpdate(rack int, typ string, slot int, version, sha
 	h := ImageHeader{Component: CompSP, Version: version, Board: defaultBoard, Name: defaultImageName}
 	info := imageInfo{SHA256: sha256, Size: ownerImageSize, Header: &h}
 	m := s.rack.mgs[0]
+	if d.mgsDown(m.url) {
+		m = s.rack.mgs[1]
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if time.Now().Before(s.downUntil) {
