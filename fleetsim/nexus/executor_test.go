@@ -53,7 +53,7 @@ func TestExecutorOverwritesAConfigWrittenBehindItsBack(t *testing.T) {
 		"the blueprint still lists the zone in service")
 
 	// A later blueprint at generation 5 brings the zone back.
-	c.makeChildTarget(func(bp *nexus.Blueprint) { bp.Sleds[sled0].SledAgentGeneration = 5 })
+	c.makeChildTarget(func(bp *nexus.Blueprint) { bp.Sleds[sled0].SledAgentGeneration = 5 }, true)
 	require.Eventually(t, func() bool {
 		inv, err := sa.Inventory(ctx)
 		require.NoError(t, err)
@@ -76,7 +76,7 @@ func TestPlannerMarksExpungedZoneReadyForCleanupFromInventory(t *testing.T) {
 		sc := bp.Sleds[sled0]
 		sc.SledAgentGeneration = 4
 		expunge(sc.Zones[crucible], 4)
-	})
+	}, true)
 
 	var planned *nexus.Blueprint
 	require.Eventually(t, func() bool {
@@ -137,7 +137,7 @@ func TestSagasOfExpungedNexusMoveOnlyToSameGenerationNexus(t *testing.T) {
 		sc := bp.Sleds[sled0]
 		sc.SledAgentGeneration = 4
 		expunge(sc.Zones[a], 4)
-	})
+	}, true)
 	require.Eventually(t, func() bool {
 		for _, r := range nexusTruth(t, srv).Sagas {
 			if r.From == a {
@@ -195,4 +195,40 @@ func armFault(t *testing.T, srv *fleetsim.Server, f faults.Fault) {
 	t.Helper()
 	_, err := srv.Env.Faults.Arm(f)
 	require.NoError(t, err)
+}
+
+// A disabled target is not executed: a newer blueprint made the target
+// disabled changes nothing until it is enabled.
+func TestExecutorIdleWhileTargetDisabled(t *testing.T) {
+	s, srv, c, sa := crucibleRack(t)
+	sled0 := s.Racks[0].Sleds[0].ID
+	ctx := context.Background()
+	period := s.Scale(s.Timings.BlueprintExecutorInterval.Duration)
+	require.Eventually(t, func() bool { return nexusTruth(t, srv).PushCount > 0 }, waitFor, 10*time.Millisecond)
+
+	child := c.makeChildTarget(func(bp *nexus.Blueprint) { bp.Sleds[sled0].SledAgentGeneration = 4 }, false)
+	time.Sleep(period) // a pass already under way ends
+	before := nexusTruth(t, srv).PushCount
+	time.Sleep(5 * period)
+	assert.Equal(t, before, nexusTruth(t, srv).PushCount, "no push while the target is disabled")
+	inv, err := sa.Inventory(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), inv.LedgeredSledConfig.Generation)
+
+	status, eb := c.do(http.MethodPut, "/deployment/blueprints/target/enabled", map[string]any{"target_id": child.ID, "enabled": true}, nil)
+	require.Equal(t, http.StatusOK, status, eb.Message)
+	require.Eventually(t, func() bool {
+		inv, err := sa.Inventory(ctx)
+		require.NoError(t, err)
+		return inv.LedgeredSledConfig.Generation == 4
+	}, waitFor, 10*time.Millisecond)
+}
+
+// The executor and the MGS driver are Nexus's: the spec refuses them
+// without it.
+func TestOwnersNeedNexus(t *testing.T) {
+	rack := spec.SampleRack(rackID)
+	rack.Owners = spec.RackOwners{Executor: true}
+	s := &spec.Spec{Seed: 1, SpeedUp: 1, Timings: spec.DefaultTimings(), Racks: []spec.Rack{rack}}
+	assert.ErrorContains(t, s.Validate(), "owners.executor and owners.mgsUpdates need owners.nexus")
 }

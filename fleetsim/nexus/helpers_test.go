@@ -181,9 +181,9 @@ func (c *lockstepClient) blueprint(id uuid.UUID) *nexus.Blueprint {
 
 func (c *lockstepClient) targetBlueprint() *nexus.Blueprint { return c.blueprint(c.target().TargetID) }
 
-// child is a copy of the current target with a new ID and the target as
-// parent, changed by edit, imported and made the target (enabled).
-func (c *lockstepClient) makeChildTarget(edit func(*nexus.Blueprint)) *nexus.Blueprint {
+// makeChildTarget imports a copy of the current target with a new ID and
+// the target as parent, changed by edit, and makes it the target.
+func (c *lockstepClient) makeChildTarget(edit func(*nexus.Blueprint), enabled bool) *nexus.Blueprint {
 	c.t.Helper()
 	parent := c.targetBlueprint()
 	child := *parent
@@ -196,7 +196,7 @@ func (c *lockstepClient) makeChildTarget(edit func(*nexus.Blueprint)) *nexus.Blu
 	edit(&child)
 	status, eb := c.do(http.MethodPost, "/deployment/blueprints/import", &child, nil)
 	require.Equal(c.t, http.StatusNoContent, status, eb.Message)
-	status, eb = c.do(http.MethodPost, "/deployment/blueprints/target", map[string]any{"target_id": child.ID, "enabled": true}, nil)
+	status, eb = c.do(http.MethodPost, "/deployment/blueprints/target", map[string]any{"target_id": child.ID, "enabled": enabled}, nil)
 	require.Equal(c.t, http.StatusOK, status, eb.Message)
 	return &child
 }

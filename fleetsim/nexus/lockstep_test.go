@@ -52,7 +52,7 @@ func TestLockstepTargetViewSetEnableAndImport(t *testing.T) {
 	assert.Equal(t, "InvalidRequest", eb.ErrorCode)
 	assert.Equal(t, "Blueprint "+first.TargetID.String()+"'s parent blueprint is not the current target blueprint", eb.Message)
 
-	child := c.makeChildTarget(func(*nexus.Blueprint) {})
+	child := c.makeChildTarget(func(*nexus.Blueprint) {}, true)
 	assert.Equal(t, child.ID, c.target().TargetID)
 	assert.Equal(t, child.Comment, c.targetBlueprint().Comment, "a blueprint reads back as imported")
 

@@ -40,7 +40,7 @@ func TestPendingMGSUpdateIsCarriedOutThroughMGS(t *testing.T) {
 			SlotID:          uint16(sl.Cubby),
 			SpType:          "sled",
 		}}
-	})
+	}, true)
 
 	// The other MGS reports Nexus's update in flight.
 	var seen fmgs.UpdateStatus
