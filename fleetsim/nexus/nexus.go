@@ -242,16 +242,6 @@ func (d *Domain) Close() error {
 	return nil
 }
 
-// Rack returns the Nexus of the spec rack named id (nil when not simulated).
-func (d *Domain) rack(id string) *rack {
-	for _, r := range d.racks {
-		if r.spec.ID == id {
-			return r
-		}
-	}
-	return nil
-}
-
 // inventory reads a sled-agent's inventory over HTTP, as Nexus's inventory
 // collector does.
 func (d *Domain) inventory(ctx context.Context, id uuid.UUID) (*sledagent.Inventory, error) {
