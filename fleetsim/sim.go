@@ -11,6 +11,7 @@
 //	/cnapi/ /sapi/ /imgapi/  datacenter APIs
 //	/kube/...                Kubernetes-style API root
 //	/faults                  fault injection
+//	/metrics                 the fleet's health, for Prometheus
 //	/truth, /truth/{domain}  read-only simulated state
 package fleetsim
 
@@ -74,6 +75,7 @@ func New(ctx context.Context, env Env) (*Sim, error) {
 		}
 	}
 	env.Faults.Mount(s.mux)
+	s.mountMetrics()
 	s.mux.HandleFunc("GET /truth", func(w http.ResponseWriter, _ *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, s.Truth())
 	})

@@ -4,6 +4,7 @@
 package faults
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -31,12 +32,14 @@ const (
 	MachineBootFailure Kind = "machine_boot_failure"  // machineset/<cluster>/<name>: new machines never join
 	Latency            Kind = "latency"               // api/<name> (mgs/0, sled-agent, cnapi, sapi, imgapi, kube) or "*": adds Latency to each request
 	ErrorRate          Kind = "error_rate"            // api/<name> or "*": fails a Rate fraction of requests with 503
+	BadVersion         Kind = "bad_version"           // sp/<type>/<slot>, host/<type>/<slot>, server/<uuid> or "*": the device reports unhealthy while it runs Version (a bad release)
 )
 
 var catalogue = map[Kind]bool{
 	SPResetMidDelivery: true, MGSDown: true, SPStuck: true, UpdateFailed: true,
 	ForeignUpdate: true, ResetReplyLost: true, ZoneRemovalFailure: true, ServerOffline: true, TaskFailure: true,
 	PatchConflict: true, MachineSetRevert: true, MachineBootFailure: true, Latency: true, ErrorRate: true,
+	BadVersion: true,
 }
 
 // Kinds lists the catalogue in a stable order.
@@ -91,6 +94,10 @@ func (f Fault) Validate() error {
 		if f.Rate <= 0 || f.Rate > 1 {
 			return fmt.Errorf("fault error_rate: rate must be within (0, 1], got %v", f.Rate)
 		}
+	case BadVersion:
+		if f.Version == "" {
+			return errors.New("fault bad_version: version is required (the release that makes a device unhealthy)")
+		}
 	}
 	return nil
 }
@@ -110,6 +117,9 @@ type Registry struct {
 	// spent are faults that fired their Times and were disarmed: still
 	// reported by Fired, so a run can say what it went through.
 	spent []*Fault
+	// sick are the devices each bad_version fault has made unhealthy, so
+	// Fired counts devices, not health reads.
+	sick map[int]map[string]bool
 }
 
 // NewRegistry returns an empty registry whose random choices follow seed.
@@ -174,6 +184,31 @@ func (r *Registry) Fired() []Fault {
 	}
 	slices.SortFunc(out, func(a, b Fault) int { return a.ID - b.ID })
 	return out
+}
+
+// Unhealthy reports whether a device running version is made unhealthy
+// by an armed bad_version fault; each device it catches counts once as a
+// firing.
+func (r *Registry) Unhealthy(target, version string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.armed {
+		if f.Kind != BadVersion || f.Version != version || (f.Target != target && f.Target != "*") {
+			continue
+		}
+		if r.sick == nil {
+			r.sick = map[int]map[string]bool{}
+		}
+		if r.sick[f.ID] == nil {
+			r.sick[f.ID] = map[string]bool{}
+		}
+		if !r.sick[f.ID][target] {
+			r.sick[f.ID][target] = true
+			f.Fired++
+		}
+		return true
+	}
+	return false
 }
 
 // Peek returns the first armed fault of kind for target without firing it.
