@@ -26,7 +26,7 @@ export FLEETSAGA_TEMPORAL_SERVER_BIN := $(TSERVER)
 export FLEETSAGA_TEMPORAL_SQL_TOOL_BIN := $(TSQLTOOL)
 export FLEETSAGA_TEMPORAL_UI_BIN := $(TUISERVER)
 
-.PHONY: all build tools test test-cluster unit lint browser systemd demo up down bench bench-large chaos clean $(BINS)
+.PHONY: all build tools test test-cluster unit lint browser systemd prometheus demo up down bench bench-large chaos clean $(BINS)
 
 all: build
 
@@ -70,13 +70,13 @@ $(TUISERVER):
 # Everything CI needs: lint, then unit + integration tests against a real
 # Temporal dev server and PostgreSQL (DATABASE_URL if it answers, else a
 # private cluster), all started and stopped here.
-test: tools build lint browser systemd
+test: tools build lint browser systemd prometheus
 	bin/devstack run --dir .stack/test --ui-port 0 --database fleetsaga_test -- $(GO) test $(TEST_FLAGS) ./...
 
 # The whole suite with every integration test's Temporal the real server on
 # PostgreSQL instead of the dev server (make test runs the e2e core on it,
 # e2e/cluster_test.go; this is the rest, outside CI's time budget).
-test-cluster: tools build lint browser systemd
+test-cluster: tools build lint browser systemd prometheus
 	bin/devstack run --temporal cluster --dir .stack/test-cluster --ui-port 0 --database fleetsaga_test_cluster -- $(GO) test $(TEST_FLAGS) ./...
 
 # The Web UI end-to-end test drives Debian's headless chromium.
@@ -86,6 +86,15 @@ browser:
 	    echo "installing Debian's chromium for the Web UI test"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "the Web UI test needs chromium: install it (Debian: apt-get install chromium)"; exit 1; fi; }
+
+# Health gates are tested against a real Prometheus (Debian's package, run
+# by the tests themselves, never as a service).
+prometheus:
+	@command -v prometheus >/dev/null || [ -n "$$FLEETSAGA_PROMETHEUS_BIN" ] || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian's prometheus for the health gate tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; \
+	  else echo "the health gate tests need Prometheus: install it (Debian: apt-get install prometheus)"; exit 1; fi; }
 
 # The deployment test checks the worker's unit with systemd-analyze.
 systemd:

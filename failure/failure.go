@@ -17,6 +17,9 @@ const (
 	// AttemptEnded: the intent of an attempt that already ended (a run
 	// reset to before its end derives its ID again): record a new one.
 	AttemptEnded = "AttemptEnded"
+	// HealthCheckInvalid: a gate's health check cannot be run (Prometheus
+	// refused its query, or none is configured).
+	HealthCheckInvalid = "HealthCheckInvalid"
 )
 
 // SP firmware and host boot flash (MGS).
