@@ -37,6 +37,9 @@ type Endpoints struct {
 	KubeInCluster string `json:"kubeInCluster,omitempty"`
 	// Fleetsim, when set, is the simulator's base URL (truth and faults).
 	Fleetsim string `json:"fleetsim,omitempty"`
+	// Prometheus is the monitoring server a rollout's health checks query
+	// (its HTTP API; empty: query checks are refused).
+	Prometheus string `json:"prometheus,omitempty"`
 }
 
 // FromFleetsim derives every HTTP endpoint from a fleetsim base URL.
@@ -97,7 +100,11 @@ func (e Endpoints) Validate() error {
 		}
 		u, err := url.Parse(strings.ReplaceAll(raw, "{sled}", "x"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("%s endpoint %q is not an http(s) URL", name, raw))
+			shown := "(unparseable)" // it may hold a password: never echoed whole
+			if err == nil {
+				shown = u.Redacted()
+			}
+			errs = append(errs, fmt.Errorf("%s endpoint %q is not an http(s) URL", name, shown))
 		}
 	}
 	for i, m := range e.MGS {
@@ -109,6 +116,7 @@ func (e Endpoints) Validate() error {
 	check("imgapi", e.IMGAPI)
 	check("kube", e.Kube)
 	check("fleetsim", e.Fleetsim)
+	check("prometheus", e.Prometheus)
 	if e.SledAgent != "" && !strings.Contains(e.SledAgent, "{sled}") {
 		errs = append(errs, fmt.Errorf("sled-agent endpoint %q must contain {sled}", e.SledAgent))
 	}

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/fleet/prom"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -26,6 +27,15 @@ func Register(r worker.Registry, d Deps) error {
 		&activities.BootImageActivities{Kube: d.Fleet.KubeAccess(), HTTP: d.HTTP},
 		mgsActs,
 	}
+	health := &activities.HealthActivities{HTTP: d.HTTP}
+	if d.Fleet.Prometheus != "" {
+		pc, err := prom.New(d.Fleet.Prometheus)
+		if err != nil {
+			return fmt.Errorf("health activities: %w", err)
+		}
+		health.Prom = pc
+	}
+	acts = append(acts, health)
 	agents := d.Fleet.CNAPI != ""
 	if agents {
 		a, err := activities.NewAgentActivities(d.Fleet, d.HTTP, d.Ledger, d.Identity)

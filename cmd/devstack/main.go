@@ -37,6 +37,7 @@ func main() {
 		c.Flags().IntVar(&o.UIPort, "ui-port", 8233, "Temporal Web UI port (0 = none)")
 		c.Flags().StringVar(&o.FleetsimSpec, "fleetsim-spec", "", "start fleetsim with this spec")
 		c.Flags().IntVar(&o.Workers, "workers", 0, "worker processes to start")
+		c.Flags().BoolVar(&o.Prometheus, "prometheus", false, "start Prometheus (Debian's) scraping fleetsim's device health, for health checks")
 		c.Flags().StringVar(&o.Temporal, "temporal", devstack.TemporalDev,
 			"Temporal to run: dev (the CLI's dev server, SQLite) or cluster (the real server on the stack's PostgreSQL)")
 		c.Flags().BoolVar(&o.PersistTemporal, "persist", false, "keep the dev server's history in a file in the state directory")

@@ -41,6 +41,9 @@ type StackOptions struct {
 	// it survives a restart of the Temporal server within one run (chaos).
 	// The cluster always keeps it, in PostgreSQL.
 	PersistTemporal bool
+	// Prometheus starts a Prometheus scraping fleetsim's device health, for
+	// a rollout's health checks (needs FleetsimSpec).
+	Prometheus bool
 	// Database is the stack's own database on the server, dropped and
 	// created afresh at every start: the simulated fleet starts fresh too,
 	// and a ledger kept from an earlier run would disagree with it. Empty
@@ -58,6 +61,9 @@ type Stack struct {
 	UIURL       string
 	FleetsimURL string
 	Fleetsim    *Proc
+	// PrometheusURL is set when the stack runs a Prometheus.
+	PrometheusURL string
+	Prometheus    *Proc
 	Workers     []*Proc
 	versions    []WorkerVersion // per worker
 }
@@ -73,6 +79,9 @@ func (s *Stack) Env() []string {
 	}
 	if s.UIURL != "" {
 		env = append(env, "TEMPORAL_UI_URL="+s.UIURL)
+	}
+	if s.PrometheusURL != "" {
+		env = append(env, "FLEETSAGA_PROMETHEUS_URL="+s.PrometheusURL)
 	}
 	return env
 }
@@ -123,6 +132,13 @@ func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Sta
 			return nil, err
 		}
 		log.Info().Str("url", s.FleetsimURL).Msg("fleetsim up")
+		if o.Prometheus {
+			if s.Prometheus, s.PrometheusURL, err = StartPrometheus(ctx, filepath.Join(o.Dir, "prometheus"),
+				map[string]string{"fleetsim": s.FleetsimURL}); err != nil {
+				return nil, err
+			}
+			log.Info().Str("url", s.PrometheusURL).Msg("Prometheus up, scraping fleetsim")
+		}
 	}
 	for i := range o.Workers {
 		s.versions = append(s.versions, o.WorkerVersion)
@@ -180,6 +196,9 @@ func (s *Stack) RestartWorker(i int) error {
 func (s *Stack) Stop() {
 	for _, w := range s.Workers {
 		_ = w.Terminate(25 * time.Second)
+	}
+	if s.Prometheus != nil {
+		_ = s.Prometheus.Terminate(5 * time.Second)
 	}
 	if s.Fleetsim != nil {
 		_ = s.Fleetsim.Terminate(5 * time.Second)
