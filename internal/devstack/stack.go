@@ -64,8 +64,8 @@ type Stack struct {
 	// PrometheusURL is set when the stack runs a Prometheus.
 	PrometheusURL string
 	Prometheus    *Proc
-	Workers     []*Proc
-	versions    []WorkerVersion // per worker
+	Workers       []*Proc
+	versions      []WorkerVersion // per worker
 }
 
 // Env is the environment a command run against the stack gets.
