@@ -19,6 +19,10 @@
 package main
 
 import (
+	// Maintenance windows name IANA time zones: the binary carries the
+	// zone database, so a container without one reads them the same.
+	_ "time/tzdata"
+
 	"errors"
 	"fmt"
 	"os"
