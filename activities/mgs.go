@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet"
+	"github.com/fleetsaga/fleetsaga/fleet/apiversion"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
@@ -56,6 +57,9 @@ func mgsErr(err error, what string) error {
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) {
 		return err
+	}
+	if apiversion.IsRefused(err) {
+		return temporal.NewNonRetryableApplicationError(what+": "+err.Error(), failure.APIVersionRefused, err)
 	}
 	typ := failure.MGSRejected
 	var e *mgs.Error

@@ -17,6 +17,9 @@ const (
 	// AttemptEnded: the intent of an attempt that already ended (a run
 	// reset to before its end derives its ID again): record a new one.
 	AttemptEnded = "AttemptEnded"
+	// APIVersionRefused: MGS or a sled-agent refused the API version our
+	// client was written for (the rack runs an older service).
+	APIVersionRefused = "APIVersionRefused"
 )
 
 // SP firmware and host boot flash (MGS).

@@ -23,7 +23,7 @@ func (d *Domain) Mount(mux *http.ServeMux) {
 	for _, r := range d.racks {
 		for _, m := range r.mgs {
 			prefix := "/mgs/" + strconv.Itoa(m.url)
-			h := d.env.Faults.Middleware("mgs/"+strconv.Itoa(m.url), http.StripPrefix(prefix, m.routes()))
+			h := d.env.Faults.Middleware("mgs/"+strconv.Itoa(m.url), http.StripPrefix(prefix, httpx.RequireAPIVersion(APIVersion, m.routes())))
 			handlers[strconv.Itoa(m.url)] = d.env.Wrap("mgs", prefix, m.downCheck(h))
 		}
 	}

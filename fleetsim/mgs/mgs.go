@@ -58,6 +58,10 @@ import (
 // Name is the domain's key under /truth.
 const Name = "mgs"
 
+// APIVersion is the MGS API version fleetsim serves (the newest it
+// accepts in the api-version header): mgs-openapi-3.0.0.json's.
+const APIVersion = "3.0.0"
+
 // Domain is the simulated MGS pairs and their SPs.
 type Domain struct {
 	env    domain.Env
