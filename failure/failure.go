@@ -26,7 +26,10 @@ const (
 const (
 	ArtifactUnavailable = "ArtifactUnavailable"    // cannot read the artifact file/URL
 	ArtifactMismatch    = "ArtifactDigestMismatch" // SHA-256 differs from the expected one
-	MGSNotConfigured    = "MGSNotConfigured"
+	// ArtifactInvalid: the artifact is not the kind of image it is given
+	// as (a phase 2 image whose header does not check).
+	ArtifactInvalid  = "ArtifactInvalid"
+	MGSNotConfigured = "MGSNotConfigured"
 	// MGSRejected: a 4xx answer or a malformed reply (type suffix
 	// ":<error_code>").
 	MGSRejected           = "MGSRejected"
