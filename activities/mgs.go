@@ -59,7 +59,8 @@ func mgsErr(err error, what string) error {
 		return err
 	}
 	if apiversion.IsRefused(err) {
-		return temporal.NewNonRetryableApplicationError(what+": "+err.Error(), failure.APIVersionRefused, err)
+		// No cause: its text is the message already (one clear message).
+		return temporal.NewNonRetryableApplicationError(what+": "+err.Error(), failure.APIVersionRefused, nil)
 	}
 	typ := failure.MGSRejected
 	var e *mgs.Error

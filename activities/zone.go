@@ -57,7 +57,8 @@ func sledAgentErr(sled uuid.UUID, err error) error {
 		return err
 	}
 	if apiversion.IsRefused(err) {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("sled %s: %v", sled, err), failure.APIVersionRefused, err)
+		// No cause: its text is the message already (one clear message).
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("sled %s: %v", sled, err), failure.APIVersionRefused, nil)
 	}
 	var he *sledagent.Error
 	if errors.As(err, &he) && he.StatusCode == http.StatusNotFound {
