@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet"
+	"github.com/fleetsaga/fleetsaga/fleet/apiversion"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
@@ -56,6 +57,10 @@ func mgsErr(err error, what string) error {
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) {
 		return err
+	}
+	if apiversion.IsRefused(err) {
+		// No cause: its text is the message already (one clear message).
+		return temporal.NewNonRetryableApplicationError(what+": "+err.Error(), failure.APIVersionRefused, nil)
 	}
 	typ := failure.MGSRejected
 	var e *mgs.Error

@@ -69,13 +69,13 @@ func TestHostRecoveryModeForTheBootOnly(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, m.truth().Host.StartupOptions.Phase2RecoveryMode, "set before the power cycle")
 	res, err := exec[activities.HostWaitBootResult](m, m.a.HostWaitBoot, activities.HostWaitBootInput{
-		SP: sled2, NewSlot: 1, Phase2SHA256: p2Ref.SHA256, Timeout: 10 * time.Second, PollInterval: 10 * time.Millisecond})
+		SP: sled2, NewSlot: 1, Phase2ID: phase2ID(t, p2Ref), Timeout: 10 * time.Second, PollInterval: 10 * time.Millisecond})
 	require.NoError(t, err)
 	assert.True(t, res.Booted)
 	assert.EqualValues(t, 64<<10, res.Offset, "progress reaches 100%")
 	tr := m.truth()
 	assert.Equal(t, simmgs.Phase2FromRecovery, tr.Host.Phase2Source)
-	assert.Equal(t, p2Ref.SHA256, tr.Host.BootedPhase2)
+	assert.Equal(t, phase2ID(t, p2Ref), tr.Host.BootedPhase2, "the host booted the phase 2 its phase 1 names (by header SHA-256)")
 	assert.False(t, tr.Host.StartupOptions.Phase2RecoveryMode, "cleared once the SP reports the boot")
 
 	// A boot that never completes leaves no recovery mode behind either.
@@ -85,7 +85,7 @@ func TestHostRecoveryModeForTheBootOnly(t *testing.T) {
 	opts.Phase2RecoveryMode = true
 	require.NoError(t, c.SetStartupOptions(context.Background(), sled2, opts))
 	_, err = m.env.ExecuteActivity(m.a.HostWaitBoot, activities.HostWaitBootInput{
-		SP: sled2, NewSlot: 1, Phase2SHA256: "ab" + p2Ref.SHA256[2:], Timeout: 200 * time.Millisecond, PollInterval: 10 * time.Millisecond})
+		SP: sled2, NewSlot: 1, Phase2ID: "ab" + phase2ID(t, p2Ref)[2:], Timeout: 200 * time.Millisecond, PollInterval: 10 * time.Millisecond})
 	assert.Equal(t, failure.HostBootTimeout, mgsErrType(err))
 	assert.False(t, m.truth().Host.StartupOptions.Phase2RecoveryMode, "cleared when the boot timed out")
 }
@@ -106,7 +106,7 @@ func TestHostPostUpdateRetryDoesNotCycleAgain(t *testing.T) {
 	assert.Equal(t, 1, m.truth().Host.Boots, "the host was power-cycled once")
 
 	res, err := exec[activities.HostWaitBootResult](m, m.a.HostWaitBoot, activities.HostWaitBootInput{
-		SP: sled2, NewSlot: 1, Phase2SHA256: p2Ref.SHA256, Timeout: 10 * time.Second, PollInterval: 10 * time.Millisecond})
+		SP: sled2, NewSlot: 1, Phase2ID: phase2ID(t, p2Ref), Timeout: 10 * time.Second, PollInterval: 10 * time.Millisecond})
 	require.NoError(t, err)
 	assert.True(t, res.Booted)
 }

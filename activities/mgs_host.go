@@ -34,6 +34,11 @@ func (a *MGSActivities) HostPostUpdate(ctx context.Context, in HostPostUpdateInp
 	if err != nil {
 		return err
 	}
+	// MGS names a phase 2 image by its header's SHA-256, not the file's.
+	id, err := a.phase2ID(ctx, in.Phase2)
+	if err != nil {
+		return err
+	}
 	uploaded := 0
 	var lastErr error
 	for _, c := range set.Clients() {
@@ -44,8 +49,9 @@ func (a *MGSActivities) HostPostUpdate(ctx context.Context, in HostPostUpdateInp
 		sum, err := c.UploadHostPhase2(ctx, heartbeatReader(ctx, rc), size)
 		rc.Close()
 		switch {
-		case err == nil && !strings.EqualFold(sum, in.Phase2.SHA256):
-			return mgsFatal(failure.ArtifactMismatch, "MGS %s hashed phase 2 as %s, expected %s", c.BaseURL(), sum, in.Phase2.SHA256)
+		case err == nil && !strings.EqualFold(sum, id):
+			return mgsFatal(failure.ArtifactMismatch, "MGS %s names phase 2 %s (artifact %s) as %s, its header as %s",
+				c.BaseURL(), in.Phase2.Version, in.Phase2.SHA256, sum, id)
 		case err == nil:
 			uploaded++
 		case mgs.Classify(err) == mgs.ClassFatal:
@@ -57,7 +63,7 @@ func (a *MGSActivities) HostPostUpdate(ctx context.Context, in HostPostUpdateInp
 	if uploaded == 0 {
 		return fmt.Errorf("no MGS took the phase 2 image: %w", lastErr)
 	}
-	a.event(ctx, in.AttemptID, "phase2-upload", "", fmt.Sprintf("phase 2 %s cached on %d MGS instance(s)", in.Phase2.SHA256, uploaded))
+	a.event(ctx, in.AttemptID, "phase2-upload", "", fmt.Sprintf("phase 2 %s (artifact %s) cached on %d MGS instance(s)", id, in.Phase2.SHA256, uploaded))
 
 	// The SP's state is the marker of the power cycle: the slot and the
 	// recovery mode are set only while the host is off (A2), so a host
@@ -167,10 +173,12 @@ func setRecoveryMode(ctx context.Context, set *mgs.Set, sp mgs.SpIdentifier, on 
 
 // HostWaitBootInput follows the host's boot and phase 2 fetch.
 type HostWaitBootInput struct {
-	SP           mgs.SpIdentifier `json:"sp"`
-	AttemptID    uuid.UUID        `json:"attemptId"`
-	NewSlot      uint16           `json:"newSlot"`
-	Phase2SHA256 string           `json:"phase2Sha256"`
+	SP        mgs.SpIdentifier `json:"sp"`
+	AttemptID uuid.UUID        `json:"attemptId"`
+	NewSlot   uint16           `json:"newSlot"`
+	// Phase2ID is the phase 2 image's ID at MGS (PrecheckResult.Phase2ID:
+	// its header's SHA-256), the image_id host-phase2-progress reports.
+	Phase2ID string `json:"phase2Id"`
 	// Timeout bounds the whole boot (phase 1 + phase 2 fetch), counted
 	// from Since.
 	Timeout         time.Duration `json:"timeout"`
@@ -213,7 +221,7 @@ func (a *MGSActivities) HostWaitBoot(ctx context.Context, in HostWaitBootInput) 
 	first := true
 	pw := progressWriter{a: a, attempt: in.AttemptID}
 	for {
-		p, ok, err := freshestPhase2(ctx, set, in.SP, in.Phase2SHA256)
+		p, ok, err := freshestPhase2(ctx, set, in.SP, in.Phase2ID)
 		if err != nil {
 			return out, err
 		}
@@ -241,7 +249,7 @@ func (a *MGSActivities) HostWaitBoot(ctx context.Context, in HostWaitBootInput) 
 			_ = setRecoveryMode(ctx, set, in.SP, false)
 			return out, mgsFatal(failure.HostBootTimeout,
 				"host of %s did not boot slot %d with phase 2 %s within %s (phase 2 fetched %d of %d bytes)",
-				in.SP, in.NewSlot, in.Phase2SHA256, in.Timeout, out.Offset, out.Total)
+				in.SP, in.NewSlot, in.Phase2ID, in.Timeout, out.Offset, out.Total)
 		}
 		if in.CheckpointEvery > 0 && time.Since(began) >= in.CheckpointEvery && !first && out.Offset != startOffset {
 			return out, nil
@@ -275,7 +283,7 @@ func (a *MGSActivities) bootedFromSlot(ctx context.Context, set *mgs.Set, in Hos
 	if err := setRecoveryMode(ctx, set, in.SP, false); err != nil {
 		return false, err
 	}
-	a.event(ctx, in.AttemptID, "host-booted", "", fmt.Sprintf("host booted slot %d and fetched phase 2 %s; recovery mode cleared", slot, in.Phase2SHA256))
+	a.event(ctx, in.AttemptID, "host-booted", "", fmt.Sprintf("host booted slot %d and fetched phase 2 %s; recovery mode cleared", slot, in.Phase2ID))
 	return true, nil
 }
 

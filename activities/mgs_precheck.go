@@ -16,7 +16,10 @@ import (
 type PrecheckInput struct {
 	SP        mgs.SpIdentifier `json:"sp"`
 	Component string           `json:"component"`
-	Artifacts []ArtifactRef    `json:"artifacts"`
+	// Artifacts are verified before anything touches a device. For
+	// host-boot-flash they are phase 1 and then the phase 2 image it boots,
+	// whose header is checked too (verifyPhase2).
+	Artifacts []ArtifactRef `json:"artifacts"`
 }
 
 // SlotInfo is one firmware slot as the SP reports it.
@@ -40,16 +43,29 @@ type PrecheckResult struct {
 	Inactive      SlotInfo         `json:"inactive"`
 	Status        mgs.UpdateStatus `json:"status"`
 	ArtifactSizes []int64          `json:"artifactSizes"`
+	// Phase2ID is, for host-boot-flash, the phase 2 image's ID at MGS: its
+	// header's SHA-256 (the recovery upload's answer, host-phase2-progress's
+	// image_id). The artifact's own SHA-256 is its ID at sled-agent.
+	Phase2ID string `json:"phase2Id,omitempty"`
 }
 
-// MGSPrecheck verifies the artifacts, then reads the SP's identity, its
+// MGSPrecheck verifies the artifacts (a phase 2 image by its header too),
+// then reads the SP's identity, its
 // active and inactive slot versions (for host boot flash the active slot
 // and both slots' phase 1 hashes) and the component's update status,
 // through any MGS.
 func (a *MGSActivities) MGSPrecheck(ctx context.Context, in PrecheckInput) (PrecheckResult, error) {
 	var out PrecheckResult
-	for _, art := range in.Artifacts {
-		n, err := a.verifyArtifact(ctx, art)
+	for i, art := range in.Artifacts {
+		var n int64
+		var err error
+		if in.Component == mgs.ComponentHostBootFlash && i == 1 {
+			var h mgs.Phase2Header
+			n, h, err = a.verifyPhase2(ctx, art)
+			out.Phase2ID = h.SHA256
+		} else {
+			n, err = a.verifyArtifact(ctx, art)
+		}
 		if err != nil {
 			return out, err
 		}

@@ -281,7 +281,7 @@ func TestHostActivitiesFollowPhase2ThroughSP(t *testing.T) {
 	_, err := m.env.ExecuteActivity(m.a.HostPostUpdate, activities.HostPostUpdateInput{SP: sled2, NewSlot: 1, Phase2: p2Ref})
 	require.NoError(t, err)
 	res, err := exec[activities.HostWaitBootResult](m, m.a.HostWaitBoot, activities.HostWaitBootInput{
-		SP: sled2, NewSlot: 1, Phase2SHA256: p2Ref.SHA256, Timeout: 10 * time.Second, PollInterval: 10 * time.Millisecond})
+		SP: sled2, NewSlot: 1, Phase2ID: phase2ID(t, p2Ref), Timeout: 10 * time.Second, PollInterval: 10 * time.Millisecond})
 	require.NoError(t, err)
 	assert.True(t, res.Booted)
 	assert.EqualValues(t, 64<<10, res.Offset)
@@ -289,8 +289,16 @@ func TestHostActivitiesFollowPhase2ThroughSP(t *testing.T) {
 
 	// A stale record (another image) is not taken for progress.
 	_, err = m.env.ExecuteActivity(m.a.HostWaitBoot, activities.HostWaitBootInput{
-		SP: sled2, NewSlot: 1, Phase2SHA256: "ab" + p2Ref.SHA256[2:], Timeout: 200 * time.Millisecond, PollInterval: 10 * time.Millisecond})
+		SP: sled2, NewSlot: 1, Phase2ID: "ab" + phase2ID(t, p2Ref)[2:], Timeout: 200 * time.Millisecond, PollInterval: 10 * time.Millisecond})
 	assert.Equal(t, failure.HostBootTimeout, mgsErrType(err))
+}
+
+// phase2ID is a phase 2 artifact's ID at MGS: its header's SHA-256.
+func phase2ID(t *testing.T, ref activities.ArtifactRef) string {
+	t.Helper()
+	id, err := simmgs.ReadPhase2ID(ref.Path)
+	require.NoError(t, err)
+	return id
 }
 
 // flashHostPhase1 writes a 64 KiB phase 2 image and its phase 1, delivers
@@ -302,7 +310,7 @@ func (m *mgsAct) flashHostPhase1(t *testing.T) (p1sum string, p2Ref activities.A
 	require.NoError(t, os.WriteFile(p2Path, p2, 0o644))
 	p2Ref = activities.ArtifactRef{Version: "2", SHA256: simmgs.SHA256Hex(p2), Path: p2Path}
 	p1Path := filepath.Join(m.dir, "p1.bin")
-	p1sum, err := simmgs.WriteImageFile(p1Path, simmgs.ImageHeader{Component: simmgs.CompHost, Version: "2", Phase2: p2Ref.SHA256}, 32<<10)
+	p1sum, err := simmgs.WriteImageFile(p1Path, simmgs.ImageHeader{Component: simmgs.CompHost, Version: "2", Phase2: simmgs.Phase2ID(p2)}, 32<<10)
 	require.NoError(t, err)
 	id = uuid.New()
 	sr, err := exec[activities.StartUpdateResult](m, m.a.MGSStartUpdate, activities.StartUpdateInput{

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet"
+	"github.com/fleetsaga/fleetsaga/fleet/apiversion"
 	"github.com/fleetsaga/fleetsaga/fleet/nexusdb"
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
 	"github.com/fleetsaga/fleetsaga/ledger"
@@ -54,6 +55,10 @@ func NewZoneActivities(store *ledger.Store, ep fleet.Endpoints, hc *http.Client,
 func sledAgentErr(sled uuid.UUID, err error) error {
 	if err == nil || sledagent.IsRetryable(err) {
 		return err
+	}
+	if apiversion.IsRefused(err) {
+		// No cause: its text is the message already (one clear message).
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("sled %s: %v", sled, err), failure.APIVersionRefused, nil)
 	}
 	var he *sledagent.Error
 	if errors.As(err, &he) && he.StatusCode == http.StatusNotFound {

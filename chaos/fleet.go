@@ -39,6 +39,7 @@ type fleet struct {
 	spImage   workflows.Artifact
 	hostP1    workflows.Artifact
 	hostP2    workflows.Artifact
+	hostP2ID  string                // hostP2's ID at MGS and in the SP's truth: its header's SHA-256
 	agentNew  map[string]spec.Image // agent name → its new image
 	agentOld  map[string]spec.Image
 	clusterOf map[string]spec.Cluster
@@ -108,8 +109,9 @@ func newFleet(cfg Config, dir string) (*fleet, error) {
 		return nil, err
 	}
 	f.hostP2 = workflows.Artifact{Version: hostTargetVersion, SHA256: simmgs.SHA256Hex(p2), Path: p2Path}
+	f.hostP2ID = simmgs.Phase2ID(p2)
 	p1Path := filepath.Join(adir, "host-phase1-"+hostTargetVersion+".img")
-	p1sum, err := simmgs.WriteImageFile(p1Path, simmgs.ImageHeader{Component: simmgs.CompHost, Version: hostTargetVersion, Phase2: f.hostP2.SHA256}, hostImageSize)
+	p1sum, err := simmgs.WriteImageFile(p1Path, simmgs.ImageHeader{Component: simmgs.CompHost, Version: hostTargetVersion, Phase2: f.hostP2ID}, hostImageSize)
 	if err != nil {
 		return nil, err
 	}

@@ -220,7 +220,7 @@ func checkSPs(e *evidence, iv *invariant) {
 		// Host boot flash.
 		h := sp.Host
 		booted := h.State == simmgs.HostRunning && h.Slots[h.BootedSlot].Version == hostTargetVersion &&
-			strings.EqualFold(h.BootedPhase2, e.fleet.hostP2.SHA256)
+			strings.EqualFold(h.BootedPhase2, e.fleet.hostP2ID)
 		if contains(e.expect.hostSleds, c) {
 			target := workflows.HostFlashTarget(uint16(c))
 			a := e.latest(workflows.KindHostFlash, target)

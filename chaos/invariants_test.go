@@ -79,7 +79,7 @@ func cleanEvidence() *evidence {
 	bumpID := workflows.WorkflowID(workflows.KindBootImageBump, "cluster/c0")
 	sec := tNexusNew
 	return &evidence{
-		fleet: &fleet{hostP2: workflows.Artifact{SHA256: "p2"}, agentNew: map[string]spec.Image{"vm-agent": {UUID: tNewImg}},
+		fleet: &fleet{hostP2: workflows.Artifact{SHA256: "p2"}, hostP2ID: "p2", agentNew: map[string]spec.Image{"vm-agent": {UUID: tNewImg}},
 			clusterOf: map[string]spec.Cluster{"c0": cluster}},
 		expect: &expectations{spSleds: []int{3}, zones: []uuid.UUID{tZone}, agents: []string{"vm-agent"}, clusters: []string{"c0"},
 			offline: map[uuid.UUID]bool{}, canaryFailed: map[string]bool{"c0": true}, updateIDs: []string{spID, zoneID, bumpID}},

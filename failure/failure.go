@@ -20,13 +20,19 @@ const (
 	// HealthCheckInvalid: a gate's health check cannot be run (Prometheus
 	// refused its query, or none is configured).
 	HealthCheckInvalid = "HealthCheckInvalid"
+	// APIVersionRefused: MGS or a sled-agent refused the API version our
+	// client was written for (the rack runs an older service).
+	APIVersionRefused = "APIVersionRefused"
 )
 
 // SP firmware and host boot flash (MGS).
 const (
 	ArtifactUnavailable = "ArtifactUnavailable"    // cannot read the artifact file/URL
 	ArtifactMismatch    = "ArtifactDigestMismatch" // SHA-256 differs from the expected one
-	MGSNotConfigured    = "MGSNotConfigured"
+	// ArtifactInvalid: the artifact is not the kind of image it is given
+	// as (a phase 2 image whose header does not check).
+	ArtifactInvalid  = "ArtifactInvalid"
+	MGSNotConfigured = "MGSNotConfigured"
 	// MGSRejected: a 4xx answer or a malformed reply (type suffix
 	// ":<error_code>").
 	MGSRejected           = "MGSRejected"

@@ -43,7 +43,10 @@ func TestThousandSPsAndServersInOneProcess(t *testing.T) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			url := fmt.Sprintf("%s/mgs/%d/sp/sled/%d/component/sp/update?id=%s&firmware_slot=0", srv.URL, sled.Cubby%2, sled.Cubby, uuid.New())
-			resp, err := http.Post(url, "application/octet-stream", bytes.NewReader(img))
+			req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(img))
+			req.Header.Set("Content-Type", "application/octet-stream")
+			req.Header.Set("api-version", mgs.APIVersion)
+			resp, err := http.DefaultClient.Do(req)
 			code := 0
 			if err == nil {
 				code = resp.StatusCode

@@ -48,6 +48,14 @@ func (in HostFlashInput) Validate() error {
 	}
 	errs = append(errs, validateArtifact("host-flash phase1", in.Phase1), validateArtifact("host-flash phase2", in.Phase2),
 		in.Timing.validate("host-flash"))
+	// A phase 1 boots only the phase 2 it names. Its bytes are opaque to
+	// us (the pairing lives inside the real phase 1), but a release
+	// carries exactly one of each under one host OS version (omicron
+	// nexus/reconfigurator/planning/src/mgs_updates/host_phase_1.rs pairs
+	// them that way): two versions are not a pair.
+	if in.Phase1.Version != "" && in.Phase2.Version != "" && in.Phase1.Version != in.Phase2.Version {
+		errs = append(errs, fmt.Errorf("host-flash: phase 1 version %s and phase 2 version %s are not one release's pair", in.Phase1.Version, in.Phase2.Version))
+	}
 	return errors.Join(errs...)
 }
 
@@ -81,6 +89,9 @@ type hostFlash struct {
 	// slot is the slot phase 1 goes to: the one inactive at the last
 	// precheck.
 	slot uint16
+	// phase2ID is the phase 2 image's ID at MGS (its header's SHA-256),
+	// read by the first precheck.
+	phase2ID string
 }
 
 func (w *hostFlash) firmwareSlot() uint16 { return w.slot }
@@ -101,6 +112,7 @@ func (w *hostFlash) precheck(ctx workflow.Context, when precheckWhen) (precheckS
 	}
 	if when == precheckFirst {
 		w.result.PreviousVersion = hostSlotVersion(pre.Active)
+		w.phase2ID = pre.Phase2ID
 	}
 	if err := checkIdentity(w.in.Sled, pre); err != nil {
 		return readyForUpdate, err

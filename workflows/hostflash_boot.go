@@ -65,7 +65,7 @@ func (w *hostFlash) waitBoot(ctx workflow.Context) error {
 	w.phase(ctx, MGSPhaseHostBoot)
 	w.report.Done, w.report.Total = 0, 0
 	in := activities.HostWaitBootInput{
-		SP: w.sp, AttemptID: w.attemptID(), NewSlot: w.slot, Phase2SHA256: w.in.Phase2.SHA256,
+		SP: w.sp, AttemptID: w.attemptID(), NewSlot: w.slot, Phase2ID: w.phase2ID,
 		Timeout: w.timing.NewVersionTimeout, PollInterval: w.timing.PollInterval, CheckpointEvery: w.timing.CheckpointEvery,
 	}
 	for n := 0; ; n++ {

@@ -76,7 +76,7 @@ func hostFlashSeedScenario(t *testing.T, spRecord bool) {
 	assert.Equal(t, 1, *tr.Host.AttachedMGS, "the SP attached to mgs/1")
 	assert.Equal(t, simmgs.HostRunning, tr.Host.State)
 	assert.Equal(t, simmgs.Phase2FromRecovery, tr.Host.Phase2Source, "phase 2 came through the SP, not from disk")
-	assert.Equal(t, in.Phase2.SHA256, tr.Host.BootedPhase2)
+	assert.Equal(t, phase2ID(t, in.Phase2), tr.Host.BootedPhase2)
 	assert.Equal(t, 1, tr.Host.BootedSlot)
 	assert.False(t, tr.Host.StartupOptions.Phase2RecoveryMode, "recovery mode cleared after the boot")
 	mgsTruth := st.sim.Truth()[simmgs.Name].(simmgs.Truth).Racks[0].MGS

@@ -25,11 +25,15 @@ func hostInput() HostFlashInput {
 }
 
 // hostAt: active slot `active` holds phase 1 version v with hash sha.
+// tPhase2ID is the phase 2 image's ID at MGS (its header's SHA-256), which
+// the precheck reads from the artifact.
+const tPhase2ID = "d2595c48371de62d9d97452f5a2e784ad2f847e349c4e5a139335e6da5b7cc63"
+
 func hostAt(active uint16, v, sha string) func(context.Context, activities.PrecheckInput) (activities.PrecheckResult, error) {
 	return func(_ context.Context, in activities.PrecheckInput) (activities.PrecheckResult, error) {
 		return activities.PrecheckResult{Serial: tSerial, Model: "913-0000019",
 			Active:   activities.SlotInfo{Slot: active, Valid: true, Version: v, SHA256: sha},
-			Inactive: activities.SlotInfo{Slot: 1 - active, Valid: true, Version: "0.9.0"}}, nil
+			Inactive: activities.SlotInfo{Slot: 1 - active, Valid: true, Version: "0.9.0"}, Phase2ID: tPhase2ID}, nil
 	}
 }
 
@@ -55,6 +59,7 @@ func TestHostFlashHappyPath(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&during))
 		assert.Equal(t, time.Unix(5, 0).UTC(), in.Since.UTC(), "the boot bound carries across checkpoints")
+		assert.Equal(t, tPhase2ID, in.Phase2ID, "the fetch is followed by the phase 2 image's ID at MGS, not the file's SHA-256")
 		return activities.HostWaitBootResult{Booted: true, Offset: 100, Total: 100}, nil
 	})
 	res, err := m.runHost(hostInput())
@@ -131,6 +136,11 @@ func TestHostFlashInputContract(t *testing.T) {
 	in = hostInput()
 	in.Phase2.Path = ""
 	assert.ErrorContains(t, in.Validate(), "phase2")
+	// A release carries one phase 1 and the phase 2 it boots, under one
+	// version: two versions are not a pair.
+	in = hostInput()
+	in.Phase2.Version = "2.0.1"
+	assert.ErrorContains(t, in.Validate(), "phase 1 version 2.0.0 and phase 2 version 2.0.1 are not one release's pair")
 	_, ok := Kinds[KindHostFlash]
 	assert.True(t, ok)
 }

@@ -178,7 +178,7 @@ func TestHostFlashResetMidDelivery(t *testing.T) {
 			assert.Equal(t, workflows.MGSOutcomeCompletedUpdate, res.Outcome)
 			tr := st.truth(cubby)
 			assert.Equal(t, simmgs.HostRunning, tr.Host.State)
-			assert.Equal(t, in.Phase2.SHA256, tr.Host.BootedPhase2)
+			assert.Equal(t, phase2ID(t, in.Phase2), tr.Host.BootedPhase2)
 			require.Len(t, tr.Deliveries, 1, "our phase 1 was sent once: %+v", tr.Deliveries)
 			st.checkLedgerAgrees(reset, cubby, res)
 			st.checkTargetFree(in.Target())

@@ -3,8 +3,6 @@ package workflows_test
 import (
 	"context"
 	"database/sql"
-	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	fmgs "github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
@@ -129,10 +128,8 @@ func failEventWriteOnce(t *testing.T, db *sql.DB, step string) (fired func() boo
 // returns once it is back.
 func (st *mgsStack) resetSP(cubby int) {
 	st.t.Helper()
-	resp, err := http.Post(st.sim.URL+"/mgs/0/sp/sled/"+strconv.Itoa(cubby)+"/component/sp/reset", "application/json", nil)
+	err := fmgs.New(st.sim.URL+"/mgs/0", nil).Reset(context.Background(), fmgs.SpIdentifier{Type: fmgs.SpTypeSled, Slot: uint16(cubby)}, fmgs.ComponentSP)
 	require.NoError(st.t, err)
-	resp.Body.Close()
-	require.Equal(st.t, http.StatusNoContent, resp.StatusCode)
 }
 
 // assertDeliveredOnce: fleetsim's SP saw no update ID of ours twice.

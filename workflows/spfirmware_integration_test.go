@@ -377,7 +377,8 @@ func (st *mgsStack) hostInput(cubby int) workflows.HostFlashInput {
 	require.NoError(st.t, os.WriteFile(p2Path, p2, 0o644))
 	p2sum := simmgs.SHA256Hex(p2)
 	p1Path := filepath.Join(st.dir, "phase1.bin")
-	p1sum, err := simmgs.WriteImageFile(p1Path, simmgs.ImageHeader{Component: simmgs.CompHost, Version: "2.0.0", Phase2: p2sum}, 64<<10)
+	// Phase 1 names its phase 2 by the header's SHA-256, as MGS does.
+	p1sum, err := simmgs.WriteImageFile(p1Path, simmgs.ImageHeader{Component: simmgs.CompHost, Version: "2.0.0", Phase2: simmgs.Phase2ID(p2)}, 64<<10)
 	require.NoError(st.t, err)
 	return workflows.HostFlashInput{
 		Sled:   workflows.SPTarget{Type: fmgs.SpTypeSled, Slot: uint16(cubby), Serial: st.spec.Racks[0].Sleds[cubby].Serial},
@@ -385,6 +386,15 @@ func (st *mgsStack) hostInput(cubby int) workflows.HostFlashInput {
 		Phase2: workflows.Artifact{Version: "2.0.0", SHA256: p2sum, Path: p2Path},
 		Timing: fastTiming(),
 	}
+}
+
+// phase2ID is a phase 2 artifact's ID at MGS and in the SP's truth: its
+// header's SHA-256.
+func phase2ID(t *testing.T, a workflows.Artifact) string {
+	t.Helper()
+	id, err := simmgs.ReadPhase2ID(a.Path)
+	require.NoError(t, err)
+	return id
 }
 
 // The SP fetches phase 2 through the MGS that answers first; here mgs/0 is
@@ -402,7 +412,7 @@ func TestHostFlashAgainstFleetsimPhase2ViaOtherMGS(t *testing.T) {
 	tr := st.truth(3)
 	assert.Equal(t, simmgs.HostRunning, tr.Host.State)
 	assert.Equal(t, 1, tr.Host.BootedSlot, "booted the formerly inactive slot")
-	assert.Equal(t, in.Phase2.SHA256, tr.Host.BootedPhase2)
+	assert.Equal(t, phase2ID(t, in.Phase2), tr.Host.BootedPhase2)
 	require.NotNil(t, tr.Host.AttachedMGS)
 	assert.Equal(t, 1, *tr.Host.AttachedMGS)
 	st.checkLedgerAgrees(run, 3, res)

@@ -21,7 +21,16 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/fleetsaga/fleetsaga/fleet/apiversion"
 )
+
+// APIVersion is the MGS API version this client is written for: the
+// document it follows, mgs-openapi-3.0.0.json (omicron
+// openapi/gateway/gateway-3.0.0-*.json, gateway-api's latest). Every
+// request names it in the api-version header; an MGS that serves only an
+// older API refuses it (apiversion.Refused).
+const APIVersion = "3.0.0"
 
 // maxReply bounds how much of a reply body is read.
 const maxReply = 1 << 20
@@ -70,6 +79,7 @@ func (c *Client) do(ctx context.Context, k call) error {
 		req.Header.Set("Content-Type", k.contentType)
 	}
 	req.Header.Set("Accept", "application/json")
+	apiversion.Set(req, APIVersion)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -111,6 +121,10 @@ func (c *Client) replyError(k call, status int, body []byte) error {
 		return e
 	}
 	e.RequestID, e.Message = raw.RequestID, raw.Message
+	if r := apiversion.Refusal("MGS", c.base, APIVersion, status, raw.Message); r != nil {
+		e.Err = r
+		return e
+	}
 	if raw.ErrorCode != nil {
 		e.Code = *raw.ErrorCode
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/fleetsaga/fleetsaga/fleet/apiversion"
 )
 
 // Error is a failed MGS call: a transport failure (Status 0), an HTTP error
@@ -29,6 +31,8 @@ type Error struct {
 
 func (e *Error) Error() string {
 	switch {
+	case apiversion.IsRefused(e.Err):
+		return fmt.Sprintf("mgs %s: %v", e.Op, e.Err)
 	case e.Decode:
 		return fmt.Sprintf("mgs %s %s: malformed reply (HTTP %d): %v", e.MGS, e.Op, e.Status, e.Err)
 	case e.Status == 0:
@@ -117,7 +121,9 @@ func Classify(err error) Class {
 		return ClassFatal
 	}
 	switch {
-	case e.Decode:
+	case e.Decode, apiversion.IsRefused(e.Err):
+		// A refused API version: the rack runs an older MGS; asking
+		// again, or the other instance of the same rack, does not help.
 		return ClassFatal
 	case e.Status == 0:
 		return ClassTryNextMGS // transport: connection refused/reset, timeout

@@ -119,12 +119,26 @@ func (c *Contract) route(req *http.Request, prefix string) (*openapi3filter.Requ
 	return &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route, Options: options}, nil
 }
 
-// ValidateRequest checks method, path, query and body of a request as the
-// client sends it. body is the request body (nil for none).
+// Version is the document's API version (info.version): the version a
+// client following it names in the api-version header.
+func (c *Contract) Version() string { return c.doc.Info.Version }
+
+// versionHeader is where omicron's versioned APIs read the version a
+// request is written for (dropshot's ClientSpecifiesVersionInHeader; the
+// documents do not list it as a parameter).
+const versionHeader = "api-version"
+
+// ValidateRequest checks method, path, query, body and the api-version
+// header of a request as the client sends it. body is the request body
+// (nil for none).
 func (c *Contract) ValidateRequest(req *http.Request, prefix string, body []byte) error {
 	in, err := c.route(req, prefix)
 	if err != nil {
 		return err
+	}
+	if got := req.Header.Get(versionHeader); got != c.Version() {
+		return fmt.Errorf("%s: request %s %s: %s header is %q, the document is version %q (the server refuses a request without it)",
+			c.Name, req.Method, in.Request.URL.Path, versionHeader, got, c.Version())
 	}
 	in.Request.Body = io.NopCloser(bytes.NewReader(body))
 	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {

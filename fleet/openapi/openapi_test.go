@@ -48,11 +48,20 @@ func TestViolationsAreReported(t *testing.T) {
 	}
 	start := httptest.NewRequest(http.MethodPost, "http://x/sp/sled/3/component/sp/update?id=6f1e4a56-3c48-4d8e-9a4c-1b2a3c4d5e6f&firmware_slot=0", strings.NewReader("img"))
 	start.Header.Set("Content-Type", "application/octet-stream")
+	if err := mgs.ValidateRequest(start, "", []byte("img")); err == nil || !strings.Contains(err.Error(), "api-version") {
+		t.Fatalf("start without api-version: %v", err)
+	}
+	start.Header.Set("api-version", "2.0.0")
+	if err := mgs.ValidateRequest(start, "", []byte("img")); err == nil || !strings.Contains(err.Error(), `"3.0.0"`) {
+		t.Fatalf("start for another API version: %v", err)
+	}
+	start.Header.Set("api-version", mgs.Version())
 	if err := mgs.ValidateRequest(start, "", []byte("img")); err != nil {
 		t.Fatalf("valid start rejected: %v", err)
 	}
 	noID := httptest.NewRequest(http.MethodPost, "http://x/sp/sled/3/component/sp/update?firmware_slot=0", strings.NewReader("img"))
 	noID.Header.Set("Content-Type", "application/octet-stream")
+	noID.Header.Set("api-version", "3.0.0")
 	if err := mgs.ValidateRequest(noID, "", []byte("img")); err == nil {
 		t.Fatal("start without id accepted")
 	}

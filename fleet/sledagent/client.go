@@ -11,7 +11,16 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/fleetsaga/fleetsaga/fleet/apiversion"
 )
+
+// APIVersion is the sled-agent API version this client is written for:
+// the document it follows, sled-agent-openapi-48.0.0.json (omicron
+// openapi/sled-agent/sled-agent-48.0.0-*.json). Every request names it in
+// the api-version header; a sled-agent that serves only an older API
+// refuses it (apiversion.Refused, not retryable).
+const APIVersion = "48.0.0"
 
 // CodeZoneRemovalFailed is the error_code of fleetsim's opt-in
 // remove-before-ledger mode for a PUT whose zone removal failed (the ledger
@@ -35,14 +44,27 @@ type Error struct {
 	ErrorCode  string
 	Message    string
 	RequestID  string
+	// Refused is set when the answer is the refusal of our API version.
+	Refused *apiversion.Refused
 }
 
 func (e *Error) Error() string {
+	if e.Refused != nil {
+		return fmt.Sprintf("sled-agent %s: %v", e.Op, e.Refused)
+	}
 	code := e.ErrorCode
 	if code == "" {
 		code = http.StatusText(e.StatusCode)
 	}
 	return fmt.Sprintf("sled-agent %s: %d %s: %s", e.Op, e.StatusCode, code, e.Message)
+}
+
+// Unwrap exposes a refused API version (apiversion.IsRefused).
+func (e *Error) Unwrap() error {
+	if e.Refused != nil {
+		return e.Refused
+	}
+	return nil
 }
 
 // Retryable is the one place that decides whether an HTTP error from a
@@ -82,10 +104,11 @@ func HasCode(err error, code string) bool {
 
 // IsBadRequest reports a 400: the sled-agent refused this config. Whether
 // another writer moved the sled on (rebase) or the config itself is wrong
-// only a fresh read of the ledgered generation can tell.
+// only a fresh read of the ledgered generation can tell. A refused API
+// version is not one: no config would be accepted.
 func IsBadRequest(err error) bool {
 	var he *Error
-	return errors.As(err, &he) && he.StatusCode == http.StatusBadRequest
+	return errors.As(err, &he) && he.StatusCode == http.StatusBadRequest && he.Refused == nil
 }
 
 // Client talks to one sled's sled-agent.
@@ -156,6 +179,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		return fmt.Errorf("sled-agent %s: %w", op, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	apiversion.Set(req, APIVersion)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -180,6 +204,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		}
 		if json.Unmarshal(raw, &eb) == nil && eb.Message != "" {
 			he.ErrorCode, he.Message, he.RequestID = eb.ErrorCode, eb.Message, eb.RequestID
+			he.Refused = apiversion.Refusal("sled-agent", c.base, APIVersion, resp.StatusCode, eb.Message)
 		} else {
 			he.Message = strings.TrimSpace(string(truncate(raw, 512)))
 		}

@@ -76,6 +76,7 @@ func TestOversizedImageRejected(t *testing.T) {
 	req, err := http.NewRequest("POST", h.srv.URL+path, io.LimitReader(zeroReader{}, 64<<20+1))
 	require.NoError(t, err)
 	req.ContentLength = 64<<20 + 1
+	req.Header.Set("api-version", mgs.APIVersion)
 	resp, err := http.DefaultClient.Do(req)
 	if err == nil { // the server may close before the client finished sending
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)

@@ -21,7 +21,7 @@ func (h *harness) writePhase1(slot int, uploadTo ...int) (phase2 string) {
 	h.t.Helper()
 	ctx := context.Background()
 	p2 := mgs.MakePhase2Image("2.0.0", phase2Size)
-	phase2 = mgs.SHA256Hex(p2)
+	phase2 = mgs.Phase2ID(p2) // MGS and phase 1 name it by its header's SHA-256
 	for _, i := range uploadTo {
 		sum, err := h.mgs[i].UploadHostPhase2(ctx, bytes.NewReader(p2), int64(len(p2)))
 		require.NoError(h.t, err)

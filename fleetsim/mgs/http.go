@@ -1,6 +1,7 @@
 package mgs
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	fmgs "github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/httpx"
 )
@@ -23,7 +25,7 @@ func (d *Domain) Mount(mux *http.ServeMux) {
 	for _, r := range d.racks {
 		for _, m := range r.mgs {
 			prefix := "/mgs/" + strconv.Itoa(m.url)
-			h := d.env.Faults.Middleware("mgs/"+strconv.Itoa(m.url), http.StripPrefix(prefix, m.routes()))
+			h := d.env.Faults.Middleware("mgs/"+strconv.Itoa(m.url), http.StripPrefix(prefix, httpx.RequireAPIVersion(APIVersion, m.routes())))
 			handlers[strconv.Itoa(m.url)] = d.env.Wrap("mgs", prefix, m.downCheck(h))
 		}
 	}
@@ -713,30 +715,52 @@ func (m *instance) phase2Delete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// phase2Upload caches a host phase 2 recovery image in this MGS (digest and
-// size only).
+// phase2Upload is MGS's recovery upload (omicron gateway/src/http_entrypoints.rs
+// recovery_host_phase2_upload; mgs gateway-sp-comms/src/host_phase2.rs
+// InMemoryHostPhase2Provider::insert): a body over 512 MiB gets dropshot's
+// 400; the body must be a host phase 2 image, its header's magic, version
+// and length checked, else 400 BadHostPhase2Image with MGS's message. MGS
+// names the image by its header's SHA-256 and keeps the last one
+// (fleetsim keeps the digests and the size, never the body).
 func (m *instance) phase2Upload(w http.ResponseWriter, r *http.Request) {
+	tooBig := func() {
+		httpx.WriteError(w, http.StatusBadRequest, noCode, fmt.Sprintf("request body exceeded maximum size of %d bytes", int64(maxPhase2Body)))
+	}
 	if r.ContentLength > maxPhase2Body {
-		httpx.WriteError(w, http.StatusBadRequest, codeImageTooLarge, fmt.Sprintf("image exceeds %d bytes", int64(maxPhase2Body)))
+		tooBig()
 		return
 	}
-	ir := newImageReader(http.MaxBytesReader(w, r.Body, maxPhase2Body))
-	if _, err := io.Copy(io.Discard, ir); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			httpx.WriteError(w, http.StatusBadRequest, codeImageTooLarge, fmt.Sprintf("image exceeds %d bytes", int64(maxPhase2Body)))
+	body := http.MaxBytesReader(w, r.Body, maxPhase2Body)
+	head := make([]byte, fmgs.Phase2HeaderSize)
+	n, err := io.ReadFull(body, head)
+	sum := sha256.New()
+	sum.Write(head[:n])
+	var rest int64
+	if err == nil {
+		rest, err = io.Copy(sum, body)
+	} else if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		err = nil
+	}
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			tooBig()
 			return
 		}
-		httpx.WriteError(w, http.StatusBadRequest, noCode, "reading image: "+err.Error())
+		httpx.WriteError(w, http.StatusBadRequest, noCode, "error streaming request body: "+err.Error())
 		return
 	}
-	info := ir.info()
-	if info.Size == 0 {
-		httpx.WriteError(w, http.StatusBadRequest, noCode, "image is empty")
+	size := int64(n) + rest
+	h, err := fmgs.ParsePhase2Header(head[:n])
+	if err == nil {
+		err = h.CheckPhase2Size(uint64(size))
+	}
+	if err != nil {
+		httpx.WriteError(w, http.StatusBadRequest, fmgs.CodeBadHostPhase2Image, err.Error())
 		return
 	}
-	m.addImage(info.SHA256, info.Size)
-	httpx.WriteJSON(w, http.StatusOK, map[string]string{"sha256_hash": info.SHA256})
+	m.addImage(h.SHA256, hex.EncodeToString(sum.Sum(nil)), size)
+	httpx.WriteJSON(w, http.StatusOK, map[string]string{"sha256_hash": h.SHA256})
 }
 
 func (m *instance) allSPIDs(w http.ResponseWriter, _ *http.Request) {

@@ -12,13 +12,17 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	fmgs "github.com/fleetsaga/fleetsaga/fleet/mgs"
 )
 
 // Simulated firmware images.
 //
-// A real SP image is a Hubris archive whose caboose carries its version; a
-// host phase 1 image names the phase 2 image it boots. fleetsim's images
-// carry the same facts in a one-line header:
+// A real SP image is a Hubris archive whose caboose carries its version and
+// board; a host phase 1 image names the phase 2 image it boots (by the
+// phase 2 header's SHA-256, which the host asks its SP for). fleetsim's SP
+// and phase 1 images carry the same facts in a one-line header (phase 2
+// images are in the real format, MakePhase2Image):
 //
 //	FLEETSIM-IMAGE {"component":"sp","version":"1.1.0","board":"gimlet-e"}\n
 //	<filler up to the image size>
@@ -42,8 +46,8 @@ type ImageHeader struct {
 	Board string `json:"board,omitempty"`
 	// Name is the caboose NAME (default "gimlet").
 	Name string `json:"name,omitempty"`
-	// Phase2 is, for host phase 1 images, the SHA-256 (hex) of the phase 2
-	// image the host fetches after booting this image.
+	// Phase2 is, for host phase 1 images, the ID of the phase 2 image the
+	// host boots after this one: its header's SHA-256 (hex, Phase2ID).
 	Phase2 string `json:"phase2,omitempty"`
 }
 
@@ -90,12 +94,59 @@ func WriteImageFile(path string, h ImageHeader, size int) (string, error) {
 	return hex.EncodeToString(sum.Sum(nil)), nil
 }
 
-// MakePhase2Image returns a host phase 2 (recovery) image of size bytes. Its
-// content only matters through its SHA-256, which phase 1 headers name.
+// Phase2DatasetName is the dataset name fleetsim writes in its phase 2
+// headers (a real host image's).
+const Phase2DatasetName = "rpool/ROOT/ramdisk"
+
+// phase2TargetSize is the header's target_size (a real image's: 4 GiB).
+const phase2TargetSize = 1 << 32
+
+// MakePhase2Image returns a host phase 2 image of size bytes in the real
+// format (fmgs.Phase2Header): the 4 KiB header block, then deterministic
+// data whose SHA-256 the header carries. Its ID at MGS, and the hash a
+// phase 1 image names, is that header SHA-256 (Phase2ID). size is raised
+// to the header and one byte of data.
 func MakePhase2Image(version string, size int) []byte {
-	var buf bytes.Buffer
-	_ = writeFiller(&buf, "phase2/"+version, size)
-	return buf.Bytes()
+	size = max(size, fmgs.Phase2HeaderSize+1)
+	var data bytes.Buffer
+	_ = writeFiller(&data, "phase2/"+version, size-fmgs.Phase2HeaderSize)
+	n := uint64(data.Len())
+	hdr, err := fmgs.EncodePhase2Header(fmgs.Phase2Header{
+		Flags: 1, DataSize: n, ImageSize: n, TargetSize: phase2TargetSize,
+		SHA256: SHA256Hex(data.Bytes()), ImageName: "fleetsim host phase 2 " + version,
+	}, Phase2DatasetName)
+	if err != nil {
+		panic(err) // a version over 100 bytes: a caller's bug
+	}
+	return append(hdr, data.Bytes()...)
+}
+
+// Phase2ID is a phase 2 image's ID as MGS names it: its header's SHA-256
+// (hex); "" when img is not a phase 2 image.
+func Phase2ID(img []byte) string {
+	h, err := fmgs.ParsePhase2Header(img)
+	if err != nil {
+		return ""
+	}
+	return h.SHA256
+}
+
+// ReadPhase2ID reads a phase 2 image file's header and returns its ID.
+func ReadPhase2ID(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	head := make([]byte, fmgs.Phase2HeaderSize)
+	if _, err := io.ReadFull(f, head); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	h, err := fmgs.ParsePhase2Header(head)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return h.SHA256, nil
 }
 
 // SHA256Hex is the hex SHA-256 of b.

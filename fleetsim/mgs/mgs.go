@@ -58,6 +58,10 @@ import (
 // Name is the domain's key under /truth.
 const Name = "mgs"
 
+// APIVersion is the MGS API version fleetsim serves (the newest it
+// accepts in the api-version header): mgs-openapi-3.0.0.json's.
+const APIVersion = "3.0.0"
+
 // Domain is the simulated MGS pairs and their SPs.
 type Domain struct {
 	env    domain.Env
@@ -91,10 +95,14 @@ type instance struct {
 	served map[string]phase2Record // "sled/3" → last phase 2 request this MGS served
 }
 
+// phase2Image is a recovery image an MGS holds: its ID (the header's
+// SHA-256, what the host asks for), the file's SHA-256 (what sled-agent
+// would name it by) and its size.
 type phase2Image struct {
-	SHA256   string    `json:"sha256"`
-	Size     int64     `json:"size"`
-	LastUsed time.Time `json:"last_used"`
+	SHA256         string    `json:"sha256"`
+	ArtifactSHA256 string    `json:"artifact_sha256"`
+	Size           int64     `json:"size"`
+	LastUsed       time.Time `json:"last_used"`
 }
 
 // New is the domain constructor (domain.Constructor).
@@ -493,7 +501,7 @@ func (m *instance) image(sha string) (int64, bool) {
 }
 
 // addImage caches a recovery image, evicting the least recently used one.
-func (m *instance) addImage(sha string, size int64) {
+func (m *instance) addImage(sha, artifact string, size int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, img := range m.images {
@@ -511,5 +519,5 @@ func (m *instance) addImage(sha string, size int64) {
 		}
 		m.images = append(m.images[:lru], m.images[lru+1:]...)
 	}
-	m.images = append(m.images, &phase2Image{SHA256: sha, Size: size, LastUsed: time.Now()})
+	m.images = append(m.images, &phase2Image{SHA256: sha, ArtifactSHA256: artifact, Size: size, LastUsed: time.Now()})
 }

@@ -55,8 +55,8 @@ const (
 	hostPrepareTime    = 10 * time.Second // erase of a 32 MiB host flash slot
 	hashTime           = 3 * time.Second  // SP hashing one host flash slot
 	maxUpdateBody      = 64 << 20
-	maxPhase2Body      = 1 << 30
-	phase2CachePerMGS  = 2
+	maxPhase2Body      = 512 << 20 // gateway-api HOST_PHASE2_MAX_BYTES
+	phase2CachePerMGS  = 1         // host_phase2_recovery_image_cache_max_images in smf/mgs/config.toml
 )
 
 // slotImage is what one firmware slot holds.
@@ -239,6 +239,14 @@ func (s *sp) busy() *update {
 // (SP-side rules 1 and 2). It returns the new update; delivery is the
 // caller's job.
 func (s *sp) prepare(now time.Time, id uuid.UUID, component string, fwSlot int, info imageInfo, mgsURL int, foreign bool) (*update, *spErr) {
+	if component == CompSP {
+		// MGS reads the SP's BORD before it sends prepare (mgs
+		// gateway-sp-comms/src/single_sp/update.rs start_sp_update); the
+		// SP checks the board again after the write.
+		if have, img := s.board(), imageFromInfo(info).Board; img != have {
+			return nil, &spErr{503, codeUpdateFailed, updateFailedSPPrefix + fmt.Sprintf("board mismatch: SP is %s but archive is for %s", have, img)}
+		}
+	}
 	if u := s.busy(); u != nil {
 		if u.component != component {
 			return nil, refused(fmt.Sprintf("%s (%s, update %s)", msgOtherComponent, u.component, u.id))
@@ -385,6 +393,14 @@ func (s *sp) rollback(now time.Time) {
 	s.resets++
 	s.epoch++
 	s.downUntil = now.Add(s.rack.d.env.Scale(s.rack.d.env.Spec.Timings.SPResetTime.Duration))
+}
+
+// board is the SP's BORD: its running image's caboose.
+func (s *sp) board() string {
+	if b := s.spSlots[0].Board; s.spSlots[0].Valid && b != "" {
+		return b
+	}
+	return defaultBoard
 }
 
 // hostActive is the host flash slot the next boot uses.

@@ -153,6 +153,7 @@ func rawRequest(t *testing.T, method, url, body string) (int, errorBody) {
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("api-version", sled.APIVersion)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -66,6 +66,10 @@ import (
 // Name is the domain's key under /truth.
 const Name = "sled"
 
+// APIVersion is the sled-agent API version fleetsim serves (the newest it
+// accepts in the api-version header): sled-agent-openapi-48.0.0.json's.
+const APIVersion = "48.0.0"
+
 // maxConfigBytes bounds a PUT /omicron-config body.
 const maxConfigBytes = 1 << 20
 
@@ -234,7 +238,7 @@ func (s *sledAgent) newHandler() http.Handler {
 		}
 		httpx.WriteError(w, http.StatusNotFound, "NotFound", "no sled-agent route for "+r.Method+" "+r.URL.Path)
 	})
-	return s.d.env.Faults.Middleware("sled-agent", mux)
+	return s.d.env.Faults.Middleware("sled-agent", httpx.RequireAPIVersion(APIVersion, mux))
 }
 
 // listen starts the sled's own listener on loopback.
