@@ -123,6 +123,12 @@ func (c *Contract) route(req *http.Request, prefix string) (*openapi3filter.Requ
 // client following it names in the api-version header.
 func (c *Contract) Version() string { return c.doc.Info.Version }
 
+// Versioned reports whether the server refuses a request that does not
+// name its API version. Nexus's lockstep API is served without a version
+// policy (omicron nexus/src/lib.rs): its clients and servers ship
+// together.
+func (c *Contract) Versioned() bool { return c.Name != NexusLockstep }
+
 // versionHeader is where omicron's versioned APIs read the version a
 // request is written for (dropshot's ClientSpecifiesVersionInHeader; the
 // documents do not list it as a parameter).
@@ -136,7 +142,7 @@ func (c *Contract) ValidateRequest(req *http.Request, prefix string, body []byte
 	if err != nil {
 		return err
 	}
-	if got := req.Header.Get(versionHeader); got != c.Version() {
+	if got := req.Header.Get(versionHeader); c.Versioned() && got != c.Version() {
 		return fmt.Errorf("%s: request %s %s: %s header is %q, the document is version %q (the server refuses a request without it)",
 			c.Name, req.Method, in.Request.URL.Path, versionHeader, got, c.Version())
 	}
