@@ -20,6 +20,9 @@ const (
 	// HealthCheckInvalid: a gate's health check cannot be run (Prometheus
 	// refused its query, or none is configured).
 	HealthCheckInvalid = "HealthCheckInvalid"
+	// NotificationRefused: a webhook answered 4xx (its URL or secret is
+	// wrong): retrying cannot help.
+	NotificationRefused = "NotificationRefused"
 	// APIVersionRefused: MGS or a sled-agent refused the API version our
 	// client was written for (the rack runs an older service).
 	APIVersionRefused = "APIVersionRefused"
