@@ -67,13 +67,45 @@ func requireRefused(t *testing.T, err error, reason approval.Reason) {
 	require.Equal(t, reason, r.Reason, r.Msg)
 }
 
-func never(context.Context, string) (bool, error) { return false, nil }
+// history is the ledger's memory of replay keys and approvers.
+type history struct {
+	used  map[string]approval.Use
+	sofar []string
+}
+
+func (h *history) Used(_ context.Context, key string) (*approval.Use, error) {
+	if u, ok := h.used[key]; ok {
+		return &u, nil
+	}
+	return nil, nil
+}
+
+func (h *history) Approvers(context.Context, approval.Gate) ([]string, error) { return h.sofar, nil }
+
+// record is what the activity does with an accepted approval.
+func (h *history) record(g approval.Gate, v approval.Verified) {
+	if h.used == nil {
+		h.used = map[string]approval.Use{}
+	}
+	h.used[v.ReplayKey] = approval.Use{Rollout: g.Rollout, Stage: g.Stage, Principal: v.Principal.Name}
+	h.sofar = append(h.sofar, v.Principal.Name)
+}
+
+func check(k *approval.Keyring, s approval.Signed, p approval.Policy, starter string, h *history) (approval.Verified, approval.Needed, error) {
+	if h == nil {
+		h = &history{}
+	}
+	v, needed, retry, err := k.Check(context.Background(), s, gate, p, starter, h)
+	if err == nil && !retry {
+		h.record(gate, v)
+	}
+	return v, needed, err
+}
 
 func TestSignedApprovalByAnAllowedKeyIsAccepted(t *testing.T) {
 	alice := newKey(t)
 	k := keyring(t, map[string]ssh.Signer{"alice@example.com": alice})
-	v, needed, err := k.Check(context.Background(), sign(t, statement(t, gate, now.Add(-time.Minute)), alice), gate,
-		approval.Policy{}, "", nil, never)
+	v, needed, err := check(k, sign(t, statement(t, gate, now.Add(-time.Minute)), alice), approval.Policy{}, "", nil)
 	require.NoError(t, err)
 	require.Equal(t, "alice@example.com", v.Principal.Name)
 	require.Equal(t, ssh.FingerprintSHA256(alice.PublicKey()), v.Principal.KeyFingerprint)
@@ -105,36 +137,34 @@ func TestRefusedApprovalsSayWhy(t *testing.T) {
 		require.NoError(t, err)
 		return approval.Signed{Payload: string(st.Payload()), SSHSig: string(sshsig.Armor(sig))}
 	}
+	// bob's approval of another gate, recorded there, then sent here.
 	replayed := sign(t, statement(t, gate, fresh), bob)
-	usedNonces := map[string]bool{}
-	used := func(_ context.Context, key string) (bool, error) { return usedNonces[key], nil }
-	_, _, err := k.Check(context.Background(), replayed, gate, approval.Policy{}, "", nil, used)
-	require.NoError(t, err)
+	elsewhere := &history{used: map[string]approval.Use{}}
 	var st approval.Statement
 	require.NoError(t, jsonUnmarshal(replayed.Payload, &st))
-	usedNonces[st.Nonce] = true // the ledger recorded it
+	elsewhere.used[st.Nonce] = approval.Use{Rollout: gate.Rollout, Stage: "rest", Principal: "bob"}
 
 	for _, tc := range []struct {
 		name    string
 		signed  approval.Signed
 		policy  approval.Policy
 		starter string
-		sofar   []string
+		h       *history
 		want    approval.Reason
 	}{
 		{"unsigned", approval.Signed{Payload: string(statement(t, gate, fresh).Payload())}, approval.Policy{}, "", nil, approval.ReasonUnsigned},
 		{"unknown key", sign(t, statement(t, gate, fresh), mallory), approval.Policy{}, "", nil, approval.ReasonUnknownKey},
 		{"another digest", sign(t, statement(t, otherDigest, fresh), alice), approval.Policy{}, "", nil, approval.ReasonWrongGate},
 		{"another gate's approval", sign(t, statement(t, otherGate, fresh), alice), approval.Policy{}, "", nil, approval.ReasonWrongGate},
-		{"replayed nonce", replayed, approval.Policy{}, "", nil, approval.ReasonReplayed},
+		{"replayed nonce", replayed, approval.Policy{}, "", elsewhere, approval.ReasonReplayed},
 		{"expired", sign(t, statement(t, gate, now.Add(-2*approval.DefaultMaxAge)), alice), approval.Policy{}, "", nil, approval.ReasonExpired},
 		{"wrong namespace", wrongNamespace(), approval.Policy{}, "", nil, approval.ReasonBadSignature},
 		{"starter approves own rollout under four eyes", sign(t, statement(t, gate, fresh), alice), approval.Policy{FourEyes: true}, "alice", nil, approval.ReasonFourEyes},
 		{"not among the allowed", sign(t, statement(t, gate, fresh), alice), approval.Policy{Allowed: []string{"bob", "group:sp-admins"}}, "", nil, approval.ReasonNotAllowed},
-		{"same approver twice", sign(t, statement(t, gate, fresh), alice), approval.Policy{Approvers: 2}, "", []string{"alice"}, approval.ReasonAlreadyApproved},
+		{"same approver twice", sign(t, statement(t, gate, fresh), alice), approval.Policy{Approvers: 2}, "", &history{sofar: []string{"alice"}}, approval.ReasonAlreadyApproved},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := k.Check(context.Background(), tc.signed, gate, tc.policy, tc.starter, tc.sofar, used)
+			_, _, err := check(k, tc.signed, tc.policy, tc.starter, tc.h)
 			requireRefused(t, err, tc.want)
 			require.NotContains(t, err.Error(), "PRIVATE KEY")
 		})
@@ -147,12 +177,20 @@ func TestTwoDistinctApproversOpenTheGate(t *testing.T) {
 	p := approval.Policy{Approvers: 2, FourEyes: true}
 	require.Equal(t, "2 more approvals, not by alice", p.StillNeeded("alice", nil).String())
 
-	_, needed, err := k.Check(context.Background(), sign(t, statement(t, gate, now), bob), gate, p, "alice", nil, never)
+	h := &history{}
+	bobs := sign(t, statement(t, gate, now), bob)
+	_, needed, err := check(k, bobs, p, "alice", h)
 	require.NoError(t, err)
 	require.Equal(t, approval.Needed{Approvers: 1, Not: []string{"bob", "alice"}}, needed)
 	require.Equal(t, "1 more approval, not by bob or alice", needed.String())
 
-	_, needed, err = k.Check(context.Background(), sign(t, statement(t, gate, now), carol), gate, p, "alice", []string{"bob"}, never)
+	// The activity retried after its write: bob's approval counts once.
+	_, needed, retry, err := k.Check(context.Background(), bobs, gate, p, "alice", h)
+	require.NoError(t, err)
+	require.True(t, retry)
+	require.Equal(t, 1, needed.Approvers)
+
+	_, needed, err = check(k, sign(t, statement(t, gate, now), carol), p, "alice", h)
 	require.NoError(t, err)
 	require.True(t, needed.Open())
 }

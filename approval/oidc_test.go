@@ -1,7 +1,6 @@
 package approval_test
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
@@ -78,7 +77,7 @@ func TestOIDCTokenFromARealIssuer(t *testing.T) {
 	policy := approval.Policy{Allowed: []string{"group:sp-admins"}}
 
 	ok := approval.WithIDToken(st, iss.token(t, claims(now.Add(5*time.Minute), nil)))
-	v, needed, err := k.Check(context.Background(), ok, gate, policy, "", nil, never)
+	v, needed, err := check(k, ok, policy, "", nil)
 	require.NoError(t, err)
 	require.Equal(t, approval.Principal{Name: "dana@example.com", Groups: []string{"sp-admins"}, Method: approval.MethodOIDC,
 		KeyFingerprint: iss.URL + "#u-123"}, v.Principal)
@@ -86,7 +85,7 @@ func TestOIDCTokenFromARealIssuer(t *testing.T) {
 	require.True(t, needed.Open())
 
 	bound := approval.WithIDToken(st, iss.token(t, claims(now.Add(5*time.Minute), func(c map[string]any) { c["nonce"] = approval.StatementDigest(st) })))
-	_, _, err = k.Check(context.Background(), bound, gate, policy, "", nil, never)
+	_, _, err = check(k, bound, policy, "", nil)
 	require.NoError(t, err, "a token whose nonce is the statement's digest binds it")
 
 	for _, tc := range []struct {
@@ -101,13 +100,13 @@ func TestOIDCTokenFromARealIssuer(t *testing.T) {
 		{"issued for another statement", iss.token(t, claims(now.Add(5*time.Minute), func(c map[string]any) { c["nonce"] = "0000" })), approval.ReasonWrongGate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := k.Check(context.Background(), approval.WithIDToken(st, tc.token), gate, policy, "", nil, never)
+			_, _, err := check(k, approval.WithIDToken(st, tc.token), policy, "", nil)
 			requireRefused(t, err, tc.want)
 			require.NotContains(t, err.Error(), tc.token, "no token in an error")
 		})
 	}
 
 	forged := approval.WithIDToken(st, iss.token(t, claims(now.Add(5*time.Minute), nil))+"x")
-	_, _, err = k.Check(context.Background(), forged, gate, policy, "", nil, never)
+	_, _, err = check(k, forged, policy, "", nil)
 	requireRefused(t, err, approval.ReasonBadToken)
 }

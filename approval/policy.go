@@ -124,24 +124,43 @@ func (n Needed) String() string {
 	return s
 }
 
+// History is what the ledger knows when an approval arrives.
+type History interface {
+	// Used says what replayKey approved before (nil: never used).
+	Used(ctx context.Context, replayKey string) (*Use, error)
+	// Approvers lists the principals who approved gate so far.
+	Approvers(ctx context.Context, gate Gate) ([]string, error)
+}
+
+// Use is what a replay key approved.
+type Use struct{ Rollout, Stage, Principal string }
+
 // Check is the whole decision on one signed approval at a gate: Verify,
-// then replay (used answers whether a ReplayKey was used before: the
-// ledger's), then the Policy given the starter and the approvers so far.
-// It returns the verified approval and what the gate needs once it
-// counts.
-func (k *Keyring) Check(ctx context.Context, s Signed, gate Gate, p Policy, starter string, sofar []string,
-	used func(ctx context.Context, replayKey string) (bool, error)) (Verified, Needed, error) {
-	v, err := k.Verify(ctx, s, gate)
-	if err != nil {
-		return Verified{}, Needed{}, err
+// then replay (the ledger's History), then the Policy given the rollout's
+// starter and the approvers so far. It returns the verified approval and
+// what the gate needs once it counts. retry says the same approval was
+// recorded for this gate before (an activity retried after its write):
+// it counts once and must not be recorded again.
+func (k *Keyring) Check(ctx context.Context, s Signed, gate Gate, p Policy, starter string, h History) (v Verified, needed Needed, retry bool, err error) {
+	if v, err = k.Verify(ctx, s, gate); err != nil {
+		return Verified{}, Needed{}, false, err
 	}
-	if u, err := used(ctx, v.ReplayKey); err != nil {
-		return Verified{}, Needed{}, err
-	} else if u {
-		return Verified{}, Needed{}, refuse(ReasonReplayed, "this signed approval (by %s) was used before: sign a new one", v.Principal.Name)
+	use, err := h.Used(ctx, v.ReplayKey)
+	if err != nil {
+		return Verified{}, Needed{}, false, err
+	}
+	sofar, err := h.Approvers(ctx, gate)
+	if err != nil {
+		return Verified{}, Needed{}, false, err
+	}
+	if use != nil {
+		if *use != (Use{Rollout: gate.Rollout, Stage: gate.Stage, Principal: v.Principal.Name}) {
+			return Verified{}, Needed{}, false, refuse(ReasonReplayed, "this signed approval (by %s) was used before: sign a new one", v.Principal.Name)
+		}
+		return v, p.StillNeeded(starter, sofar), true, nil
 	}
 	if err := p.Admit(v.Principal, starter, sofar); err != nil {
-		return Verified{}, Needed{}, err
+		return Verified{}, Needed{}, false, err
 	}
-	return v, p.StillNeeded(starter, append(slices.Clone(sofar), v.Principal.Name)), nil
+	return v, p.StillNeeded(starter, append(slices.Clone(sofar), v.Principal.Name)), false, nil
 }
