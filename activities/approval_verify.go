@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -81,7 +82,7 @@ type VerifyStartInput struct {
 // (the starter four eyes excludes). A refusal is as VerifyApproval's.
 func (a *ApprovalActivities) VerifyStart(ctx context.Context, in VerifyStartInput) (approval.Principal, error) {
 	gate := approval.Gate{Rollout: in.Rollout, PlanDigest: in.PlanDigest, Decision: approval.DecisionStart}
-	stage := "start:" + in.RunID
+	stage := startStagePrefix + in.RunID
 	v, _, retry, err := a.Keyring.Check(ctx, in.Signed, gate, approval.Policy{}, "", startHistory{ledgerHistory{a.Store}, stage})
 	if err != nil {
 		return approval.Principal{}, refusal(ctx, gate, err)
@@ -159,3 +160,24 @@ func (h startHistory) Used(ctx context.Context, key string) (*approval.Use, erro
 }
 
 func (startHistory) Approvers(context.Context, approval.Gate) ([]string, error) { return nil, nil }
+
+// startStagePrefix marks a start in the ledger's rollout_approval: its
+// stage is "start:<run ID>".
+const startStagePrefix = "start:"
+
+// StoredApprovalGate is the gate a ledger approval row was signed for.
+func StoredApprovalGate(a ledger.Approval) approval.Gate {
+	if strings.HasPrefix(a.Stage, startStagePrefix) {
+		return approval.Gate{Rollout: a.Rollout, PlanDigest: a.PlanDigest, Decision: approval.DecisionStart}
+	}
+	return approval.Gate{Rollout: a.Rollout, Stage: a.Stage, PlanDigest: a.PlanDigest, Decision: approval.DecisionApprove}
+}
+
+// CheckStoredApproval re-checks a ledger approval's signature and
+// statement offline (ledger.Store.VerifyAudit's check), against signers
+// (nil: against the key the signature names).
+func CheckStoredApproval(signers approval.AllowedSigners) func(ledger.Approval) error {
+	return func(a ledger.Approval) error {
+		return approval.VerifyStored(signers, approval.Method(a.Method), a.Payload, a.Signature, a.KeyFingerprint, StoredApprovalGate(a))
+	}
+}

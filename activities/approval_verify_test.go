@@ -140,9 +140,7 @@ func TestVerifyApprovalOnTheLedger(t *testing.T) {
 	// What the ledger holds re-verifies offline.
 	signers, err := approval.ParseAllowedSigners([]byte(allowed.String()))
 	require.NoError(t, err)
-	_, err = env.Store.VerifyAudit(ctx, func(a ledger.Approval) error {
-		return approval.VerifyStored(signers, approval.Method(a.Method), a.Payload, a.Signature, a.KeyFingerprint,
-			approval.Gate{Rollout: a.Rollout, Stage: a.Stage, PlanDigest: a.PlanDigest, Decision: approval.DecisionApprove})
-	})
+	v, err := env.Store.VerifyAudit(ctx, activities.CheckStoredApproval(signers))
 	require.NoError(t, err)
+	require.Equal(t, 3, v.Signatures)
 }

@@ -116,12 +116,14 @@ func (b *BrokenLink) Error() string {
 // offline. checkSig, when set, re-checks each signed approval's signature
 // and statement (approval.VerifyStored).
 type AuditVerifier struct {
-	CheckSignature func(Approval) error
+	CheckSignature func(Approval) error `json:"-"`
 
 	chain    string
 	prevHash string
 	// Records and Chains count what was checked.
-	Records, Chains, Signatures int
+	Records    int `json:"records"`
+	Chains     int `json:"chains"`
+	Signatures int `json:"signatures"`
 }
 
 // Add checks the next record; the first error is the first broken link.
