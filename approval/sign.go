@@ -29,3 +29,13 @@ func WithIDToken(st Statement, token string) Signed {
 // StatementDigest is the hex SHA-256 of st's payload, the nonce an ID
 // token bound to st carries.
 func StatementDigest(st Statement) string { return digest(st.Payload()) }
+
+// SignatureKey is the SHA256 fingerprint of the key that made s's SSH
+// signature.
+func SignatureKey(s Signed) (string, error) {
+	sig, err := sshsig.Unarmor([]byte(s.SSHSig))
+	if err != nil {
+		return "", err
+	}
+	return ssh.FingerprintSHA256(sig.PublicKey), nil
+}
