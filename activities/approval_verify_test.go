@@ -2,12 +2,8 @@ package activities_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +15,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/approval"
+	"github.com/fleetsaga/fleetsaga/approval/approvaltest"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 	"github.com/fleetsaga/fleetsaga/ledger"
@@ -34,19 +31,11 @@ func TestVerifyApprovalOnTheLedger(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
 	keys := map[string]ssh.Signer{}
-	var allowed strings.Builder
 	for _, who := range []string{"alice", "bob", "carol", "mallory"} {
-		_, priv, err := ed25519.GenerateKey(rand.Reader)
-		require.NoError(t, err)
-		keys[who], err = ssh.NewSignerFromKey(priv)
-		require.NoError(t, err)
-		if who != "mallory" {
-			fmt.Fprintf(&allowed, "%s %s", who, ssh.MarshalAuthorizedKey(keys[who].PublicKey()))
-		}
+		keys[who] = approvaltest.Key(t)
 	}
-	path := filepath.Join(t.TempDir(), "allowed_signers")
-	require.NoError(t, os.WriteFile(path, []byte(allowed.String()), 0o600))
-	keyring, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: path})
+	allowedKeys := map[string]ssh.Signer{"alice": keys["alice"], "bob": keys["bob"], "carol": keys["carol"]}
+	keyring, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, allowedKeys)})
 	require.NoError(t, err)
 	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
 
@@ -55,11 +44,8 @@ func TestVerifyApprovalOnTheLedger(t *testing.T) {
 	rest := approval.Gate{Rollout: rollout, Stage: "rest", PlanDigest: strings.Repeat("b2", 32)}
 	policy := approval.Policy{Approvers: 2, FourEyes: true}
 	signed := func(who string, g approval.Gate) approval.Signed {
-		st, err := approval.NewStatement(g.Rollout, g.Stage, g.PlanDigest, approval.DecisionApprove, who+" reviewed", time.Now())
-		require.NoError(t, err)
-		s, err := approval.SignSSH(st, keys[who])
-		require.NoError(t, err)
-		return s
+		g.Decision = approval.DecisionApprove
+		return approvaltest.Sign(t, approvaltest.Statement(t, g, who+" reviewed", time.Now()), keys[who])
 	}
 	verify := func(in activities.VerifyApprovalInput) (activities.VerifyApprovalResult, error) {
 		var ts testsuite.WorkflowTestSuite
@@ -138,9 +124,54 @@ func TestVerifyApprovalOnTheLedger(t *testing.T) {
 	require.Equal(t, canary.PlanDigest, got[0].PlanDigest)
 
 	// What the ledger holds re-verifies offline.
-	signers, err := approval.ParseAllowedSigners([]byte(allowed.String()))
+	signers, err := approval.ParseAllowedSigners(mustRead(t, approvaltest.AllowedSigners(t, allowedKeys)))
 	require.NoError(t, err)
 	v, err := env.Store.VerifyAudit(ctx, activities.CheckStoredApproval(signers))
 	require.NoError(t, err)
 	require.Equal(t, 3, v.Signatures)
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}
+
+// VerifyStart names who started a rollout with which plan, records it
+// once (a retry answers the same), and refuses a start signed for another
+// plan or by an unknown key.
+func TestVerifyStartOnTheLedger(t *testing.T) {
+	env := testenv.New(t)
+	alice, mallory := approvaltest.Key(t), approvaltest.Key(t)
+	keyring, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, map[string]ssh.Signer{"alice": alice})})
+	require.NoError(t, err)
+	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
+	rollout, digest := "fleetsaga/rollout/plan/q3", strings.Repeat("c3", 32)
+	start := func(key ssh.Signer, signedDigest string) (approval.Principal, error) {
+		st := approvaltest.Statement(t, approval.Gate{Rollout: rollout, PlanDigest: signedDigest, Decision: approval.DecisionStart}, "start plan q3", time.Now())
+		in := activities.VerifyStartInput{Rollout: rollout, RunID: "run-1", PlanDigest: digest, Signed: approvaltest.Sign(t, st, key)}
+		var ts testsuite.WorkflowTestSuite
+		ae := ts.NewTestActivityEnvironment()
+		ae.RegisterActivity(acts)
+		var p approval.Principal
+		v, err := ae.ExecuteActivity(acts.VerifyStart, in)
+		if err == nil {
+			require.NoError(t, v.Get(&p))
+		}
+		return p, err
+	}
+	p, err := start(alice, digest)
+	require.NoError(t, err)
+	require.Equal(t, "alice", p.Name)
+	_, err = start(mallory, digest)
+	require.ErrorContains(t, err, string(approval.ReasonUnknownKey))
+	_, err = start(alice, strings.Repeat("d4", 32))
+	require.ErrorContains(t, err, string(approval.ReasonWrongGate))
+	rows, err := env.Store.Approvals(context.Background(), rollout)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.Equal(t, "start:run-1", rows[0].Stage)
+	require.Equal(t, digest, rows[0].PlanDigest)
+	require.Equal(t, activities.StoredApprovalGate(rows[0]).Decision, approval.DecisionStart)
 }

@@ -2,12 +2,7 @@ package approval_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,29 +12,15 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/fleetsaga/fleetsaga/approval"
+	"github.com/fleetsaga/fleetsaga/approval/approvaltest"
 )
 
 var now = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 
-func newKey(t *testing.T) ssh.Signer {
+// keyring loads an allowed_signers file naming each principal's key.
+func keyring(t *testing.T, keys map[string]ssh.Signer) *approval.Keyring {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	require.NoError(t, err)
-	s, err := ssh.NewSignerFromKey(priv)
-	require.NoError(t, err)
-	return s
-}
-
-// keyring writes an allowed_signers file naming each principal's key.
-func keyring(t *testing.T, lines map[string]ssh.Signer) *approval.Keyring {
-	t.Helper()
-	var b strings.Builder
-	for who, s := range lines {
-		fmt.Fprintf(&b, "%s namespaces=\"fleetsaga\" %s", who, ssh.MarshalAuthorizedKey(s.PublicKey()))
-	}
-	path := filepath.Join(t.TempDir(), "allowed_signers")
-	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
-	k, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: path})
+	k, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, keys)})
 	require.NoError(t, err)
 	return k.WithClock(func() time.Time { return now })
 }
@@ -47,18 +28,13 @@ func keyring(t *testing.T, lines map[string]ssh.Signer) *approval.Keyring {
 var gate = approval.Gate{Rollout: "fleetsaga/rollout/plan/q3", Stage: "canary", PlanDigest: strings.Repeat("ab", 32), Decision: approval.DecisionApprove}
 
 func statement(t *testing.T, g approval.Gate, at time.Time) approval.Statement {
-	t.Helper()
-	st, err := approval.NewStatement(g.Rollout, g.Stage, g.PlanDigest, g.Decision, "canary sleds healthy", at)
-	require.NoError(t, err)
-	return st
+	return approvaltest.Statement(t, g, "canary sleds healthy", at)
 }
 
-func sign(t *testing.T, st approval.Statement, s ssh.Signer) approval.Signed {
-	t.Helper()
-	signed, err := approval.SignSSH(st, s)
-	require.NoError(t, err)
-	return signed
-}
+var (
+	sign   = approvaltest.Sign
+	newKey = approvaltest.Key
+)
 
 func requireRefused(t *testing.T, err error, reason approval.Reason) {
 	t.Helper()

@@ -60,7 +60,7 @@ func TestAuditChainNamesTheRowEditedWithSQL(t *testing.T) {
 	// The append-only triggers stop an application, not an administrator.
 	_, err = s.DB().Exec(`UPDATE update_event SET message = 'edited' WHERE seq = $1`, events[2].Seq)
 	require.ErrorContains(t, err, "append-only")
-	tamper(t, s, "update_event", `UPDATE update_event SET message = 'all fine' WHERE seq = $1`, events[1].Seq)
+	env.AdminEdit("update_event", `UPDATE update_event SET message = 'all fine' WHERE seq = $1`, events[1].Seq)
 
 	_, err = s.VerifyAudit(ctx, nil)
 	var broken *ledger.BrokenLink
@@ -82,7 +82,7 @@ func TestAuditChainNamesAnEditedApproval(t *testing.T) {
 	}
 	approvals, err := s.Approvals(ctx, rollout)
 	require.NoError(t, err)
-	tamper(t, s, "rollout_approval", `UPDATE rollout_approval SET approved_by = 'carol', principal = 'carol' WHERE seq = $1`, approvals[0].Seq)
+	env.AdminEdit("rollout_approval", `UPDATE rollout_approval SET approved_by = 'carol', principal = 'carol' WHERE seq = $1`, approvals[0].Seq)
 	_, err = s.VerifyAudit(ctx, nil)
 	var broken *ledger.BrokenLink
 	require.True(t, errors.As(err, &broken), "%v", err)
@@ -110,22 +110,4 @@ func TestApprovalReplayKeyIsUsedOnce(t *testing.T) {
 	all, err := s.Approvals(ctx, rollout)
 	require.NoError(t, err)
 	require.Len(t, all, 1, "the refused replay changed nothing")
-}
-
-// tamper edits a row as a database administrator can: append-only
-// trigger off, edit, trigger on.
-func tamper(t *testing.T, s *ledger.Store, table, update string, seq int64) {
-	t.Helper()
-	tx, err := s.DB().Begin()
-	require.NoError(t, err)
-	defer tx.Rollback() //nolint:errcheck
-	_, err = tx.Exec(`ALTER TABLE ` + table + ` DISABLE TRIGGER ` + table + `_no_change`)
-	require.NoError(t, err)
-	res, err := tx.Exec(update, seq)
-	require.NoError(t, err)
-	n, _ := res.RowsAffected()
-	require.EqualValues(t, 1, n)
-	_, err = tx.Exec(`ALTER TABLE ` + table + ` ENABLE TRIGGER ` + table + `_no_change`)
-	require.NoError(t, err)
-	require.NoError(t, tx.Commit())
 }

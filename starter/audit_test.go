@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +14,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/fleetsaga/fleetsaga/approval"
+	"github.com/fleetsaga/fleetsaga/approval/approvaltest"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
@@ -33,20 +32,14 @@ func TestAuditVerifyNamesTheFirstBrokenLink(t *testing.T) {
 	for _, step := range []string{"intent", "start", "wait", "finish"} {
 		require.NoError(t, s.AppendEvent(ctx, ledger.Event{AttemptID: a.ID, Step: step, Worker: "w"}))
 	}
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	require.NoError(t, err)
-	key, err := ssh.NewSignerFromKey(priv)
-	require.NoError(t, err)
+	key := approvaltest.Key(t)
 	rollout, digest := "fleetsaga/rollout/plan/q3", strings.Repeat("ab", 32)
-	st, err := approval.NewStatement(rollout, "canary", digest, approval.DecisionApprove, "canary healthy", time.Now())
-	require.NoError(t, err)
-	signed, err := approval.SignSSH(st, key)
-	require.NoError(t, err)
+	st := approvaltest.Statement(t, approval.Gate{Rollout: rollout, Stage: "canary", PlanDigest: digest, Decision: approval.DecisionApprove}, "canary healthy", time.Now())
+	signed := approvaltest.Sign(t, st, key)
 	fp := ssh.FingerprintSHA256(key.PublicKey())
 	require.NoError(t, s.RecordApproval(ctx, ledger.Approval{Rollout: rollout, Stage: "canary", By: "alice", Reason: st.Reason,
 		PlanDigest: digest, Principal: "alice", Method: "ssh", KeyFingerprint: fp, Signature: signed.SSHSig, Payload: signed.Payload, ReplayKey: st.Nonce}))
-	signers := filepath.Join(t.TempDir(), "allowed_signers")
-	require.NoError(t, os.WriteFile(signers, []byte("alice "+string(ssh.MarshalAuthorizedKey(key.PublicKey()))), 0o600))
+	signers := approvaltest.AllowedSigners(t, map[string]ssh.Signer{"alice": key})
 	db := []string{"DATABASE_URL=" + env.DatabaseURL}
 
 	r := runStarter(t, db, "audit", "verify", "--allowed-signers", signers)
@@ -63,9 +56,9 @@ func TestAuditVerifyNamesTheFirstBrokenLink(t *testing.T) {
 
 	// An administrator rewrites the approval's reason and recomputes its
 	// hash: the chain holds, the signature does not.
-	adminEdit(t, s, "rollout_approval", `UPDATE rollout_approval SET reason = 'rubber stamp',
+	env.AdminEdit("rollout_approval", `UPDATE rollout_approval SET reason = 'rubber stamp',
 		payload = replace(payload, 'canary healthy', 'rubber stamp') WHERE rollout_id = $1`, rollout)
-	adminEdit(t, s, "rollout_approval", `UPDATE rollout_approval SET hash = rollout_approval_hash(rollout_approval) WHERE rollout_id = $1`, rollout)
+	env.AdminEdit("rollout_approval", `UPDATE rollout_approval SET hash = rollout_approval_hash(rollout_approval) WHERE rollout_id = $1`, rollout)
 	r = runStarter(t, db, "audit", "verify")
 	require.Equal(t, exitFailed, r.code, r.stdout)
 	require.Contains(t, r.stderr, "rollout_approval")
@@ -74,26 +67,10 @@ func TestAuditVerifyNamesTheFirstBrokenLink(t *testing.T) {
 	// An event edited with SQL is named, seq and attempt, before it.
 	events, err := s.Events(ctx, a.ID)
 	require.NoError(t, err)
-	adminEdit(t, s, "update_event", `UPDATE update_event SET worker = 'someone else' WHERE seq = $1`, events[1].Seq)
+	env.AdminEdit("update_event", `UPDATE update_event SET worker = 'someone else' WHERE seq = $1`, events[1].Seq)
 	r = runStarter(t, db, "audit", "verify")
 	require.Equal(t, exitFailed, r.code, r.stdout)
 	require.Contains(t, r.stderr, fmt.Sprintf("audit chain broken at update_event seq %d (attempt %s): its content does not match its hash", events[1].Seq, a.ID))
 	r = runStarter(t, nil, "audit", "verify", "--from", export)
 	require.Equal(t, 0, r.code, "the export taken before the edit still verifies: %s", r.stderr)
-}
-
-// adminEdit edits rows as a database administrator can: the append-only
-// trigger off, the edit, the trigger on.
-func adminEdit(t *testing.T, s *ledger.Store, table, update string, arg any) {
-	t.Helper()
-	tx, err := s.DB().Begin()
-	require.NoError(t, err)
-	defer tx.Rollback() //nolint:errcheck
-	_, err = tx.Exec(`ALTER TABLE ` + table + ` DISABLE TRIGGER ` + table + `_no_change`)
-	require.NoError(t, err)
-	_, err = tx.Exec(update, arg)
-	require.NoError(t, err)
-	_, err = tx.Exec(`ALTER TABLE ` + table + ` ENABLE TRIGGER ` + table + `_no_change`)
-	require.NoError(t, err)
-	require.NoError(t, tx.Commit())
 }
