@@ -111,3 +111,47 @@ func TestApprovalReplayKeyIsUsedOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, all, 1, "the refused replay changed nothing")
 }
+
+// Rows written before the chain existed are chained by its migration, in
+// order, and new rows chain onto them.
+func TestAuditMigrationChainsEarlierRows(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	db := env.Store.DB()
+	// The database as a build before the chain left it.
+	_, err := db.Exec(`DROP SCHEMA public CASCADE; CREATE SCHEMA public;
+		CREATE TABLE schema_migration (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+	require.NoError(t, err)
+	all, err := ledger.Migrations()
+	require.NoError(t, err)
+	const chain = 9
+	for _, m := range all {
+		if m.Version < chain {
+			_, err := db.Exec(m.SQL)
+			require.NoError(t, err, m.Name)
+			_, err = db.Exec(`INSERT INTO schema_migration (version, name) VALUES ($1, $2)`, m.Version, m.Name)
+			require.NoError(t, err)
+		}
+	}
+	a := intent("before-chain", "sp/sled/3", 1)
+	require.NoError(t, env.Store.RecordIntent(ctx, a))
+	for _, step := range []string{"intent", "start", "wait"} {
+		_, err := db.Exec(`INSERT INTO update_event (attempt_id, step, worker) VALUES ($1, $2, 'old-worker')`, a.ID, step)
+		require.NoError(t, err)
+	}
+	_, err = db.Exec(`INSERT INTO rollout_approval (rollout_id, stage, approved_by, reason) VALUES ('r', 'canary', 'alice', 'ok'), ('r', 'rest', 'bob', 'ok')`)
+	require.NoError(t, err)
+
+	applied, err := env.Store.Migrate(ctx)
+	require.NoError(t, err)
+	require.Contains(t, applied, chain)
+	require.NoError(t, env.Store.AppendEvent(ctx, ledger.Event{AttemptID: a.ID, Step: "finish"}))
+	events, err := env.Store.Events(ctx, a.ID)
+	require.NoError(t, err)
+	require.Len(t, events, 4)
+	require.Equal(t, events[2].Hash, events[3].PrevHash, "a new event chains onto the migrated ones")
+	v, err := env.Store.VerifyAudit(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, 6, v.Records)
+	require.Equal(t, 2, v.Chains)
+}
