@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/internal/plan"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 const gatedPlan = `
@@ -59,4 +61,24 @@ func TestApprovalPolicies(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
+}
+
+// The digest `starter rollout` signs is the one the workflow computes
+// again from the input Temporal hands it, signature field and all.
+func TestPlanDigestSurvivesTheTripThroughTemporal(t *testing.T) {
+	in, err := plan.Parse([]byte(fmt.Sprintf(gatedPlan, "approval: {approvers: 2}", "true", "{approvers: 1}")))
+	require.NoError(t, err)
+	signedDigest, err := approval.DigestJSON(in)
+	require.NoError(t, err)
+	sent := struct {
+		workflows.RolloutInput
+		StartSignature *approval.Signed `json:"startSignature,omitempty"`
+	}{in, &approval.Signed{Payload: "{}", SSHSig: "sig"}}
+	payload, err := converter.GetDefaultDataConverter().ToPayload(sent)
+	require.NoError(t, err)
+	var got workflows.RolloutInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(payload, &got))
+	again, err := approval.DigestJSON(got)
+	require.NoError(t, err)
+	require.Equal(t, signedDigest, again)
 }
