@@ -38,10 +38,12 @@ The approval is signed with your own key: an SSH signature (the format git
 uses, namespace fleetsaga) over the rollout, stage, plan digest, decision,
 reason, time and a nonce, made with --sign-key (a private key file, or the
 .pub of a key ssh-agent holds) or ssh-agent's only key; or, with --id-token,
-your identity provider's OIDC ID token. The worker checks it against its
-allowed signers and the gate's policy (how many distinct approvers, four
-eyes, who may approve) and refuses an unsigned, unknown, expired, replayed
-or misdirected one. With no key at hand the approval goes unsigned.
+your identity provider's OIDC ID token. The worker's VerifyApproval checks
+it against the worker's allowed signers and the gate's policy (how many
+distinct approvers, four eyes, who may approve) and refuses an unsigned,
+unknown, expired, replayed or misdirected one (README "Known gaps": the
+rollout's gate does not call it yet). With no key at hand the approval goes
+unsigned.
 
 The ledger records who (the principal the worker's keyring names, its key
 fingerprint and the signature), why and the plan's digest. When the stage
