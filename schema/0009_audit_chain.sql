@@ -34,6 +34,11 @@ $$ SELECT audit_hash('fleetsaga-event-v1', e.prev_hash,
 
 CREATE FUNCTION update_event_chain() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    -- A retried step (ON CONFLICT DO NOTHING) is not inserted: skip the
+    -- lock and the hash. Rows are never deleted, so it stays a conflict.
+    IF EXISTS (SELECT 1 FROM update_event WHERE attempt_id = NEW.attempt_id AND step = NEW.step) THEN
+        RETURN NEW;
+    END IF;
     -- One append per attempt at a time, so the row before is the one this
     -- row names; seq is drawn under the lock so seq order is chain order.
     PERFORM pg_advisory_xact_lock(hashtextextended('update_event:' || NEW.attempt_id::text, 0));
