@@ -48,24 +48,26 @@ BEGIN
     RETURN NEW;
 END $$;
 
--- Chain the rows written before this migration, in order.
-ALTER TABLE update_event DISABLE TRIGGER update_event_no_change;
-DO $$
+-- audit_chain_rows chains the rows of tbl written before this migration,
+-- chain by chain (chain_col) in seq order, with the table's <tbl>_hash.
+CREATE FUNCTION audit_chain_rows(tbl text, chain_col text) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-    r update_event;
+    r record;
     prev text := '';
-    chain uuid;
+    chain text;
 BEGIN
-    FOR r IN SELECT * FROM update_event ORDER BY attempt_id, seq LOOP
-        IF chain IS DISTINCT FROM r.attempt_id THEN
+    FOR r IN EXECUTE format('SELECT seq, %I::text AS chain FROM %I ORDER BY %I, seq', chain_col, tbl, chain_col) LOOP
+        IF chain IS DISTINCT FROM r.chain THEN
             prev := '';
-            chain := r.attempt_id;
+            chain := r.chain;
         END IF;
-        r.prev_hash := prev;
-        prev := update_event_hash(r);
-        UPDATE update_event SET prev_hash = r.prev_hash, hash = prev WHERE seq = r.seq;
+        EXECUTE format('UPDATE %I SET prev_hash = $1 WHERE seq = $2', tbl) USING prev, r.seq;
+        EXECUTE format('UPDATE %I t SET hash = %I(t) WHERE seq = $1 RETURNING hash', tbl, tbl || '_hash') INTO prev USING r.seq;
     END LOOP;
 END $$;
+
+ALTER TABLE update_event DISABLE TRIGGER update_event_no_change;
+SELECT audit_chain_rows('update_event', 'attempt_id');
 ALTER TABLE update_event ENABLE TRIGGER update_event_no_change;
 
 CREATE TRIGGER update_event_chain BEFORE INSERT ON update_event
@@ -103,22 +105,8 @@ BEGIN
     RETURN NEW;
 END $$;
 
-DO $$
-DECLARE
-    r rollout_approval;
-    prev text := '';
-    chain text;
-BEGIN
-    FOR r IN SELECT * FROM rollout_approval ORDER BY rollout_id, seq LOOP
-        IF chain IS DISTINCT FROM r.rollout_id THEN
-            prev := '';
-            chain := r.rollout_id;
-        END IF;
-        r.prev_hash := prev;
-        prev := rollout_approval_hash(r);
-        UPDATE rollout_approval SET prev_hash = r.prev_hash, hash = prev WHERE seq = r.seq;
-    END LOOP;
-END $$;
+SELECT audit_chain_rows('rollout_approval', 'rollout_id');
+DROP FUNCTION audit_chain_rows(text, text);
 
 CREATE TRIGGER rollout_approval_chain BEFORE INSERT ON rollout_approval
     FOR EACH ROW EXECUTE FUNCTION rollout_approval_chain();
