@@ -107,3 +107,11 @@ const (
 	ExpungeConflict = "ExpungeConflict"
 	TooManyRebases  = "TooManyRebases"
 )
+
+// Rollout gates (issue 29).
+const (
+	// ApprovalRefused: a signed start or approval did not pass the worker's
+	// checks (signature, gate, age, replay, policy); details: the
+	// approval.Reason (string). Nothing was recorded.
+	ApprovalRefused = "ApprovalRefused"
+)

@@ -2,11 +2,16 @@ package ledger
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lib/pq"
 )
 
-// Approval is one approval given at a rollout's gate.
+// Approval is one approval given at a rollout's gate. A gate may need
+// several, from distinct approvers.
 type Approval struct {
 	Rollout string `json:"rollout"`
 	Stage   string `json:"stage"`
@@ -16,33 +21,80 @@ type Approval struct {
 	// approval bound ("" for rollouts that did not plan at their gates).
 	PlanDigest string    `json:"planDigest,omitempty"`
 	At         time.Time `json:"at"`
+
+	// Who signed, proved (issue 29); empty for unsigned approvals.
+	Principal      string `json:"principal,omitempty"`
+	Method         string `json:"method,omitempty"`         // "ssh" or "oidc"
+	KeyFingerprint string `json:"keyFingerprint,omitempty"` // SSH SHA256:…, or OIDC issuer#subject
+	Signature      string `json:"signature,omitempty"`      // armored SSHSIG ("" for OIDC)
+	Payload        string `json:"payload,omitempty"`        // the statement, exactly as signed
+	ReplayKey      string `json:"replayKey,omitempty"`      // used once: the statement's nonce, or an ID token's digest
+
+	// Seq, PrevHash and Hash chain the rollout's approvals (audit.go).
+	Seq      int64  `json:"seq,omitempty"`
+	PrevHash string `json:"prevHash,omitempty"`
+	Hash     string `json:"hash,omitempty"`
 }
 
-// RecordApproval stores an approval; the first one for a stage stands.
+// ErrReplayed is an approval whose replay key the ledger holds already.
+var ErrReplayed = errors.New("ledger: this approval's nonce was used before")
+
+// RecordApproval stores an approval; the first one per stage and approver
+// stands. A replay key used before (by another approval) is ErrReplayed.
 func (s *Store) RecordApproval(ctx context.Context, a Approval) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO rollout_approval (rollout_id, stage, approved_by, reason, plan_digest)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (rollout_id, stage) DO NOTHING`, a.Rollout, a.Stage, a.By, a.Reason, a.PlanDigest)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO rollout_approval (rollout_id, stage, approved_by, reason, plan_digest,
+			principal, method, key_fingerprint, signature, payload, replay_key)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (rollout_id, stage, approved_by) DO NOTHING`,
+		a.Rollout, a.Stage, a.By, a.Reason, a.PlanDigest, a.Principal, a.Method, a.KeyFingerprint, a.Signature, a.Payload, a.ReplayKey)
+	var pqErr *pq.Error
+	if errors.As(err, &pqErr) && pqErr.Code == "23505" && pqErr.Constraint == "rollout_approval_replay_once" {
+		return ErrReplayed
+	}
 	if err != nil {
 		return fmt.Errorf("ledger: record approval: %w", err)
 	}
 	return nil
 }
 
+const approvalColumns = `rollout_id, stage, approved_by, reason, plan_digest, at, principal, method, key_fingerprint,
+	signature, payload, replay_key, seq, prev_hash, hash`
+
+func scanApproval(row interface{ Scan(...any) error }) (Approval, error) {
+	var a Approval
+	err := row.Scan(&a.Rollout, &a.Stage, &a.By, &a.Reason, &a.PlanDigest, &a.At, &a.Principal, &a.Method, &a.KeyFingerprint,
+		&a.Signature, &a.Payload, &a.ReplayKey, &a.Seq, &a.PrevHash, &a.Hash)
+	return a, err
+}
+
 // Approvals lists a rollout's approvals in order.
 func (s *Store) Approvals(ctx context.Context, rollout string) ([]Approval, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT rollout_id, stage, approved_by, reason, plan_digest, at
-		FROM rollout_approval WHERE rollout_id = $1 ORDER BY at`, rollout)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+approvalColumns+` FROM rollout_approval WHERE rollout_id = $1 ORDER BY seq`, rollout)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: approvals: %w", err)
 	}
 	defer rows.Close()
 	var out []Approval
 	for rows.Next() {
-		var a Approval
-		if err := rows.Scan(&a.Rollout, &a.Stage, &a.By, &a.Reason, &a.PlanDigest, &a.At); err != nil {
+		a, err := scanApproval(rows)
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, a)
 	}
 	return out, rows.Err()
+}
+
+// ApprovalByReplayKey returns the approval that used key, or nil.
+func (s *Store) ApprovalByReplayKey(ctx context.Context, key string) (*Approval, error) {
+	if key == "" {
+		return nil, nil
+	}
+	a, err := scanApproval(s.db.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM rollout_approval WHERE replay_key = $1`, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger: approval by replay key: %w", err)
+	}
+	return &a, nil
 }

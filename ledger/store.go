@@ -66,6 +66,10 @@ type Event struct {
 	Message   string    `json:"message,omitempty"`
 	Worker    string    `json:"worker,omitempty"`
 	At        time.Time `json:"at"`
+	// PrevHash and Hash chain the attempt's events (audit.go); the
+	// ledger sets them as it appends.
+	PrevHash string `json:"prevHash,omitempty"`
+	Hash     string `json:"hash,omitempty"`
 }
 
 // ErrTargetBusy says another attempt is active on the target.
@@ -235,7 +239,9 @@ func (s *Store) FinishAttempt(ctx context.Context, f Finish) error {
 	return s.mustExist(ctx, res, f.AttemptID)
 }
 
-// AppendEvent adds an event; the same (attempt, step) twice keeps the first.
+// AppendEvent adds an event; the same (attempt, step) twice keeps the
+// first. The ledger chains it to the attempt's event before (a trigger,
+// in the same transaction: schema/0009_audit_chain.sql).
 func (s *Store) AppendEvent(ctx context.Context, e Event) error {
 	_, err := s.db.ExecContext(ctx, `
 		INSERT INTO update_event (attempt_id, step, state, message, worker)
@@ -341,7 +347,7 @@ func (s *Store) queryAttempts(ctx context.Context, q string, args ...any) ([]Att
 
 // Events returns an attempt's events in order.
 func (s *Store) Events(ctx context.Context, attemptID uuid.UUID) ([]Event, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, attempt_id, step, state, message, worker, at
+	rows, err := s.db.QueryContext(ctx, `SELECT `+eventColumns+`
 		FROM update_event WHERE attempt_id = $1 ORDER BY seq`, attemptID)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: events: %w", err)
@@ -349,11 +355,19 @@ func (s *Store) Events(ctx context.Context, attemptID uuid.UUID) ([]Event, error
 	defer rows.Close()
 	var out []Event
 	for rows.Next() {
-		var e Event
-		if err := rows.Scan(&e.Seq, &e.AttemptID, &e.Step, &e.State, &e.Message, &e.Worker, &e.At); err != nil {
+		e, err := scanEvent(rows)
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+const eventColumns = `seq, attempt_id, step, state, message, worker, at, prev_hash, hash`
+
+func scanEvent(row interface{ Scan(...any) error }) (Event, error) {
+	var e Event
+	err := row.Scan(&e.Seq, &e.AttemptID, &e.Step, &e.State, &e.Message, &e.Worker, &e.At, &e.PrevHash, &e.Hash)
+	return e, err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/internal/plan"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -10,13 +11,18 @@ import (
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
 		var sf startFlags
+		var sign signFlags
 		cmd := &cobra.Command{
 			Use:   "rollout PLAN.yaml",
 			Short: "Run a rollout plan: stages of updates, in order, with gates",
 			Long: `Runs a YAML plan as one parent workflow. Each stage lists updates of one kind
 (each entry is that kind's input), with a concurrency, an optional approval
 gate (starter approve), a failure budget and exclusive groups of targets that
-never run at once. The plan is validated fully before anything starts.`,
+never run at once. The plan is validated fully before anything starts.
+
+The start is signed like an approval (--sign-key, ssh-agent, or --id-token):
+the signature covers the plan's digest, so the worker knows who started
+which plan, and a gate with four eyes refuses that person's approval.`,
 			Example: `  starter rollout plans/q3-firmware.yaml --wait
   starter approve fleetsaga/rollout/plan/q3-firmware --by alice --reason "canaries healthy"
   starter pause fleetsaga/rollout/plan/q3-firmware`,
@@ -26,11 +32,23 @@ never run at once. The plan is validated fully before anything starts.`,
 				if err != nil {
 					return usageErr("%v", err)
 				}
-				return a.startUpdate(cmd, update{Kind: workflows.KindRollout, Target: "plan/" + in.Name,
-					Workflow: workflows.Rollout, Input: in}, sf)
+				u := update{Kind: workflows.KindRollout, Target: "plan/" + in.Name, Workflow: workflows.Rollout, Input: in}
+				if !sf.dryRun {
+					digest, err := approval.DigestJSON(in)
+					if err != nil {
+						return err
+					}
+					signed, err := signStatement(sign, workflows.WorkflowID(u.Kind, u.Target), "", digest, approval.DecisionStart, "start plan "+in.Name)
+					if err != nil {
+						return err
+					}
+					u.Arg = signedRollout{RolloutInput: in, StartSignature: signed}
+				}
+				return a.startUpdate(cmd, u, sf)
 			},
 		}
 		sf.bind(cmd)
+		sign.bind(cmd)
 		return cmd
 	})
 }

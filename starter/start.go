@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,6 +31,10 @@ type update struct {
 	Artifact string
 	Workflow any // the workflow function
 	Input    any
+	// Arg is what the workflow is started with when it is not Input (a
+	// rollout's input with its signature); the request digest stays
+	// Input's, so a second start of the same plan attaches.
+	Arg any
 }
 
 // startFlags are the flags every kind subcommand shares.
@@ -68,6 +75,26 @@ func requestDigest(u update) string {
 	return hex.EncodeToString(sum[:])
 }
 
+func (u update) arg() any {
+	if u.Arg != nil {
+		return u.Arg
+	}
+	return u.Input
+}
+
+// workflow is what the start names: the function, whose argument the SDK
+// checks against Input's type; with an Arg of another type (a superset of
+// Input in JSON), the function's registered name, which it does not.
+func (u update) workflow() any {
+	if u.Arg == nil {
+		return u.Workflow
+	}
+	// The SDK registers a function under its name without the package
+	// path (internal getFunctionName).
+	name := runtime.FuncForPC(reflect.ValueOf(u.Workflow).Pointer()).Name()
+	return name[strings.LastIndex(name, ".")+1:]
+}
+
 // startUpdate starts u, or attaches to the same request already running
 // under its workflow ID. Temporal decides which, atomically: the start
 // fails with WorkflowExecutionAlreadyStarted when the ID runs, so two
@@ -101,7 +128,7 @@ func (a *app) startUpdate(cmd *cobra.Command, u update, f startFlags) error {
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		Memo:                                     map[string]any{requestMemo: digest},
 		TypedSearchAttributes:                    workflows.StartAttributes(u.Kind, u.Target, u.Artifact),
-	}, u.Workflow, u.Input)
+	}, u.workflow(), u.arg())
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &already) {
 		run, err = a.attach(ctx, c, id, already.RunId, digest, u)

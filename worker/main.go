@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/internal/config"
 	"github.com/fleetsaga/fleetsaga/internal/logging"
 	"github.com/fleetsaga/fleetsaga/internal/urlfile"
@@ -47,6 +48,7 @@ func newCommand() *cobra.Command {
 		dc          config.Deployment
 		lc          config.Logging
 		fc          config.Fleet
+		ac          config.Approvals
 		dbURL       string
 		metricsAddr string
 		metricsFile string
@@ -68,6 +70,13 @@ func newCommand() *cobra.Command {
 				return usageError{err}
 			}
 			if err := dc.Validate(); err != nil {
+				return usageError{err}
+			}
+			if err := ac.Validate(); err != nil {
+				return usageError{err}
+			}
+			keyring, err := approval.LoadKeyring(ac.Config())
+			if err != nil {
 				return usageError{err}
 			}
 			if err := config.ValidateDatabaseURL(dbURL); err != nil {
@@ -146,6 +155,7 @@ func newCommand() *cobra.Command {
 				HTTP:     &http.Client{Timeout: 30 * time.Second},
 				Log:      log,
 				Identity: identity,
+				Keyring:  keyring,
 			})
 		},
 	}
@@ -154,6 +164,7 @@ func newCommand() *cobra.Command {
 	dc.Bind(fs)
 	lc.Bind(fs)
 	fc.Bind(fs)
+	ac.Bind(fs)
 	fs.StringVar(&dbURL, "database-url", os.Getenv("DATABASE_URL"), "ledger PostgreSQL URL (env DATABASE_URL)")
 	fs.StringVar(&metricsAddr, "metrics-listen", envOr("FLEETSAGA_METRICS_LISTEN", "127.0.0.1:9464"), "Prometheus /metrics address; empty disables (env FLEETSAGA_METRICS_LISTEN)")
 	fs.StringVar(&metricsFile, "metrics-url-file", "", "write the /metrics URL to this file once it listens (with --metrics-listen 127.0.0.1:0)")

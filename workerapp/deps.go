@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/client"
 
+	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
@@ -25,4 +26,7 @@ type Deps struct {
 	// Temporal is the worker's own client (set by Run), for activities that
 	// must ask Temporal about other workflows.
 	Temporal client.Client
+	// Keyring is who may sign starts and approvals (empty: every signed
+	// approval is refused, ReasonNoKeyring).
+	Keyring *approval.Keyring
 }

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/fleet/prom"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -23,6 +24,7 @@ func Register(r worker.Registry, d Deps) error {
 	acts := []any{
 		la,
 		&activities.RolloutActivities{Store: d.Ledger, Temporal: d.Temporal},
+		&activities.ApprovalActivities{Store: d.Ledger, Keyring: keyring(d)},
 		activities.NewZoneActivities(d.Ledger, d.Fleet, d.HTTP, d.Identity),
 		&activities.BootImageActivities{Kube: d.Fleet.KubeAccess(), HTTP: d.HTTP},
 		mgsActs,
@@ -54,4 +56,13 @@ func Register(r worker.Registry, d Deps) error {
 		r.RegisterWorkflowWithOptions(e.Workflow, workflow.RegisterOptions{VersioningBehavior: e.Behavior})
 	}
 	return nil
+}
+
+// keyring is d's, or an empty one that refuses every signed approval.
+func keyring(d Deps) *approval.Keyring {
+	if d.Keyring != nil {
+		return d.Keyring
+	}
+	k, _ := approval.LoadKeyring(approval.KeyringConfig{}) // reads no file: cannot fail
+	return k
 }

@@ -121,7 +121,7 @@ func render(t *testing.T, in workflows.RolloutInput) []byte {
 	t.Helper()
 	f := plan.File{Name: in.Name}
 	for _, st := range in.Stages {
-		s := plan.Stage{Name: st.Name, Kind: st.Kind, Concurrency: st.Concurrency, Approval: st.Approval,
+		s := plan.Stage{Name: st.Name, Kind: st.Kind, Concurrency: st.Concurrency, Approval: plan.ApprovalSpec{Gate: st.Approval},
 			FailureBudget: st.FailureBudget, Exclusive: st.Exclusive}
 		for _, u := range st.Updates {
 			s.Updates = append(s.Updates, u.Input)

@@ -13,13 +13,17 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // File is the YAML shape of a plan. Each update is its kind's input.
 type File struct {
-	Name   string  `json:"name"`
-	Stages []Stage `json:"stages"`
+	Name string `json:"name"`
+	// Approval is the policy of every stage whose approval is `true`
+	// (default: one approver, any allowed signer).
+	Approval *approval.Policy `json:"approval,omitempty"`
+	Stages   []Stage          `json:"stages"`
 }
 
 // Stage is one stage in the YAML.
@@ -27,7 +31,7 @@ type Stage struct {
 	Name          string            `json:"name"`
 	Kind          workflows.Kind    `json:"kind"`
 	Concurrency   int               `json:"concurrency"`
-	Approval      bool              `json:"approval"`
+	Approval      ApprovalSpec      `json:"approval"`
 	FailureBudget int               `json:"failureBudget"`
 	Exclusive     [][]string        `json:"exclusive"`
 	Updates       []json.RawMessage `json:"updates"`
@@ -48,21 +52,28 @@ func Parse(b []byte) (workflows.RolloutInput, error) { return ParseFile("", b) }
 // ParseFile decodes and validates a plan read from file; each error names
 // the file, line and stage to fix.
 func ParseFile(file string, b []byte) (workflows.RolloutInput, error) {
+	in, _, err := ParseFileWithPolicies(file, b)
+	return in, err
+}
+
+// ParseFileWithPolicies is ParseFile that also returns each stage's
+// approval policy, by stage index: nil for a stage without a gate.
+func ParseFileWithPolicies(file string, b []byte) (workflows.RolloutInput, []*approval.Policy, error) {
 	pos := readPositions(file, b)
 	if errs := pos.unknownKeys(b); len(errs) > 0 {
-		return workflows.RolloutInput{}, fmt.Errorf("invalid plan: %w", errors.Join(errs...))
+		return workflows.RolloutInput{}, nil, fmt.Errorf("invalid plan: %w", errors.Join(errs...))
 	}
 	var f File
 	if err := yaml.UnmarshalStrict(b, &f); err != nil {
-		return workflows.RolloutInput{}, fmt.Errorf("plan: %w", err)
+		return workflows.RolloutInput{}, nil, fmt.Errorf("plan: %w", err)
 	}
 	in := workflows.RolloutInput{Name: f.Name}
-	var errs []error
+	policies, errs := stagePolicies(f, pos)
 	// Stages whose updates did not all decode: the error is reported
 	// once, here (or, for an unknown kind, by Validate), with no follow-on.
 	undecoded := map[int]bool{}
 	for i, st := range f.Stages {
-		out := workflows.Stage{Name: st.Name, Kind: st.Kind, Concurrency: st.Concurrency, Approval: st.Approval,
+		out := workflows.Stage{Name: st.Name, Kind: st.Kind, Concurrency: st.Concurrency, Approval: st.Approval.Gate,
 			FailureBudget: st.FailureBudget, Exclusive: st.Exclusive}
 		info, known := workflows.Kinds[st.Kind]
 		undecoded[i] = !known
@@ -84,9 +95,9 @@ func ParseFile(file string, b []byte) (workflows.RolloutInput, error) {
 		errs = append(errs, pos.locateAll(err)...)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return in, fmt.Errorf("invalid plan: %w", err)
+		return in, nil, fmt.Errorf("invalid plan: %w", err)
 	}
-	return in, nil
+	return in, policies, nil
 }
 
 // decodeUpdate decodes one update strictly into its kind's input and

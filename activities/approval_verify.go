@@ -1,0 +1,183 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/fleetsaga/fleetsaga/approval"
+	"github.com/fleetsaga/fleetsaga/failure"
+	"github.com/fleetsaga/fleetsaga/ledger"
+)
+
+// ApprovalActivities verify signed starts and approvals against the
+// worker's keyring (configuration, never workflow input) and record the
+// ones that pass, with who signed and how, in the ledger.
+type ApprovalActivities struct {
+	Store   *ledger.Store
+	Keyring *approval.Keyring
+}
+
+// VerifyApprovalInput is one signed approval at a gate, with what the
+// workflow knows of that gate.
+type VerifyApprovalInput struct {
+	Gate   approval.Gate   `json:"gate"`
+	Signed approval.Signed `json:"signed"`
+	Policy approval.Policy `json:"policy"`
+	// Starter is the principal who started the rollout (VerifyStart's
+	// answer; "" when the start was not signed), for four eyes.
+	Starter string `json:"starter,omitempty"`
+}
+
+// VerifyApprovalResult is an approval that counts.
+type VerifyApprovalResult struct {
+	Principal approval.Principal `json:"principal"`
+	Reason    string             `json:"reason"`
+	// Needed is what the gate still needs once this approval counts
+	// (Needed.Open(): the gate may open).
+	Needed approval.Needed `json:"needed"`
+}
+
+// VerifyApproval checks a signed approval (signature against the keyring,
+// the gate it is for, its age, replay, the gate's policy) and records it
+// in the ledger. A refusal is a non-retryable failure.ApprovalRefused
+// whose details are the approval.Reason, and records nothing. Retried
+// after its write, it answers as the first time.
+func (a *ApprovalActivities) VerifyApproval(ctx context.Context, in VerifyApprovalInput) (VerifyApprovalResult, error) {
+	in.Gate.Decision = approval.DecisionApprove
+	v, needed, retry, err := a.Keyring.Check(ctx, in.Signed, in.Gate, in.Policy, in.Starter, ledgerHistory{a.Store})
+	if err != nil {
+		return VerifyApprovalResult{}, refusal(ctx, in.Gate, err)
+	}
+	if !retry {
+		if err := a.Store.RecordApproval(ctx, approvalRow(in.Gate.Stage, v)); err != nil {
+			if errors.Is(err, ledger.ErrReplayed) { // another approval took the key meanwhile
+				return VerifyApprovalResult{}, refusal(ctx, in.Gate, &approval.Refusal{Reason: approval.ReasonReplayed, Msg: "this signed approval was used before: sign a new one"})
+			}
+			return VerifyApprovalResult{}, err
+		}
+	}
+	activity.GetLogger(ctx).Info("approval accepted", "rollout", in.Gate.Rollout, "stage", in.Gate.Stage,
+		"principal", v.Principal.Name, "key", v.Principal.KeyFingerprint, "still needed", needed.String())
+	return VerifyApprovalResult{Principal: v.Principal, Reason: v.Statement.Reason, Needed: needed}, nil
+}
+
+// VerifyStartInput is the signature `starter rollout` sent with a plan.
+type VerifyStartInput struct {
+	Rollout string `json:"rollout"` // the rollout's workflow ID
+	// RunID names this run of the rollout in the ledger (a plan's name is
+	// reused by its later runs).
+	RunID string `json:"runId"`
+	// PlanDigest is approval.DigestJSON of the RolloutInput without its
+	// signature, as the workflow computes it.
+	PlanDigest string          `json:"planDigest"`
+	Signed     approval.Signed `json:"signed"`
+}
+
+// VerifyStart checks who started a rollout and with which plan, records
+// it in the ledger (stage "start:<run ID>"), and returns the principal
+// (the starter four eyes excludes). A refusal is as VerifyApproval's.
+func (a *ApprovalActivities) VerifyStart(ctx context.Context, in VerifyStartInput) (approval.Principal, error) {
+	gate := approval.Gate{Rollout: in.Rollout, PlanDigest: in.PlanDigest, Decision: approval.DecisionStart}
+	stage := startStagePrefix + in.RunID
+	v, _, retry, err := a.Keyring.Check(ctx, in.Signed, gate, approval.Policy{}, "", startHistory{ledgerHistory{a.Store}, stage})
+	if err != nil {
+		return approval.Principal{}, refusal(ctx, gate, err)
+	}
+	if retry {
+		return v.Principal, nil
+	}
+	if err := a.Store.RecordApproval(ctx, approvalRow(stage, v)); err != nil {
+		if errors.Is(err, ledger.ErrReplayed) {
+			return approval.Principal{}, refusal(ctx, gate, &approval.Refusal{Reason: approval.ReasonReplayed, Msg: "this signed start was used before: sign a new one"})
+		}
+		return approval.Principal{}, err
+	}
+	return v.Principal, nil
+}
+
+func approvalRow(stage string, v approval.Verified) ledger.Approval {
+	return ledger.Approval{Rollout: v.Statement.Rollout, Stage: stage, By: v.Principal.Name, Reason: v.Statement.Reason,
+		PlanDigest: v.Statement.PlanDigest, Principal: v.Principal.Name, Method: string(v.Principal.Method),
+		KeyFingerprint: v.Principal.KeyFingerprint, Signature: v.Signature, Payload: v.Payload, ReplayKey: v.ReplayKey}
+}
+
+// refusal makes a *approval.Refusal the catalogue's non-retryable error;
+// anything else (the identity provider or the ledger unreachable) stays
+// retryable. Messages never hold a token or key material.
+func refusal(ctx context.Context, gate approval.Gate, err error) error {
+	var r *approval.Refusal
+	if !errors.As(err, &r) {
+		return err
+	}
+	activity.GetLogger(ctx).Warn("approval refused", "rollout", gate.Rollout, "stage", gate.Stage, "reason", string(r.Reason))
+	return temporal.NewNonRetryableApplicationError(r.Error(), failure.ApprovalRefused, nil, string(r.Reason))
+}
+
+// ledgerHistory answers approval.History from the ledger.
+type ledgerHistory struct{ store *ledger.Store }
+
+func (h ledgerHistory) Used(ctx context.Context, key string) (*approval.Use, error) {
+	a, err := h.store.ApprovalByReplayKey(ctx, key)
+	if a == nil || err != nil {
+		return nil, err
+	}
+	return &approval.Use{Rollout: a.Rollout, Stage: a.Stage, Principal: a.Principal}, nil
+}
+
+func (h ledgerHistory) Approvers(ctx context.Context, g approval.Gate) ([]string, error) {
+	all, err := h.store.Approvals(ctx, g.Rollout)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ap := range all {
+		// Only signed approvals of this stage's plan count: one given for
+		// an earlier plan at the same gate, or before signing, does not.
+		if ap.Stage == g.Stage && ap.PlanDigest == g.PlanDigest && ap.Principal != "" {
+			out = append(out, ap.Principal)
+		}
+	}
+	return out, nil
+}
+
+// startHistory keys a start's replay check by its ledger stage, so a
+// retried VerifyStart is a retry, not a replay.
+type startHistory struct {
+	ledgerHistory
+	stage string
+}
+
+func (h startHistory) Used(ctx context.Context, key string) (*approval.Use, error) {
+	u, err := h.ledgerHistory.Used(ctx, key)
+	if u != nil && u.Stage == h.stage {
+		u.Stage = "" // the gate of a start has no stage
+	}
+	return u, err
+}
+
+func (startHistory) Approvers(context.Context, approval.Gate) ([]string, error) { return nil, nil }
+
+// startStagePrefix marks a start in the ledger's rollout_approval: its
+// stage is "start:<run ID>".
+const startStagePrefix = "start:"
+
+// StoredApprovalGate is the gate a ledger approval row was signed for.
+func StoredApprovalGate(a ledger.Approval) approval.Gate {
+	if strings.HasPrefix(a.Stage, startStagePrefix) {
+		return approval.Gate{Rollout: a.Rollout, PlanDigest: a.PlanDigest, Decision: approval.DecisionStart}
+	}
+	return approval.Gate{Rollout: a.Rollout, Stage: a.Stage, PlanDigest: a.PlanDigest, Decision: approval.DecisionApprove}
+}
+
+// CheckStoredApproval re-checks a ledger approval's signature and
+// statement offline (ledger.Store.VerifyAudit's check), against signers
+// (nil: against the key the signature names).
+func CheckStoredApproval(signers approval.AllowedSigners) func(ledger.Approval) error {
+	return func(a ledger.Approval) error {
+		return approval.VerifyStored(signers, approval.Method(a.Method), a.Payload, a.Signature, a.KeyFingerprint, StoredApprovalGate(a))
+	}
+}

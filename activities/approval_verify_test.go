@@ -1,0 +1,177 @@
+package activities_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/approval"
+	"github.com/fleetsaga/fleetsaga/approval/approvaltest"
+	"github.com/fleetsaga/fleetsaga/failure"
+	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/ledger"
+)
+
+// VerifyApproval on the real ledger: an approval signed by an allowed key
+// counts and the ledger holds principal, key fingerprint and signature; an
+// unsigned one, one by an unknown key, one for another digest, one
+// replayed from another gate and one by the starter under four eyes are
+// each refused with their reason and change nothing; two distinct
+// approvers are needed where the policy says two.
+func TestVerifyApprovalOnTheLedger(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	keys := map[string]ssh.Signer{}
+	for _, who := range []string{"alice", "bob", "carol", "mallory"} {
+		keys[who] = approvaltest.Key(t)
+	}
+	allowedKeys := map[string]ssh.Signer{"alice": keys["alice"], "bob": keys["bob"], "carol": keys["carol"]}
+	keyring, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, allowedKeys)})
+	require.NoError(t, err)
+	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
+
+	rollout := "fleetsaga/rollout/plan/q3"
+	canary := approval.Gate{Rollout: rollout, Stage: "canary", PlanDigest: strings.Repeat("a1", 32)}
+	rest := approval.Gate{Rollout: rollout, Stage: "rest", PlanDigest: strings.Repeat("b2", 32)}
+	policy := approval.Policy{Approvers: 2, FourEyes: true}
+	signed := func(who string, g approval.Gate) approval.Signed {
+		g.Decision = approval.DecisionApprove
+		return approvaltest.Sign(t, approvaltest.Statement(t, g, who+" reviewed", time.Now()), keys[who])
+	}
+	verify := func(in activities.VerifyApprovalInput) (activities.VerifyApprovalResult, error) {
+		var ts testsuite.WorkflowTestSuite
+		ae := ts.NewTestActivityEnvironment()
+		ae.RegisterActivity(acts)
+		v, err := ae.ExecuteActivity(acts.VerifyApproval, in)
+		if err != nil {
+			return activities.VerifyApprovalResult{}, err
+		}
+		var res activities.VerifyApprovalResult
+		require.NoError(t, v.Get(&res))
+		return res, nil
+	}
+	rows := func() []ledger.Approval {
+		all, err := env.Store.Approvals(ctx, rollout)
+		require.NoError(t, err)
+		return all
+	}
+
+	// bob approves the rest's plan; his signature is then replayed at the canary.
+	bobRest := signed("bob", rest)
+	_, err = verify(activities.VerifyApprovalInput{Gate: rest, Signed: bobRest, Policy: policy, Starter: "alice"})
+	require.NoError(t, err)
+	replayed := bobRest
+
+	for _, tc := range []struct {
+		name   string
+		signed approval.Signed
+		want   approval.Reason
+	}{
+		{"unsigned", approval.Signed{Payload: signed("carol", canary).Payload}, approval.ReasonUnsigned},
+		{"unknown key", signed("mallory", canary), approval.ReasonUnknownKey},
+		{"another digest", signed("carol", approval.Gate{Rollout: rollout, Stage: "canary", PlanDigest: strings.Repeat("ff", 32)}), approval.ReasonWrongGate},
+		{"replayed from another gate", replayed, approval.ReasonWrongGate},
+		{"the starter, under four eyes", signed("alice", canary), approval.ReasonFourEyes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := rows()
+			_, err := verify(activities.VerifyApprovalInput{Gate: canary, Signed: tc.signed, Policy: policy, Starter: "alice"})
+			var appErr *temporal.ApplicationError
+			require.True(t, errors.As(err, &appErr), "%v", err)
+			require.Equal(t, failure.ApprovalRefused, appErr.Type())
+			require.True(t, appErr.NonRetryable())
+			var reason string
+			require.NoError(t, appErr.Details(&reason))
+			require.Equal(t, string(tc.want), reason, appErr.Error())
+			require.Equal(t, before, rows(), "a refused approval changes nothing")
+		})
+	}
+
+	// The same signed approval at the same gate, sent again, is a replay:
+	// the activity's retry of its own write is not.
+	carol := signed("carol", canary)
+	res, err := verify(activities.VerifyApprovalInput{Gate: canary, Signed: carol, Policy: policy, Starter: "alice"})
+	require.NoError(t, err)
+	require.Equal(t, "carol", res.Principal.Name)
+	require.Equal(t, approval.Needed{Approvers: 1, Not: []string{"carol", "alice"}}, res.Needed, "two approvers where the plan says two")
+	again, err := verify(activities.VerifyApprovalInput{Gate: canary, Signed: carol, Policy: policy, Starter: "alice"})
+	require.NoError(t, err, "a retry after the write answers as the first time")
+	require.Equal(t, res.Needed, again.Needed)
+
+	res, err = verify(activities.VerifyApprovalInput{Gate: canary, Signed: signed("bob", canary), Policy: policy, Starter: "alice"})
+	require.NoError(t, err)
+	require.True(t, res.Needed.Open())
+
+	var got []ledger.Approval
+	for _, r := range rows() {
+		if r.Stage == "canary" {
+			got = append(got, r)
+		}
+	}
+	require.Len(t, got, 2)
+	require.Equal(t, "carol", got[0].Principal)
+	require.Equal(t, ssh.FingerprintSHA256(keys["carol"].PublicKey()), got[0].KeyFingerprint)
+	require.Contains(t, got[0].Signature, "BEGIN SSH SIGNATURE")
+	require.Equal(t, canary.PlanDigest, got[0].PlanDigest)
+
+	// What the ledger holds re-verifies offline.
+	signers, err := approval.ParseAllowedSigners(mustRead(t, approvaltest.AllowedSigners(t, allowedKeys)))
+	require.NoError(t, err)
+	v, err := env.Store.VerifyAudit(ctx, activities.CheckStoredApproval(signers))
+	require.NoError(t, err)
+	require.Equal(t, 3, v.Signatures)
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}
+
+// VerifyStart names who started a rollout with which plan, records it
+// once (a retry answers the same), and refuses a start signed for another
+// plan or by an unknown key.
+func TestVerifyStartOnTheLedger(t *testing.T) {
+	env := testenv.New(t)
+	alice, mallory := approvaltest.Key(t), approvaltest.Key(t)
+	keyring, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, map[string]ssh.Signer{"alice": alice})})
+	require.NoError(t, err)
+	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
+	rollout, digest := "fleetsaga/rollout/plan/q3", strings.Repeat("c3", 32)
+	start := func(key ssh.Signer, signedDigest string) (approval.Principal, error) {
+		st := approvaltest.Statement(t, approval.Gate{Rollout: rollout, PlanDigest: signedDigest, Decision: approval.DecisionStart}, "start plan q3", time.Now())
+		in := activities.VerifyStartInput{Rollout: rollout, RunID: "run-1", PlanDigest: digest, Signed: approvaltest.Sign(t, st, key)}
+		var ts testsuite.WorkflowTestSuite
+		ae := ts.NewTestActivityEnvironment()
+		ae.RegisterActivity(acts)
+		var p approval.Principal
+		v, err := ae.ExecuteActivity(acts.VerifyStart, in)
+		if err == nil {
+			require.NoError(t, v.Get(&p))
+		}
+		return p, err
+	}
+	p, err := start(alice, digest)
+	require.NoError(t, err)
+	require.Equal(t, "alice", p.Name)
+	_, err = start(mallory, digest)
+	require.ErrorContains(t, err, string(approval.ReasonUnknownKey))
+	_, err = start(alice, strings.Repeat("d4", 32))
+	require.ErrorContains(t, err, string(approval.ReasonWrongGate))
+	rows, err := env.Store.Approvals(context.Background(), rollout)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.Equal(t, "start:run-1", rows[0].Stage)
+	require.Equal(t, digest, rows[0].PlanDigest)
+	require.Equal(t, activities.StoredApprovalGate(rows[0]).Decision, approval.DecisionStart)
+}

@@ -1,0 +1,166 @@
+package approval
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/crypto/ssh"
+)
+
+// DefaultMaxAge bounds how old a signed statement may be when the worker
+// sees it: long enough for an operator who signs, then waits for the gate
+// to take the update, short enough that a statement found in a log or a
+// history is useless a day later (and its nonce is in the ledger anyway).
+const DefaultMaxAge = 30 * time.Minute
+
+// oidcDiscoveryTimeout bounds one discovery or JWKS fetch from the
+// identity provider: a stalled provider must fail the activity attempt
+// (it is retried), not hang it.
+const oidcDiscoveryTimeout = 10 * time.Second
+
+// KeyringConfig is the worker's configuration of who may sign: an OpenSSH
+// allowed_signers file and/or an OIDC issuer.
+type KeyringConfig struct {
+	AllowedSigners string // path of an OpenSSH allowed_signers file
+	OIDCIssuer     string
+	OIDCAudience   string   // the client ID the tokens are issued for
+	OIDCSubjects   []string // principals (email, else subject) allowed to sign; empty: any, see OIDCGroups
+	OIDCGroups     []string // groups (the "groups" claim) allowed to sign; empty: any
+	MaxAge         time.Duration
+}
+
+// Configured reports whether any signer is configured.
+func (c KeyringConfig) Configured() bool { return c.AllowedSigners != "" || c.OIDCIssuer != "" }
+
+// Keyring is the loaded configuration Verify checks against.
+type Keyring struct {
+	signers AllowedSigners
+	oidc    *oidcSigners
+	maxAge  time.Duration
+	now     func() time.Time
+}
+
+// AllowedSigners is a parsed allowed_signers file.
+type AllowedSigners []allowedSigner
+
+type allowedSigner struct {
+	principals []string
+	key        ssh.PublicKey
+	namespaces []string // empty: any namespace
+}
+
+// LoadKeyring reads the allowed_signers file; the OIDC provider is
+// discovered on first use, so a worker starts while the provider is down.
+func LoadKeyring(c KeyringConfig) (*Keyring, error) {
+	k := &Keyring{maxAge: c.MaxAge, now: time.Now}
+	if k.maxAge <= 0 {
+		k.maxAge = DefaultMaxAge
+	}
+	if c.AllowedSigners != "" {
+		b, err := os.ReadFile(c.AllowedSigners)
+		if err != nil {
+			return nil, fmt.Errorf("approval keyring: %w", err)
+		}
+		if k.signers, err = ParseAllowedSigners(b); err != nil {
+			return nil, fmt.Errorf("approval keyring %s: %w", c.AllowedSigners, err)
+		}
+	}
+	if (c.OIDCIssuer == "") != (c.OIDCAudience == "") {
+		return nil, fmt.Errorf("approval keyring: an OIDC issuer needs its audience (client ID) and the other way round")
+	}
+	if c.OIDCIssuer != "" {
+		k.oidc = &oidcSigners{issuer: c.OIDCIssuer, audience: c.OIDCAudience, subjects: c.OIDCSubjects, groups: c.OIDCGroups}
+	}
+	return k, nil
+}
+
+// WithClock returns the keyring reading time from now (tests).
+func (k *Keyring) WithClock(now func() time.Time) *Keyring {
+	c := *k
+	c.now = now
+	return &c
+}
+
+// ParseAllowedSigners parses OpenSSH's allowed_signers format (ssh-keygen(1)
+// "ALLOWED SIGNERS"): "principals [options] keytype key [comment]". The key
+// and its options are parsed by x/crypto/ssh's authorized_keys parser;
+// cert-authority and validity options are refused, not ignored.
+func ParseAllowedSigners(b []byte) (AllowedSigners, error) {
+	var out AllowedSigners
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		principals, rest, _ := strings.Cut(line, " ")
+		principals = strings.Trim(principals, `"`)
+		pub, _, options, _, err := ssh.ParseAuthorizedKey([]byte(strings.TrimSpace(rest)))
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %v", n, err)
+		}
+		s := allowedSigner{key: pub}
+		for _, p := range strings.Split(principals, ",") {
+			if p == "" || strings.ContainsAny(p, "*?!") {
+				return nil, fmt.Errorf("line %d: principal %q: patterns are not supported, name each principal", n, p)
+			}
+			s.principals = append(s.principals, p)
+		}
+		for _, o := range options {
+			name, val, _ := strings.Cut(o, "=")
+			switch strings.ToLower(name) {
+			case "namespaces":
+				s.namespaces = strings.Split(strings.Trim(val, `"`), ",")
+			default:
+				return nil, fmt.Errorf("line %d: option %q is not supported", n, name)
+			}
+		}
+		out = append(out, s)
+	}
+	return out, sc.Err()
+}
+
+// sshPrincipal finds the allowed signer holding key for Namespace.
+func (k *Keyring) sshPrincipal(key ssh.PublicKey) (string, bool) {
+	fp := ssh.FingerprintSHA256(key)
+	for _, s := range k.signers {
+		if ssh.FingerprintSHA256(s.key) == fp && (len(s.namespaces) == 0 || slices.Contains(s.namespaces, Namespace)) {
+			return s.principals[0], true
+		}
+	}
+	return "", false
+}
+
+// oidcSigners verifies ID tokens of one issuer with go-oidc.
+type oidcSigners struct {
+	issuer, audience string
+	subjects, groups []string
+
+	mu       sync.Mutex
+	provider *oidc.Provider
+}
+
+func (o *oidcSigners) idTokenVerifier(now func() time.Time) (*oidc.IDTokenVerifier, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.provider == nil {
+		// The provider keeps this context to fetch rotated keys later: it
+		// must outlive any one activity.
+		ctx := oidc.ClientContext(context.Background(), &http.Client{Timeout: oidcDiscoveryTimeout})
+		p, err := oidc.NewProvider(ctx, o.issuer)
+		if err != nil {
+			return nil, fmt.Errorf("OIDC issuer %s: %w", o.issuer, err)
+		}
+		o.provider = p
+	}
+	return o.provider.Verifier(&oidc.Config{ClientID: o.audience, Now: now}), nil
+}

@@ -1,0 +1,227 @@
+package approval
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/hiddeco/sshsig"
+	"golang.org/x/crypto/ssh"
+)
+
+// Method is how a principal proved who they are.
+type Method string
+
+const (
+	MethodSSH  Method = "ssh"
+	MethodOIDC Method = "oidc"
+)
+
+// Gate is what a statement must be for: the rollout, stage and plan the
+// workflow shows, and the decision it waits for.
+type Gate struct {
+	Rollout    string   `json:"rollout"`
+	Stage      string   `json:"stage,omitempty"`
+	PlanDigest string   `json:"planDigest"`
+	Decision   Decision `json:"decision"`
+}
+
+// Principal is who signed, as the keyring knows them.
+type Principal struct {
+	Name   string   `json:"name"`
+	Groups []string `json:"groups,omitempty"`
+	Method Method   `json:"method"`
+	// KeyFingerprint is the SSH key's SHA256 fingerprint, or for OIDC
+	// "issuer#subject".
+	KeyFingerprint string `json:"keyFingerprint"`
+}
+
+// Verified is a statement whose proof checked out.
+type Verified struct {
+	Statement Statement `json:"statement"`
+	Principal Principal `json:"principal"`
+	// Payload is the signed bytes; Signature the armored SSHSIG ("" for
+	// OIDC, whose token is not kept: it is a bearer credential).
+	Payload   string `json:"payload"`
+	Signature string `json:"signature,omitempty"`
+	// ReplayKey is what may be used once: the statement's nonce (SSH), or
+	// "idtoken:" and the token's SHA-256 (OIDC).
+	ReplayKey string `json:"replayKey"`
+}
+
+// Verify checks s's proof against the keyring, that it is for gate and
+// fresh. Replay (has ReplayKey been used?) is the ledger's to answer, and
+// the stage's Policy the caller's (Policy.Admit). Every refusal is a
+// *Refusal; any other error (the identity provider unreachable) is
+// worth retrying.
+func (k *Keyring) Verify(ctx context.Context, s Signed, gate Gate) (Verified, error) {
+	if len(k.signers) == 0 && k.oidc == nil {
+		return Verified{}, refuse(ReasonNoKeyring, "the worker has no approval signers configured (--approval-allowed-signers, --approval-oidc-issuer)")
+	}
+	var v Verified
+	var err error
+	switch {
+	case s.SSHSig != "" && s.IDToken != "":
+		return Verified{}, refuse(ReasonMalformed, "both an SSH signature and an ID token: send one")
+	case s.SSHSig != "":
+		v, err = k.verifySSH(s)
+	case s.IDToken != "":
+		v, err = k.verifyOIDC(ctx, s)
+	default:
+		return Verified{}, refuse(ReasonUnsigned, "the approval is not signed: sign it with --sign-key, an ssh-agent key, or --id-token")
+	}
+	if err != nil {
+		return Verified{}, err
+	}
+	if err := json.Unmarshal([]byte(s.Payload), &v.Statement); err != nil {
+		return Verified{}, refuse(ReasonMalformed, "the signed statement does not parse: %v", err)
+	}
+	v.Payload = s.Payload
+	if v.Principal.Method == MethodSSH {
+		if v.Statement.Nonce == "" {
+			return Verified{}, refuse(ReasonMalformed, "the signed statement has no nonce")
+		}
+		v.ReplayKey = v.Statement.Nonce
+	}
+	if err := checkGate(v.Statement, gate); err != nil {
+		return Verified{}, err
+	}
+	now := k.now()
+	if age := now.Sub(v.Statement.At); age > k.maxAge {
+		return Verified{}, refuse(ReasonExpired, "signed at %s, %s ago; approvals older than %s are refused: sign again",
+			v.Statement.At.UTC().Format("2006-01-02T15:04:05Z"), age.Round(1e9), k.maxAge)
+	} else if age < -k.maxAge {
+		return Verified{}, refuse(ReasonExpired, "signed at %s, in the future: check the signer's clock", v.Statement.At.UTC().Format("2006-01-02T15:04:05Z"))
+	}
+	return v, nil
+}
+
+func (k *Keyring) verifySSH(s Signed) (Verified, error) {
+	sig, err := sshsig.Unarmor([]byte(s.SSHSig))
+	if err != nil {
+		return Verified{}, refuse(ReasonMalformed, "the SSH signature does not parse: %v", err)
+	}
+	fp := ssh.FingerprintSHA256(sig.PublicKey)
+	name, ok := k.sshPrincipal(sig.PublicKey)
+	if !ok {
+		return Verified{}, refuse(ReasonUnknownKey, "key %s is not an allowed signer for namespace %s", fp, Namespace)
+	}
+	if err := sshsig.Verify(bytes.NewReader([]byte(s.Payload)), sig, sig.PublicKey, sig.HashAlgorithm, Namespace); err != nil {
+		if errors.Is(err, sshsig.ErrNamespaceMismatch) {
+			return Verified{}, refuse(ReasonBadSignature, "key %s (%s) signed for namespace %q, not %q", fp, name, sig.Namespace, Namespace)
+		}
+		return Verified{}, refuse(ReasonBadSignature, "the signature by key %s (%s) does not verify over the statement", fp, name)
+	}
+	return Verified{Principal: Principal{Name: name, Method: MethodSSH, KeyFingerprint: fp}, Signature: s.SSHSig}, nil
+}
+
+// idClaims are the ID token claims that name a principal.
+type idClaims struct {
+	Email  string   `json:"email"`
+	Groups []string `json:"groups"`
+	Nonce  string   `json:"nonce"`
+}
+
+func (k *Keyring) verifyOIDC(ctx context.Context, s Signed) (Verified, error) {
+	if k.oidc == nil {
+		return Verified{}, refuse(ReasonUnknownKey, "ID tokens are not accepted: the worker has no OIDC issuer configured")
+	}
+	verifier, err := k.oidc.idTokenVerifier(k.now)
+	if err != nil {
+		return Verified{}, err // retryable: the provider may come back
+	}
+	tok, err := verifier.Verify(ctx, s.IDToken)
+	var expired *oidc.TokenExpiredError
+	switch {
+	case errors.As(err, &expired):
+		return Verified{}, refuse(ReasonTokenExpired, "the ID token expired at %s: get a fresh one", expired.Expiry.UTC().Format("2006-01-02T15:04:05Z"))
+	case err != nil:
+		// go-oidc's messages name the claim that failed, never the token.
+		return Verified{}, refuse(ReasonBadToken, "the ID token does not verify for issuer %s, audience %s: %v", k.oidc.issuer, k.oidc.audience, err)
+	}
+	var c idClaims
+	if err := tok.Claims(&c); err != nil {
+		return Verified{}, refuse(ReasonBadToken, "the ID token's claims do not parse: %v", err)
+	}
+	// A token that carries a nonce binds the statement; one without is
+	// bound by being used once and by its short life.
+	if c.Nonce != "" && c.Nonce != digest([]byte(s.Payload)) {
+		return Verified{}, refuse(ReasonWrongGate, "the ID token's nonce is not the statement's digest: it was issued for another approval")
+	}
+	name := c.Email
+	if name == "" {
+		name = tok.Subject
+	}
+	if len(k.oidc.subjects) > 0 || len(k.oidc.groups) > 0 {
+		if !slices.Contains(k.oidc.subjects, name) && !slices.ContainsFunc(c.Groups, func(g string) bool { return slices.Contains(k.oidc.groups, g) }) {
+			return Verified{}, refuse(ReasonUnknownKey, "%s (issuer %s) is not among the allowed OIDC subjects or groups", name, tok.Issuer)
+		}
+	}
+	return Verified{
+		Principal: Principal{Name: name, Groups: c.Groups, Method: MethodOIDC, KeyFingerprint: tok.Issuer + "#" + tok.Subject},
+		ReplayKey: "idtoken:" + digest([]byte(s.IDToken)),
+	}, nil
+}
+
+func checkGate(st Statement, g Gate) error {
+	switch {
+	case st.Decision != g.Decision:
+		return refuse(ReasonWrongGate, "signed to %s, the gate waits for %s", st.Decision, g.Decision)
+	case st.Rollout != g.Rollout:
+		return refuse(ReasonWrongGate, "signed for rollout %s, not %s", st.Rollout, g.Rollout)
+	case st.Stage != g.Stage:
+		return refuse(ReasonWrongGate, "signed for stage %q of %s, the gate is stage %q", st.Stage, g.Rollout, g.Stage)
+	case st.PlanDigest != g.PlanDigest:
+		return refuse(ReasonWrongGate, "signed for plan %s, the gate shows plan %s", short(st.PlanDigest), short(g.PlanDigest))
+	}
+	return nil
+}
+
+func short(d string) string {
+	if len(d) > 12 {
+		return d[:12]
+	}
+	if d == "" {
+		return "(none)"
+	}
+	return d
+}
+
+// VerifyStored re-checks an approval the ledger holds, offline: its SSH
+// signature against allowed (the allowed_signers a verifier trusts; nil
+// checks the signature against the key it names), and that the stored
+// fingerprint and statement are the ones signed. OIDC approvals keep no
+// token, so only their statement is checked here (the ledger's hash chain
+// covers the rest).
+func VerifyStored(allowed AllowedSigners, method Method, payload, signature, fingerprint string, want Gate) error {
+	var st Statement
+	if err := json.Unmarshal([]byte(payload), &st); err != nil {
+		return fmt.Errorf("stored statement does not parse: %v", err)
+	}
+	if err := checkGate(st, want); err != nil {
+		return err
+	}
+	if method != MethodSSH {
+		return nil
+	}
+	sig, err := sshsig.Unarmor([]byte(signature))
+	if err != nil {
+		return fmt.Errorf("stored signature does not parse: %v", err)
+	}
+	if fp := ssh.FingerprintSHA256(sig.PublicKey); fp != fingerprint {
+		return fmt.Errorf("stored fingerprint %s is not the signing key's %s", fingerprint, fp)
+	}
+	if allowed != nil {
+		if _, ok := (&Keyring{signers: allowed}).sshPrincipal(sig.PublicKey); !ok {
+			return fmt.Errorf("key %s is not in the allowed signers given", fingerprint)
+		}
+	}
+	if err := sshsig.Verify(bytes.NewReader([]byte(payload)), sig, sig.PublicKey, sig.HashAlgorithm, Namespace); err != nil {
+		return fmt.Errorf("stored signature by %s does not verify over the stored statement: %v", fingerprint, err)
+	}
+	return nil
+}

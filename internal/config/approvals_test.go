@@ -1,0 +1,36 @@
+package config_test
+
+import (
+	"testing"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsaga/fleetsaga/internal/config"
+)
+
+func TestApprovalsFlags(t *testing.T) {
+	parse := func(args ...string) (*config.Approvals, error) {
+		var a config.Approvals
+		fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
+		a.Bind(fs)
+		require.NoError(t, fs.Parse(args))
+		return &a, a.Validate()
+	}
+	a, err := parse("--approval-allowed-signers", "/etc/fleetsaga/allowed_signers",
+		"--approval-oidc-issuer", "https://id.example.com", "--approval-oidc-audience", "fleetsaga",
+		"--approval-oidc-groups", "sp-admins, ops")
+	require.NoError(t, err)
+	c := a.Config()
+	require.Equal(t, []string{"sp-admins", "ops"}, c.OIDCGroups)
+	require.True(t, c.Configured())
+
+	_, err = parse("--approval-oidc-issuer", "https://id.example.com")
+	require.ErrorContains(t, err, "go together")
+	_, err = parse("--approval-oidc-groups", "ops")
+	require.ErrorContains(t, err, "need --approval-oidc-issuer")
+	_, err = parse("--approval-oidc-issuer", "id.example.com", "--approval-oidc-audience", "x")
+	require.ErrorContains(t, err, "https://")
+	_, err = parse("--approval-max-age", "0s")
+	require.ErrorContains(t, err, "positive")
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/fleetsaga/fleetsaga/approval"
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+// signFlags choose how the operator signs what they approve or start:
+// an SSH key (a private key file, or a public key file naming the
+// ssh-agent key to use, as git's user.signingKey does), the only key in
+// ssh-agent, or an OIDC ID token.
+type signFlags struct {
+	key     string
+	idToken string
+}
+
+func (f *signFlags) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.key, "sign-key", os.Getenv("FLEETSAGA_SIGN_KEY"), "SSH key to sign with: an unencrypted private key file, or a public key file whose key ssh-agent holds (default: ssh-agent's only key) (env FLEETSAGA_SIGN_KEY)")
+	cmd.Flags().StringVar(&f.idToken, "id-token", os.Getenv("FLEETSAGA_ID_TOKEN_FILE"), "file holding an OIDC ID token to present instead of an SSH signature (env FLEETSAGA_ID_TOKEN_FILE)")
+}
+
+// errNoSigner: neither a key nor a token is at hand; the statement goes
+// unsigned and the worker decides.
+var errNoSigner = errors.New("no signing key: give --sign-key or --id-token, or load a key into ssh-agent")
+
+// sign signs st; errNoSigner when there is nothing to sign with.
+func (f signFlags) sign(st approval.Statement) (approval.Signed, error) {
+	if f.idToken != "" {
+		if f.key != "" {
+			return approval.Signed{}, usageErr("--sign-key and --id-token: give one")
+		}
+		b, err := os.ReadFile(f.idToken)
+		if err != nil {
+			return approval.Signed{}, usageErr("--id-token: %v", err)
+		}
+		tok := strings.TrimSpace(string(b))
+		if strings.Count(tok, ".") != 2 {
+			return approval.Signed{}, usageErr("--id-token %s: not a JWT (want header.payload.signature)", f.idToken)
+		}
+		return approval.WithIDToken(st, tok), nil
+	}
+	signer, err := f.signer()
+	if err != nil {
+		return approval.Signed{}, err
+	}
+	return approval.SignSSH(st, signer)
+}
+
+func (f signFlags) signer() (ssh.Signer, error) {
+	var want ssh.PublicKey
+	if f.key != "" {
+		b, err := os.ReadFile(f.key)
+		if err != nil {
+			return nil, usageErr("--sign-key: %v", err)
+		}
+		if pub, _, _, _, err := ssh.ParseAuthorizedKey(b); err == nil {
+			want = pub // a public key: its private half is in ssh-agent
+		} else {
+			s, err := ssh.ParsePrivateKey(b)
+			var pp *ssh.PassphraseMissingError
+			if errors.As(err, &pp) {
+				return nil, usageErr("--sign-key %s is encrypted: load it into ssh-agent (ssh-add) and give its .pub file", f.key)
+			}
+			if err != nil {
+				return nil, usageErr("--sign-key %s: not an SSH private or public key", f.key)
+			}
+			return s, nil
+		}
+	}
+	sock := os.Getenv("SSH_AUTH_SOCK")
+	if sock == "" {
+		if want != nil {
+			return nil, usageErr("--sign-key %s is a public key, but no ssh-agent is running (SSH_AUTH_SOCK)", f.key)
+		}
+		return nil, errNoSigner
+	}
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		return nil, fmt.Errorf("ssh-agent: %v", err)
+	}
+	// The connection lives as long as the starter: one signature.
+	signers, err := agent.NewClient(conn).Signers()
+	if err != nil {
+		return nil, fmt.Errorf("ssh-agent: %v", err)
+	}
+	if want != nil {
+		for _, s := range signers {
+			if ssh.FingerprintSHA256(s.PublicKey()) == ssh.FingerprintSHA256(want) {
+				return s, nil
+			}
+		}
+		return nil, usageErr("ssh-agent does not hold the key of --sign-key %s (%s): ssh-add it", f.key, ssh.FingerprintSHA256(want))
+	}
+	switch len(signers) {
+	case 0:
+		return nil, errNoSigner
+	case 1:
+		return signers[0], nil
+	}
+	var fps []string
+	for _, s := range signers {
+		fps = append(fps, ssh.FingerprintSHA256(s.PublicKey()))
+	}
+	return nil, usageErr("ssh-agent holds %d keys (%s): choose one with --sign-key KEY.pub", len(signers), strings.Join(fps, ", "))
+}
+
+// signedApproval is the approval `starter approve` sends: the workflow's
+// Approval and its signature, under "signed" (the field the workflow's
+// Approval takes once the gate verifies signatures; until then the
+// workflow ignores it).
+type signedApproval struct {
+	workflows.Approval
+	Signed *approval.Signed `json:"signed,omitempty"`
+}
+
+// signedRollout is the plan `starter rollout` sends: the RolloutInput and
+// the signature of its digest (approval.DigestJSON of the input without
+// it), under "startSignature".
+type signedRollout struct {
+	workflows.RolloutInput
+	StartSignature *approval.Signed `json:"startSignature,omitempty"`
+}
+
+// signStatement signs, or says on stderr why the statement goes unsigned.
+func signStatement(f signFlags, rollout, stage, digest string, d approval.Decision, reason string) (*approval.Signed, error) {
+	st, err := approval.NewStatement(rollout, stage, digest, d, reason, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	s, err := f.sign(st)
+	if errors.Is(err, errNoSigner) {
+		fmt.Fprintf(os.Stderr, "not signed (%v): a worker that requires signatures will refuse it\n", err)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if s.SSHSig != "" {
+		fmt.Fprintf(os.Stderr, "signed %s of %s with key %s\n", d, rollout, signingKey(s))
+	} else {
+		fmt.Fprintf(os.Stderr, "%s of %s carries an OIDC ID token\n", d, rollout)
+	}
+	return &s, nil
+}
+
+func signingKey(s approval.Signed) string {
+	v, err := approval.SignatureKey(s)
+	if err != nil {
+		return "?"
+	}
+	return v
+}

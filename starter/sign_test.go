@@ -1,0 +1,106 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/fleetsaga/fleetsaga/approval"
+)
+
+// The starter signs with a key file, with the ssh-agent key a .pub names,
+// or with the agent's only key; what it signs verifies against an
+// allowed_signers file naming that key.
+func TestStarterSignsWithAKeyFileOrSSHAgent(t *testing.T) {
+	dir := t.TempDir()
+	newKey := func(name string) (ed25519.PrivateKey, ssh.PublicKey) {
+		_, priv, err := ed25519.GenerateKey(rand.Reader)
+		require.NoError(t, err)
+		pub, err := ssh.NewPublicKey(priv.Public())
+		require.NoError(t, err)
+		block, err := ssh.MarshalPrivateKey(priv, "")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(block), 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".pub"), ssh.MarshalAuthorizedKey(pub), 0o600))
+		return priv, pub
+	}
+	alicePriv, alicePub := newKey("alice")
+	bobPriv, bobPub := newKey("bob")
+	enc, err := ssh.MarshalPrivateKeyWithPassphrase(alicePriv, "", []byte("pass"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "encrypted"), pem.EncodeToMemory(enc), 0o600))
+
+	// An ssh-agent on a socket of the test's own.
+	keyring := agent.NewKeyring()
+	sock := filepath.Join(dir, "agent.sock")
+	l, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go agent.ServeAgent(keyring, c) //nolint:errcheck
+		}
+	}()
+	t.Setenv("SSH_AUTH_SOCK", sock)
+
+	st, err := approval.NewStatement("fleetsaga/rollout/plan/q3", "canary", strings.Repeat("ab", 32), approval.DecisionApprove, "ok", time.Now())
+	require.NoError(t, err)
+	signedBy := func(f signFlags) (string, error) {
+		s, err := f.sign(st)
+		if err != nil {
+			return "", err
+		}
+		return approval.SignatureKey(s)
+	}
+
+	_, err = signedBy(signFlags{})
+	require.ErrorIs(t, err, errNoSigner, "an empty agent: nothing to sign with")
+	fp, err := signedBy(signFlags{key: filepath.Join(dir, "bob")})
+	require.NoError(t, err)
+	require.Equal(t, ssh.FingerprintSHA256(bobPub), fp, "a private key file")
+
+	require.NoError(t, keyring.Add(agent.AddedKey{PrivateKey: alicePriv}))
+	fp, err = signedBy(signFlags{})
+	require.NoError(t, err)
+	require.Equal(t, ssh.FingerprintSHA256(alicePub), fp, "the agent's only key")
+
+	require.NoError(t, keyring.Add(agent.AddedKey{PrivateKey: bobPriv}))
+	_, err = signedBy(signFlags{})
+	require.ErrorContains(t, err, "choose one with --sign-key")
+	fp, err = signedBy(signFlags{key: filepath.Join(dir, "bob.pub")})
+	require.NoError(t, err)
+	require.Equal(t, ssh.FingerprintSHA256(bobPub), fp, "the agent's key a .pub names")
+
+	_, err = signedBy(signFlags{key: filepath.Join(dir, "encrypted")})
+	require.ErrorContains(t, err, "is encrypted: load it into ssh-agent")
+
+	// What the agent signed verifies as the allowed signer bob.
+	s, err := signFlags{key: filepath.Join(dir, "bob.pub")}.sign(st)
+	require.NoError(t, err)
+	allowed := filepath.Join(dir, "allowed_signers")
+	require.NoError(t, os.WriteFile(allowed, []byte("bob@example.com "+string(ssh.MarshalAuthorizedKey(bobPub))), 0o600))
+	k, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: allowed})
+	require.NoError(t, err)
+	v, err := k.Verify(t.Context(), s, approval.Gate{Rollout: st.Rollout, Stage: st.Stage, PlanDigest: st.PlanDigest, Decision: approval.DecisionApprove})
+	require.NoError(t, err)
+	require.Equal(t, "bob@example.com", v.Principal.Name)
+
+	token := filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(token, []byte("not-a-jwt\n"), 0o600))
+	_, err = signFlags{idToken: token}.sign(st)
+	require.ErrorContains(t, err, "not a JWT")
+}
