@@ -20,6 +20,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -158,24 +159,24 @@ func (d *spDriver) runRollouts(ctx context.Context, c client.Client, sleds []spe
 	var runs []client.WorkflowRun
 	next := 0
 	for i, size := range sizes {
-		st := workflows.Stage{Name: "sp", Kind: workflows.KindSPFirmware, Concurrency: concs[i], FailureBudget: size}
+		st := kinds.Stage{Name: "sp", Kind: workflows.KindSPFirmware, Concurrency: concs[i], FailureBudget: size}
 		for _, s := range sleds[next : next+size] {
 			in := d.input(s)
 			raw, err := json.Marshal(in)
 			if err != nil {
 				return out, err
 			}
-			st.Updates = append(st.Updates, workflows.PlanUpdate{Target: in.Target(), Artifact: spTargetVersion, Input: raw})
+			st.Updates = append(st.Updates, kinds.PlanUpdate{Target: in.Target(), Artifact: spTargetVersion, Input: raw})
 		}
 		next += size
-		plan := workflows.RolloutInput{Name: fmt.Sprintf("bench-sp-%d", i), Stages: []workflows.Stage{st}}
+		plan := kinds.RolloutInput{Name: fmt.Sprintf("bench-sp-%d", i), Stages: []kinds.Stage{st}}
 		if err := plan.Validate(); err != nil {
 			return out, err
 		}
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: workflows.RolloutWorkflowID(plan.Name), TaskQueue: workflows.TaskQueue,
+			ID: kinds.RolloutWorkflowID(plan.Name), TaskQueue: workflows.TaskQueue,
 			TypedSearchAttributes: workflows.StartAttributes(workflows.KindRollout, "plan/"+plan.Name, ""),
-		}, workflows.Rollout, plan)
+		}, kinds.Rollout, plan)
 		if err != nil {
 			return out, err
 		}
@@ -183,7 +184,7 @@ func (d *spDriver) runRollouts(ctx context.Context, c client.Client, sleds []spe
 	}
 	var errs []error
 	for _, run := range runs {
-		var res workflows.RolloutResult
+		var res kinds.RolloutResult
 		if err := run.Get(ctx, &res); err != nil {
 			errs = append(errs, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -20,7 +21,7 @@ import (
 // the fleet, and arms that kind's device faults (seeded) before the rollout
 // starts. Every kind in workflows.Kinds must have one: a kind that lands
 // without a builder makes the run refuse to start, so it gets wired here.
-type stageBuilder func(b *planBuilder) (workflows.Stage, error)
+type stageBuilder func(b *planBuilder) (kinds.Stage, error)
 
 // stageOrder is the order of the rollout's stages (kinds missing from
 // workflows.Kinds are left out).
@@ -70,7 +71,7 @@ type expectations struct {
 // plannedUpdate is one update of the plan with its kind.
 type plannedUpdate struct {
 	Kind workflows.Kind
-	workflows.PlanUpdate
+	kinds.PlanUpdate
 }
 
 func (e *expectations) totalTargets() int {
@@ -82,15 +83,15 @@ func (e *expectations) totalTargets() int {
 }
 
 // buildPlan makes the chaos rollout covering every registered kind.
-func buildPlan(cfg Config, f *fleet) (workflows.RolloutInput, []faults.Fault, *expectations, error) {
+func buildPlan(cfg Config, f *fleet) (kinds.RolloutInput, []faults.Fault, *expectations, error) {
 	b := &planBuilder{cfg: cfg, fleet: f, rng: rand.New(rand.NewSource(cfg.Seed)),
 		expect: &expectations{offline: map[uuid.UUID]bool{}, canaryFailed: map[string]bool{}, targets: map[workflows.Kind]int{},
 			planned: map[string]plannedUpdate{}}}
 	wired := map[workflows.Kind]bool{}
-	in := workflows.RolloutInput{Name: fmt.Sprintf("chaos-%d", cfg.Seed)}
+	in := kinds.RolloutInput{Name: fmt.Sprintf("chaos-%d", cfg.Seed)}
 	for _, st := range stageOrder {
 		wired[st.kind] = true
-		if _, ok := workflows.Kinds[st.kind]; !ok {
+		if _, ok := kinds.Kinds[st.kind]; !ok {
 			continue
 		}
 		stage, err := st.build(b)
@@ -109,7 +110,7 @@ func buildPlan(cfg Config, f *fleet) (workflows.RolloutInput, []faults.Fault, *e
 		in.Stages = append(in.Stages, stage)
 	}
 	var missing []string
-	for k := range workflows.Kinds {
+	for k := range kinds.Kinds {
 		if !wired[k] {
 			missing = append(missing, string(k))
 		}
@@ -126,15 +127,15 @@ func buildPlan(cfg Config, f *fleet) (workflows.RolloutInput, []faults.Fault, *e
 
 // update encodes one plan update through its kind's UpdateInput (the same
 // path `starter rollout` takes), validating it.
-func update(in workflows.UpdateInput) (workflows.PlanUpdate, error) {
+func update(in workflows.UpdateInput) (kinds.PlanUpdate, error) {
 	if err := in.Validate(); err != nil {
-		return workflows.PlanUpdate{}, err
+		return kinds.PlanUpdate{}, err
 	}
 	raw, err := json.Marshal(in)
 	if err != nil {
-		return workflows.PlanUpdate{}, err
+		return kinds.PlanUpdate{}, err
 	}
-	return workflows.PlanUpdate{Target: in.Target(), Artifact: in.ArtifactVersion(), Input: raw}, nil
+	return kinds.PlanUpdate{Target: in.Target(), Artifact: in.ArtifactVersion(), Input: raw}, nil
 }
 
 // mgsTiming: the real pacing divided by the speed-up; failure detection
@@ -178,10 +179,10 @@ func (b *planBuilder) exclusiveMGSSleds(targets map[int]string) [][]string {
 	return nil
 }
 
-func spFirmwareStage(b *planBuilder) (workflows.Stage, error) {
+func spFirmwareStage(b *planBuilder) (kinds.Stage, error) {
 	sleds := b.fleet.sleds()
 	idx := pick(b.rng, len(sleds), b.cfg.SPUpdates)
-	st := workflows.Stage{Name: "sp-firmware", Kind: workflows.KindSPFirmware, Concurrency: b.cfg.Concurrency, FailureBudget: len(idx)}
+	st := kinds.Stage{Name: "sp-firmware", Kind: workflows.KindSPFirmware, Concurrency: b.cfg.Concurrency, FailureBudget: len(idx)}
 	targets := map[int]string{}
 	for n, i := range idx {
 		s := sleds[i]
@@ -223,10 +224,10 @@ func spFirmwareStage(b *planBuilder) (workflows.Stage, error) {
 	return st, nil
 }
 
-func hostFlashStage(b *planBuilder) (workflows.Stage, error) {
+func hostFlashStage(b *planBuilder) (kinds.Stage, error) {
 	sleds := b.fleet.sleds()
 	idx := pick(b.rng, len(sleds), b.cfg.HostUpdates)
-	st := workflows.Stage{Name: "host-flash", Kind: workflows.KindHostFlash, Concurrency: b.cfg.Concurrency, FailureBudget: len(idx)}
+	st := kinds.Stage{Name: "host-flash", Kind: workflows.KindHostFlash, Concurrency: b.cfg.Concurrency, FailureBudget: len(idx)}
 	targets := map[int]string{}
 	for n, i := range idx {
 		s := sleds[i]
@@ -248,7 +249,7 @@ func hostFlashStage(b *planBuilder) (workflows.Stage, error) {
 	return st, nil
 }
 
-func zoneExpungeStage(b *planBuilder) (workflows.Stage, error) {
+func zoneExpungeStage(b *planBuilder) (kinds.Stage, error) {
 	type cand struct {
 		sled uuid.UUID
 		zone spec.Zone
@@ -296,7 +297,7 @@ func zoneExpungeStage(b *planBuilder) (workflows.Stage, error) {
 			b.expect.updateIDs = append(b.expect.updateIDs, workflows.WorkflowID(workflows.KindZoneExpunge, workflows.ZoneExpungeTarget(c.zone.ID)))
 		}
 	}
-	st := workflows.Stage{Name: "zone-expunge", Kind: workflows.KindZoneExpunge, Concurrency: b.cfg.Concurrency, FailureBudget: len(chosen)}
+	st := kinds.Stage{Name: "zone-expunge", Kind: workflows.KindZoneExpunge, Concurrency: b.cfg.Concurrency, FailureBudget: len(chosen)}
 	timing := workflows.ZoneExpungeTiming{PutTimeout: 3 * time.Minute, RetryInitial: 200 * time.Millisecond, RetryMax: 2 * time.Second,
 		PollInterval: 200 * time.Millisecond, ProofTimeout: 2 * time.Minute, HeartbeatTimeout: 5 * time.Second}
 	for n, c := range chosen {
@@ -323,9 +324,9 @@ func zoneExpungeStage(b *planBuilder) (workflows.Stage, error) {
 // machinery: installed alone) and two ordinary agents.
 var chaosAgents = []string{"cn-agent", "vm-agent", "firewaller"}
 
-func agentInstallStage(b *planBuilder) (workflows.Stage, error) {
+func agentInstallStage(b *planBuilder) (kinds.Stage, error) {
 	servers := b.fleet.spec.Datacenter.Servers
-	st := workflows.Stage{Name: "agent-install", Kind: workflows.KindAgentInstall, Concurrency: 1, FailureBudget: 1}
+	st := kinds.Stage{Name: "agent-install", Kind: workflows.KindAgentInstall, Concurrency: 1, FailureBudget: 1}
 	if len(servers) == 0 {
 		return st, nil
 	}
@@ -365,8 +366,8 @@ func agentInstallStage(b *planBuilder) (workflows.Stage, error) {
 	return st, nil
 }
 
-func agentDriftStage(b *planBuilder) (workflows.Stage, error) {
-	st := workflows.Stage{Name: "agent-drift", Kind: workflows.KindAgentDrift, Concurrency: 1, FailureBudget: 1}
+func agentDriftStage(b *planBuilder) (kinds.Stage, error) {
+	st := kinds.Stage{Name: "agent-drift", Kind: workflows.KindAgentDrift, Concurrency: 1, FailureBudget: 1}
 	if len(b.fleet.spec.Datacenter.Servers) == 0 {
 		return st, nil
 	}
@@ -381,9 +382,9 @@ func agentDriftStage(b *planBuilder) (workflows.Stage, error) {
 	return st, nil
 }
 
-func bootImageStage(b *planBuilder) (workflows.Stage, error) {
+func bootImageStage(b *planBuilder) (kinds.Stage, error) {
 	clusters := b.fleet.spec.Clusters
-	st := workflows.Stage{Name: "bootimage-bump", Kind: workflows.KindBootImageBump, Concurrency: b.cfg.Concurrency, FailureBudget: len(clusters)}
+	st := kinds.Stage{Name: "bootimage-bump", Kind: workflows.KindBootImageBump, Concurrency: b.cfg.Concurrency, FailureBudget: len(clusters)}
 	failCanary := -1
 	if len(clusters) > 0 {
 		failCanary = b.rng.Intn(len(clusters))

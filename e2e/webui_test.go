@@ -19,6 +19,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -46,12 +47,12 @@ func TestWebUIFindsRolloutBySearchAttribute(t *testing.T) {
 		Selection: activities.ServerSelection{All: true}}
 	raw, err := json.Marshal(in)
 	require.NoError(t, err)
-	plan := workflows.RolloutInput{Name: "webui-e2e", Stages: []workflows.Stage{{Name: "agents", Kind: workflows.KindAgentInstall,
-		Concurrency: 1, Updates: []workflows.PlanUpdate{{Target: in.Target(), Artifact: in.ArtifactVersion(), Input: raw}}}}}
+	plan := kinds.RolloutInput{Name: "webui-e2e", Stages: []kinds.Stage{{Name: "agents", Kind: workflows.KindAgentInstall,
+		Concurrency: 1, Updates: []kinds.PlanUpdate{{Target: in.Target(), Artifact: in.ArtifactVersion(), Input: raw}}}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.RolloutWorkflowID(plan.Name), TaskQueue: workflows.TaskQueue,
-		TypedSearchAttributes: workflows.StartAttributes(workflows.KindRollout, "plan/"+plan.Name, "")}, workflows.Rollout, plan)
+	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: kinds.RolloutWorkflowID(plan.Name), TaskQueue: workflows.TaskQueue,
+		TypedSearchAttributes: workflows.StartAttributes(workflows.KindRollout, "plan/"+plan.Name, "")}, kinds.Rollout, plan)
 	require.NoError(t, err)
 
 	// The child update carries FleetsagaRollout; wait until visibility has it.

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetsaga/fleetsaga/internal/plan"
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -27,7 +28,7 @@ never run at once. The plan is validated fully before anything starts.`,
 					return usageErr("%v", err)
 				}
 				return a.startUpdate(cmd, update{Kind: workflows.KindRollout, Target: "plan/" + in.Name,
-					Workflow: workflows.Rollout, Input: in}, sf)
+					Workflow: kinds.Rollout, Input: in}, sf)
 			},
 		}
 		sf.bind(cmd)

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/fleetsaga/fleetsaga/internal/config"
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -43,7 +44,7 @@ type statusView struct {
 	Closed     *time.Time          `json:"closed,omitempty"`
 	Progress   *workflows.Progress `json:"progress,omitempty"`
 	// GatePlan is the plan a rollout shows at its gate.
-	GatePlan *workflows.StagePlan `json:"gatePlan,omitempty"`
+	GatePlan *kinds.StagePlan `json:"gatePlan,omitempty"`
 }
 
 func statusCmd(a *app) *cobra.Command {
@@ -290,7 +291,7 @@ func signalCmd(name, signal, short string) func(a *app) *cobra.Command {
 						if err != nil {
 							return err
 						}
-						if !workflows.PausableType(desc.GetWorkflowExecutionInfo().GetType().GetName()) {
+						if !kinds.PausableType(desc.GetWorkflowExecutionInfo().GetType().GetName()) {
 							return notPausable(id)
 						}
 					}

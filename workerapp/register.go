@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
-	"github.com/fleetsaga/fleetsaga/workflows"
+	"github.com/fleetsaga/fleetsaga/kinds"
 )
 
 // Register registers every workflow (workflows.Registrations: the
@@ -21,7 +21,7 @@ func Register(r worker.Registry, d Deps) error {
 	mgsActs.Ledger = la
 	acts := []any{
 		la,
-		&activities.RolloutActivities{Store: d.Ledger, Temporal: d.Temporal},
+		&kinds.RolloutActivities{Store: d.Ledger, Temporal: d.Temporal},
 		activities.NewZoneActivities(d.Ledger, d.Fleet, d.HTTP, d.Identity),
 		&activities.BootImageActivities{Kube: d.Fleet.KubeAccess(), HTTP: d.HTTP},
 		mgsActs,
@@ -37,7 +37,7 @@ func Register(r worker.Registry, d Deps) error {
 	for _, a := range acts {
 		r.RegisterActivity(a)
 	}
-	for _, e := range workflows.Registrations() {
+	for _, e := range kinds.Registrations() {
 		if e.Agents && !agents {
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -18,13 +19,13 @@ func funcName(f any) string { return runtime.FuncForPC(reflect.ValueOf(f).Pointe
 // and an unversioned one would run a kind the table forgot.
 func TestEveryKindIsRegisteredWithAVersioningBehavior(t *testing.T) {
 	behavior := map[string]workflow.VersioningBehavior{}
-	for _, e := range workflows.Registrations() {
+	for _, e := range kinds.Registrations() {
 		name := funcName(e.Workflow)
 		require.NotContains(t, behavior, name, "registered twice")
 		require.NotEqual(t, workflow.VersioningBehaviorUnspecified, e.Behavior, name)
 		behavior[name] = e.Behavior
 	}
-	for kind, k := range workflows.Kinds {
+	for kind, k := range kinds.Kinds {
 		require.Contains(t, behavior, funcName(k.Workflow), "kind %s is not registered", kind)
 	}
 	// Device updates finish on the build that started them; long-running
@@ -36,7 +37,7 @@ func TestEveryKindIsRegisteredWithAVersioningBehavior(t *testing.T) {
 	}{
 		{workflows.SPFirmwareUpdate, pinned}, {workflows.HostBootFlashUpdate, pinned}, {workflows.ZoneExpunge, pinned},
 		{workflows.BootImageBump, pinned}, {workflows.AgentInstallServer, pinned},
-		{workflows.Rollout, auto}, {workflows.AgentInstall, auto}, {workflows.AgentDriftCheck, auto},
+		{kinds.Rollout, auto}, {workflows.AgentInstall, auto}, {workflows.AgentDriftCheck, auto},
 	} {
 		require.Equal(t, c.want, behavior[funcName(c.f)], funcName(c.f))
 	}

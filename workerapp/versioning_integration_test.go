@@ -21,6 +21,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workerapp"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -43,11 +44,11 @@ func TestVersionedWorkerPinsDeviceUpdatesAndAutoUpgradesRollouts(t *testing.T) {
 
 	cubby := 2
 	upd := spUpdate(t, s, cubby, workflows.MGSTiming{})
-	in := workflows.RolloutInput{Name: "versioned-" + e.TaskQueue, Stages: []workflows.Stage{spStage(t, "sp", false, upd)}}
-	id := workflows.RolloutWorkflowID(in.Name)
-	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: e.TaskQueue}, workflows.Rollout, in)
+	in := kinds.RolloutInput{Name: "versioned-" + e.TaskQueue, Stages: []kinds.Stage{spStage(t, "sp", false, upd)}}
+	id := kinds.RolloutWorkflowID(in.Name)
+	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: e.TaskQueue}, kinds.Rollout, in)
 	require.NoError(t, err)
-	var res workflows.RolloutResult
+	var res kinds.RolloutResult
 	require.NoError(t, run.Get(ctx, &res))
 	require.Len(t, res.Outcomes, 1)
 	require.Equal(t, workflows.StateCompleted, res.Outcomes[0].State)
@@ -84,12 +85,12 @@ func TestNewBuildWhileRolloutInFlight(t *testing.T) {
 		return phaseOf(ctx, e, heldID) == workflows.MGSPhaseUpdating
 	}, 30*time.Second, 100*time.Millisecond, "the held update never started delivering")
 
-	in := workflows.RolloutInput{Name: "new-build-" + e.TaskQueue, Stages: []workflows.Stage{
+	in := kinds.RolloutInput{Name: "new-build-" + e.TaskQueue, Stages: []kinds.Stage{
 		spStage(t, "first", false, spUpdate(t, s, 2, workflows.MGSTiming{})),
 		spStage(t, "second", true, spUpdate(t, s, 3, workflows.MGSTiming{})),
 	}}
-	id := workflows.RolloutWorkflowID(in.Name)
-	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: e.TaskQueue}, workflows.Rollout, in)
+	id := kinds.RolloutWorkflowID(in.Name)
+	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: e.TaskQueue}, kinds.Rollout, in)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		return phaseOf(ctx, e, id) == workflows.PhaseAwaitingApproval
@@ -99,9 +100,9 @@ func TestNewBuildWhileRolloutInFlight(t *testing.T) {
 	startVersionedWorker(t, e, sim, deployment, "build-2")
 	setCurrent(ctx, t, e, deployment, "build-2")
 
-	var gate *workflows.StagePlan
+	var gate *kinds.StagePlan
 	require.Eventually(t, func() bool {
-		v, err := e.Client.QueryWorkflow(ctx, id, "", workflows.GatePlanQuery)
+		v, err := e.Client.QueryWorkflow(ctx, id, "", kinds.GatePlanQuery)
 		return err == nil && v.Get(&gate) == nil && gate != nil
 	}, 30*time.Second, 100*time.Millisecond, "the rollout never showed its gate's plan")
 	h, err := e.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
@@ -109,7 +110,7 @@ func TestNewBuildWhileRolloutInFlight(t *testing.T) {
 		WaitForStage: client.WorkflowUpdateStageCompleted})
 	require.NoError(t, err)
 	require.NoError(t, h.Get(ctx, nil))
-	var res workflows.RolloutResult
+	var res kinds.RolloutResult
 	require.NoError(t, run.Get(ctx, &res))
 	require.Len(t, res.Outcomes, 2)
 	for _, o := range res.Outcomes {
@@ -209,11 +210,11 @@ func spUpdate(t *testing.T, s *spec.Spec, cubby int, timing workflows.MGSTiming)
 	}
 }
 
-func spStage(t *testing.T, name string, approval bool, upd workflows.SPFirmwareInput) workflows.Stage {
+func spStage(t *testing.T, name string, approval bool, upd workflows.SPFirmwareInput) kinds.Stage {
 	raw, err := json.Marshal(upd)
 	require.NoError(t, err)
-	return workflows.Stage{Name: name, Kind: workflows.KindSPFirmware, Concurrency: 1, Approval: approval,
-		Updates: []workflows.PlanUpdate{{Target: upd.Target(), Artifact: upd.Artifact.Version, Input: raw}}}
+	return kinds.Stage{Name: name, Kind: workflows.KindSPFirmware, Concurrency: 1, Approval: approval,
+		Updates: []kinds.PlanUpdate{{Target: upd.Target(), Artifact: upd.Artifact.Version, Input: raw}}}
 }
 
 // requireVersion checks a workflow's versioning behaviour and the version

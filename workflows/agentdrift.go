@@ -101,16 +101,16 @@ func AgentDriftCheck(ctx workflow.Context, in AgentDriftInput) (AgentDriftResult
 	// A drift check records no ledger attempt: it changes nothing itself
 	// (repairs run as AgentInstall updates).
 	progress := Progress{Kind: KindAgentDrift, Target: in.Target(), Started: workflow.Now(ctx), Unit: "drifts"}
-	l, err := newLifecycle(ctx, &progress, PhaseCheckingDrift, nil, func() Progress { return progress })
+	l, err := NewLifecycle(ctx, &progress, PhaseCheckingDrift, nil, func() Progress { return progress })
 	if err != nil {
 		return AgentDriftResult{}, err
 	}
 	phase := func(p Phase, detail ...string) {
 		progress.Message = strings.Join(detail, "")
-		l.step(ctx, p, detail...)
+		l.Step(ctx, p, detail...)
 	}
 	var res AgentDriftResult
-	ended := func(err error) (AgentDriftResult, error) { return res, l.end(ctx, err, Ending{Outcome: res.Outcome}) }
+	ended := func(err error) (AgentDriftResult, error) { return res, l.End(ctx, err, Ending{Outcome: res.Outcome}) }
 	if err := findDrift(ctx, in, &res.Found); err != nil {
 		return ended(err)
 	}
@@ -127,7 +127,7 @@ func AgentDriftCheck(ctx workflow.Context, in AgentDriftInput) (AgentDriftResult
 
 	phase(PhaseRepairingIntents, "pointing stale intents at the actual images")
 	opts := workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Minute, ScheduleToCloseTimeout: time.Hour,
-		HeartbeatTimeout: time.Minute, RetryPolicy: deviceRetry, Summary: "point stale SAPI intents at the actual images"}
+		HeartbeatTimeout: time.Minute, RetryPolicy: DeviceRetry, Summary: "point stale SAPI intents at the actual images"}
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), agentActs.RepairAgentIntents, res.Found.Drift).
 		Get(ctx, &res.IntentsFixed); err != nil {
 		workflow.GetLogger(ctx).Error("repairing intents failed", "error", err)
@@ -202,7 +202,7 @@ func AgentDriftCheck(ctx workflow.Context, in AgentDriftInput) (AgentDriftResult
 
 func findDrift(ctx workflow.Context, in AgentDriftInput, out *activities.AgentDriftReport) error {
 	opts := workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Minute, ScheduleToCloseTimeout: 30 * time.Minute,
-		HeartbeatTimeout: 2 * time.Minute, RetryPolicy: deviceRetry, Summary: "compare SAPI intent with CNAPI agents"}
+		HeartbeatTimeout: 2 * time.Minute, RetryPolicy: DeviceRetry, Summary: "compare SAPI intent with CNAPI agents"}
 	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), agentActs.FindAgentDrift, activities.FindAgentDriftRequest{
 		Agents: in.Agents, Selection: in.Selection, ExcludeServers: in.ExcludeServers,
 	}).Get(ctx, out)
@@ -226,7 +226,7 @@ func removeOrphans(ctx workflow.Context, phase func(Phase, ...string), res *Agen
 	}
 	phase(PhaseRemovingOrphans)
 	opts := workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Minute, ScheduleToCloseTimeout: time.Hour,
-		HeartbeatTimeout: time.Minute, RetryPolicy: deviceRetry, Summary: "delete SAPI instances of deleted servers"}
+		HeartbeatTimeout: time.Minute, RetryPolicy: DeviceRetry, Summary: "delete SAPI instances of deleted servers"}
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), agentActs.RemoveOrphanInstances, res.Found.Drift).
 		Get(ctx, &res.OrphansRemoved); err != nil {
 		workflow.GetLogger(ctx).Error("removing orphaned instances failed", "error", err)

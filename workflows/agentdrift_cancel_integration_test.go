@@ -61,5 +61,5 @@ func TestAgentDriftRepairCancelledDuringInstallEndsCancelled(t *testing.T) {
 		atts, err := s.env.Store.Attempts(ctx, install)
 		return err == nil && len(atts) == 1 && atts[0].State == ledger.StateCancelled
 	}, time.Minute, 100*time.Millisecond, "the install's attempt ended cancelled")
-	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/agent-drift-cancelled-repair.json")
+	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/agent-drift-cancelled-repair.json")
 }

@@ -225,7 +225,7 @@ type agentRollout struct {
 	in       AgentInstallInput
 	c        *AgentInstallCarry
 	progress Progress
-	l        *lifecycle
+	l        *Lifecycle
 	running  []InFlightServer
 	budget   int
 	stopped  bool
@@ -266,7 +266,7 @@ func (r *agentRollout) setup(ctx workflow.Context) error {
 	if r.c.Runs > 1 {
 		first = PhaseInstalling
 	}
-	l, err := newLifecycle(ctx, &r.progress, first, ledgerWriter{}, func() Progress {
+	l, err := NewLifecycle(ctx, &r.progress, first, ledgerWriter{}, func() Progress {
 		r.refresh(ctx)
 		return r.progress
 	})
@@ -277,7 +277,7 @@ func (r *agentRollout) setup(ctx workflow.Context) error {
 	if r.c.Runs > 1 {
 		r.l.adoptAttempt(r.attempt(ctx)) // recorded by the first run
 	}
-	listenPauseResume(ctx, r.setPaused)
+	ListenPauseResume(ctx, r.setPaused)
 	return nil
 }
 
@@ -295,7 +295,7 @@ func (r *agentRollout) setPaused(ctx workflow.Context, p bool) {
 	if p {
 		r.progress.State = StatePaused
 	}
-	setSearchState(ctx, r.progress.State, Phase(r.progress.Phase))
+	SetSearchState(ctx, r.progress.State, Phase(r.progress.Phase))
 }
 
 func (r *agentRollout) run(ctx workflow.Context) (AgentInstallResult, error) {
@@ -331,7 +331,7 @@ func (r *agentRollout) plan(ctx workflow.Context) error {
 		StartToCloseTimeout:    10 * time.Minute,
 		ScheduleToCloseTimeout: 30 * time.Minute,
 		HeartbeatTimeout:       2 * time.Minute,
-		RetryPolicy:            deviceRetry,
+		RetryPolicy:            DeviceRetry,
 		Summary:                "validate images and plan servers",
 	}
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), agentActs.PlanAgentInstall,
@@ -373,7 +373,7 @@ func (r *agentRollout) claimAgents(ctx workflow.Context) error {
 // server was started.
 func (r *agentRollout) planFailed(ctx workflow.Context, err error) (AgentInstallResult, error) {
 	res := AgentInstallResult{RolloutID: r.c.RolloutID, Runs: r.c.Runs}
-	err = r.l.end(ctx, err, Ending{})
+	err = r.l.End(ctx, err, Ending{})
 	res.Outcome = r.progress.Outcome
 	return res, err
 }
@@ -497,7 +497,7 @@ func (r *agentRollout) straggler(ctx workflow.Context, host string, d, med time.
 	if len(r.c.Stragglers) < maxStragglers {
 		r.c.Stragglers = append(r.c.Stragglers, host)
 	}
-	r.l.step(ctx, PhaseInstalling, fmt.Sprintf("%d straggler(s), latest %s (%s vs median %s)", len(r.c.Stragglers), host,
+	r.l.Step(ctx, PhaseInstalling, fmt.Sprintf("%d straggler(s), latest %s (%s vs median %s)", len(r.c.Stragglers), host,
 		d.Round(time.Second), med.Round(time.Second)))
 }
 
@@ -569,7 +569,7 @@ func (r *agentRollout) end(ctx workflow.Context, runErr error) (AgentInstallResu
 		res.ServiceImageSet = true
 		for _, ag := range r.c.Plan.Agents {
 			err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
-				StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: 15 * time.Minute, RetryPolicy: deviceRetry,
+				StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: 15 * time.Minute, RetryPolicy: DeviceRetry,
 			}), agentActs.SetAgentServiceImage, activities.SetAgentServiceImageRequest{ServiceUUID: ag.ServiceUUID, ImageUUID: ag.ImageUUID}).Get(dctx, nil)
 			if err != nil {
 				res.ServiceImageSet = false
@@ -588,5 +588,5 @@ func (r *agentRollout) ended(ctx workflow.Context, res AgentInstallResult, err e
 	if res.Outcome == AgentRolloutBudget {
 		e.FailedOutcome = res.Outcome // the ledger says why the rollout stopped
 	}
-	return res, r.l.end(ctx, err, e)
+	return res, r.l.End(ctx, err, e)
 }

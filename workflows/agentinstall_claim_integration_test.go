@@ -49,14 +49,14 @@ func TestAgentInstallsSharingAnAgentNeverBothInstallIt(t *testing.T) {
 		err := run.Get(ctx, nil)
 		if err == nil {
 			completed++
-			replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/agent-install-claimed.json")
+			replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/agent-install-claimed.json")
 			continue
 		}
 		var ae *temporal.ApplicationError
 		require.ErrorAs(t, err, &ae, run.GetID())
 		assert.Equal(t, failure.TargetBusy, ae.Type(), "%s: %v", run.GetID(), err)
 		refused++
-		replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/agent-install-refused-busy.json")
+		replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/agent-install-refused-busy.json")
 	}
 	assert.Equal(t, 1, completed, "one rollout ran")
 	assert.Equal(t, 1, refused, "the other was refused")
@@ -141,5 +141,5 @@ func TestAgentInstallCancelledWhilePlanningOnFleetsim(t *testing.T) {
 	require.Len(t, atts, 1)
 	assert.Equal(t, ledger.StateCancelled, atts[0].State, "the rollout's attempt ended cancelled")
 	assert.Empty(t, s.truth(t).Installs, "nothing was touched")
-	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/agent-install-cancelled-planning.json")
+	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/agent-install-cancelled-planning.json")
 }

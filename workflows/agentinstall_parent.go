@@ -30,7 +30,7 @@ func (s *agentServer) watchParent(ctx workflow.Context) (workflow.Context, *bool
 	steps, stop := workflow.WithCancel(ctx)
 	workflow.Go(steps, func(wctx workflow.Context) {
 		lctx := workflow.WithLocalActivityOptions(wctx, workflow.LocalActivityOptions{
-			StartToCloseTimeout: ownerCheckTimeout, RetryPolicy: ledgerRetry, ScheduleToCloseTimeout: every,
+			StartToCloseTimeout: ownerCheckTimeout, RetryPolicy: LedgerRetry, ScheduleToCloseTimeout: every,
 		})
 		for workflow.Sleep(wctx, every) == nil {
 			var running bool

@@ -100,7 +100,7 @@ type agentServer struct {
 	in       AgentServerInput
 	res      AgentServerResult
 	progress Progress
-	l        *lifecycle
+	l        *Lifecycle
 	started  time.Time
 }
 
@@ -123,7 +123,7 @@ func (s *agentServer) setup(ctx workflow.Context) error {
 	}
 	s.progress = Progress{Kind: KindAgentInstall, Target: ServerTarget(s.in.Server), Artifact: strings.Join(labels, ","),
 		Started: s.started, Total: int64(len(s.in.Agents)), Unit: "agents"}
-	l, err := newLifecycle(ctx, &s.progress, PhaseRecordingIntent, agentServerWriter{s}, func() Progress { return s.progress })
+	l, err := NewLifecycle(ctx, &s.progress, PhaseRecordingIntent, agentServerWriter{s}, func() Progress { return s.progress })
 	s.l = l
 	return err
 }
@@ -131,7 +131,7 @@ func (s *agentServer) setup(ctx workflow.Context) error {
 // step announces a phase with its detail (also the progress Message).
 func (s *agentServer) step(ctx workflow.Context, p Phase, detail ...string) {
 	s.progress.Message = strings.Join(detail, "")
-	s.l.step(ctx, p, detail...)
+	s.l.Step(ctx, p, detail...)
 }
 
 func (s *agentServer) run(ctx workflow.Context) (AgentServerResult, error) {
@@ -142,7 +142,7 @@ func (s *agentServer) run(ctx workflow.Context) (AgentServerResult, error) {
 	case err == nil:
 	case *orphaned:
 		s.res.Outcome, s.res.Error = AgentOutcomeCancelled, "stopped: rollout "+s.in.ReportTo+" no longer runs (terminated?)"
-	case isCancel(ctx, err):
+	case IsCancel(ctx, err):
 		s.res.Outcome, s.res.Error = AgentOutcomeCancelled, "cancelled"
 	default:
 		s.res.Outcome, s.res.Error = AgentOutcomeFailed, err.Error()
@@ -155,9 +155,9 @@ func (s *agentServer) run(ctx workflow.Context) (AgentServerResult, error) {
 		// No attempt of ours (the server stayed busy): the plan row ends.
 		s.endPlanRow(ctx, err)
 	}
-	err = s.l.end(ctx, err, Ending{Outcome: s.res.Outcome})
+	err = s.l.End(ctx, err, Ending{Outcome: s.res.Outcome})
 	s.report(ctx)
-	if err != nil && !isCancel(ctx, err) {
+	if err != nil && !IsCancel(ctx, err) {
 		// A failed server is a result, not a workflow failure: the parent
 		// counts it against the failure budget.
 		return s.res, nil
@@ -192,7 +192,7 @@ func (s *agentServer) endPlanRow(ctx workflow.Context, err error) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	f := ledger.Finish{State: ledger.StateFailed, Outcome: AgentOutcomeFailed, Error: err.Error()}
-	if isCancel(ctx, err) {
+	if IsCancel(ctx, err) {
 		f = ledger.Finish{State: ledger.StateCancelled, Outcome: AgentOutcomeCancelled, Error: "cancelled"}
 	}
 	if err := ledgerCall(dctx, agentActs.FinishAgentServer, s.finishRequest(f)).Get(dctx, nil); err != nil {
@@ -234,7 +234,7 @@ func (s *agentServer) recordIntent(ctx workflow.Context) error {
 	wait := 5 * time.Second
 	for {
 		err := s.l.recordIntent(ctx, at)
-		if !isTargetBusy(err) || !workflow.Now(ctx).Before(deadline) {
+		if !IsTargetBusy(err) || !workflow.Now(ctx).Before(deadline) {
 			return err
 		}
 		s.step(ctx, PhaseWaitingForTarget, "another update is active on this server")
@@ -249,7 +249,7 @@ func (s *agentServer) apiOptions(ctx workflow.Context, summary string) workflow.
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    time.Minute,
 		ScheduleToCloseTimeout: 15 * time.Minute,
-		RetryPolicy:            deviceRetry,
+		RetryPolicy:            DeviceRetry,
 		Summary:                summary,
 	})
 }
@@ -282,7 +282,7 @@ func (s *agentServer) agent(ctx workflow.Context, ag activities.PlannedAgent, st
 			StartToCloseTimeout:    agentTaskTimeout,
 			ScheduleToCloseTimeout: 2 * agentTaskTimeout,
 			HeartbeatTimeout:       4*s.in.PollInterval + 5*time.Second,
-			RetryPolicy:            deviceRetry,
+			RetryPolicy:            DeviceRetry,
 			Summary:                fmt.Sprintf("install %s on %s", ag.Label(), s.in.Hostname),
 		}
 		var res activities.InstallAgentResult

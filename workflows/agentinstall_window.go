@@ -164,7 +164,7 @@ func (r *agentRollout) settle(ctx, dctx workflow.Context) {
 // ledger row and reports. One that cannot (terminated, gone) is booked
 // from the ledger by the straggler checks.
 func (r *agentRollout) cancelInFlight(ctx workflow.Context) {
-	r.l.step(ctx, PhaseInstalling, fmt.Sprintf("cancelling %d running server(s)", len(r.running)))
+	r.l.Step(ctx, PhaseInstalling, fmt.Sprintf("cancelling %d running server(s)", len(r.running)))
 	futures := make([]workflow.Future, len(r.running))
 	for i, rs := range r.running {
 		futures[i] = workflow.RequestCancelExternalWorkflow(ctx, rs.ChildID, "")

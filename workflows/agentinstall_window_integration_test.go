@@ -117,10 +117,10 @@ func TestAgentInstallWindowKeepsRunningAcrossContinueAsNew(t *testing.T) {
 	// with the slow server in flight), the last one (which books it from
 	// its report; the run followed to the end), and the slow server's child
 	// (which reports to the rollout).
-	replay.Record(t, s.env.Client, run.GetID(), firstRun, "testdata/histories/agent-install-window-first-run.json")
-	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/agent-install-window-last-run.json")
+	replay.Record(t, s.env.Client, run.GetID(), firstRun, "../kinds/testdata/histories/agent-install-window-first-run.json")
+	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/agent-install-window-last-run.json")
 	child := run.GetID() + "/" + res.RolloutID.String() + "/" + slowSrv.String()
-	replay.Record(t, s.env.Client, child, "", "testdata/histories/agent-install-server-reports.json")
+	replay.Record(t, s.env.Client, child, "", "../kinds/testdata/histories/agent-install-server-reports.json")
 }
 
 // A cancel after continue-as-new reaches the child carried from the first

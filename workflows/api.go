@@ -93,7 +93,7 @@ const (
 // one of a closed set, as the FleetsagaPhase search attribute; free text
 // (detail) only in the workflow's current details. Failing to upsert must
 // not fail the update, so the error is only logged.
-func setSearchState(ctx workflow.Context, state State, phase Phase, detail ...string) {
+func SetSearchState(ctx workflow.Context, state State, phase Phase, detail ...string) {
 	setCurrentDetails(ctx, state, phase, detail...)
 	attrs := []temporal.SearchAttributeUpdate{SAState.ValueSet(string(state))}
 	if phase.Known() {
@@ -122,14 +122,14 @@ func setCurrentDetails(ctx workflow.Context, state State, phase Phase, detail ..
 // Retry policies, chosen per kind of activity.
 var (
 	// ledgerRetry: the database may restart; keep trying for a long while.
-	ledgerRetry = &temporal.RetryPolicy{
+	LedgerRetry = &temporal.RetryPolicy{
 		InitialInterval:    500 * time.Millisecond,
 		BackoffCoefficient: 2,
 		MaximumInterval:    30 * time.Second,
 	}
 	// deviceRetry: device/API calls; non-retryable errors are typed by the
 	// activities (the catalogue: package failure).
-	deviceRetry = &temporal.RetryPolicy{
+	DeviceRetry = &temporal.RetryPolicy{
 		InitialInterval:    time.Second,
 		BackoffCoefficient: 2,
 		MaximumInterval:    time.Minute,
@@ -143,7 +143,7 @@ func ledgerOptions(ctx workflow.Context) workflow.Context {
 		// a write lost with a dead worker waits before it is retried.
 		StartToCloseTimeout:    10 * time.Second,
 		ScheduleToCloseTimeout: 30 * time.Minute,
-		RetryPolicy:            ledgerRetry,
+		RetryPolicy:            LedgerRetry,
 	})
 }
 

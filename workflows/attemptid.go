@@ -29,7 +29,7 @@ func derivedID(ctx workflow.Context, name string) uuid.UUID {
 // newAttemptID is the run's next attempt ID (also the device-side update
 // ID where the device takes one): derivedID of the run's count of attempt
 // IDs. It is the one generator of attempt IDs.
-func (l *lifecycle) newAttemptID(ctx workflow.Context) uuid.UUID {
+func (l *Lifecycle) newAttemptID(ctx workflow.Context) uuid.UUID {
 	l.attemptIDs++
 	return derivedID(ctx, strconv.Itoa(l.attemptIDs))
 }

@@ -270,7 +270,7 @@ type bootImageBump struct {
 	progress  BootImageProgress
 	result    BootImageBumpResult
 	snap      activities.BootImageSnapshot
-	life      *lifecycle
+	life      *Lifecycle
 	// patched in this run, with the image before and after (for the saga).
 	applied map[string][2]machineapi.BootImage
 	events  int
@@ -294,7 +294,7 @@ func (b *bootImageBump) setup(ctx workflow.Context) error {
 	}}
 	// No phase until the intent is recorded (the first phase is the wait
 	// for the preconditions).
-	life, err := newLifecycle(ctx, &b.progress.Progress, "", ledgerWriter{}, func() BootImageProgress {
+	life, err := NewLifecycle(ctx, &b.progress.Progress, "", ledgerWriter{}, func() BootImageProgress {
 		p := b.progress
 		p.Summary = b.result
 		return p
@@ -374,7 +374,7 @@ func bumpAPIOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    2 * time.Minute,
 		ScheduleToCloseTimeout: 20 * time.Minute,
-		RetryPolicy:            deviceRetry,
+		RetryPolicy:            DeviceRetry,
 		Summary:                summary,
 	})
 }
@@ -384,7 +384,7 @@ func bumpWaitOptions(ctx workflow.Context, bound time.Duration, summary string) 
 		StartToCloseTimeout:    bound + 2*time.Minute,
 		ScheduleToCloseTimeout: bound + 10*time.Minute,
 		HeartbeatTimeout:       time.Minute,
-		RetryPolicy:            deviceRetry,
+		RetryPolicy:            DeviceRetry,
 		Summary:                summary,
 	})
 }
@@ -400,7 +400,7 @@ func (b *bootImageBump) bumpChangeOptions(ctx workflow.Context, summary string) 
 		ScheduleToCloseTimeout: 20 * time.Minute,
 		HeartbeatTimeout:       30 * time.Second,
 		WaitForCancellation:    true,
-		RetryPolicy:            deviceRetry,
+		RetryPolicy:            DeviceRetry,
 		Summary:                summary,
 	})
 }
@@ -743,7 +743,7 @@ func (b *bootImageBump) end(ctx workflow.Context, err error) error {
 	summary := fmt.Sprintf("%s: %d patched, %d up to date, %d skipped, %d failed; upgradeable=%v (%s)",
 		b.result.Outcome, len(b.result.Patched), len(b.result.UpToDate), len(b.result.Skipped), len(b.result.Failed),
 		b.result.Skew.Upgradeable, b.result.Skew.Reason)
-	err = b.life.end(ctx, err, Ending{Outcome: summary, FailedOutcome: summary, Phase: bumpPhaseDone})
+	err = b.life.End(ctx, err, Ending{Outcome: summary, FailedOutcome: summary, Phase: bumpPhaseDone})
 	sort.Strings(b.result.Restored)
 	return err
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -41,38 +42,38 @@ func TestDryRunChangesNothingAndNamesEveryActionAndReason(t *testing.T) {
 	st.arm(faults.Fault{Kind: faults.ServerOffline, Target: "server/" + srv[2].UUID.String()})
 	nexus, other := nexusZone(t, st.spec)
 
-	sp := func(cubby int, version string, mutate func(*workflows.SPFirmwareInput)) workflows.PlanUpdate {
+	sp := func(cubby int, version string, mutate func(*workflows.SPFirmwareInput)) kinds.PlanUpdate {
 		in := st.spInput(cubby, version)
 		if mutate != nil {
 			mutate(&in)
 		}
 		return planUpdateOf(t, &in)
 	}
-	plan := workflows.RolloutInput{Name: "dry", Stages: []workflows.Stage{
-		{Name: "sp", Kind: workflows.KindSPFirmware, Concurrency: 2, Exclusive: [][]string{{"sp/sled/0", "sp/sled/1"}}, Updates: []workflows.PlanUpdate{
+	plan := kinds.RolloutInput{Name: "dry", Stages: []kinds.Stage{
+		{Name: "sp", Kind: workflows.KindSPFirmware, Concurrency: 2, Exclusive: [][]string{{"sp/sled/0", "sp/sled/1"}}, Updates: []kinds.PlanUpdate{
 			sp(0, "1.1.0", nil),
 			sp(1, spec.GeneratedSPActive, nil),
 			sp(2, "1.1.0", func(in *workflows.SPFirmwareInput) { in.SP.Serial = "BRM-NOT-THIS-ONE" }),
 			sp(3, "0.5.0", nil),
 		}},
-		{Name: "sp-expected", Kind: workflows.KindSPFirmware, Concurrency: 1, Updates: []workflows.PlanUpdate{
+		{Name: "sp-expected", Kind: workflows.KindSPFirmware, Concurrency: 1, Updates: []kinds.PlanUpdate{
 			sp(3, "1.1.0", func(in *workflows.SPFirmwareInput) { in.ExpectedActive = "0.8.0" }),
 		}},
-		{Name: "agents", Kind: workflows.KindAgentInstall, Concurrency: 1, Updates: []workflows.PlanUpdate{
+		{Name: "agents", Kind: workflows.KindAgentInstall, Concurrency: 1, Updates: []kinds.PlanUpdate{
 			planUpdateOf(t, &workflows.AgentInstallInput{AllAgents: true, Selection: activities.ServerSelection{All: true},
 				ExcludeServers: []string{srv[1].Hostname}, ExcludeAgents: []string{"amon-agent"}}),
 			planUpdateOf(t, &workflows.AgentInstallInput{Agents: []activities.AgentRequest{{Name: "vm-agent"}},
 				Selection: activities.ServerSelection{Servers: []string{"no-such-server"}}}),
 		}},
-		{Name: "zones", Kind: workflows.KindZoneExpunge, Concurrency: 1, Updates: []workflows.PlanUpdate{
+		{Name: "zones", Kind: workflows.KindZoneExpunge, Concurrency: 1, Updates: []kinds.PlanUpdate{
 			planUpdateOf(t, &workflows.ZoneExpungeInput{Sled: nexus.sled, Zone: nexus.zone}),
 			planUpdateOf(t, &workflows.ZoneExpungeInput{Sled: other.sled, Zone: uuid.New()}),
 		}},
-		{Name: "boot-images", Kind: workflows.KindBootImageBump, Concurrency: 1, Updates: []workflows.PlanUpdate{
+		{Name: "boot-images", Kind: workflows.KindBootImageBump, Concurrency: 1, Updates: []kinds.PlanUpdate{
 			planUpdateOf(t, &workflows.BootImageBumpInput{Cluster: "c1"}),
 			planUpdateOf(t, &workflows.BootImageBumpInput{Cluster: "c2"}),
 		}},
-		{Name: "drift", Kind: workflows.KindAgentDrift, Concurrency: 1, Updates: []workflows.PlanUpdate{
+		{Name: "drift", Kind: workflows.KindAgentDrift, Concurrency: 1, Updates: []kinds.PlanUpdate{
 			planUpdateOf(t, &workflows.AgentDriftInput{Agents: []string{"vm-agent"}, Selection: activities.ServerSelection{All: true}}),
 		}},
 	}}
@@ -162,22 +163,22 @@ func nexusZone(t *testing.T, s *spec.Spec) (nexus, other zoneRef) {
 }
 
 // planUpdateOf is a plan entry for in.
-func planUpdateOf(t *testing.T, in workflows.UpdateInput) workflows.PlanUpdate {
+func planUpdateOf(t *testing.T, in workflows.UpdateInput) kinds.PlanUpdate {
 	t.Helper()
 	raw, err := json.Marshal(in)
 	require.NoError(t, err)
-	return workflows.PlanUpdate{Target: in.Target(), Artifact: in.ArtifactVersion(), Input: raw}
+	return kinds.PlanUpdate{Target: in.Target(), Artifact: in.ArtifactVersion(), Input: raw}
 }
 
-func runDryRun(t *testing.T, st *mgsStack, plan workflows.RolloutInput) workflows.PlanResult {
+func runDryRun(t *testing.T, st *mgsStack, plan kinds.RolloutInput) kinds.PlanResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	run, err := st.env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: workflows.DryRunWorkflowID("plan/"+plan.Name, uuid.NewString()), TaskQueue: st.env.TaskQueue,
-	}, workflows.DryRun, plan)
+		ID: kinds.DryRunWorkflowID("plan/"+plan.Name, uuid.NewString()), TaskQueue: st.env.TaskQueue,
+	}, kinds.DryRun, plan)
 	require.NoError(t, err)
-	var res workflows.PlanResult
+	var res kinds.PlanResult
 	require.NoError(t, run.Get(ctx, &res))
 	return res
 }
@@ -228,17 +229,17 @@ func TestApprovedPlanThatDriftedRefusesTheDriftedTargetAndRunsTheRest(t *testing
 	st := newMGSStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	plan := workflows.RolloutInput{Name: "drift", Stages: []workflows.Stage{{
+	plan := kinds.RolloutInput{Name: "drift", Stages: []kinds.Stage{{
 		Name: "sp", Kind: workflows.KindSPFirmware, Concurrency: 2, Approval: true,
-		Updates: []workflows.PlanUpdate{planUpdateOf(t, st.spInput(0, "1.1.0")), planUpdateOf(t, st.spInput(2, "1.1.0"))},
+		Updates: []kinds.PlanUpdate{planUpdateOf(t, st.spInput(0, "1.1.0")), planUpdateOf(t, st.spInput(2, "1.1.0"))},
 	}}}
-	id := workflows.RolloutWorkflowID(plan.Name) + "#" + uuid.NewString()[:8]
-	run, err := st.env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: st.env.TaskQueue}, workflows.Rollout, plan)
+	id := kinds.RolloutWorkflowID(plan.Name) + "#" + uuid.NewString()[:8]
+	run, err := st.env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: st.env.TaskQueue}, kinds.Rollout, plan)
 	require.NoError(t, err)
 
-	var gate *workflows.StagePlan
+	var gate *kinds.StagePlan
 	require.Eventually(t, func() bool {
-		v, err := st.env.Client.QueryWorkflow(ctx, id, "", workflows.GatePlanQuery)
+		v, err := st.env.Client.QueryWorkflow(ctx, id, "", kinds.GatePlanQuery)
 		return err == nil && v.Get(&gate) == nil && gate != nil
 	}, time.Minute, 200*time.Millisecond)
 	require.Len(t, gate.Rows, 2)
@@ -263,17 +264,17 @@ func TestApprovedPlanThatDriftedRefusesTheDriftedTargetAndRunsTheRest(t *testing
 	require.NoError(t, err)
 	require.NoError(t, h.Get(ctx, nil))
 
-	var res workflows.RolloutResult
+	var res kinds.RolloutResult
 	require.NoError(t, run.Get(ctx, &res))
 	require.Len(t, res.Outcomes, 2)
-	byTarget := map[string]workflows.UpdateOutcome{}
+	byTarget := map[string]kinds.UpdateOutcome{}
 	for _, o := range res.Outcomes {
 		byTarget[o.Target] = o
 	}
 	assert.Equal(t, workflows.StateCompleted, byTarget["sp/sled/0"].State)
 	drifted := byTarget["sp/sled/2"]
-	assert.Equal(t, workflows.StateRefused, drifted.State)
-	assert.Equal(t, workflows.OutcomePlanDrift, drifted.Outcome)
+	assert.Equal(t, kinds.StateRefused, drifted.State)
+	assert.Equal(t, kinds.OutcomePlanDrift, drifted.Outcome)
 	assert.Equal(t, "planned 1.0.0 → 1.1.0, found 1.2.0", drifted.Error)
 	assert.Equal(t, 1, res.Refused)
 
@@ -285,5 +286,5 @@ func TestApprovedPlanThatDriftedRefusesTheDriftedTargetAndRunsTheRest(t *testing
 	require.Len(t, approvals, 1)
 	assert.Equal(t, gate.Digest, approvals[0].PlanDigest)
 
-	replay.Record(t, st.env.Client, id, run.GetRunID(), "testdata/histories/rollout-approval-plan-drift.json")
+	replay.Record(t, st.env.Client, id, run.GetRunID(), "../kinds/testdata/histories/rollout-approval-plan-drift.json")
 }

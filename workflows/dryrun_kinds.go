@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -12,21 +11,24 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 )
 
+// PlanRow is one row of a dry run (see activities.PlanRow).
+type PlanRow = activities.PlanRow
+
 // updatePlan is one update's dry run: its rows, and what the estimate
 // needs (how many devices it changes at once, how long one takes).
-type updatePlan struct {
-	rows   []PlanRow
+type UpdatePlan struct {
+	Rows   []PlanRow
 	inner  int           // devices the update changes at once (1: the target itself)
-	device time.Duration // one device's change (KindInfo.DeviceTime)
+	Device time.Duration // one device's change (KindInfo.DeviceTime)
 }
 
 // duration is how long the update's changes take at its own concurrency.
-func (p updatePlan) duration(changes int) time.Duration {
+func (p UpdatePlan) Duration(changes int) time.Duration {
 	if changes == 0 {
 		return 0
 	}
 	inner := max(p.inner, 1)
-	return time.Duration((changes+inner-1)/inner) * p.device
+	return time.Duration((changes+inner-1)/inner) * p.Device
 }
 
 // Nil receivers naming the read-only activities a dry run calls.
@@ -36,25 +38,6 @@ var (
 	planBoot  *activities.BootImageActivities
 	planAgent *activities.AgentActivities
 )
-
-// planUpdate decodes u's input and runs its kind's dry run. What cannot
-// be read is a refusal (the update would not get further either).
-func planUpdate(ctx workflow.Context, kind Kind, u PlanUpdate) updatePlan {
-	info, ok := Kinds[kind]
-	if !ok || info.Plan == nil {
-		return updatePlan{rows: []PlanRow{{Action: activities.PlanUpdate, Reason: "kind " + string(kind) + " has no dry run: the update runs its own prechecks"}}}
-	}
-	in := info.NewInput()
-	// Decoding the plan's input into a fresh value depends on the bytes
-	// alone (workflowcheck flags the reflection json uses).
-	//workflowcheck:ignore
-	if err := json.Unmarshal(u.Input, in); err != nil {
-		return updatePlan{rows: []PlanRow{{Action: activities.PlanRefuse, Reason: "invalid input: " + err.Error()}}}
-	}
-	p := info.Plan(ctx, in)
-	p.device = info.DeviceTime
-	return p
-}
 
 // planOptions: a dry run reads; a device that does not answer after a few
 // tries is reported, not waited for.
@@ -84,14 +67,14 @@ func refusal(row PlanRow, err error) PlanRow {
 	return row
 }
 
-func planSPFirmware(ctx workflow.Context, in SPFirmwareInput) updatePlan {
-	p := updatePlan{inner: 1}
+func PlanSPFirmware(ctx workflow.Context, in SPFirmwareInput) UpdatePlan {
+	p := UpdatePlan{inner: 1}
 	row := PlanRow{Desired: in.Artifact.Version}
 	var pre activities.PrecheckResult
 	err := workflow.ExecuteActivity(planOptions(ctx, "precheck "+in.Target()), planMGS.MGSPrecheck,
 		activities.PrecheckInput{SP: in.SP.id(), Component: mgs.ComponentSP, Artifacts: []Artifact{in.Artifact}}).Get(ctx, &pre)
 	if err != nil {
-		p.rows = unreadable(row, err)
+		p.Rows = unreadable(row, err)
 		return p
 	}
 	row.Current = slotVersion(pre.Active)
@@ -106,18 +89,18 @@ func planSPFirmware(ctx workflow.Context, in SPFirmwareInput) updatePlan {
 	default:
 		row = mgsBusyOrUpdate(row, pre)
 	}
-	p.rows = []PlanRow{row}
+	p.Rows = []PlanRow{row}
 	return p
 }
 
-func planHostFlash(ctx workflow.Context, in HostFlashInput) updatePlan {
-	p := updatePlan{inner: 1}
+func PlanHostFlash(ctx workflow.Context, in HostFlashInput) UpdatePlan {
+	p := UpdatePlan{inner: 1}
 	row := PlanRow{Desired: in.Phase1.Version + " (phase 1 " + short(in.Phase1.SHA256) + ")"}
 	var pre activities.PrecheckResult
 	err := workflow.ExecuteActivity(planOptions(ctx, "precheck "+in.Target()+" host flash"), planMGS.MGSPrecheck,
 		activities.PrecheckInput{SP: in.Sled.id(), Component: mgs.ComponentHostBootFlash, Artifacts: []Artifact{in.Phase1, in.Phase2}}).Get(ctx, &pre)
 	if err != nil {
-		p.rows = unreadable(row, err)
+		p.Rows = unreadable(row, err)
 		return p
 	}
 	row.Current = "phase 1 " + short(hostSlotVersion(pre.Active))
@@ -132,7 +115,7 @@ func planHostFlash(ctx workflow.Context, in HostFlashInput) updatePlan {
 	default:
 		row = mgsBusyOrUpdate(row, pre)
 	}
-	p.rows = []PlanRow{row}
+	p.Rows = []PlanRow{row}
 	return p
 }
 
@@ -155,57 +138,57 @@ func short(h string) string {
 	return h
 }
 
-func planZoneExpunge(ctx workflow.Context, in ZoneExpungeInput) updatePlan {
-	p := updatePlan{inner: 1}
+func PlanZoneExpunge(ctx workflow.Context, in ZoneExpungeInput) UpdatePlan {
+	p := UpdatePlan{inner: 1}
 	var row PlanRow
 	err := workflow.ExecuteActivity(planOptions(ctx, "precheck "+in.Target()), planZone.PlanZoneExpunge, activities.ZonePrecheckInput{
 		UpdateID: WorkflowID(KindZoneExpunge, in.Target()), Sled: in.Sled, Zone: in.Zone, RackSleds: in.RackSleds,
 	}).Get(ctx, &row)
 	if err != nil {
-		p.rows = unreadable(PlanRow{Desired: "expunged"}, err)
+		p.Rows = unreadable(PlanRow{Desired: "expunged"}, err)
 		return p
 	}
-	p.rows = []PlanRow{row}
+	p.Rows = []PlanRow{row}
 	return p
 }
 
-func planBootImage(ctx workflow.Context, in BootImageBumpInput) updatePlan {
+func PlanBootImage(ctx workflow.Context, in BootImageBumpInput) UpdatePlan {
 	in.defaults()
-	p := updatePlan{inner: in.Concurrency}
+	p := UpdatePlan{inner: in.Concurrency}
 	// As the bump does today: the opt-in is the cluster's own.
 	err := workflow.ExecuteActivity(planOptions(ctx, "plan MachineSets of "+in.Cluster), planBoot.PlanBootImageBump, activities.BootImagePlanInput{
 		Cluster: in.Cluster, Release: in.Release, Selection: in.Selection, Selector: in.Selector, FromCluster: true,
-	}).Get(ctx, &p.rows)
+	}).Get(ctx, &p.Rows)
 	if err != nil {
-		p.rows = unreadable(PlanRow{Device: "(cluster)"}, err)
+		p.Rows = unreadable(PlanRow{Device: "(cluster)"}, err)
 	}
 	return p
 }
 
-func planAgentInstall(ctx workflow.Context, in AgentInstallInput) updatePlan {
-	p := updatePlan{inner: in.Concurrency}
+func PlanAgentInstall(ctx workflow.Context, in AgentInstallInput) UpdatePlan {
+	p := UpdatePlan{inner: in.Concurrency}
 	if p.inner == 0 {
 		p.inner = DefaultAgentConcurrency
 	}
 	err := workflow.ExecuteActivity(planOptions(ctx, "plan "+in.Target()), planAgent.PlanAgentInstallDry, activities.PlanAgentInstallRequest{
 		Agents: in.Agents, AllAgents: in.AllAgents, Selection: in.Selection, ExcludeServers: in.ExcludeServers, ExcludeAgents: in.ExcludeAgents,
-	}).Get(ctx, &p.rows)
+	}).Get(ctx, &p.Rows)
 	if err != nil {
-		p.rows = unreadable(PlanRow{Device: "(request)"}, err)
+		p.Rows = unreadable(PlanRow{Device: "(request)"}, err)
 	}
 	return p
 }
 
-func planAgentDrift(ctx workflow.Context, in AgentDriftInput) updatePlan {
-	p := updatePlan{inner: in.Concurrency}
+func PlanAgentDrift(ctx workflow.Context, in AgentDriftInput) UpdatePlan {
+	p := UpdatePlan{inner: in.Concurrency}
 	if p.inner == 0 {
 		p.inner = DefaultAgentConcurrency
 	}
 	err := workflow.ExecuteActivity(planOptions(ctx, "check "+in.Target()), planAgent.PlanAgentDrift, activities.FindAgentDriftRequest{
 		Agents: in.Agents, Selection: in.Selection, ExcludeServers: in.ExcludeServers,
-	}, in.Repair).Get(ctx, &p.rows)
+	}, in.Repair).Get(ctx, &p.Rows)
 	if err != nil {
-		p.rows = unreadable(PlanRow{Device: "(request)"}, err)
+		p.Rows = unreadable(PlanRow{Device: "(request)"}, err)
 	}
 	return p
 }

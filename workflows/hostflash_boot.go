@@ -35,7 +35,7 @@ func (w *hostFlash) activate(ctx workflow.Context) (workflow.Context, error) {
 	in := activities.HostPostUpdateInput{SP: w.sp, AttemptID: w.attemptID(), NewSlot: w.slot, Phase2: w.in.Phase2}
 	actx := w.longOpts(ctx, hostActivateBound, "activate the new slot, boot the host")
 	// A cancel waits for the power cycle to stop, then asks the SP.
-	err := workflow.ExecuteActivity(awaitCancel(actx), mgsActs.HostPostUpdate, in).Get(ctx, nil)
+	err := workflow.ExecuteActivity(AwaitCancel(actx), mgsActs.HostPostUpdate, in).Get(ctx, nil)
 	if err != nil && !w.cycledDespiteCancel(ctx, in, err) {
 		return ctx, err
 	}
@@ -46,7 +46,7 @@ func (w *hostFlash) activate(ctx workflow.Context) (workflow.Context, error) {
 // power-cycled the host onto the new slot first. The SP says whether it
 // did; if so, the host boots the new image and the update goes on.
 func (w *hostFlash) cycledDespiteCancel(ctx workflow.Context, in activities.HostPostUpdateInput, err error) bool {
-	if !isCancel(ctx, err) {
+	if !IsCancel(ctx, err) {
 		return false
 	}
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)

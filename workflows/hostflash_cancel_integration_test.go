@@ -43,7 +43,7 @@ func TestHostFlashCancelledWhileBootingEndsCompletedOnFleetsim(t *testing.T) {
 	assert.Equal(t, in.Phase2.SHA256, tr.Host.BootedPhase2)
 	assert.False(t, tr.Host.StartupOptions.Phase2RecoveryMode, "recovery mode cleared after the boot")
 	st.checkLedgerAgrees(run, cubby, res)
-	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/host-flash-cancel-after-power-cycle.json")
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/host-flash-cancel-after-power-cycle.json")
 }
 
 // cancelInPhase cancels run as soon as its progress query shows phase p;

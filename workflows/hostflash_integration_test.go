@@ -90,7 +90,7 @@ func hostFlashSeedScenario(t *testing.T, spRecord bool) {
 	assert.Equal(t, "host-boot", last.Phase)
 	assert.EqualValues(t, 128<<10, last.Done, "the ledger shows the fetch at 100%")
 	if !spRecord {
-		replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/host-flash-seed-served-only.json")
+		replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/host-flash-seed-served-only.json")
 	}
 }
 

@@ -131,8 +131,6 @@ func TestHostFlashInputContract(t *testing.T) {
 	in = hostInput()
 	in.Phase2.Path = ""
 	assert.ErrorContains(t, in.Validate(), "phase2")
-	_, ok := Kinds[KindHostFlash]
-	assert.True(t, ok)
 }
 
 // A host flash has nothing to take over (MGS accepts a new host flash

@@ -26,7 +26,7 @@ func ledgerCall(ctx workflow.Context, activity, arg any) workflow.Future {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    ledgerWriteTimeout,
 		ScheduleToCloseTimeout: ledgerWriteBound,
-		RetryPolicy:            ledgerRetry,
+		RetryPolicy:            LedgerRetry,
 	})
 	return workflow.ExecuteLocalActivity(lctx, activity, arg)
 }

@@ -23,7 +23,7 @@ import (
 //     context, then the ledger end, then the state the Web UI shows.
 //
 // A kind embeds one, points it at its Progress and calls its methods.
-type lifecycle struct {
+type Lifecycle struct {
 	progress *Progress
 	writer   attemptWriter
 
@@ -56,7 +56,7 @@ type lifecycle struct {
 // publishes it; for a kind that has nothing to show until its intent). The
 // state is running unless p already has one (a fan-out continued as new
 // while paused).
-func newLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attemptWriter, query func() P) (*lifecycle, error) {
+func NewLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attemptWriter, query func() P) (*Lifecycle, error) {
 	now := workflow.Now(ctx)
 	if p.State == "" {
 		p.State = StateRunning
@@ -65,7 +65,7 @@ func newLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attem
 	if p.Started.IsZero() {
 		p.Started = now
 	}
-	l := &lifecycle{progress: p, writer: w}
+	l := &Lifecycle{progress: p, writer: w}
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (P, error) { return query(), nil }); err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func newLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attem
 // phase moves the update to phase p (detail is free text for the Web UI's
 // current details, never the search attribute). It reports whether the
 // phase changed.
-func (l *lifecycle) phase(ctx workflow.Context, p Phase, detail ...string) bool {
+func (l *Lifecycle) phase(ctx workflow.Context, p Phase, detail ...string) bool {
 	if l.progress.Phase == p {
 		return false
 	}
@@ -92,7 +92,7 @@ func (l *lifecycle) phase(ctx workflow.Context, p Phase, detail ...string) bool 
 
 // step announces phase p with new detail, published even when the phase
 // is unchanged (the next item of the same phase: an agent, a straggler).
-func (l *lifecycle) step(ctx workflow.Context, p Phase, detail ...string) {
+func (l *Lifecycle) Step(ctx workflow.Context, p Phase, detail ...string) {
 	if l.phase(ctx, p, detail...) {
 		return
 	}
@@ -101,17 +101,17 @@ func (l *lifecycle) step(ctx workflow.Context, p Phase, detail ...string) {
 
 // show publishes phase p: as the search attribute when operators filter by
 // it (a long wait), else in the current details, which cost no event.
-func (l *lifecycle) show(ctx workflow.Context, p Phase, detail ...string) {
+func (l *Lifecycle) show(ctx workflow.Context, p Phase, detail ...string) {
 	if !p.Filtered() {
 		setCurrentDetails(ctx, l.progress.State, p, detail...)
 		return
 	}
-	setSearchState(ctx, l.progress.State, p, detail...)
+	SetSearchState(ctx, l.progress.State, p, detail...)
 }
 
 // recordPhaseInLedger makes each phase change also the current ledger
 // attempt's progress (for a kind whose ledger rows show the phase).
-func (l *lifecycle) recordPhaseInLedger() {
+func (l *Lifecycle) recordPhaseInLedger() {
 	l.onPhase = func(ctx workflow.Context, p Phase) {
 		if l.attempt == nil {
 			return
@@ -125,13 +125,13 @@ func (l *lifecycle) recordPhaseInLedger() {
 // quietPhase moves the update to phase p for the progress query only: the
 // search attribute and the current details keep the previous phase (a
 // short pause, such as the MGS pause between attempts).
-func (l *lifecycle) quietPhase(ctx workflow.Context, p Phase) {
+func (l *Lifecycle) quietPhase(ctx workflow.Context, p Phase) {
 	l.progress.Phase, l.progress.PhaseSince = p, workflow.Now(ctx)
 }
 
 // freshAttempt is the ledger row of this update's attempt n on target, under
 // the run's next attempt ID.
-func (l *lifecycle) freshAttempt(ctx workflow.Context, n int, kind Kind, target, artifact string) ledger.Attempt {
+func (l *Lifecycle) freshAttempt(ctx workflow.Context, n int, kind Kind, target, artifact string) ledger.Attempt {
 	return attemptFor(ctx, l.newAttemptID(ctx), n, kind, target, artifact)
 }
 
@@ -147,7 +147,7 @@ func attemptFor(ctx workflow.Context, id uuid.UUID, n int, kind Kind, target, ar
 // of ours to end. An attempt that already ended (the run was reset to
 // before its end) is recorded again under the next attempt ID; one still
 // active (reset while it ran) is this run's again.
-func (l *lifecycle) recordIntent(ctx workflow.Context, a ledger.Attempt) error {
+func (l *Lifecycle) recordIntent(ctx workflow.Context, a ledger.Attempt) error {
 	for {
 		l.attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, nil
 		err := l.intentWritten(l.writer.record(ctx, a))
@@ -161,7 +161,7 @@ func (l *lifecycle) recordIntent(ctx workflow.Context, a ledger.Attempt) error {
 // skipEnded moves a past an attempt that already ended: the run was reset
 // to before it, and its successor (the next ID and number) is this run's
 // again, or new.
-func (l *lifecycle) skipEnded(ctx workflow.Context, a *ledger.Attempt) {
+func (l *Lifecycle) skipEnded(ctx workflow.Context, a *ledger.Attempt) {
 	a.ID = l.newAttemptID(ctx)
 	a.Attempt++
 }
@@ -170,7 +170,7 @@ func (l *lifecycle) skipEnded(ctx workflow.Context, a *ledger.Attempt) {
 // next attempt of the same update. A transitionWriter does both in one
 // write, so the target is never free between them; a cancel mid-write
 // leaves both in doubt, and the ending writes both again.
-func (l *lifecycle) nextAttempt(ctx workflow.Context, a ledger.Attempt, why string) error {
+func (l *Lifecycle) nextAttempt(ctx workflow.Context, a ledger.Attempt, why string) error {
 	tw, oneWrite := l.writer.(transitionWriter)
 	if l.attempt == nil || l.ended || !oneWrite {
 		l.endAttempt(ctx, ledger.StateFailed, "attempt failed", why)
@@ -188,11 +188,11 @@ func (l *lifecycle) nextAttempt(ctx workflow.Context, a ledger.Attempt, why stri
 }
 
 // intentWritten takes the result of the current attempt's intent write.
-func (l *lifecycle) intentWritten(err error) error {
+func (l *Lifecycle) intentWritten(err error) error {
 	switch {
 	case err == nil:
 		l.recorded, l.prevEnd = true, nil
-	case isTargetBusy(err), isAttemptEnded(err):
+	case IsTargetBusy(err), isAttemptEnded(err):
 		l.attempt, l.prevEnd = nil, nil
 	}
 	return err
@@ -202,18 +202,18 @@ func (l *lifecycle) intentWritten(err error) error {
 // ending writes and ends it in one step, so an update that ends before it
 // recorded an intent (no change needed, a failed precheck) still leaves
 // its row.
-func (l *lifecycle) unwrittenAttempt(a ledger.Attempt) {
+func (l *Lifecycle) unwrittenAttempt(a ledger.Attempt) {
 	l.attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, nil
 }
 
 // adoptAttempt makes an attempt already in the ledger (a resumed update's)
 // the current one.
-func (l *lifecycle) adoptAttempt(a ledger.Attempt) {
+func (l *Lifecycle) adoptAttempt(a ledger.Attempt) {
 	l.attempt, l.recorded, l.ended, l.prevEnd = &a, true, false, nil
 }
 
 // attemptID is the current attempt's ID (uuid.Nil: none).
-func (l *lifecycle) attemptID() uuid.UUID {
+func (l *Lifecycle) attemptID() uuid.UUID {
 	if l.attempt == nil {
 		return uuid.Nil
 	}
@@ -225,37 +225,37 @@ func (l *lifecycle) attemptID() uuid.UUID {
 // action is in flight still undoes it; the undo must therefore be safe when
 // the action never happened. A device action that the undo races must be
 // started with awaitCancel, so the undo runs after it stopped.
-func (l *lifecycle) beforeAction(name string, undo func(ctx workflow.Context) error) {
+func (l *Lifecycle) beforeAction(name string, undo func(ctx workflow.Context) error) {
 	l.saga.Add(name, undo)
 }
 
 // lastUndo registers a compensation that runs after every other one (a
 // sweep that relies on the others having run).
-func (l *lifecycle) lastUndo(name string, undo func(ctx workflow.Context) error) {
+func (l *Lifecycle) lastUndo(name string, undo func(ctx workflow.Context) error) {
 	l.saga.AddLast(name, undo)
 }
 
 // nothingToUndo drops the registered compensations (the actions reached a
 // point where undoing them is no longer possible or wanted).
-func (l *lifecycle) nothingToUndo() { l.saga = Saga{} }
+func (l *Lifecycle) nothingToUndo() { l.saga = Saga{} }
 
 // undone notes what a compensation did, for the ending's message (ledger
 // and progress).
-func (l *lifecycle) undone(note string) { l.notes = append(l.notes, note) }
+func (l *Lifecycle) undone(note string) { l.notes = append(l.notes, note) }
 
 // awaitCancel makes a cancel of the workflow wait until the activity has
 // stopped (or finished) before the workflow goes on to compensate it.
-func awaitCancel(ctx workflow.Context) workflow.Context {
+func AwaitCancel(ctx workflow.Context) workflow.Context {
 	return workflow.WithWaitForCancellation(ctx, true)
 }
 
 // isCancel is the one cancel detection: the error is a cancellation, or the
 // workflow was asked to cancel.
-func isCancel(ctx workflow.Context, err error) bool {
+func IsCancel(ctx workflow.Context, err error) bool {
 	return temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled)
 }
 
-func isTargetBusy(err error) bool { return hasFailureType(err, failure.TargetBusy) }
+func IsTargetBusy(err error) bool { return hasFailureType(err, failure.TargetBusy) }
 
 func isAttemptEnded(err error) bool { return hasFailureType(err, failure.AttemptEnded) }
 
@@ -279,7 +279,7 @@ type Ending struct {
 // compensations on a disconnected context, ends the ledger attempt as failed
 // or cancelled, and returns err (a cancellation as a CanceledError). Every
 // path ends the attempt, also one whose intent write was in doubt.
-func (l *lifecycle) end(ctx workflow.Context, err error, ok Ending) error {
+func (l *Lifecycle) End(ctx workflow.Context, err error, ok Ending) error {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	final := ok.Phase
@@ -289,7 +289,7 @@ func (l *lifecycle) end(ctx workflow.Context, err error, ok Ending) error {
 	state, ls, outcome, msg := StateCompleted, ledger.StateCompleted, ok.Outcome, ok.Message
 	if err != nil {
 		state, ls, outcome, msg = StateFailed, ledger.StateFailed, "failed", err.Error()
-		if isCancel(ctx, err) {
+		if IsCancel(ctx, err) {
 			state, ls, outcome, msg = StateCancelled, ledger.StateCancelled, "cancelled", "cancelled in phase "+string(l.progress.Phase)
 		}
 		if ok.FailedOutcome != "" {
@@ -307,7 +307,7 @@ func (l *lifecycle) end(ctx workflow.Context, err error, ok Ending) error {
 	l.progress.State, l.progress.Outcome, l.progress.Message = state, outcome, msg
 	l.progress.Phase, l.progress.PhaseSince = final, workflow.Now(dctx)
 	l.endAttempt(dctx, ls, outcome, msg)
-	setSearchState(dctx, state, final)
+	SetSearchState(dctx, state, final)
 	if state == StateCancelled {
 		return temporal.NewCanceledError(msg)
 	}
@@ -317,7 +317,7 @@ func (l *lifecycle) end(ctx workflow.Context, err error, ok Ending) error {
 // endAttempt ends the current attempt in the ledger, once. Failing to write
 // the end is logged: the next update of the target releases an attempt
 // whose workflow closed (RecordIntent's abandoned check).
-func (l *lifecycle) endAttempt(ctx workflow.Context, s ledger.State, outcome, msg string) {
+func (l *Lifecycle) endAttempt(ctx workflow.Context, s ledger.State, outcome, msg string) {
 	if l.attempt == nil || l.ended {
 		return
 	}
@@ -340,7 +340,7 @@ func (l *lifecycle) endAttempt(ctx workflow.Context, s ledger.State, outcome, ms
 		l.skipEnded(ctx, l.attempt)
 		f.AttemptID = l.attempt.ID
 	}
-	if err != nil && !isTargetBusy(err) {
+	if err != nil && !IsTargetBusy(err) {
 		workflow.GetLogger(ctx).Error("ledger: could not end the attempt", "attempt", l.attempt.ID, "error", err)
 		return
 	}

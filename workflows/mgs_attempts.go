@@ -64,7 +64,7 @@ func (u *mgsUpdate) start(ctx workflow.Context, fwSlot uint16) (activities.Start
 		bound, step = bound+u.waitBound(), "start the update, wait for it"
 	}
 	u.beforeStart()
-	actx := awaitCancel(u.longOpts(ctx, bound, step))
+	actx := AwaitCancel(u.longOpts(ctx, bound, step))
 	var sr activities.StartUpdateResult
 	if err := workflow.ExecuteActivity(actx, mgsActs.MGSStartUpdate, in).Get(ctx, &sr); err != nil {
 		return sr, err

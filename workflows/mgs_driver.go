@@ -15,7 +15,7 @@ import (
 // ending through the shared lifecycle. The kind is a component
 // (mgs_component.go) that supplies its prechecks and its post-update.
 type mgsUpdate struct {
-	*lifecycle
+	*Lifecycle
 
 	kind      Kind
 	target    string
@@ -64,8 +64,8 @@ func newMGSUpdate(ctx workflow.Context, kind Kind, target string, sp mgs.SpIdent
 	u := &mgsUpdate{kind: kind, target: target, sp: sp, component: component, artifact: art, timing: t}
 	u.report.Progress = Progress{Kind: kind, Target: target, Artifact: art.Version, Unit: "bytes"}
 	u.result = MGSUpdateResult{Target: target, Version: art.Version}
-	l, err := newLifecycle(ctx, &u.report.Progress, MGSPhasePrecheck, ledgerWriter{}, func() MGSProgress { return u.report })
-	u.lifecycle = l
+	l, err := NewLifecycle(ctx, &u.report.Progress, MGSPhasePrecheck, ledgerWriter{}, func() MGSProgress { return u.report })
+	u.Lifecycle = l
 	return u, err
 }
 
@@ -187,5 +187,5 @@ func (u *mgsUpdate) finish(ctx workflow.Context, ok mgsEnding, err error) (MGSUp
 			u.result.UpdateID = ok.update.String()
 		}
 	}
-	return u.result, u.end(ctx, err, Ending{Outcome: ok.outcome, Message: u.note, Phase: MGSPhaseDone})
+	return u.result, u.End(ctx, err, Ending{Outcome: ok.outcome, Message: u.note, Phase: MGSPhaseDone})
 }

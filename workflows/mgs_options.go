@@ -66,7 +66,7 @@ func (u *mgsUpdate) shortOpts(ctx workflow.Context, step string) workflow.Contex
 		// A short step heartbeats between its requests, and one request
 		// may take the whole 30 s HTTP timeout.
 		HeartbeatTimeout: 2 * u.timing.HeartbeatTimeout,
-		RetryPolicy:      deviceRetry,
+		RetryPolicy:      DeviceRetry,
 		Summary:          u.summary(step),
 	})
 }
@@ -77,21 +77,21 @@ func (u *mgsUpdate) longOpts(ctx workflow.Context, bound time.Duration, step str
 		StartToCloseTimeout:    bound + longStepMargin,
 		ScheduleToCloseTimeout: longStepTries*bound + longStepOutage,
 		HeartbeatTimeout:       u.timing.HeartbeatTimeout,
-		RetryPolicy:            deviceRetry,
+		RetryPolicy:            DeviceRetry,
 		Summary:                u.summary(step),
 	})
 }
 
 func (u *mgsUpdate) localReadOpts(step string) workflow.LocalActivityOptions {
 	return workflow.LocalActivityOptions{
-		StartToCloseTimeout: localReadTimeout, ScheduleToCloseTimeout: shortStepRetryBudget, RetryPolicy: deviceRetry,
+		StartToCloseTimeout: localReadTimeout, ScheduleToCloseTimeout: shortStepRetryBudget, RetryPolicy: DeviceRetry,
 		Summary: u.summary(step),
 	}
 }
 
 func (u *mgsUpdate) abortOpts(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: abortTimeout, ScheduleToCloseTimeout: abortRetryBudget, RetryPolicy: deviceRetry,
+		StartToCloseTimeout: abortTimeout, ScheduleToCloseTimeout: abortRetryBudget, RetryPolicy: DeviceRetry,
 	})
 }
 

@@ -57,13 +57,4 @@ func TestFanOutsPublishOnlyTypedPhases(t *testing.T) {
 		require.NoError(t, env.GetWorkflowError())
 		requireClosedSet(t, *phases)
 	})
-	t.Run("rollout", func(t *testing.T) {
-		env := newRolloutEnv(t)
-		phases := publishedPhases(env)
-		env.ExecuteWorkflow(Rollout, RolloutInput{Name: "ph", Stages: []Stage{
-			{Name: "first", Kind: kindTest, Concurrency: 1, Updates: updates(testInput{Name: "a", Take: time.Minute})}}})
-		require.NoError(t, env.GetWorkflowError())
-		requireClosedSet(t, *phases)
-		require.Equal(t, []string{string(PhaseRunningStage), string(PhaseDone)}, *phases)
-	})
 }

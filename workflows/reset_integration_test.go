@@ -15,6 +15,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workerapp"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -56,7 +57,7 @@ func TestSPFirmwareResetMidDelivery(t *testing.T) {
 			st.checkLedgerAgrees(reset, cubby, res)
 			st.checkTargetFree(st.spInput(cubby, "1.1.0").Target())
 			if p == resetFirst {
-				replay.Record(t, st.env.Client, reset.GetID(), reset.GetRunID(), "testdata/histories/sp-firmware-reset-first-task.json")
+				replay.Record(t, st.env.Client, reset.GetID(), reset.GetRunID(), "../kinds/testdata/histories/sp-firmware-reset-first-task.json")
 			}
 		})
 	}
@@ -132,19 +133,19 @@ func TestRolloutResetWhileItsUpdateRuns(t *testing.T) {
 			upd := st.spInput(cubby, "1.1.0")
 			raw, err := json.Marshal(upd)
 			require.NoError(t, err)
-			in := workflows.RolloutInput{Name: "reset-" + st.env.TaskQueue, Stages: []workflows.Stage{{
+			in := kinds.RolloutInput{Name: "reset-" + st.env.TaskQueue, Stages: []kinds.Stage{{
 				Name: "sp", Kind: workflows.KindSPFirmware, Concurrency: 1,
-				Updates: []workflows.PlanUpdate{{Target: upd.Target(), Artifact: upd.Artifact.Version, Input: raw}},
+				Updates: []kinds.PlanUpdate{{Target: upd.Target(), Artifact: upd.Artifact.Version, Input: raw}},
 			}}}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			run, err := st.env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-				ID: workflows.RolloutWorkflowID(in.Name), TaskQueue: st.env.TaskQueue}, workflows.Rollout, in)
+				ID: kinds.RolloutWorkflowID(in.Name), TaskQueue: st.env.TaskQueue}, kinds.Rollout, in)
 			require.NoError(t, err)
 			st.awaitDelivering(cubby)
 			reset := resetWorkflow(t, st.env.Client, run.GetID(), p)
 
-			var res workflows.RolloutResult
+			var res kinds.RolloutResult
 			require.NoError(t, reset.Get(ctx, &res))
 			require.Len(t, res.Outcomes, 1)
 			out := res.Outcomes[0]

@@ -34,5 +34,5 @@ func TestSPFirmwareCancelledDuringResetEndsCompletedOnFleetsim(t *testing.T) {
 	assert.Equal(t, "1.1.0", tr.SP.Active.Version)
 	assert.Equal(t, 1, tr.Resets, "one reset, not repeated by the second post-update")
 	st.checkLedgerAgrees(run, cubby, res)
-	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/sp-firmware-cancel-during-reset.json")
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/sp-firmware-cancel-during-reset.json")
 }

@@ -193,7 +193,7 @@ func TestSPFirmwareAgainstFleetsimHappyPath(t *testing.T) {
 	n := st.historyLen(run)
 	t.Logf("history: %d events", n)
 	assert.LessOrEqual(t, n, 60, "no event per poll")
-	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/sp-firmware-happy.json")
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/sp-firmware-happy.json")
 
 	// Again: already at target.
 	again := st.startWF(workflows.KindSPFirmware, st.spInput(2, "1.1.0"), workflows.SPFirmwareUpdate)
@@ -213,7 +213,7 @@ func TestSPFirmwareAgainstFleetsimNeverRollsBack(t *testing.T) {
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, failure.WouldDowngrade, ae.Type())
 	assert.Empty(t, st.truth(2).Deliveries)
-	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/sp-firmware-would-downgrade.json")
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/sp-firmware-would-downgrade.json")
 }
 
 func TestSPFirmwareAgainstFleetsimDeviceFaults(t *testing.T) {
@@ -242,7 +242,7 @@ func TestSPFirmwareAgainstFleetsimDeviceFaults(t *testing.T) {
 			assert.Equal(t, "1.1.0", tr.SP.Active.Version)
 			st.checkLedgerAgrees(run, 3, res)
 			if c.fault == faults.SPResetMidDelivery {
-				replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/sp-firmware-second-attempt.json")
+				replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/sp-firmware-second-attempt.json")
 			}
 		})
 	}
@@ -424,7 +424,7 @@ func TestHostFlashAgainstFleetsimPhase2ViaOtherMGS(t *testing.T) {
 	n := st.historyLen(run)
 	t.Logf("history: %d events", n)
 	assert.LessOrEqual(t, n, 60)
-	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "testdata/histories/host-flash-phase2-other-mgs.json")
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/host-flash-phase2-other-mgs.json")
 }
 
 func TestHostFlashAgainstFleetsimBootTimeout(t *testing.T) {

@@ -22,7 +22,7 @@ import (
 func (w *spFirmware) postUpdate(ctx workflow.Context) (postUpdateStatus, error) {
 	id, target := w.attemptID(), w.in.Artifact.Version
 	pr, err := w.reset(ctx, id, target)
-	if err != nil && isCancel(ctx, err) {
+	if err != nil && IsCancel(ctx, err) {
 		dctx, cancel := workflow.NewDisconnectedContext(ctx)
 		defer cancel()
 		pr, err = w.reset(dctx, id, target)
@@ -58,7 +58,7 @@ func (w *spFirmware) takeOver(ctx workflow.Context, foreign uuid.UUID) (bool, er
 // (a lost reset reply is re-checked, never repeated). A cancel waits for
 // the reset to stop.
 func (w *spFirmware) reset(ctx workflow.Context, id uuid.UUID, want string) (activities.PostUpdateResult, error) {
-	actx := awaitCancel(w.longOpts(ctx, resetTries*w.timing.NewVersionTimeout, "reset, wait for the new version"))
+	actx := AwaitCancel(w.longOpts(ctx, resetTries*w.timing.NewVersionTimeout, "reset, wait for the new version"))
 	var pr activities.PostUpdateResult
 	err := workflow.ExecuteActivity(actx, mgsActs.SPPostUpdate, activities.PostUpdateInput{
 		SP: w.sp, UpdateID: id, AttemptID: w.attemptID(), TargetVersion: want,

@@ -507,9 +507,6 @@ func TestSPFirmwareInputContract(t *testing.T) {
 	require.NoError(t, in.Validate())
 	in.Artifact.URL = "http://x"
 	assert.ErrorContains(t, in.Validate(), "exactly one of path and url")
-	info, ok := Kinds[KindSPFirmware]
-	require.True(t, ok)
-	assert.IsType(t, &SPFirmwareInput{}, info.NewInput())
 	sw := spInput()
 	sw.SP.Type = mgs.SpTypeSwitch
 	assert.Equal(t, 120*time.Second, sw.newVersionTimeout())

@@ -184,7 +184,7 @@ type zoneExpunge struct {
 	timing   ZoneExpungeTiming
 	progress ZoneExpungeProgress
 	result   ZoneExpungeResult
-	life     *lifecycle
+	life     *Lifecycle
 	message  string // the success message
 }
 
@@ -197,7 +197,7 @@ func (w *zoneExpunge) setup(ctx workflow.Context) error {
 	if err := w.in.Validate(); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidInput, nil)
 	}
-	life, err := newLifecycle(ctx, &w.progress.Progress, ZonePhaseValidating, ledgerWriter{},
+	life, err := NewLifecycle(ctx, &w.progress.Progress, ZonePhaseValidating, ledgerWriter{},
 		func() ZoneExpungeProgress { return w.progress })
 	if err != nil {
 		return err
@@ -252,14 +252,14 @@ func (w *zoneExpunge) run(ctx workflow.Context) (ZoneExpungeResult, error) {
 // end ends the expunge through the lifecycle. The zone's disposition stays
 // as recorded on every path: an expunge is never undone.
 func (w *zoneExpunge) end(ctx workflow.Context, err error) (ZoneExpungeResult, error) {
-	return w.result, w.life.end(ctx, err, Ending{Outcome: w.result.Outcome, Message: w.message, Phase: ZonePhaseDone})
+	return w.result, w.life.End(ctx, err, Ending{Outcome: w.result.Outcome, Message: w.message, Phase: ZonePhaseDone})
 }
 
 // removedDespiteCancel: a cancel stopped the config PUT (awaited), which
 // may have landed first. The sled says whether it ledgered the config
 // without the zone; if it did, the expunge goes on.
 func (w *zoneExpunge) removedDespiteCancel(ctx workflow.Context, asOf uint64, err error) bool {
-	if !isCancel(ctx, err) {
+	if !IsCancel(ctx, err) {
 		return false
 	}
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)

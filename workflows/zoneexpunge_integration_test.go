@@ -284,10 +284,10 @@ func testZoneExpungeNexusRace(t *testing.T, mode string) {
 	assert.Greater(t, last, first, "the Nexus whose removal failed kept claiming sagas")
 	if mode == spec.SledAgentRemoveBeforeLedger {
 		assert.GreaterOrEqual(t, res.PutAttempts, r.removalErr+1)
-		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/zone-expunge-nexus-race.json")
+		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/zone-expunge-nexus-race.json")
 	} else {
 		assert.Equal(t, 1, res.PutAttempts, "today's sled-agent ledgers the first PUT")
-		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/zone-expunge-nexus-race-ledger-first.json")
+		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/zone-expunge-nexus-race-ledger-first.json")
 	}
 	checkExpungeOutcome(t, env, sim, r, res)
 
@@ -393,5 +393,5 @@ func TestZoneExpungeCancelledAfterRemovalStillMovesTheSagas(t *testing.T) {
 	require.NoError(t, run.Get(ctx, &res), "an expunge past the removal ends completed")
 	assert.True(t, res.CancelIgnored)
 	checkExpungeOutcome(t, env, sim, r, res)
-	replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/zone-expunge-cancel-after-removal.json")
+	replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/zone-expunge-cancel-after-removal.json")
 }

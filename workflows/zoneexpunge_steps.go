@@ -72,11 +72,11 @@ func (w *zoneExpunge) removeZone(ctx workflow.Context, asOf uint64) (uint64, err
 		w.life.phase(ctx, ZonePhaseRemovingZone)
 		deadline := workflow.Now(ctx).Add(w.timing.PutTimeout)
 		// A cancel waits for the PUT to stop, then asks the sled.
-		actx := workflow.WithActivityOptions(awaitCancel(ctx), workflow.ActivityOptions{
+		actx := workflow.WithActivityOptions(AwaitCancel(ctx), workflow.ActivityOptions{
 			StartToCloseTimeout:    w.timing.PutTimeout + 2*time.Minute,
 			ScheduleToCloseTimeout: w.timing.PutTimeout + 10*time.Minute,
 			HeartbeatTimeout:       w.timing.HeartbeatTimeout,
-			RetryPolicy:            deviceRetry,
+			RetryPolicy:            DeviceRetry,
 			Summary:                fmt.Sprintf("PUT sled %s config at generation %d without zone %s", w.in.Sled, asOf, w.in.Zone),
 		})
 		var put activities.ZonePutResult
@@ -121,7 +121,7 @@ func (w *zoneExpunge) awaitInventoryProof(ctx workflow.Context, asOf uint64) err
 		StartToCloseTimeout:    w.timing.ProofTimeout + 2*time.Minute,
 		ScheduleToCloseTimeout: w.timing.ProofTimeout + 10*time.Minute,
 		HeartbeatTimeout:       w.timing.HeartbeatTimeout,
-		RetryPolicy:            deviceRetry,
+		RetryPolicy:            DeviceRetry,
 		Summary:                fmt.Sprintf("wait for sled %s inventory: generation >= %d and zone %s gone", w.in.Sled, asOf, w.in.Zone),
 	})
 	var gone activities.ZoneGoneResult
@@ -221,7 +221,7 @@ func (w *zoneExpunge) deviceOptions(ctx workflow.Context, summary string) workfl
 		// a call lost with a dead worker is retried after this.
 		StartToCloseTimeout:    45 * time.Second,
 		ScheduleToCloseTimeout: 15 * time.Minute,
-		RetryPolicy:            deviceRetry,
+		RetryPolicy:            DeviceRetry,
 		Summary:                summary,
 	})
 }

@@ -463,9 +463,6 @@ func TestZoneExpungeInputContract(t *testing.T) {
 	assert.Equal(t, "zone/"+zxZone.String(), in.Target())
 	assert.Empty(t, in.ArtifactVersion())
 	assert.NoError(t, in.Validate())
-	info, ok := Kinds[KindZoneExpunge]
-	require.True(t, ok)
-	assert.IsType(t, &ZoneExpungeInput{}, info.NewInput())
 }
 
 // Issue 14 (5): the chosen owner was expunged before the move (nothing

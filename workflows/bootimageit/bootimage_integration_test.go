@@ -155,7 +155,7 @@ func TestBumpHappyPathWithCanary(t *testing.T) {
 	evs, err := e.Store.Events(context.Background(), at.ID)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, len(evs), 6, "intent, preconditions, plan, patches, canary, record, skew, finish")
-	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-happy-canary.json")
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../../kinds/testdata/histories/bootimage-happy-canary.json")
 }
 
 // The cluster's MachineConfiguration opts in only pool=a (Partial): only
@@ -183,7 +183,7 @@ func TestBumpOptInFromMachineConfiguration(t *testing.T) {
 	assert.Zero(t, tr.MachineSets["c1-worker-b"].ImagePatches)
 	assert.Equal(t, before.BootImage, tr.BootImage, "the boot image record is the operator's")
 	assert.Equal(t, before.Upgradeable, tr.Upgradeable, "the Upgradeable condition is the operator's")
-	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-optin-partial.json")
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../../kinds/testdata/histories/bootimage-optin-partial.json")
 
 	// Opted out: nothing is patched.
 	in.Cluster = "c2"
@@ -260,7 +260,7 @@ func TestBumpCanaryFailureRollsBack(t *testing.T) {
 	assert.Len(t, a.Machines, 1)
 	assert.Equal(t, spec.SampleInstallRelease, tr.BootImage.OCPVersion)
 	assert.Equal(t, ledger.StateFailed, e.attempt(run).State)
-	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-canary-rollback.json")
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../../kinds/testdata/histories/bootimage-canary-rollback.json")
 }
 
 // A worker dies mid-run (while the canary boots); another worker finishes
@@ -359,7 +359,7 @@ func TestBumpCancelMidPatchLeavesNothingPatched(t *testing.T) {
 	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
 		assert.Equal(t, install.Images["amd64"].AWS["us-east-1"], tr.MachineSets[ms].Image, "%s left patched (restored: %v)", ms, res.Restored)
 	}
-	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-cancel-mid-patch.json")
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../../kinds/testdata/histories/bootimage-cancel-mid-patch.json")
 }
 
 // The canary scale-up has the same race: cancelled while it is in flight,
@@ -496,7 +496,7 @@ func TestBumpAfterTerminatedBumpUndoesItsChanges(t *testing.T) {
 		{"c1-worker-a", ledger.BootImageChangeScale, 1, 3, true},
 		{"c1-worker-b", ledger.BootImageChangeImage, 0, 0, true},
 	}, rows(nextAt), "adopted, with its own canary scale-up (2 -> 3) on the original")
-	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-adopt-abandoned.json")
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../../kinds/testdata/histories/bootimage-adopt-abandoned.json")
 }
 
 // requireCanaryFailed: the bump ended with its canary failed.

@@ -1,11 +1,11 @@
-package workflows
+package kinds
 
 import (
 	"time"
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 const (
@@ -22,26 +22,26 @@ const (
 // books its ending as its own. It reports false for an update that is not
 // this rollout's (another rollout's, or one started by hand).
 func (r *rollout) adopt(ctx workflow.Context, id string, out *UpdateOutcome) bool {
-	var a *activities.RolloutActivities
-	actx := workflow.WithActivityOptions(awaitCancel(ctx), workflow.ActivityOptions{
-		StartToCloseTimeout: adoptedUpdateBound, HeartbeatTimeout: adoptHeartbeat, RetryPolicy: deviceRetry,
+	var a *RolloutActivities
+	actx := workflow.WithActivityOptions(workflows.AwaitCancel(ctx), workflow.ActivityOptions{
+		StartToCloseTimeout: adoptedUpdateBound, HeartbeatTimeout: adoptHeartbeat, RetryPolicy: workflows.DeviceRetry,
 		Summary: "wait for " + id + " (started before a reset)",
 	})
-	var res activities.AdoptUpdateResult
-	err := workflow.ExecuteActivity(actx, a.AdoptUpdate, activities.AdoptUpdateInput{
+	var res AdoptUpdateResult
+	err := workflow.ExecuteActivity(actx, a.AdoptUpdate, AdoptUpdateInput{
 		WorkflowID: id, Parent: workflow.GetInfo(ctx).WorkflowExecution.ID,
 	}).Get(ctx, &res)
 	switch {
-	case err != nil && isCancel(ctx, err):
-		out.State, out.Error = StateCancelled, "cancelled"
+	case err != nil && workflows.IsCancel(ctx, err):
+		out.State, out.Error = workflows.StateCancelled, "cancelled"
 	case err != nil || !res.Ours:
 		return false
 	case res.Cancelled:
-		out.State, out.Error = StateCancelled, res.Error
+		out.State, out.Error = workflows.StateCancelled, res.Error
 	case res.Error != "":
-		out.State, out.Error = StateFailed, res.Error
+		out.State, out.Error = workflows.StateFailed, res.Error
 	default:
-		out.State = StateCompleted
+		out.State = workflows.StateCompleted
 		if o, ok := res.Result["outcome"].(string); ok {
 			out.Outcome = o
 		}

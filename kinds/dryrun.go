@@ -1,8 +1,9 @@
-package workflows
+package kinds
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -11,21 +12,19 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
-
-// PlanRow is one row of a dry run (see activities.PlanRow).
-type PlanRow = activities.PlanRow
 
 // StagePlan is what one stage would do: a row per target (per device for
 // fan-out kinds) in start order, the stage's concurrency and exclusive
 // groups, and an estimate of its duration.
 type StagePlan struct {
-	Stage       string     `json:"stage"`
-	Kind        Kind       `json:"kind"`
-	Concurrency int        `json:"concurrency"`
-	Exclusive   [][]string `json:"exclusive,omitempty"`
-	Approval    bool       `json:"approval,omitempty"`
-	Rows        []PlanRow  `json:"rows"`
+	Stage       string              `json:"stage"`
+	Kind        workflows.Kind      `json:"kind"`
+	Concurrency int                 `json:"concurrency"`
+	Exclusive   [][]string          `json:"exclusive,omitempty"`
+	Approval    bool                `json:"approval,omitempty"`
+	Rows        []workflows.PlanRow `json:"rows"`
 	// Changes counts the rows that change something, Refused the refusals.
 	Changes int `json:"changes"`
 	Refused int `json:"refused"`
@@ -46,8 +45,8 @@ type PlanResult struct {
 }
 
 // Rows are every stage's rows in order.
-func (p PlanResult) Rows() []PlanRow {
-	var out []PlanRow
+func (p PlanResult) Rows() []workflows.PlanRow {
+	var out []workflows.PlanRow
 	for _, st := range p.Stages {
 		out = append(out, st.Rows...)
 	}
@@ -69,9 +68,9 @@ func DryRun(ctx workflow.Context, in RolloutInput) (PlanResult, error) {
 	if err := in.Validate(); err != nil {
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidPlan", nil)
 	}
-	progress := Progress{Kind: KindRollout, Target: "plan/" + in.Name, State: StateRunning, Started: workflow.Now(ctx), Unit: "stages",
+	progress := workflows.Progress{Kind: workflows.KindRollout, Target: "plan/" + in.Name, State: workflows.StateRunning, Started: workflow.Now(ctx), Unit: "stages",
 		Total: int64(len(in.Stages)), Message: "dry run"}
-	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return progress, nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, workflows.ProgressQuery, func() (workflows.Progress, error) { return progress, nil }); err != nil {
 		return res, err
 	}
 	for _, st := range in.Stages {
@@ -82,7 +81,7 @@ func DryRun(ctx workflow.Context, in RolloutInput) (PlanResult, error) {
 		res.Estimate += sp.Estimate
 		progress.Done++
 	}
-	progress.State, progress.Outcome = StateCompleted, res.summary()
+	progress.State, progress.Outcome = workflows.StateCompleted, res.summary()
 	return res, nil
 }
 
@@ -97,7 +96,7 @@ const planParallel = 10
 // planStage prechecks every update of st (read-only) in start order.
 func planStage(ctx workflow.Context, st Stage) StagePlan {
 	sp := StagePlan{Stage: st.Name, Kind: st.Kind, Concurrency: st.Concurrency, Exclusive: st.Exclusive, Approval: st.Approval}
-	plans := make([]updatePlan, len(st.Updates))
+	plans := make([]workflows.UpdatePlan, len(st.Updates))
 	running := 0
 	wg := workflow.NewWaitGroup(ctx)
 	for i, u := range st.Updates {
@@ -115,7 +114,7 @@ func planStage(ctx workflow.Context, st Stage) StagePlan {
 	for i, u := range st.Updates {
 		group := exclusiveGroup(st, u.Target)
 		changes := 0
-		for _, row := range plans[i].rows {
+		for _, row := range plans[i].Rows {
 			row.Stage, row.Kind, row.Target, row.Order, row.Group = st.Name, string(st.Kind), u.Target, i+1, group
 			sp.Rows = append(sp.Rows, row)
 			if row.Action.Changes() {
@@ -126,7 +125,7 @@ func planStage(ctx workflow.Context, st Stage) StagePlan {
 			}
 		}
 		sp.Changes += changes
-		durations[u.Target] = plans[i].duration(changes)
+		durations[u.Target] = plans[i].Duration(changes)
 	}
 	sp.Estimate = stageEstimate(st, durations)
 	sp.Digest = planDigest(sp.Rows)
@@ -146,7 +145,7 @@ func exclusiveGroup(st Stage, target string) string {
 }
 
 // planDigest is the SHA-256 of the rows' fields: what an approval binds to.
-func planDigest(rows []PlanRow) string {
+func planDigest(rows []workflows.PlanRow) string {
 	h := sha256.New()
 	for _, r := range rows {
 		for _, f := range []string{r.Stage, r.Kind, r.Target, r.Device, r.Current, r.Desired, string(r.Action), r.Reason, r.Group, fmt.Sprint(r.Order)} {
@@ -156,4 +155,23 @@ func planDigest(rows []PlanRow) string {
 		h.Write([]byte{'\n'})
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// planUpdate decodes u's input and runs its kind's dry run. What cannot
+// be read is a refusal (the update would not get further either).
+func planUpdate(ctx workflow.Context, kind workflows.Kind, u PlanUpdate) workflows.UpdatePlan {
+	info, ok := Kinds[kind]
+	if !ok || info.Plan == nil {
+		return workflows.UpdatePlan{Rows: []workflows.PlanRow{{Action: activities.PlanUpdate, Reason: "kind " + string(kind) + " has no dry run: the update runs its own prechecks"}}}
+	}
+	in := info.NewInput()
+	// Decoding the plan's input into a fresh value depends on the bytes
+	// alone (workflowcheck flags the reflection json uses).
+	//workflowcheck:ignore
+	if err := json.Unmarshal(u.Input, in); err != nil {
+		return workflows.UpdatePlan{Rows: []workflows.PlanRow{{Action: activities.PlanRefuse, Reason: "invalid input: " + err.Error()}}}
+	}
+	p := info.Plan(ctx, in)
+	p.Device = info.DeviceTime
+	return p
 }

@@ -1,4 +1,4 @@
-package workflows
+package kinds
 
 import (
 	"reflect"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetsaga/fleetsaga/workflows"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -29,14 +30,14 @@ type KindInfo struct {
 	// Workflow is the workflow function (its name is the workflow type).
 	Workflow any
 	// NewInput returns a zero input to decode a plan entry into.
-	NewInput func() UpdateInput
+	NewInput func() workflows.UpdateInput
 	// Behavior is how its runs move between builds (pinned, autoUpgrade).
 	Behavior workflow.VersioningBehavior
 	// Children are the workflows it starts that are not kinds of their
 	// own (registered and replayed with it, with the same behaviour).
 	Children []any
 	// Plan is its dry run: the kind's prechecks, read-only (nil: none).
-	Plan func(workflow.Context, UpdateInput) updatePlan
+	Plan func(workflow.Context, workflows.UpdateInput) workflows.UpdatePlan
 	// DeviceTime is how long one device's change takes, for a dry run's
 	// estimate.
 	DeviceTime time.Duration
@@ -54,20 +55,20 @@ type KindInfo struct {
 // boots and fetches its phase 2 image (minutes), a zone expunge is a config
 // PUT and an inventory proof, a MachineSet patch settles before it is
 // rechecked.
-var Kinds = map[Kind]KindInfo{
-	KindSPFirmware: {Workflow: SPFirmwareUpdate, NewInput: func() UpdateInput { return &SPFirmwareInput{} },
-		Behavior: pinned, Plan: planOf(planSPFirmware), DeviceTime: 26 * time.Second},
-	KindHostFlash: {Workflow: HostBootFlashUpdate, NewInput: func() UpdateInput { return &HostFlashInput{} },
-		Behavior: pinned, Plan: planOf(planHostFlash), DeviceTime: 10 * time.Minute},
-	KindZoneExpunge: {Workflow: ZoneExpunge, NewInput: func() UpdateInput { return &ZoneExpungeInput{} },
-		Behavior: pinned, Plan: planOf(planZoneExpunge), DeviceTime: time.Minute},
-	KindBootImageBump: {Workflow: BootImageBump, NewInput: func() UpdateInput { return &BootImageBumpInput{} },
-		Behavior: pinned, Plan: planOf(planBootImage), DeviceTime: 30 * time.Second},
-	KindAgentInstall: {Workflow: AgentInstall, NewInput: func() UpdateInput { return &AgentInstallInput{} },
-		Behavior: autoUpgrade, Children: []any{AgentInstallServer}, Plan: planOf(planAgentInstall),
+var Kinds = map[workflows.Kind]KindInfo{
+	workflows.KindSPFirmware: {Workflow: workflows.SPFirmwareUpdate, NewInput: func() workflows.UpdateInput { return &workflows.SPFirmwareInput{} },
+		Behavior: pinned, Plan: planOf(workflows.PlanSPFirmware), DeviceTime: 26 * time.Second},
+	workflows.KindHostFlash: {Workflow: workflows.HostBootFlashUpdate, NewInput: func() workflows.UpdateInput { return &workflows.HostFlashInput{} },
+		Behavior: pinned, Plan: planOf(workflows.PlanHostFlash), DeviceTime: 10 * time.Minute},
+	workflows.KindZoneExpunge: {Workflow: workflows.ZoneExpunge, NewInput: func() workflows.UpdateInput { return &workflows.ZoneExpungeInput{} },
+		Behavior: pinned, Plan: planOf(workflows.PlanZoneExpunge), DeviceTime: time.Minute},
+	workflows.KindBootImageBump: {Workflow: workflows.BootImageBump, NewInput: func() workflows.UpdateInput { return &workflows.BootImageBumpInput{} },
+		Behavior: pinned, Plan: planOf(workflows.PlanBootImage), DeviceTime: 30 * time.Second},
+	workflows.KindAgentInstall: {Workflow: workflows.AgentInstall, NewInput: func() workflows.UpdateInput { return &workflows.AgentInstallInput{} },
+		Behavior: autoUpgrade, Children: []any{workflows.AgentInstallServer}, Plan: planOf(workflows.PlanAgentInstall),
 		DeviceTime: 45 * time.Second, Pausable: true, Agents: true},
-	KindAgentDrift: {Workflow: AgentDriftCheck, NewInput: func() UpdateInput { return &AgentDriftInput{} },
-		Behavior: autoUpgrade, Plan: planOf(planAgentDrift), DeviceTime: 45 * time.Second, Agents: true},
+	workflows.KindAgentDrift: {Workflow: workflows.AgentDriftCheck, NewInput: func() workflows.UpdateInput { return &workflows.AgentDriftInput{} },
+		Behavior: autoUpgrade, Plan: planOf(workflows.PlanAgentDrift), DeviceTime: 45 * time.Second, Agents: true},
 }
 
 // Registration is one workflow a worker runs, with its behaviour.
@@ -96,14 +97,16 @@ func Registrations() []Registration {
 }
 
 // kindOrder is the order registrations list the kinds in (Kinds is a map).
-var kindOrder = []Kind{KindSPFirmware, KindHostFlash, KindZoneExpunge, KindBootImageBump, KindAgentInstall, KindAgentDrift}
+var kindOrder = []workflows.Kind{workflows.KindSPFirmware, workflows.KindHostFlash, workflows.KindZoneExpunge, workflows.KindBootImageBump, workflows.KindAgentInstall, workflows.KindAgentDrift}
 
 // planOf adapts a kind's typed dry run to the catalogue's.
 func planOf[I any, P interface {
 	*I
-	UpdateInput
-}](plan func(workflow.Context, I) updatePlan) func(workflow.Context, UpdateInput) updatePlan {
-	return func(ctx workflow.Context, in UpdateInput) updatePlan { return plan(ctx, *any(in).(P)) }
+	workflows.UpdateInput
+}](plan func(workflow.Context, I) workflows.UpdatePlan) func(workflow.Context, workflows.UpdateInput) workflows.UpdatePlan {
+	return func(ctx workflow.Context, in workflows.UpdateInput) workflows.UpdatePlan {
+		return plan(ctx, *any(in).(P))
+	}
 }
 
 // workflowName is the workflow type Temporal registers a function under:
@@ -111,4 +114,18 @@ func planOf[I any, P interface {
 func workflowName(f any) string {
 	full := runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name()
 	return strings.TrimSuffix(full[strings.LastIndex(full, ".")+1:], "-fm")
+}
+
+// PausableType reports whether workflows of this type honour pause/resume:
+// a rollout, and the kinds the catalogue says are pausable.
+func PausableType(workflowType string) bool {
+	if workflowType == "Rollout" {
+		return true
+	}
+	for _, k := range Kinds {
+		if k.Pausable && workflowName(k.Workflow) == workflowType {
+			return true
+		}
+	}
+	return false
 }

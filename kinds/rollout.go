@@ -1,4 +1,4 @@
-package workflows
+package kinds
 
 import (
 	"encoding/json"
@@ -9,9 +9,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // RolloutInput is a validated plan: stages run in order; within a stage,
@@ -24,8 +24,8 @@ type RolloutInput struct {
 
 // Stage is one step of a plan: updates of one kind.
 type Stage struct {
-	Name string `json:"name"`
-	Kind Kind   `json:"kind"`
+	Name string         `json:"name"`
+	Kind workflows.Kind `json:"kind"`
 	// Concurrency bounds how many updates of the stage run at once.
 	Concurrency int `json:"concurrency"`
 	// Approval makes the rollout wait for `starter approve` before the stage.
@@ -48,12 +48,12 @@ type PlanUpdate struct {
 
 // UpdateOutcome is how one update of a rollout ended.
 type UpdateOutcome struct {
-	Stage      string `json:"stage"`
-	Target     string `json:"target"`
-	WorkflowID string `json:"workflowId"`
-	State      State  `json:"state"`
-	Outcome    string `json:"outcome,omitempty"`
-	Error      string `json:"error,omitempty"`
+	Stage      string          `json:"stage"`
+	Target     string          `json:"target"`
+	WorkflowID string          `json:"workflowId"`
+	State      workflows.State `json:"state"`
+	Outcome    string          `json:"outcome,omitempty"`
+	Error      string          `json:"error,omitempty"`
 }
 
 // RolloutResult summarises a rollout.
@@ -69,7 +69,9 @@ type RolloutResult struct {
 }
 
 // RolloutWorkflowID is the workflow ID of a plan's rollout.
-func RolloutWorkflowID(name string) string { return WorkflowID(KindRollout, "plan/"+name) }
+func RolloutWorkflowID(name string) string {
+	return workflows.WorkflowID(workflows.KindRollout, "plan/"+name)
+}
 
 // maxRolloutUpdates bounds a plan so the parent stays far below Temporal's
 // history limits (a few events per child); larger fan-outs belong inside
@@ -89,11 +91,11 @@ type rollout struct {
 	in       RolloutInput
 	gatePlan *StagePlan // the plan shown at the current gate (nil while planning)
 	approved *StagePlan // the plan approved for the stage running now
-	progress Progress
-	l        *lifecycle
+	progress workflows.Progress
+	l        *workflows.Lifecycle
 	paused   bool
-	gate     string    // stage awaiting approval ("" = none)
-	approval *Approval // the approval received for gate
+	gate     string              // stage awaiting approval ("" = none)
+	approval *workflows.Approval // the approval received for gate
 	result   RolloutResult
 	running  map[string]bool // targets running now
 }
@@ -108,10 +110,10 @@ func (r *rollout) setup(ctx workflow.Context) error {
 	for _, st := range r.in.Stages {
 		total += len(st.Updates)
 	}
-	r.progress = Progress{Kind: KindRollout, Target: "plan/" + r.in.Name, State: StateRunning,
+	r.progress = workflows.Progress{Kind: workflows.KindRollout, Target: "plan/" + r.in.Name, State: workflows.StateRunning,
 		Started: workflow.Now(ctx), Total: int64(total), Unit: "updates",
 		Counts: map[string]int{"done": 0, "running": 0, "failed": 0, "skipped": 0}}
-	l, err := newLifecycle(ctx, &r.progress, "", nil, func() Progress { return r.progress })
+	l, err := workflows.NewLifecycle(ctx, &r.progress, "", nil, func() workflows.Progress { return r.progress })
 	if err != nil {
 		return err
 	}
@@ -119,10 +121,10 @@ func (r *rollout) setup(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, GatePlanQuery, func() (*StagePlan, error) { return r.gatePlan, nil }); err != nil {
 		return err
 	}
-	listenPauseResume(ctx, r.setPaused)
-	return workflow.SetUpdateHandlerWithOptions(ctx, ApproveUpdate, func(ctx workflow.Context, ap Approval) error {
+	workflows.ListenPauseResume(ctx, r.setPaused)
+	return workflow.SetUpdateHandlerWithOptions(ctx, workflows.ApproveUpdate, func(ctx workflow.Context, ap workflows.Approval) error {
 		return r.recordApproval(ctx, ap)
-	}, workflow.UpdateHandlerOptions{Validator: func(ap Approval) error {
+	}, workflow.UpdateHandlerOptions{Validator: func(ap workflows.Approval) error {
 		if r.gate == "" {
 			return fmt.Errorf("rollout %s is not waiting for an approval", r.in.Name)
 		}
@@ -168,7 +170,7 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 // awaitApproval holds the rollout at the gate before st until approved.
 func (r *rollout) awaitApproval(ctx workflow.Context, st Stage) error {
 	r.gate = st.Name
-	r.setPhase(ctx, PhaseAwaitingApproval, "stage "+st.Name)
+	r.setPhase(ctx, workflows.PhaseAwaitingApproval, "stage "+st.Name)
 	r.showGatePlan(ctx, st)
 	if err := workflow.Await(ctx, func() bool { return r.approval != nil }); err != nil {
 		return err
@@ -178,13 +180,13 @@ func (r *rollout) awaitApproval(ctx workflow.Context, st Stage) error {
 	return nil
 }
 
-func (r *rollout) recordApproval(ctx workflow.Context, ap Approval) error {
+func (r *rollout) recordApproval(ctx workflow.Context, ap workflows.Approval) error {
 	stage := r.gate
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second, ScheduleToCloseTimeout: 5 * time.Minute, RetryPolicy: ledgerRetry,
+		StartToCloseTimeout: 30 * time.Second, ScheduleToCloseTimeout: 5 * time.Minute, RetryPolicy: workflows.LedgerRetry,
 		Summary: "record approval of stage " + stage + " by " + ap.By,
 	})
-	var a *activities.RolloutActivities
+	var a *RolloutActivities
 	rec := ledger.Approval{Rollout: workflow.GetInfo(ctx).WorkflowExecution.ID, Stage: stage, By: ap.By, Reason: ap.Reason}
 	if r.gatePlan != nil {
 		rec.PlanDigest = r.gatePlan.Digest
@@ -201,7 +203,7 @@ func (r *rollout) recordApproval(ctx workflow.Context, ap Approval) error {
 // runStage starts the stage's updates in a sliding window and returns how
 // many failed.
 func (r *rollout) runStage(ctx workflow.Context, st Stage) (int, error) {
-	r.setPhase(ctx, PhaseRunningStage, "stage "+st.Name)
+	r.setPhase(ctx, workflows.PhaseRunningStage, "stage "+st.Name)
 	groupOf := map[string]int{}
 	for i, g := range st.Exclusive {
 		for _, t := range g {
@@ -265,7 +267,7 @@ func (r *rollout) runStage(ctx workflow.Context, st Stage) (int, error) {
 			if out.State == StateRefused {
 				r.result.Refused++
 				r.count("refused", 1)
-			} else if out.State == StateCompleted {
+			} else if out.State == workflows.StateCompleted {
 				r.count("done", 1)
 				r.progress.Done++
 			} else {
@@ -288,7 +290,7 @@ func (r *rollout) runStage(ctx workflow.Context, st Stage) (int, error) {
 // runUpdate runs one update as a child workflow with the update's own
 // workflow ID, so a standalone start of the same update is refused.
 func (r *rollout) runUpdate(ctx workflow.Context, st Stage, u PlanUpdate) UpdateOutcome {
-	id := WorkflowID(st.Kind, u.Target)
+	id := workflows.WorkflowID(st.Kind, u.Target)
 	out := UpdateOutcome{Stage: st.Name, Target: u.Target, WorkflowID: id}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:        id,
@@ -297,29 +299,29 @@ func (r *rollout) runUpdate(ctx workflow.Context, st Stage, u PlanUpdate) Update
 		// it really ended.
 		WaitForCancellation: true,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			SAKind.ValueSet(string(st.Kind)), SATarget.ValueSet(u.Target), SAArtifact.ValueSet(u.Artifact),
-			SAState.ValueSet(string(StateRunning)), SARollout.ValueSet(r.in.Name)),
+			workflows.SAKind.ValueSet(string(st.Kind)), workflows.SATarget.ValueSet(u.Target), workflows.SAArtifact.ValueSet(u.Artifact),
+			workflows.SAState.ValueSet(string(workflows.StateRunning)), workflows.SARollout.ValueSet(r.in.Name)),
 		StaticSummary: fmt.Sprintf("%s of %s (rollout %s, stage %s)", st.Kind, u.Target, r.in.Name, st.Name),
 	})
 	var res map[string]any
 	err := workflow.ExecuteChildWorkflow(cctx, Kinds[st.Kind].Workflow, u.Input).Get(ctx, &res)
 	switch {
 	case err == nil:
-		out.State = StateCompleted
+		out.State = workflows.StateCompleted
 		if o, ok := res["outcome"].(string); ok {
 			out.Outcome = o
 		}
 	case temporal.IsCanceledError(err):
-		out.State, out.Error = StateCancelled, err.Error()
+		out.State, out.Error = workflows.StateCancelled, err.Error()
 	case temporal.IsWorkflowExecutionAlreadyStartedError(err) && r.adopt(ctx, id, &out):
 		// Started by this rollout before an operator reset it.
 	case temporal.IsWorkflowExecutionAlreadyStartedError(err):
 		// Another rollout's (or a hand-started) update of the same target.
 		out.State, out.Outcome, out.Error = StateRefused, OutcomeTargetClaimed, "another workflow runs "+id+": "+err.Error()
-	case isTargetBusy(err):
+	case workflows.IsTargetBusy(err):
 		out.State, out.Outcome, out.Error = StateRefused, failure.TargetBusy, err.Error()
 	default:
-		out.State, out.Error = StateFailed, err.Error()
+		out.State, out.Error = workflows.StateFailed, err.Error()
 	}
 	return out
 }
@@ -347,19 +349,19 @@ func (r *rollout) count(k string, d int) { r.progress.Counts[k] += d }
 func (r *rollout) setPaused(ctx workflow.Context, p bool) {
 	r.paused = p
 	if p {
-		r.progress.State = StatePaused
-		setSearchState(ctx, StatePaused, Phase(r.progress.Phase), r.progress.Message)
+		r.progress.State = workflows.StatePaused
+		workflows.SetSearchState(ctx, workflows.StatePaused, workflows.Phase(r.progress.Phase), r.progress.Message)
 	} else {
-		r.progress.State = StateRunning
-		setSearchState(ctx, StateRunning, Phase(r.progress.Phase), r.progress.Message)
+		r.progress.State = workflows.StateRunning
+		workflows.SetSearchState(ctx, workflows.StateRunning, workflows.Phase(r.progress.Phase), r.progress.Message)
 	}
 }
 
 // setPhase announces a phase; detail (the stage) is free text for the
 // progress query and the Web UI's current details.
-func (r *rollout) setPhase(ctx workflow.Context, phase Phase, detail string) {
+func (r *rollout) setPhase(ctx workflow.Context, phase workflows.Phase, detail string) {
 	r.progress.Message = detail
-	r.l.step(ctx, phase, detail)
+	r.l.Step(ctx, phase, detail)
 }
 
 // cancelled ends a rollout stopped by err in stage (after its children,
@@ -378,5 +380,5 @@ func (r *rollout) cancelled(ctx workflow.Context, stage string, err error) error
 // attempt of its own: its updates do); outcome is what the progress query
 // and the Web UI say.
 func (r *rollout) end(ctx workflow.Context, err error, outcome string) error {
-	return r.l.end(ctx, err, Ending{Outcome: outcome, Message: outcome, FailedOutcome: outcome})
+	return r.l.End(ctx, err, workflows.Ending{Outcome: outcome, Message: outcome, FailedOutcome: outcome})
 }

@@ -1,4 +1,4 @@
-package workflows
+package kinds
 
 import (
 	"testing"
@@ -7,18 +7,19 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 func TestPlanDriftSaysWhatWasPlannedAndWhatIsFound(t *testing.T) {
-	row := func(dev, cur, want string, a activities.PlanAction) PlanRow {
-		return PlanRow{Device: dev, Current: cur, Desired: want, Action: a}
+	row := func(dev, cur, want string, a activities.PlanAction) workflows.PlanRow {
+		return workflows.PlanRow{Device: dev, Current: cur, Desired: want, Action: a}
 	}
-	approved := []PlanRow{row("", "1.0.4", "1.0.5", activities.PlanUpdate)}
+	approved := []workflows.PlanRow{row("", "1.0.4", "1.0.5", activities.PlanUpdate)}
 	assert.Empty(t, PlanDrift(approved, approved))
-	assert.Equal(t, "planned 1.0.4 → 1.0.5, found 1.0.6", PlanDrift(approved, []PlanRow{row("", "1.0.6", "1.0.5", activities.PlanRefuse)}))
-	servers := []PlanRow{row("cn0 vm-agent", "1.0.0", "1.1.0", activities.PlanUpdate), row("cn1", "", "", activities.PlanSkip)}
+	assert.Equal(t, "planned 1.0.4 → 1.0.5, found 1.0.6", PlanDrift(approved, []workflows.PlanRow{row("", "1.0.6", "1.0.5", activities.PlanRefuse)}))
+	servers := []workflows.PlanRow{row("cn0 vm-agent", "1.0.0", "1.1.0", activities.PlanUpdate), row("cn1", "", "", activities.PlanSkip)}
 	assert.Equal(t, "cn1: planned skip (- → -), now update (- → -)",
-		PlanDrift(servers, []PlanRow{servers[0], row("cn1", "", "", activities.PlanUpdate)}), "an action that changed is named")
+		PlanDrift(servers, []workflows.PlanRow{servers[0], row("cn1", "", "", activities.PlanUpdate)}), "an action that changed is named")
 	assert.Contains(t, PlanDrift(servers, servers[:1]), "planned 2 rows, found 1")
 }
 

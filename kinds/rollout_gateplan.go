@@ -1,9 +1,10 @@
-package workflows
+package kinds
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/fleetsaga/fleetsaga/workflows"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -18,7 +19,7 @@ const OutcomePlanDrift = "PlanDrift"
 // StateRefused is the outcome state of such an update, and of one whose
 // target another update held (OutcomeTargetClaimed, TargetBusy): a refusal
 // is not a failure and does not count against the stage's budget.
-const StateRefused State = "refused"
+const StateRefused workflows.State = "refused"
 
 // OutcomeTargetClaimed is the outcome of an update that another workflow
 // (another rollout's child, or an update started by hand) was running.
@@ -29,7 +30,7 @@ const OutcomeTargetClaimed = "TargetClaimed"
 func (r *rollout) showGatePlan(ctx workflow.Context, st Stage) {
 	sp := planStage(ctx, st)
 	r.gatePlan = &sp
-	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** — %s: stage %s\n\n%s", r.progress.State, PhaseAwaitingApproval, st.Name, gatePlanDetails(sp)))
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** — %s: stage %s\n\n%s", r.progress.State, workflows.PhaseAwaitingApproval, st.Name, gatePlanDetails(sp)))
 }
 
 // gatePlanDetails is a gate's plan as Markdown for the Web UI: what will
@@ -64,7 +65,7 @@ func dashEmpty(s string) string {
 // another stage or plan (the approver saw an older one, e.g. the previous
 // gate's). The digest covers the rows' stage, so a digest alone binds the
 // stage too.
-func (r *rollout) checkApprovedDigest(ap Approval) error {
+func (r *rollout) checkApprovedDigest(ap workflows.Approval) error {
 	if r.gatePlan == nil {
 		return fmt.Errorf("rollout %s is still planning stage %s: look at the plan (starter status) and approve again", r.in.Name, r.gate)
 	}
@@ -83,17 +84,17 @@ func (r *rollout) checkApprovedDigest(ap Approval) error {
 // checkDrift plans u again before a gated stage starts it and compares the
 // plan with the approved one: a target whose state moved is not touched.
 func (r *rollout) checkDrift(ctx workflow.Context, st Stage, u PlanUpdate) (UpdateOutcome, bool) {
-	out := UpdateOutcome{Stage: st.Name, Target: u.Target, WorkflowID: WorkflowID(st.Kind, u.Target)}
+	out := UpdateOutcome{Stage: st.Name, Target: u.Target, WorkflowID: workflows.WorkflowID(st.Kind, u.Target)}
 	if r.approved == nil || r.approved.Stage != st.Name {
 		return out, false
 	}
-	var approved []PlanRow
+	var approved []workflows.PlanRow
 	for _, row := range r.approved.Rows {
 		if row.Target == u.Target {
 			approved = append(approved, row)
 		}
 	}
-	why := PlanDrift(approved, planUpdate(ctx, st.Kind, u).rows)
+	why := PlanDrift(approved, planUpdate(ctx, st.Kind, u).Rows)
 	if why == "" {
 		return out, false
 	}
@@ -103,7 +104,7 @@ func (r *rollout) checkDrift(ctx workflow.Context, st Stage, u PlanUpdate) (Upda
 
 // PlanDrift compares a target's approved rows with its rows now ("" when
 // they match): e.g. "planned 1.0.4 → 1.0.5, found 1.0.6".
-func PlanDrift(approved, now []PlanRow) string {
+func PlanDrift(approved, now []workflows.PlanRow) string {
 	if len(approved) != len(now) {
 		return fmt.Sprintf("planned %d rows, found %d: the target changed since the approval", len(approved), len(now))
 	}

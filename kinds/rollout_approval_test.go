@@ -1,4 +1,4 @@
-package workflows
+package kinds
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // An approval binds the stage and plan its approver saw. After the gate
@@ -21,7 +21,7 @@ import (
 func TestRolloutRefusesAnApprovalNotBoundToThePlanAtTheGate(t *testing.T) {
 	env := newRolloutEnv(t)
 	var recorded []ledger.Approval
-	var ra *activities.RolloutActivities
+	var ra *RolloutActivities
 	env.OnActivity(ra.RecordApproval, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, ap ledger.Approval) error {
 			recorded = append(recorded, ap)
@@ -32,23 +32,23 @@ func TestRolloutRefusesAnApprovalNotBoundToThePlanAtTheGate(t *testing.T) {
 		{Name: "rest", Kind: kindTest, Concurrency: 1, Approval: true, Updates: updates(testInput{Name: "b", Take: time.Minute})},
 	}}
 	refused := map[string]string{}
-	approve := func(id string, ap Approval) {
-		env.UpdateWorkflow(ApproveUpdate, id, &testsuite.TestUpdateCallback{
+	approve := func(id string, ap workflows.Approval) {
+		env.UpdateWorkflow(workflows.ApproveUpdate, id, &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { refused[id] = err.Error() }, OnAccept: func() {}, OnComplete: func(any, error) {},
 		}, ap)
 	}
 	var canary, rest StagePlan
 	env.RegisterDelayedCallback(func() {
 		canary = gatePlanNow(t, env)
-		approve("alice", Approval{By: "alice", Reason: "canary plan reviewed", Stage: canary.Stage, PlanDigest: canary.Digest[:12]})
+		approve("alice", workflows.Approval{By: "alice", Reason: "canary plan reviewed", Stage: canary.Stage, PlanDigest: canary.Digest[:12]})
 	}, time.Hour)
 	env.RegisterDelayedCallback(func() {
 		rest = gatePlanNow(t, env)
 		// bob read the canary's plan; his approval arrives at the next gate.
-		approve("bob without digest", Approval{By: "bob", Reason: "canary plan reviewed"})
-		approve("bob with the canary's digest", Approval{By: "bob", Reason: "canary plan reviewed", Stage: canary.Stage, PlanDigest: canary.Digest[:12]})
-		approve("bob naming the canary stage", Approval{By: "bob", Reason: "canary plan reviewed", Stage: canary.Stage, PlanDigest: rest.Digest[:12]})
-		approve("carol", Approval{By: "carol", Reason: "rest plan reviewed", Stage: rest.Stage, PlanDigest: rest.Digest})
+		approve("bob without digest", workflows.Approval{By: "bob", Reason: "canary plan reviewed"})
+		approve("bob with the canary's digest", workflows.Approval{By: "bob", Reason: "canary plan reviewed", Stage: canary.Stage, PlanDigest: canary.Digest[:12]})
+		approve("bob naming the canary stage", workflows.Approval{By: "bob", Reason: "canary plan reviewed", Stage: canary.Stage, PlanDigest: rest.Digest[:12]})
+		approve("carol", workflows.Approval{By: "carol", Reason: "rest plan reviewed", Stage: rest.Stage, PlanDigest: rest.Digest})
 	}, 3*time.Hour)
 	env.ExecuteWorkflow(Rollout, in)
 	require.NoError(t, env.GetWorkflowError())

@@ -1,4 +1,4 @@
-package workflows
+package kinds
 
 import (
 	"context"
@@ -14,12 +14,12 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-const kindTest Kind = "test-update"
+const kindTest workflows.Kind = "test-update"
 
 type testInput struct {
 	Name string        `json:"name"`
@@ -67,7 +67,7 @@ func testUpdate(ctx workflow.Context, in testInput) (map[string]any, error) {
 }
 
 func init() {
-	Kinds[kindTest] = KindInfo{Workflow: testUpdate, NewInput: func() UpdateInput { return &testInput{} }}
+	Kinds[kindTest] = KindInfo{Workflow: testUpdate, NewInput: func() workflows.UpdateInput { return &testInput{} }}
 }
 
 func updates(specs ...testInput) []PlanUpdate {
@@ -84,7 +84,7 @@ func newRolloutEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(Rollout)
 	env.RegisterWorkflow(testUpdate)
-	env.RegisterActivity(&activities.RolloutActivities{})
+	env.RegisterActivity(&RolloutActivities{})
 	spans = nil
 	return env
 }
@@ -132,7 +132,7 @@ func TestRolloutKeepsConcurrencyAndExclusiveGroups(t *testing.T) {
 func TestRolloutWaitsForApprovalAndRecordsIt(t *testing.T) {
 	env := newRolloutEnv(t)
 	var recorded []string
-	var ra *activities.RolloutActivities
+	var ra *RolloutActivities
 	env.OnActivity(ra.RecordApproval, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, ap ledger.Approval) error {
 			recorded = append(recorded, fmt.Sprint(ap))
@@ -144,10 +144,10 @@ func TestRolloutWaitsForApprovalAndRecordsIt(t *testing.T) {
 	}}
 	env.RegisterDelayedCallback(func() {
 		plan := gatePlanNow(t, env)
-		env.UpdateWorkflow(ApproveUpdate, "1", &testsuite.TestUpdateCallback{
+		env.UpdateWorkflow(workflows.ApproveUpdate, "1", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { t.Errorf("approval rejected: %v", err) },
 			OnAccept: func() {}, OnComplete: func(any, error) {},
-		}, Approval{By: "alice", Reason: "canary healthy", Stage: plan.Stage, PlanDigest: plan.Digest})
+		}, workflows.Approval{By: "alice", Reason: "canary healthy", Stage: plan.Stage, PlanDigest: plan.Digest})
 	}, 3*time.Hour)
 	env.ExecuteWorkflow(Rollout, in)
 	require.NoError(t, env.GetWorkflowError())
@@ -163,9 +163,9 @@ func TestRolloutRejectsApprovalWhenNotAtAGate(t *testing.T) {
 		Updates: updates(testInput{Name: "a", Take: time.Hour})}}}
 	rejected := false
 	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(ApproveUpdate, "1", &testsuite.TestUpdateCallback{
+		env.UpdateWorkflow(workflows.ApproveUpdate, "1", &testsuite.TestUpdateCallback{
 			OnReject: func(error) { rejected = true }, OnAccept: func() {}, OnComplete: func(any, error) {},
-		}, Approval{By: "bob", Reason: "why not"})
+		}, workflows.Approval{By: "bob", Reason: "why not"})
 	}, time.Minute)
 	env.ExecuteWorkflow(Rollout, in)
 	require.NoError(t, env.GetWorkflowError())
@@ -212,8 +212,8 @@ func TestRolloutPauseHoldsNewStarts(t *testing.T) {
 	env := newRolloutEnv(t)
 	in := RolloutInput{Name: "r5", Stages: []Stage{{Name: "s", Kind: kindTest, Concurrency: 1,
 		Updates: updates(testInput{Name: "a", Take: time.Minute}, testInput{Name: "b", Take: time.Minute})}}}
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(PauseSignal, nil) }, 30*time.Second)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(ResumeSignal, nil) }, 5*time.Hour)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.PauseSignal, nil) }, 30*time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.ResumeSignal, nil) }, 5*time.Hour)
 	env.ExecuteWorkflow(Rollout, in)
 	require.NoError(t, env.GetWorkflowError())
 	require.Len(t, spans, 2)
@@ -239,9 +239,9 @@ func TestRolloutCancelWaitsForChildrenAndPublishesCancelled(t *testing.T) {
 	var states []string
 	var cancelledAt time.Time
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
-		if v, ok := args.Get(0).(temporal.SearchAttributes).GetKeyword(SAState); ok {
+		if v, ok := args.Get(0).(temporal.SearchAttributes).GetKeyword(workflows.SAState); ok {
 			states = append(states, v)
-			if v == string(StateCancelled) {
+			if v == string(workflows.StateCancelled) {
 				cancelledAt = env.Now()
 			}
 		}
@@ -263,14 +263,14 @@ func TestRolloutCancelWaitsForChildrenAndPublishesCancelled(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{"a/compensated", "b/compensated"}, done, "both running children compensated")
 	require.NotEmpty(t, states)
-	require.Equal(t, string(StateCancelled), states[len(states)-1])
+	require.Equal(t, string(workflows.StateCancelled), states[len(states)-1])
 	for _, s := range spans {
 		require.False(t, cancelledAt.Before(s.end), "the rollout ended (%v) before %s (%v)", cancelledAt, s.name, s.end)
 	}
-	v, err := env.QueryWorkflow(ProgressQuery)
+	v, err := env.QueryWorkflow(workflows.ProgressQuery)
 	require.NoError(t, err)
-	var p Progress
+	var p workflows.Progress
 	require.NoError(t, v.Get(&p))
-	require.Equal(t, StateCancelled, p.State)
+	require.Equal(t, workflows.StateCancelled, p.State)
 	require.Equal(t, 2, p.Counts["skipped"], "c and d never started")
 }

@@ -1,4 +1,4 @@
-package workflows
+package kinds
 
 // Test hooks for the external test package (workflows_test), whose
 // integration tests use the real stack.

@@ -1,0 +1,32 @@
+package kinds
+
+import (
+	"testing"
+
+	"github.com/fleetsaga/fleetsaga/workflows"
+	"github.com/stretchr/testify/assert"
+)
+
+// The catalogue says which workflow types honour pause/resume: the starter
+// refuses to pause the others (the signal would be silently ignored).
+func TestPausableTypesComeFromTheCatalogue(t *testing.T) {
+	for typ, want := range map[string]bool{
+		"Rollout": true, "AgentInstall": true,
+		"SPFirmwareUpdate": false, "AgentInstallServer": false, "AgentDriftCheck": false, "ZoneExpunge": false,
+	} {
+		assert.Equal(t, want, PausableType(typ), typ)
+	}
+}
+
+// Every kind a plan can name is in the catalogue, with an input of its own.
+func TestEveryKindIsInTheCatalogue(t *testing.T) {
+	for k, in := range map[workflows.Kind]workflows.UpdateInput{
+		workflows.KindSPFirmware: &workflows.SPFirmwareInput{}, workflows.KindHostFlash: &workflows.HostFlashInput{}, workflows.KindZoneExpunge: &workflows.ZoneExpungeInput{},
+		workflows.KindBootImageBump: &workflows.BootImageBumpInput{}, workflows.KindAgentInstall: &workflows.AgentInstallInput{}, workflows.KindAgentDrift: &workflows.AgentDriftInput{},
+	} {
+		info, ok := Kinds[k]
+		if assert.True(t, ok, k) {
+			assert.IsType(t, in, info.NewInput(), k)
+		}
+	}
+}
