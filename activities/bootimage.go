@@ -129,7 +129,7 @@ func (a *BootImageActivities) WaitBootImagePreconditions(ctx context.Context, in
 				fmt.Sprintf("cluster %s: gave up waiting at %s: %s", in.Cluster, in.Deadline.UTC().Format(time.RFC3339), why),
 				failure.BootImagePrecondition, nil)
 		}
-		if err := sleepCtx(ctx, poll); err != nil {
+		if err := SleepCtx(ctx, poll); err != nil {
 			return BootImageSnapshot{}, err
 		}
 	}
@@ -544,7 +544,7 @@ func (a *BootImageActivities) WaitCanaryJoin(ctx context.Context, in BootImageCa
 			}
 			return last, nil
 		}
-		if err := sleepCtx(ctx, poll); err != nil {
+		if err := SleepCtx(ctx, poll); err != nil {
 			return CanaryResult{}, err
 		}
 	}

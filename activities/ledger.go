@@ -46,11 +46,11 @@ func (a *LedgerActivities) RecordIntent(ctx context.Context, at ledger.Attempt) 
 		return err
 	}
 	if err := a.Store.AppendEvent(ctx, ledger.Event{AttemptID: at.ID, Step: "intent", State: string(ledger.StatePending),
-		Message: "attempt recorded for " + at.Target, Worker: a.identity(ctx)}); err != nil || !adopted {
+		Message: "attempt recorded for " + at.Target, Worker: WorkerIdentity(ctx, a.Identity)}); err != nil || !adopted {
 		return err
 	}
 	return a.Store.AppendEvent(ctx, ledger.Event{AttemptID: at.ID, Step: "adopted:" + at.RunID,
-		Message: "run " + at.RunID + " of " + at.WorkflowID + " took the attempt over (the workflow was reset)", Worker: a.identity(ctx)})
+		Message: "run " + at.RunID + " of " + at.WorkflowID + " took the attempt over (the workflow was reset)", Worker: WorkerIdentity(ctx, a.Identity)})
 }
 
 // RecordAttemptInput ends the previous attempt (if any) and writes the next
@@ -98,13 +98,13 @@ func (a *LedgerActivities) FinishAttempt(ctx context.Context, f ledger.Finish) e
 		msg = f.Outcome + ": " + f.Error
 	}
 	return a.Store.AppendEvent(ctx, ledger.Event{AttemptID: f.AttemptID, Step: "finish", State: string(f.State),
-		Message: msg, Worker: a.identity(ctx)})
+		Message: msg, Worker: WorkerIdentity(ctx, a.Identity)})
 }
 
 // AppendEvent adds one step to an attempt's event log.
 func (a *LedgerActivities) AppendEvent(ctx context.Context, e ledger.Event) error {
 	if e.Worker == "" {
-		e.Worker = a.identity(ctx)
+		e.Worker = WorkerIdentity(ctx, a.Identity)
 	}
 	return a.Store.AppendEvent(ctx, e)
 }
@@ -130,7 +130,7 @@ func (a *LedgerActivities) releaseAbandoned(ctx context.Context, busy *ledger.Er
 		return false
 	}
 	_ = a.Store.AppendEvent(ctx, ledger.Event{AttemptID: busy.ActiveID, Step: "abandoned", State: string(ledger.StateFailed),
-		Message: why, Worker: a.identity(ctx)})
+		Message: why, Worker: WorkerIdentity(ctx, a.Identity)})
 	return true
 }
 
@@ -185,9 +185,11 @@ func running(s enumspb.WorkflowExecutionStatus) bool {
 	return s == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || s == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED
 }
 
-func (a *LedgerActivities) identity(ctx context.Context) string {
-	if a.Identity != "" {
-		return a.Identity
+// WorkerIdentity is the worker named in ledger events: the configured
+// identity, else the activity's task queue.
+func WorkerIdentity(ctx context.Context, configured string) string {
+	if configured != "" {
+		return configured
 	}
 	if activity.IsActivity(ctx) {
 		return activity.GetInfo(ctx).TaskQueue

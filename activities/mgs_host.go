@@ -248,7 +248,7 @@ func (a *MGSActivities) HostWaitBoot(ctx context.Context, in HostWaitBootInput) 
 		}
 		activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "phase2-fetch", Done: int64(out.Offset), Total: int64(out.Total)})
 		pw.write(ctx, "host-boot", int64(out.Offset), int64(out.Total), false)
-		if err := sleepCtx(ctx, in.PollInterval); err != nil {
+		if err := SleepCtx(ctx, in.PollInterval); err != nil {
 			return out, err
 		}
 	}

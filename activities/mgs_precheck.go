@@ -154,7 +154,7 @@ func (a *MGSActivities) hostSlotHash(ctx context.Context, set *mgs.Set, sp mgs.S
 			return "", fmt.Errorf("host flash slot %d: hashing did not finish within 2m", slot)
 		}
 		activity.RecordHeartbeat(ctx, "hashing")
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := SleepCtx(ctx, 50*time.Millisecond); err != nil {
 			return "", err
 		}
 	}

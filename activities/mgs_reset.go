@@ -79,7 +79,7 @@ func (a *MGSActivities) SPPostUpdate(ctx context.Context, in PostUpdateInput) (P
 			if time.Now().After(deadline) {
 				return out, fmt.Errorf("SP %s did not come back with version %s within %s: %w", in.SP, in.TargetVersion, in.NewVersionTimeout, err)
 			}
-			if err := sleepCtx(ctx, min(in.PollInterval, time.Second)); err != nil {
+			if err := SleepCtx(ctx, min(in.PollInterval, time.Second)); err != nil {
 				return out, err
 			}
 			continue
@@ -91,7 +91,7 @@ func (a *MGSActivities) SPPostUpdate(ctx context.Context, in PostUpdateInput) (P
 			if mgs.Classify(err) == mgs.ClassFatal {
 				return out, mgsErr(err, "read update status")
 			}
-			if err := sleepCtx(ctx, in.PollInterval); err != nil {
+			if err := SleepCtx(ctx, in.PollInterval); err != nil {
 				return out, err
 			}
 			continue
@@ -115,7 +115,7 @@ func (a *MGSActivities) SPPostUpdate(ctx context.Context, in PostUpdateInput) (P
 			// The reset may or may not have happened (lost reply, MGS down).
 			// Wait, then re-check before resetting again.
 			a.event(ctx, in.AttemptID, fmt.Sprintf("reset-%d", out.Resets), "", "reset reply lost: "+err.Error())
-			if err := sleepCtx(ctx, in.ResetRetryInterval); err != nil {
+			if err := SleepCtx(ctx, in.ResetRetryInterval); err != nil {
 				return out, err
 			}
 			deadline = time.Now().Add(in.NewVersionTimeout)

@@ -193,7 +193,7 @@ func (a *MGSActivities) startUpdate(ctx context.Context, in StartUpdateInput, n 
 		// The SP updates another component (one at a time): wait here,
 		// with heartbeats, rather than in the workflow.
 		activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "other-component-busy: " + other})
-		if err := sleepCtx(ctx, in.PollInterval); err != nil {
+		if err := SleepCtx(ctx, in.PollInterval); err != nil {
 			return out, err
 		}
 		c, err = send()

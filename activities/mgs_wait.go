@@ -129,7 +129,7 @@ func (a *MGSActivities) MGSWaitUpdate(ctx context.Context, in WaitUpdateInput) (
 		if in.Ours && err == nil {
 			pause = clock.next(in.PollInterval, out.Bytes, out.Total, now)
 		}
-		if err := sleepCtx(ctx, pause); err != nil {
+		if err := SleepCtx(ctx, pause); err != nil {
 			return out, err
 		}
 	}

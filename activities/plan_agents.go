@@ -50,7 +50,7 @@ func DecideAgentOnServer(ag PlannedAgent, have []triton.Agent) (decision AgentOn
 func (a *AgentActivities) PlanAgentInstallDry(ctx context.Context, r PlanAgentInstallRequest) ([]PlanRow, error) {
 	agents, err := a.resolveAgents(ctx, r)
 	if err != nil {
-		row, err := refuseRow(PlanRow{Device: "(request)"}, err)
+		row, err := RefuseRow(PlanRow{Device: "(request)"}, err)
 		return []PlanRow{row}, err
 	}
 	all, err := a.CNAPI.ListServers(ctx, triton.ListServersOptions{Agents: true})
@@ -142,7 +142,7 @@ func excludedServerRows(all []triton.Server, r PlanAgentInstallRequest, chosen [
 func (a *AgentActivities) PlanAgentDrift(ctx context.Context, r FindAgentDriftRequest, repair bool) ([]PlanRow, error) {
 	rep, err := a.FindAgentDrift(ctx, r)
 	if err != nil {
-		row, err := refuseRow(PlanRow{Device: "(request)"}, err)
+		row, err := RefuseRow(PlanRow{Device: "(request)"}, err)
 		return []PlanRow{row}, err
 	}
 	if len(rep.Drift) == 0 {

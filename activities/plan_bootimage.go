@@ -17,7 +17,7 @@ func (a *BootImageActivities) PlanBootImageBump(ctx context.Context, in BootImag
 	cluster := PlanRow{Device: "(cluster)", Current: "cluster " + in.Cluster, Desired: "golden boot images"}
 	c, err := a.client(in.Cluster)
 	if err != nil {
-		row, err := refuseRow(cluster, err)
+		row, err := RefuseRow(cluster, err)
 		return []PlanRow{row}, err
 	}
 	why, snap, err := a.preconditions(ctx, c, in.Release)
@@ -26,7 +26,7 @@ func (a *BootImageActivities) PlanBootImageBump(ctx context.Context, in BootImag
 		cluster.Action, cluster.Reason = PlanRefuse, failure.BootImageRelease+": "+err.Error()
 		return []PlanRow{cluster}, nil
 	case err != nil:
-		row, err := refuseRow(cluster, classifyKube(err))
+		row, err := RefuseRow(cluster, classifyKube(err))
 		return []PlanRow{row}, err
 	case why != "":
 		cluster.Action, cluster.Reason = PlanRefuse, "target busy: "+why+" (the bump waits for it, up to its precondition timeout)"
@@ -35,7 +35,7 @@ func (a *BootImageActivities) PlanBootImageBump(ctx context.Context, in BootImag
 	in.Release = snap.Release
 	res, err := a.PlanBootImages(ctx, in)
 	if err != nil {
-		row, err := refuseRow(cluster, err)
+		row, err := RefuseRow(cluster, err)
 		return []PlanRow{row}, err
 	}
 	if len(res.Plans) == 0 {

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -230,7 +231,7 @@ func typedInput(fn any, raw json.RawMessage) (any, error) {
 // (exit 5); exactly one workflow may run.
 func (h *harness) duplicateStart(ctx context.Context) {
 	e := h.rep.expect
-	target := workflows.ZoneExpungeTarget(e.dupZone)
+	target := zoneexpunge.ZoneExpungeTarget(e.dupZone)
 	d := &dupStart{ID: workflows.WorkflowID(workflows.KindZoneExpunge, target)}
 	args := []string{"--json", "zone-expunge", "--sled", e.dupSled.String(), "--zone", e.dupZone.String(),
 		"--put-timeout", "3m", "--retry-initial", "200ms", "--retry-max", "2s", "--poll-interval", "200ms", "--proof-timeout", "2m"}

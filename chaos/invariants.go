@@ -13,6 +13,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/dc"
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -260,7 +261,7 @@ func checkZones(e *evidence, iv *invariant) {
 	before, after := zonesPresent(e.before), zonesPresent(e.after)
 	for _, z := range e.expect.zones {
 		iv.Checked++
-		target := workflows.ZoneExpungeTarget(z)
+		target := zoneexpunge.ZoneExpungeTarget(z)
 		a := e.latest(workflows.KindZoneExpunge, target)
 		_, present := after[z]
 		switch {

@@ -14,6 +14,7 @@ import (
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/sled"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -75,7 +76,7 @@ func cleanEvidence() *evidence {
 		Machine: simmachine.Truth{Clusters: map[string]simmachine.ClusterTruth{"c0": {MachineSets: machines("ami-old", 1)}}},
 	}
 	spID := workflows.WorkflowID(workflows.KindSPFirmware, workflows.SPFirmwareTarget("sled", 3))
-	zoneID := workflows.WorkflowID(workflows.KindZoneExpunge, workflows.ZoneExpungeTarget(tZone))
+	zoneID := workflows.WorkflowID(workflows.KindZoneExpunge, zoneexpunge.ZoneExpungeTarget(tZone))
 	bumpID := workflows.WorkflowID(workflows.KindBootImageBump, "cluster/c0")
 	sec := tNexusNew
 	return &evidence{

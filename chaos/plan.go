@@ -14,6 +14,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -294,14 +295,14 @@ func zoneExpungeStage(b *planBuilder) (kinds.Stage, error) {
 			c := rest[b.rng.Intn(len(rest))]
 			b.expect.dupZone, b.expect.dupSled = c.zone.ID, c.sled
 			b.expect.zones = append(b.expect.zones, c.zone.ID)
-			b.expect.updateIDs = append(b.expect.updateIDs, workflows.WorkflowID(workflows.KindZoneExpunge, workflows.ZoneExpungeTarget(c.zone.ID)))
+			b.expect.updateIDs = append(b.expect.updateIDs, workflows.WorkflowID(workflows.KindZoneExpunge, zoneexpunge.ZoneExpungeTarget(c.zone.ID)))
 		}
 	}
 	st := kinds.Stage{Name: "zone-expunge", Kind: workflows.KindZoneExpunge, Concurrency: b.cfg.Concurrency, FailureBudget: len(chosen)}
-	timing := workflows.ZoneExpungeTiming{PutTimeout: 3 * time.Minute, RetryInitial: 200 * time.Millisecond, RetryMax: 2 * time.Second,
+	timing := zoneexpunge.ZoneExpungeTiming{PutTimeout: 3 * time.Minute, RetryInitial: 200 * time.Millisecond, RetryMax: 2 * time.Second,
 		PollInterval: 200 * time.Millisecond, ProofTimeout: 2 * time.Minute, HeartbeatTimeout: 5 * time.Second}
 	for n, c := range chosen {
-		in := workflows.ZoneExpungeInput{Sled: c.sled, Zone: c.zone.ID, Timing: timing}
+		in := zoneexpunge.ZoneExpungeInput{Sled: c.sled, Zone: c.zone.ID, Timing: timing}
 		if c.zone.Kind == spec.ZoneKindNexus {
 			in.RackSleds = b.fleet.sledIDs()
 			b.expect.nexusZones = append(b.expect.nexusZones, c.zone.ID)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 	"go.temporal.io/sdk/workflow"
 )
@@ -60,8 +61,8 @@ var Kinds = map[workflows.Kind]KindInfo{
 		Behavior: pinned, Plan: planOf(workflows.PlanSPFirmware), DeviceTime: 26 * time.Second},
 	workflows.KindHostFlash: {Workflow: workflows.HostBootFlashUpdate, NewInput: func() workflows.UpdateInput { return &workflows.HostFlashInput{} },
 		Behavior: pinned, Plan: planOf(workflows.PlanHostFlash), DeviceTime: 10 * time.Minute},
-	workflows.KindZoneExpunge: {Workflow: workflows.ZoneExpunge, NewInput: func() workflows.UpdateInput { return &workflows.ZoneExpungeInput{} },
-		Behavior: pinned, Plan: planOf(workflows.PlanZoneExpunge), DeviceTime: time.Minute},
+	workflows.KindZoneExpunge: {Workflow: zoneexpunge.ZoneExpunge, NewInput: func() workflows.UpdateInput { return &zoneexpunge.ZoneExpungeInput{} },
+		Behavior: pinned, Plan: planOf(zoneexpunge.PlanZoneExpunge), DeviceTime: time.Minute},
 	workflows.KindBootImageBump: {Workflow: workflows.BootImageBump, NewInput: func() workflows.UpdateInput { return &workflows.BootImageBumpInput{} },
 		Behavior: pinned, Plan: planOf(workflows.PlanBootImage), DeviceTime: 30 * time.Second},
 	workflows.KindAgentInstall: {Workflow: workflows.AgentInstall, NewInput: func() workflows.UpdateInput { return &workflows.AgentInstallInput{} },

@@ -3,6 +3,7 @@ package kinds
 import (
 	"testing"
 
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 	"github.com/stretchr/testify/assert"
 )
@@ -21,7 +22,7 @@ func TestPausableTypesComeFromTheCatalogue(t *testing.T) {
 // Every kind a plan can name is in the catalogue, with an input of its own.
 func TestEveryKindIsInTheCatalogue(t *testing.T) {
 	for k, in := range map[workflows.Kind]workflows.UpdateInput{
-		workflows.KindSPFirmware: &workflows.SPFirmwareInput{}, workflows.KindHostFlash: &workflows.HostFlashInput{}, workflows.KindZoneExpunge: &workflows.ZoneExpungeInput{},
+		workflows.KindSPFirmware: &workflows.SPFirmwareInput{}, workflows.KindHostFlash: &workflows.HostFlashInput{}, workflows.KindZoneExpunge: &zoneexpunge.ZoneExpungeInput{},
 		workflows.KindBootImageBump: &workflows.BootImageBumpInput{}, workflows.KindAgentInstall: &workflows.AgentInstallInput{}, workflows.KindAgentDrift: &workflows.AgentDriftInput{},
 	} {
 		info, ok := Kinds[k]

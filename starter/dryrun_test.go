@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -40,7 +41,7 @@ func TestPlanExitCodes(t *testing.T) {
 // One update's dry run is a one-stage plan holding it; a rollout's is its
 // own plan.
 func TestDryRunPlanOfOneUpdate(t *testing.T) {
-	in := workflows.ZoneExpungeInput{}
+	in := zoneexpunge.ZoneExpungeInput{}
 	p, err := dryRunPlan(update{Kind: workflows.KindZoneExpunge, Target: "zone/z", Input: in})
 	require.NoError(t, err)
 	require.Len(t, p.Stages, 1)

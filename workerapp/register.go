@@ -8,6 +8,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 )
 
 // Register registers every workflow (workflows.Registrations: the
@@ -22,7 +23,7 @@ func Register(r worker.Registry, d Deps) error {
 	acts := []any{
 		la,
 		&kinds.RolloutActivities{Store: d.Ledger, Temporal: d.Temporal},
-		activities.NewZoneActivities(d.Ledger, d.Fleet, d.HTTP, d.Identity),
+		zoneexpunge.NewZoneActivities(d.Ledger, d.Fleet, d.HTTP, d.Identity),
 		&activities.BootImageActivities{Kube: d.Fleet.KubeAccess(), HTTP: d.HTTP},
 		mgsActs,
 	}

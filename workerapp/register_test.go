@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -35,7 +36,7 @@ func TestEveryKindIsRegisteredWithAVersioningBehavior(t *testing.T) {
 		f    any
 		want workflow.VersioningBehavior
 	}{
-		{workflows.SPFirmwareUpdate, pinned}, {workflows.HostBootFlashUpdate, pinned}, {workflows.ZoneExpunge, pinned},
+		{workflows.SPFirmwareUpdate, pinned}, {workflows.HostBootFlashUpdate, pinned}, {zoneexpunge.ZoneExpunge, pinned},
 		{workflows.BootImageBump, pinned}, {workflows.AgentInstallServer, pinned},
 		{kinds.Rollout, auto}, {workflows.AgentInstall, auto}, {workflows.AgentDriftCheck, auto},
 	} {

@@ -266,7 +266,7 @@ func (r *agentRollout) setup(ctx workflow.Context) error {
 	if r.c.Runs > 1 {
 		first = PhaseInstalling
 	}
-	l, err := NewLifecycle(ctx, &r.progress, first, ledgerWriter{}, func() Progress {
+	l, err := NewLifecycle(ctx, &r.progress, first, LedgerWriter{}, func() Progress {
 		r.refresh(ctx)
 		return r.progress
 	})
@@ -275,7 +275,7 @@ func (r *agentRollout) setup(ctx workflow.Context) error {
 	}
 	r.l = l
 	if r.c.Runs > 1 {
-		r.l.adoptAttempt(r.attempt(ctx)) // recorded by the first run
+		r.l.AdoptAttempt(r.attempt(ctx)) // recorded by the first run
 	}
 	ListenPauseResume(ctx, r.setPaused)
 	return nil
@@ -310,7 +310,7 @@ func (r *agentRollout) run(ctx workflow.Context) (AgentInstallResult, error) {
 		return r.end(ctx, err)
 	}
 	if more {
-		r.l.phase(ctx, PhaseContinuingAsNew, fmt.Sprintf("after %d servers", r.c.Cursor))
+		r.l.Phase(ctx, PhaseContinuingAsNew, fmt.Sprintf("after %d servers", r.c.Cursor))
 		next := r.in
 		r.carryInFlight(ctx)
 		next.Carry = r.c
@@ -322,11 +322,11 @@ func (r *agentRollout) run(ctx workflow.Context) (AgentInstallResult, error) {
 // plan records the rollout's intent and validates and stores its plan
 // before any server is touched.
 func (r *agentRollout) plan(ctx workflow.Context) error {
-	if err := r.l.recordIntent(ctx, r.attempt(ctx)); err != nil {
+	if err := r.l.RecordIntent(ctx, r.attempt(ctx)); err != nil {
 		return err
 	}
 	// A run reset to before the end of its rollout records a new one.
-	r.c.RolloutID = r.l.attemptID()
+	r.c.RolloutID = r.l.AttemptID()
 	opts := workflow.ActivityOptions{
 		StartToCloseTimeout:    10 * time.Minute,
 		ScheduleToCloseTimeout: 30 * time.Minute,
@@ -365,7 +365,7 @@ func (r *agentRollout) claimAgents(ctx workflow.Context) error {
 	for i, ag := range r.c.Plan.Agents {
 		names[i] = ag.Name
 	}
-	return workflow.ExecuteActivity(ledgerOptions(ctx), agentLedger.ClaimAgents,
+	return workflow.ExecuteActivity(LedgerOptions(ctx), agentLedger.ClaimAgents,
 		activities.ClaimAgentsRequest{RolloutID: r.c.RolloutID, Agents: names}).Get(ctx, nil)
 }
 
@@ -533,11 +533,11 @@ func (r *agentRollout) end(ctx workflow.Context, runErr error) (AgentInstallResu
 		if cancelled {
 			reason = "rollout cancelled"
 		}
-		_ = workflow.ExecuteActivity(ledgerOptions(dctx), agentActs.StopAgentRollout,
+		_ = workflow.ExecuteActivity(LedgerOptions(dctx), agentActs.StopAgentRollout,
 			activities.StopAgentRolloutRequest{RolloutID: r.c.RolloutID, Reason: reason}).Get(dctx, nil)
 	}
 	var sum activities.AgentRolloutSummary
-	if err := workflow.ExecuteActivity(ledgerOptions(dctx), agentActs.SummarizeAgentRollout, r.c.RolloutID).Get(dctx, &sum); err != nil {
+	if err := workflow.ExecuteActivity(LedgerOptions(dctx), agentActs.SummarizeAgentRollout, r.c.RolloutID).Get(dctx, &sum); err != nil {
 		workflow.GetLogger(ctx).Error("could not summarise the rollout from the ledger", "error", err)
 	}
 	res.Installed, res.Verified = r.c.Installed, r.c.Verified

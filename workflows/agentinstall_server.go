@@ -151,7 +151,7 @@ func (s *agentServer) run(ctx workflow.Context) (AgentServerResult, error) {
 			s.res.ErrorType = ae.Type()
 		}
 	}
-	if err != nil && s.l.attemptID() == uuid.Nil {
+	if err != nil && s.l.AttemptID() == uuid.Nil {
 		// No attempt of ours (the server stayed busy): the plan row ends.
 		s.endPlanRow(ctx, err)
 	}
@@ -170,7 +170,7 @@ func (s *agentServer) run(ctx workflow.Context) (AgentServerResult, error) {
 type agentServerWriter struct{ s *agentServer }
 
 func (w agentServerWriter) record(ctx workflow.Context, a ledger.Attempt) error {
-	return ledgerWriter{}.record(ctx, a)
+	return LedgerWriter{}.record(ctx, a)
 }
 
 func (w agentServerWriter) end(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error {
@@ -229,11 +229,11 @@ func (s *agentServer) steps(ctx workflow.Context) error {
 // server's ledger target is shared by every agent install, so another
 // update active on the server makes this one wait (bounded).
 func (s *agentServer) recordIntent(ctx workflow.Context) error {
-	at := s.l.freshAttempt(ctx, 1, KindAgentInstall, ServerTarget(s.in.Server), s.progress.Artifact)
+	at := s.l.FreshAttempt(ctx, 1, KindAgentInstall, ServerTarget(s.in.Server), s.progress.Artifact)
 	deadline := workflow.Now(ctx).Add(serverBusyWait)
 	wait := 5 * time.Second
 	for {
-		err := s.l.recordIntent(ctx, at)
+		err := s.l.RecordIntent(ctx, at)
 		if !IsTargetBusy(err) || !workflow.Now(ctx).Before(deadline) {
 			return err
 		}
@@ -260,7 +260,7 @@ func (s *agentServer) prepare(ctx workflow.Context) (activities.AgentServerState
 	s.step(ctx, PhaseCheckingServer)
 	var st activities.AgentServerState
 	err := workflow.ExecuteActivity(s.apiOptions(ctx, "check server "+s.in.Hostname), agentActs.PrepareAgentServer,
-		activities.PrepareAgentServerRequest{RolloutID: s.in.RolloutID, Server: s.in.Server, AttemptID: s.l.attemptID()}).Get(ctx, &st)
+		activities.PrepareAgentServerRequest{RolloutID: s.in.RolloutID, Server: s.in.Server, AttemptID: s.l.AttemptID()}).Get(ctx, &st)
 	if st.Hostname != "" {
 		s.res.Hostname = st.Hostname
 	}
@@ -287,7 +287,7 @@ func (s *agentServer) agent(ctx workflow.Context, ag activities.PlannedAgent, st
 		}
 		var res activities.InstallAgentResult
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), agentActs.InstallAgentImage,
-			activities.InstallAgentRequest{Server: s.in.Server, Agent: ag, AttemptID: s.l.attemptID(), PollInterval: s.in.PollInterval}).Get(ctx, &res)
+			activities.InstallAgentRequest{Server: s.in.Server, Agent: ag, AttemptID: s.l.AttemptID(), PollInterval: s.in.PollInterval}).Get(ctx, &res)
 		s.event(ctx, "install:"+ag.Name, err, "installed "+ag.Label()+" (task "+res.TaskID+")")
 		if err != nil {
 			step.Outcome, step.Error = AgentOutcomeFailed, err.Error()
@@ -307,10 +307,10 @@ func (s *agentServer) agent(ctx workflow.Context, ag activities.PlannedAgent, st
 // event appends a step to the attempt's log (best effort: the ledger
 // activity retries on its own; a failure here does not fail the install).
 func (s *agentServer) event(ctx workflow.Context, step string, stepErr error, msg string) {
-	if s.l.attemptID() == uuid.Nil {
+	if s.l.AttemptID() == uuid.Nil {
 		return
 	}
-	e := ledger.Event{AttemptID: s.l.attemptID(), Step: step, State: "ok", Message: msg}
+	e := ledger.Event{AttemptID: s.l.AttemptID(), Step: step, State: "ok", Message: msg}
 	if stepErr != nil {
 		e.State, e.Message = "error", stepErr.Error()
 	}

@@ -22,7 +22,7 @@ import (
 // as soon as it has, with the servers still in flight; only the last run
 // waits for them.
 func (r *agentRollout) fanOutAcrossRuns(ctx workflow.Context) (more bool, err error) {
-	r.l.phase(ctx, PhaseInstalling)
+	r.l.Phase(ctx, PhaseInstalling)
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	r.reports = workflow.GetSignalChannel(ctx, AgentServerDoneSignal)
@@ -41,7 +41,7 @@ func (r *agentRollout) fanOutAcrossRuns(ctx workflow.Context) (more bool, err er
 	more, err = r.startServers(ctx)
 	if r.overBudget() {
 		r.stopped = true
-		r.l.phase(ctx, PhaseBudgetExceeded, fmt.Sprintf("%d failed, budget %d: letting %d running servers finish",
+		r.l.Phase(ctx, PhaseBudgetExceeded, fmt.Sprintf("%d failed, budget %d: letting %d running servers finish",
 			r.c.Failed, r.budget, len(r.running)))
 	}
 	// Every started child is recorded before the run ends or cancels them.
@@ -70,7 +70,7 @@ func (r *agentRollout) startServers(ctx workflow.Context) (more bool, err error)
 			return true, nil
 		}
 		if len(buf) == 0 {
-			if err := workflow.ExecuteActivity(ledgerOptions(ctx), agentActs.NextAgentServers, activities.NextAgentServersRequest{
+			if err := workflow.ExecuteActivity(LedgerOptions(ctx), agentActs.NextAgentServers, activities.NextAgentServersRequest{
 				RolloutID: r.c.RolloutID, After: r.c.Cursor, Limit: min(planPage, r.in.ChildrenPerRun-startedHere),
 			}).Get(ctx, &buf); err != nil {
 				if ctx.Err() != nil {
@@ -191,7 +191,7 @@ func (r *agentRollout) bookEndedFromLedger(ctx workflow.Context) {
 			AskTemporal: rs.Flagged || r.settling})
 	}
 	var ended []activities.EndedAgentServer
-	if err := workflow.ExecuteActivity(ledgerOptions(ctx), agentLedger.AgentServersEnded, req).Get(ctx, &ended); err != nil {
+	if err := workflow.ExecuteActivity(LedgerOptions(ctx), agentLedger.AgentServersEnded, req).Get(ctx, &ended); err != nil {
 		workflow.GetLogger(ctx).Warn("could not check the ledger for ended servers", "error", err)
 		return
 	}

@@ -137,7 +137,7 @@ var (
 )
 
 // ledgerOptions are the activity options for ledger writes.
-func ledgerOptions(ctx workflow.Context) workflow.Context {
+func LedgerOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		// A ledger write takes milliseconds; a short timeout bounds how long
 		// a write lost with a dead worker waits before it is retried.

@@ -294,7 +294,7 @@ func (b *bootImageBump) setup(ctx workflow.Context) error {
 	}}
 	// No phase until the intent is recorded (the first phase is the wait
 	// for the preconditions).
-	life, err := NewLifecycle(ctx, &b.progress.Progress, "", ledgerWriter{}, func() BootImageProgress {
+	life, err := NewLifecycle(ctx, &b.progress.Progress, "", LedgerWriter{}, func() BootImageProgress {
 		p := b.progress
 		p.Summary = b.result
 		return p
@@ -303,7 +303,7 @@ func (b *bootImageBump) setup(ctx workflow.Context) error {
 		return err
 	}
 	b.life = life
-	life.recordPhaseInLedger()
+	life.RecordPhaseInLedger()
 	return nil
 }
 
@@ -411,19 +411,19 @@ func (b *bootImageBump) bumpChangeOptions(ctx workflow.Context, summary string) 
 func (b *bootImageBump) event(ctx workflow.Context, step, state, msg string) {
 	b.events++
 	var l *activities.LedgerActivities
-	_ = workflow.ExecuteActivity(ledgerOptions(ctx), l.AppendEvent, ledger.Event{
+	_ = workflow.ExecuteActivity(LedgerOptions(ctx), l.AppendEvent, ledger.Event{
 		AttemptID: b.attemptID, Step: fmt.Sprintf("%03d-%s", b.events, step), State: state, Message: msg,
 	}).Get(ctx, nil)
 }
 
 func (b *bootImageBump) recordIntent(ctx workflow.Context) error {
-	err := b.life.recordIntent(ctx, b.life.freshAttempt(ctx, 1, KindBootImageBump, b.in.Target(), b.in.Release))
-	b.attemptID = b.life.attemptID()
+	err := b.life.RecordIntent(ctx, b.life.FreshAttempt(ctx, 1, KindBootImageBump, b.in.Target(), b.in.Release))
+	b.attemptID = b.life.AttemptID()
 	return err
 }
 
 func (b *bootImageBump) waitPreconditions(ctx workflow.Context) error {
-	b.life.phase(ctx, bumpPhasePreconditions)
+	b.life.Phase(ctx, bumpPhasePreconditions)
 	var a *activities.BootImageActivities
 	actx := bumpWaitOptions(ctx, b.in.PreconditionTimeout, "wait until "+b.in.Cluster+" is not upgrading and its golden record is stamped")
 	err := workflow.ExecuteActivity(actx, a.WaitBootImagePreconditions, activities.BootImagePreconditionsInput{
@@ -445,7 +445,7 @@ func (b *bootImageBump) waitPreconditions(ctx workflow.Context) error {
 }
 
 func (b *bootImageBump) plan(ctx workflow.Context) ([]machineapi.Plan, error) {
-	b.life.phase(ctx, bumpPhasePlanning)
+	b.life.Phase(ctx, bumpPhasePlanning)
 	var a *activities.BootImageActivities
 	var res activities.BootImagePlanResult
 	err := workflow.ExecuteActivity(bumpAPIOptions(ctx, "plan MachineSets of "+b.in.Cluster), a.PlanBootImages, activities.BootImagePlanInput{
@@ -484,7 +484,7 @@ func (b *bootImageBump) failMember(name, reason, detail string) {
 
 // reconcileAll reconciles the plans with bounded concurrency.
 func (b *bootImageBump) reconcileAll(ctx workflow.Context, plans []machineapi.Plan) {
-	b.life.phase(ctx, bumpPhasePatching)
+	b.life.Phase(ctx, bumpPhasePatching)
 	running := 0
 	wg := workflow.NewWaitGroup(ctx)
 	for _, p := range plans {
@@ -603,7 +603,7 @@ func (b *bootImageBump) restoreImage(ctx workflow.Context, name string, previous
 
 // canary scales one patched MachineSet up by one and waits for the machine.
 func (b *bootImageBump) canary(ctx workflow.Context) (bool, error) {
-	b.life.phase(ctx, bumpPhaseCanary)
+	b.life.Phase(ctx, bumpPhaseCanary)
 	name := b.in.Canary.MachineSet
 	if name == "" && len(b.result.Patched) == 0 {
 		name = b.adoptedCanary() // adopted patches were never proven
@@ -695,7 +695,7 @@ func contains(s []string, x string) bool {
 func (b *bootImageBump) rollingBack(ctx workflow.Context) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	b.life.phase(dctx, bumpPhaseRollingBack)
+	b.life.Phase(dctx, bumpPhaseRollingBack)
 	b.life.lastUndo("undo the changes the ledger holds for this attempt", b.undoRecorded)
 }
 
@@ -717,7 +717,7 @@ func (b *bootImageBump) record(ctx workflow.Context) {
 // (MachineConfiguration status.bootImageSkewEnforcementStatus) for the
 // report only: the Upgradeable condition is the operator's to set.
 func (b *bootImageBump) enforceSkew(ctx workflow.Context) {
-	b.life.phase(ctx, bumpPhaseSkew)
+	b.life.Phase(ctx, bumpPhaseSkew)
 	mode := b.snap.Record.Mode
 	if mode == "" {
 		mode = SkewAutomatic

@@ -21,6 +21,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -66,8 +67,8 @@ func TestDryRunChangesNothingAndNamesEveryActionAndReason(t *testing.T) {
 				Selection: activities.ServerSelection{Servers: []string{"no-such-server"}}}),
 		}},
 		{Name: "zones", Kind: workflows.KindZoneExpunge, Concurrency: 1, Updates: []kinds.PlanUpdate{
-			planUpdateOf(t, &workflows.ZoneExpungeInput{Sled: nexus.sled, Zone: nexus.zone}),
-			planUpdateOf(t, &workflows.ZoneExpungeInput{Sled: other.sled, Zone: uuid.New()}),
+			planUpdateOf(t, &zoneexpunge.ZoneExpungeInput{Sled: nexus.sled, Zone: nexus.zone}),
+			planUpdateOf(t, &zoneexpunge.ZoneExpungeInput{Sled: other.sled, Zone: uuid.New()}),
 		}},
 		{Name: "boot-images", Kind: workflows.KindBootImageBump, Concurrency: 1, Updates: []kinds.PlanUpdate{
 			planUpdateOf(t, &workflows.BootImageBumpInput{Cluster: "c1"}),

@@ -18,7 +18,7 @@ type PlanRow = activities.PlanRow
 // needs (how many devices it changes at once, how long one takes).
 type UpdatePlan struct {
 	Rows   []PlanRow
-	inner  int           // devices the update changes at once (1: the target itself)
+	Inner  int           // devices the update changes at once (1: the target itself)
 	Device time.Duration // one device's change (KindInfo.DeviceTime)
 }
 
@@ -27,21 +27,20 @@ func (p UpdatePlan) Duration(changes int) time.Duration {
 	if changes == 0 {
 		return 0
 	}
-	inner := max(p.inner, 1)
+	inner := max(p.Inner, 1)
 	return time.Duration((changes+inner-1)/inner) * p.Device
 }
 
 // Nil receivers naming the read-only activities a dry run calls.
 var (
 	planMGS   *activities.MGSActivities
-	planZone  *activities.ZoneActivities
 	planBoot  *activities.BootImageActivities
 	planAgent *activities.AgentActivities
 )
 
 // planOptions: a dry run reads; a device that does not answer after a few
 // tries is reported, not waited for.
-func planOptions(ctx workflow.Context, summary string) workflow.Context {
+func PlanOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
 		// A worker without the kind's endpoints never picks it up.
@@ -53,7 +52,7 @@ func planOptions(ctx workflow.Context, summary string) workflow.Context {
 
 // unreadable is the row of a target whose precheck failed after its
 // retries: a refusal (the update would not get further either).
-func unreadable(row PlanRow, err error) []PlanRow {
+func Unreadable(row PlanRow, err error) []PlanRow {
 	return []PlanRow{refusal(row, err)}
 }
 
@@ -68,13 +67,13 @@ func refusal(row PlanRow, err error) PlanRow {
 }
 
 func PlanSPFirmware(ctx workflow.Context, in SPFirmwareInput) UpdatePlan {
-	p := UpdatePlan{inner: 1}
+	p := UpdatePlan{Inner: 1}
 	row := PlanRow{Desired: in.Artifact.Version}
 	var pre activities.PrecheckResult
-	err := workflow.ExecuteActivity(planOptions(ctx, "precheck "+in.Target()), planMGS.MGSPrecheck,
+	err := workflow.ExecuteActivity(PlanOptions(ctx, "precheck "+in.Target()), planMGS.MGSPrecheck,
 		activities.PrecheckInput{SP: in.SP.id(), Component: mgs.ComponentSP, Artifacts: []Artifact{in.Artifact}}).Get(ctx, &pre)
 	if err != nil {
-		p.Rows = unreadable(row, err)
+		p.Rows = Unreadable(row, err)
 		return p
 	}
 	row.Current = slotVersion(pre.Active)
@@ -94,13 +93,13 @@ func PlanSPFirmware(ctx workflow.Context, in SPFirmwareInput) UpdatePlan {
 }
 
 func PlanHostFlash(ctx workflow.Context, in HostFlashInput) UpdatePlan {
-	p := UpdatePlan{inner: 1}
+	p := UpdatePlan{Inner: 1}
 	row := PlanRow{Desired: in.Phase1.Version + " (phase 1 " + short(in.Phase1.SHA256) + ")"}
 	var pre activities.PrecheckResult
-	err := workflow.ExecuteActivity(planOptions(ctx, "precheck "+in.Target()+" host flash"), planMGS.MGSPrecheck,
+	err := workflow.ExecuteActivity(PlanOptions(ctx, "precheck "+in.Target()+" host flash"), planMGS.MGSPrecheck,
 		activities.PrecheckInput{SP: in.Sled.id(), Component: mgs.ComponentHostBootFlash, Artifacts: []Artifact{in.Phase1, in.Phase2}}).Get(ctx, &pre)
 	if err != nil {
-		p.Rows = unreadable(row, err)
+		p.Rows = Unreadable(row, err)
 		return p
 	}
 	row.Current = "phase 1 " + short(hostSlotVersion(pre.Active))
@@ -138,57 +137,43 @@ func short(h string) string {
 	return h
 }
 
-func PlanZoneExpunge(ctx workflow.Context, in ZoneExpungeInput) UpdatePlan {
-	p := UpdatePlan{inner: 1}
-	var row PlanRow
-	err := workflow.ExecuteActivity(planOptions(ctx, "precheck "+in.Target()), planZone.PlanZoneExpunge, activities.ZonePrecheckInput{
-		UpdateID: WorkflowID(KindZoneExpunge, in.Target()), Sled: in.Sled, Zone: in.Zone, RackSleds: in.RackSleds,
-	}).Get(ctx, &row)
-	if err != nil {
-		p.Rows = unreadable(PlanRow{Desired: "expunged"}, err)
-		return p
-	}
-	p.Rows = []PlanRow{row}
-	return p
-}
-
 func PlanBootImage(ctx workflow.Context, in BootImageBumpInput) UpdatePlan {
 	in.defaults()
-	p := UpdatePlan{inner: in.Concurrency}
+	p := UpdatePlan{Inner: in.Concurrency}
 	// As the bump does today: the opt-in is the cluster's own.
-	err := workflow.ExecuteActivity(planOptions(ctx, "plan MachineSets of "+in.Cluster), planBoot.PlanBootImageBump, activities.BootImagePlanInput{
+	err := workflow.ExecuteActivity(PlanOptions(ctx, "plan MachineSets of "+in.Cluster), planBoot.PlanBootImageBump, activities.BootImagePlanInput{
 		Cluster: in.Cluster, Release: in.Release, Selection: in.Selection, Selector: in.Selector, FromCluster: true,
 	}).Get(ctx, &p.Rows)
 	if err != nil {
-		p.Rows = unreadable(PlanRow{Device: "(cluster)"}, err)
+		p.Rows = Unreadable(PlanRow{Device: "(cluster)"}, err)
 	}
 	return p
 }
 
 func PlanAgentInstall(ctx workflow.Context, in AgentInstallInput) UpdatePlan {
-	p := UpdatePlan{inner: in.Concurrency}
-	if p.inner == 0 {
-		p.inner = DefaultAgentConcurrency
+	p := UpdatePlan{Inner: in.Concurrency}
+	if p.Inner == 0 {
+		p.Inner = DefaultAgentConcurrency
 	}
-	err := workflow.ExecuteActivity(planOptions(ctx, "plan "+in.Target()), planAgent.PlanAgentInstallDry, activities.PlanAgentInstallRequest{
+	err := workflow.ExecuteActivity(PlanOptions(ctx, "plan "+in.Target()), planAgent.PlanAgentInstallDry, activities.PlanAgentInstallRequest{
 		Agents: in.Agents, AllAgents: in.AllAgents, Selection: in.Selection, ExcludeServers: in.ExcludeServers, ExcludeAgents: in.ExcludeAgents,
 	}).Get(ctx, &p.Rows)
 	if err != nil {
-		p.Rows = unreadable(PlanRow{Device: "(request)"}, err)
+		p.Rows = Unreadable(PlanRow{Device: "(request)"}, err)
 	}
 	return p
 }
 
 func PlanAgentDrift(ctx workflow.Context, in AgentDriftInput) UpdatePlan {
-	p := UpdatePlan{inner: in.Concurrency}
-	if p.inner == 0 {
-		p.inner = DefaultAgentConcurrency
+	p := UpdatePlan{Inner: in.Concurrency}
+	if p.Inner == 0 {
+		p.Inner = DefaultAgentConcurrency
 	}
-	err := workflow.ExecuteActivity(planOptions(ctx, "check "+in.Target()), planAgent.PlanAgentDrift, activities.FindAgentDriftRequest{
+	err := workflow.ExecuteActivity(PlanOptions(ctx, "check "+in.Target()), planAgent.PlanAgentDrift, activities.FindAgentDriftRequest{
 		Agents: in.Agents, Selection: in.Selection, ExcludeServers: in.ExcludeServers,
 	}, in.Repair).Get(ctx, &p.Rows)
 	if err != nil {
-		p.Rows = unreadable(PlanRow{Device: "(request)"}, err)
+		p.Rows = Unreadable(PlanRow{Device: "(request)"}, err)
 	}
 	return p
 }

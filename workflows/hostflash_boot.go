@@ -32,7 +32,7 @@ func (w *hostFlash) postUpdate(ctx workflow.Context) (postUpdateStatus, error) {
 // (persist) and power-cycles the host. It returns the context to follow
 // the boot on: past the power cycle, a disconnected one (noTurningBack).
 func (w *hostFlash) activate(ctx workflow.Context) (workflow.Context, error) {
-	in := activities.HostPostUpdateInput{SP: w.sp, AttemptID: w.attemptID(), NewSlot: w.slot, Phase2: w.in.Phase2}
+	in := activities.HostPostUpdateInput{SP: w.sp, AttemptID: w.AttemptID(), NewSlot: w.slot, Phase2: w.in.Phase2}
 	actx := w.longOpts(ctx, hostActivateBound, "activate the new slot, boot the host")
 	// A cancel waits for the power cycle to stop, then asks the SP.
 	err := workflow.ExecuteActivity(AwaitCancel(actx), mgsActs.HostPostUpdate, in).Get(ctx, nil)
@@ -62,10 +62,10 @@ func (w *hostFlash) cycledDespiteCancel(ctx workflow.Context, in activities.Host
 
 // waitBoot follows the host's boot in checkpointed, heartbeating waits.
 func (w *hostFlash) waitBoot(ctx workflow.Context) error {
-	w.phase(ctx, MGSPhaseHostBoot)
+	w.Phase(ctx, MGSPhaseHostBoot)
 	w.report.Done, w.report.Total = 0, 0
 	in := activities.HostWaitBootInput{
-		SP: w.sp, AttemptID: w.attemptID(), NewSlot: w.slot, Phase2SHA256: w.in.Phase2.SHA256,
+		SP: w.sp, AttemptID: w.AttemptID(), NewSlot: w.slot, Phase2SHA256: w.in.Phase2.SHA256,
 		Timeout: w.timing.NewVersionTimeout, PollInterval: w.timing.PollInterval, CheckpointEvery: w.timing.CheckpointEvery,
 	}
 	for n := 0; ; n++ {

@@ -31,7 +31,7 @@ type Lifecycle struct {
 	// (recorded false) until its write returns. A cancel stops the wait for
 	// the write, not the write, so the ending ends an attempt whose write is
 	// in doubt by writing and ending it in one idempotent step.
-	attempt  *ledger.Attempt
+	Attempt  *ledger.Attempt
 	recorded bool
 	ended    bool
 	// prevEnd is the end of the previous attempt, written in one step with
@@ -78,7 +78,7 @@ func NewLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attem
 // phase moves the update to phase p (detail is free text for the Web UI's
 // current details, never the search attribute). It reports whether the
 // phase changed.
-func (l *Lifecycle) phase(ctx workflow.Context, p Phase, detail ...string) bool {
+func (l *Lifecycle) Phase(ctx workflow.Context, p Phase, detail ...string) bool {
 	if l.progress.Phase == p {
 		return false
 	}
@@ -93,7 +93,7 @@ func (l *Lifecycle) phase(ctx workflow.Context, p Phase, detail ...string) bool 
 // step announces phase p with new detail, published even when the phase
 // is unchanged (the next item of the same phase: an agent, a straggler).
 func (l *Lifecycle) Step(ctx workflow.Context, p Phase, detail ...string) {
-	if l.phase(ctx, p, detail...) {
+	if l.Phase(ctx, p, detail...) {
 		return
 	}
 	setCurrentDetails(ctx, l.progress.State, p, detail...) // the attribute already holds p
@@ -111,13 +111,13 @@ func (l *Lifecycle) show(ctx workflow.Context, p Phase, detail ...string) {
 
 // recordPhaseInLedger makes each phase change also the current ledger
 // attempt's progress (for a kind whose ledger rows show the phase).
-func (l *Lifecycle) recordPhaseInLedger() {
+func (l *Lifecycle) RecordPhaseInLedger() {
 	l.onPhase = func(ctx workflow.Context, p Phase) {
-		if l.attempt == nil {
+		if l.Attempt == nil {
 			return
 		}
 		_ = ledgerCall(ctx, ledgerActs.SetProgress, ledger.Progress{
-			AttemptID: l.attempt.ID, Phase: string(p), Done: l.progress.Done, Total: l.progress.Total,
+			AttemptID: l.Attempt.ID, Phase: string(p), Done: l.progress.Done, Total: l.progress.Total,
 		}).Get(ctx, nil)
 	}
 }
@@ -131,7 +131,7 @@ func (l *Lifecycle) quietPhase(ctx workflow.Context, p Phase) {
 
 // freshAttempt is the ledger row of this update's attempt n on target, under
 // the run's next attempt ID.
-func (l *Lifecycle) freshAttempt(ctx workflow.Context, n int, kind Kind, target, artifact string) ledger.Attempt {
+func (l *Lifecycle) FreshAttempt(ctx workflow.Context, n int, kind Kind, target, artifact string) ledger.Attempt {
 	return attemptFor(ctx, l.newAttemptID(ctx), n, kind, target, artifact)
 }
 
@@ -147,9 +147,9 @@ func attemptFor(ctx workflow.Context, id uuid.UUID, n int, kind Kind, target, ar
 // of ours to end. An attempt that already ended (the run was reset to
 // before its end) is recorded again under the next attempt ID; one still
 // active (reset while it ran) is this run's again.
-func (l *Lifecycle) recordIntent(ctx workflow.Context, a ledger.Attempt) error {
+func (l *Lifecycle) RecordIntent(ctx workflow.Context, a ledger.Attempt) error {
 	for {
-		l.attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, nil
+		l.Attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, nil
 		err := l.intentWritten(l.writer.record(ctx, a))
 		if !isAttemptEnded(err) {
 			return err
@@ -172,13 +172,13 @@ func (l *Lifecycle) skipEnded(ctx workflow.Context, a *ledger.Attempt) {
 // leaves both in doubt, and the ending writes both again.
 func (l *Lifecycle) nextAttempt(ctx workflow.Context, a ledger.Attempt, why string) error {
 	tw, oneWrite := l.writer.(transitionWriter)
-	if l.attempt == nil || l.ended || !oneWrite {
+	if l.Attempt == nil || l.ended || !oneWrite {
 		l.endAttempt(ctx, ledger.StateFailed, "attempt failed", why)
-		return l.recordIntent(ctx, a)
+		return l.RecordIntent(ctx, a)
 	}
-	prev := ledger.Finish{AttemptID: l.attempt.ID, State: ledger.StateFailed, Outcome: "attempt failed", Error: why}
+	prev := ledger.Finish{AttemptID: l.Attempt.ID, State: ledger.StateFailed, Outcome: "attempt failed", Error: why}
 	for {
-		l.attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, &prev
+		l.Attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, &prev
 		err := l.intentWritten(tw.transition(ctx, activities.RecordAttemptInput{Finish: &prev, Next: &a}))
 		if !isAttemptEnded(err) {
 			return err
@@ -193,7 +193,7 @@ func (l *Lifecycle) intentWritten(err error) error {
 	case err == nil:
 		l.recorded, l.prevEnd = true, nil
 	case IsTargetBusy(err), isAttemptEnded(err):
-		l.attempt, l.prevEnd = nil, nil
+		l.Attempt, l.prevEnd = nil, nil
 	}
 	return err
 }
@@ -202,22 +202,22 @@ func (l *Lifecycle) intentWritten(err error) error {
 // ending writes and ends it in one step, so an update that ends before it
 // recorded an intent (no change needed, a failed precheck) still leaves
 // its row.
-func (l *Lifecycle) unwrittenAttempt(a ledger.Attempt) {
-	l.attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, nil
+func (l *Lifecycle) UnwrittenAttempt(a ledger.Attempt) {
+	l.Attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, nil
 }
 
 // adoptAttempt makes an attempt already in the ledger (a resumed update's)
 // the current one.
-func (l *Lifecycle) adoptAttempt(a ledger.Attempt) {
-	l.attempt, l.recorded, l.ended, l.prevEnd = &a, true, false, nil
+func (l *Lifecycle) AdoptAttempt(a ledger.Attempt) {
+	l.Attempt, l.recorded, l.ended, l.prevEnd = &a, true, false, nil
 }
 
 // attemptID is the current attempt's ID (uuid.Nil: none).
-func (l *Lifecycle) attemptID() uuid.UUID {
-	if l.attempt == nil {
+func (l *Lifecycle) AttemptID() uuid.UUID {
+	if l.Attempt == nil {
 		return uuid.Nil
 	}
-	return l.attempt.ID
+	return l.Attempt.ID
 }
 
 // beforeAction registers the compensation of an action the workflow is
@@ -318,30 +318,30 @@ func (l *Lifecycle) End(ctx workflow.Context, err error, ok Ending) error {
 // the end is logged: the next update of the target releases an attempt
 // whose workflow closed (RecordIntent's abandoned check).
 func (l *Lifecycle) endAttempt(ctx workflow.Context, s ledger.State, outcome, msg string) {
-	if l.attempt == nil || l.ended {
+	if l.Attempt == nil || l.ended {
 		return
 	}
-	f := ledger.Finish{AttemptID: l.attempt.ID, State: s, Outcome: outcome}
+	f := ledger.Finish{AttemptID: l.Attempt.ID, State: s, Outcome: outcome}
 	if s != ledger.StateCompleted {
 		f.Error = msg
 	}
 	var err error
 	for {
 		if l.prevEnd != nil {
-			err = l.writer.(transitionWriter).transition(ctx, activities.RecordAttemptInput{Finish: l.prevEnd, Next: l.attempt, FinishNext: &f})
+			err = l.writer.(transitionWriter).transition(ctx, activities.RecordAttemptInput{Finish: l.prevEnd, Next: l.Attempt, FinishNext: &f})
 		} else {
-			err = l.writer.end(ctx, *l.attempt, l.recorded, f)
+			err = l.writer.end(ctx, *l.Attempt, l.recorded, f)
 		}
 		if l.recorded || !isAttemptEnded(err) {
 			break
 		}
 		// The attempt in doubt had already ended (a reset run): its
 		// successor, active or new, is the one this ending ends.
-		l.skipEnded(ctx, l.attempt)
-		f.AttemptID = l.attempt.ID
+		l.skipEnded(ctx, l.Attempt)
+		f.AttemptID = l.Attempt.ID
 	}
 	if err != nil && !IsTargetBusy(err) {
-		workflow.GetLogger(ctx).Error("ledger: could not end the attempt", "attempt", l.attempt.ID, "error", err)
+		workflow.GetLogger(ctx).Error("ledger: could not end the attempt", "attempt", l.Attempt.ID, "error", err)
 		return
 	}
 	l.ended, l.prevEnd = true, nil
@@ -367,19 +367,19 @@ type transitionWriter interface {
 var ledgerActs *activities.LedgerActivities
 
 // ledgerWriter writes attempts through LedgerActivities.
-type ledgerWriter struct{}
+type LedgerWriter struct{}
 
-func (ledgerWriter) record(ctx workflow.Context, a ledger.Attempt) error {
+func (LedgerWriter) record(ctx workflow.Context, a ledger.Attempt) error {
 	return ledgerCall(ctx, ledgerActs.RecordIntent, a).Get(ctx, nil)
 }
 
-func (ledgerWriter) end(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error {
+func (LedgerWriter) end(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error {
 	if recorded {
 		return ledgerCall(ctx, ledgerActs.FinishAttempt, f).Get(ctx, nil)
 	}
-	return ledgerWriter{}.transition(ctx, activities.RecordAttemptInput{Next: &a, FinishNext: &f})
+	return LedgerWriter{}.transition(ctx, activities.RecordAttemptInput{Next: &a, FinishNext: &f})
 }
 
-func (ledgerWriter) transition(ctx workflow.Context, in activities.RecordAttemptInput) error {
+func (LedgerWriter) transition(ctx workflow.Context, in activities.RecordAttemptInput) error {
 	return ledgerCall(ctx, ledgerActs.RecordAttempt, in).Get(ctx, nil)
 }

@@ -30,11 +30,11 @@ func (u *mgsUpdate) newAttempt(ctx workflow.Context, why string) error {
 		}
 	}
 	u.attempts++ // before the write: a write in doubt is this attempt's
-	if err := u.nextAttempt(ctx, u.freshAttempt(ctx, u.attempts, u.kind, u.target, u.artifact.Version), why); err != nil {
+	if err := u.nextAttempt(ctx, u.FreshAttempt(ctx, u.attempts, u.kind, u.target, u.artifact.Version), why); err != nil {
 		return err
 	}
-	u.attempts = u.attempt.Attempt // past those a reset run finds ended
-	id := u.attemptID()
+	u.attempts = u.Attempt.Attempt // past those a reset run finds ended
+	id := u.AttemptID()
 	// The previous attempt's update is over on the SP (lost, failed,
 	// aborted, or complete but not activated): nothing of it to abort.
 	u.nothingToUndo()
@@ -51,15 +51,15 @@ func (u *mgsUpdate) newAttempt(ctx workflow.Context, why string) error {
 // cancel waits for the start to stop, so an update MGS accepts after a
 // cancel is still aborted.
 func (u *mgsUpdate) start(ctx workflow.Context, fwSlot uint16) (activities.StartUpdateResult, error) {
-	u.phase(ctx, MGSPhaseUpdating)
+	u.Phase(ctx, MGSPhaseUpdating)
 	in := activities.StartUpdateInput{
-		SP: u.sp, Component: u.component, FirmwareSlot: fwSlot, UpdateID: u.attemptID(), Artifact: u.artifact,
+		SP: u.sp, Component: u.component, FirmwareSlot: fwSlot, UpdateID: u.AttemptID(), Artifact: u.artifact,
 		PollInterval: u.timing.PollInterval,
 	}
 	bound, step := startBound, "start the update"
 	if u.startThenWait {
 		// No decision lies between an accepted start and the wait.
-		w := u.waitInput(u.attemptID(), true)
+		w := u.waitInput(u.AttemptID(), true)
 		in.ThenWait = &w
 		bound, step = bound+u.waitBound(), "start the update, wait for it"
 	}
@@ -81,7 +81,7 @@ func (u *mgsUpdate) beforeStart() {
 		return
 	}
 	u.abortArmed = true
-	id := u.attemptID()
+	id := u.AttemptID()
 	u.beforeAction("abort update "+id.String(), func(ctx workflow.Context) error {
 		var res string
 		err := workflow.ExecuteActivity(u.abortOpts(ctx), mgsActs.MGSAbortUpdate, activities.AbortInput{

@@ -31,7 +31,7 @@ func (e concurrentEnd) outcome() string {
 // component is free, someone activated the update, or — complete and not
 // activated within the takeover timeout — we take it over.
 func (u *mgsUpdate) watchConcurrent(ctx workflow.Context, c mgsComponent, cur mgs.UpdateStatus) (concurrentEnd, error) {
-	u.phase(ctx, MGSPhaseConcurrent)
+	u.Phase(ctx, MGSPhaseConcurrent)
 	defer func() { u.report.Concurrent = "" }()
 	for cur.State != mgs.UpdateNone {
 		u.report.Concurrent = cur.ID.String()
@@ -64,7 +64,7 @@ func (u *mgsUpdate) takeOver(ctx workflow.Context, c mgsComponent, foreign uuid.
 	}
 	u.report.Message = "concurrent update " + foreign.String() + " complete but not activated within " +
 		u.timing.TakeoverTimeout.String() + ": taking it over"
-	u.phase(ctx, MGSPhasePostUpdate)
+	u.Phase(ctx, MGSPhasePostUpdate)
 	return t.takeOver(ctx, foreign)
 }
 

@@ -64,7 +64,7 @@ func newMGSUpdate(ctx workflow.Context, kind Kind, target string, sp mgs.SpIdent
 	u := &mgsUpdate{kind: kind, target: target, sp: sp, component: component, artifact: art, timing: t}
 	u.report.Progress = Progress{Kind: kind, Target: target, Artifact: art.Version, Unit: "bytes"}
 	u.result = MGSUpdateResult{Target: target, Version: art.Version}
-	l, err := NewLifecycle(ctx, &u.report.Progress, MGSPhasePrecheck, ledgerWriter{}, func() MGSProgress { return u.report })
+	l, err := NewLifecycle(ctx, &u.report.Progress, MGSPhasePrecheck, LedgerWriter{}, func() MGSProgress { return u.report })
 	u.Lifecycle = l
 	return u, err
 }
@@ -102,7 +102,7 @@ func (u *mgsUpdate) drive(ctx workflow.Context, c mgsComponent) (mgsEnding, erro
 		if ending, done, err := u.startOrWatch(ctx, c); err != nil || done {
 			return ending, err
 		}
-		wr, err := u.wait(ctx, u.attemptID(), true)
+		wr, err := u.wait(ctx, u.AttemptID(), true)
 		if err != nil {
 			return mgsEnding{}, err
 		}
@@ -110,13 +110,13 @@ func (u *mgsUpdate) drive(ctx workflow.Context, c mgsComponent) (mgsEnding, erro
 			why = waitReason(wr)
 			continue
 		}
-		u.phase(ctx, MGSPhasePostUpdate)
+		u.Phase(ctx, MGSPhasePostUpdate)
 		post, err := c.postUpdate(ctx)
 		if err != nil {
 			return mgsEnding{}, err
 		}
 		if post.activated {
-			return mgsEnding{MGSOutcomeCompletedUpdate, u.attemptID()}, nil
+			return mgsEnding{MGSOutcomeCompletedUpdate, u.AttemptID()}, nil
 		}
 		why = post.why
 	}
@@ -125,7 +125,7 @@ func (u *mgsUpdate) drive(ctx workflow.Context, c mgsComponent) (mgsEnding, erro
 // runPrecheck announces the phase and asks the component; done: the device
 // runs the target.
 func (u *mgsUpdate) runPrecheck(ctx workflow.Context, c mgsComponent, when precheckWhen) (done bool, err error) {
-	u.phase(ctx, MGSPhasePrecheck)
+	u.Phase(ctx, MGSPhasePrecheck)
 	st, err := c.precheck(ctx, when)
 	return err == nil && st == updateComplete, err
 }
@@ -177,9 +177,9 @@ func (u *mgsUpdate) finish(ctx workflow.Context, ok mgsEnding, err error) (MGSUp
 	if u.attempts == 0 {
 		dctx, cancel := workflow.NewDisconnectedContext(ctx)
 		defer cancel()
-		u.unwrittenAttempt(u.freshAttempt(dctx, 1, u.kind, u.target, u.artifact.Version))
+		u.UnwrittenAttempt(u.FreshAttempt(dctx, 1, u.kind, u.target, u.artifact.Version))
 		u.result.Attempts = 1
-		u.result.AttemptIDs = append(u.result.AttemptIDs, u.attemptID().String())
+		u.result.AttemptIDs = append(u.result.AttemptIDs, u.AttemptID().String())
 	}
 	if err == nil {
 		u.result.Outcome = ok.outcome

@@ -46,7 +46,7 @@ func (u *mgsUpdate) wait(ctx workflow.Context, id uuid.UUID, ours bool) (activit
 
 func (u *mgsUpdate) waitInput(id uuid.UUID, ours bool) activities.WaitUpdateInput {
 	return activities.WaitUpdateInput{
-		SP: u.sp, Component: u.component, UpdateID: id, Ours: ours, AttemptID: u.attemptID(),
+		SP: u.sp, Component: u.component, UpdateID: id, Ours: ours, AttemptID: u.AttemptID(),
 		PollInterval: u.timing.PollInterval, ProgressTimeout: u.timing.ProgressTimeout,
 		TakeoverTimeout: u.timing.TakeoverTimeout, CheckpointEvery: u.timing.CheckpointEvery,
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/ledger"
-	"github.com/fleetsaga/fleetsaga/workerapp"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -82,41 +81,6 @@ func (st *mgsStack) checkTargetFree(target string) {
 	active, err := st.env.Store.ActiveForTarget(context.Background(), target)
 	require.NoError(st.t, err)
 	assert.Nil(st.t, active, "an attempt is left active on %s", target)
-}
-
-// An operator resets a Nexus zone expunge while it waits for inventory to
-// prove the zone gone (today's sled-agent: the removal keeps failing in the
-// background), to each point. The reset run takes its own attempt and
-// disposition over and finishes: the zone gone, every saga of the expunged
-// Nexus reassigned after the proof and finished by the other Nexus, the
-// attempt completed (before: the reset run refused itself, TargetBusy, and
-// left the sagas on the expunged Nexus).
-func TestZoneExpungeResetWhileAwaitingProof(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: PostgreSQL + Temporal + fleetsim")
-	}
-	for _, p := range resetPoints {
-		t.Run(string(p), func(t *testing.T) {
-			env := testenv.New(t)
-			r := newZXRack(t, 4, spec.SledAgentLedgerFirst)
-			sim := env.StartFleetsim(r.spec)
-			env.StartWorker(workerapp.Deps{Fleet: env.Endpoints(sim)})
-			run := startZoneExpunge(t, env, r.input())
-			require.Eventually(t, func() bool {
-				return sledOf(sledTruth(t, sim), r.sledA).RemovalAttempts[r.nexusA] >= 2
-			}, 20*time.Second, 10*time.Millisecond)
-			reset := resetWorkflow(t, env.Client, run.GetID(), p)
-
-			var res workflows.ZoneExpungeResult
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			require.NoError(t, reset.Get(ctx, &res))
-			checkExpungeOutcome(t, env, sim, r, res)
-			active, err := env.Store.ActiveForTarget(ctx, r.input().Target())
-			require.NoError(t, err)
-			assert.Nil(t, active, "an attempt is left active on the zone")
-		})
-	}
 }
 
 // An operator resets a rollout while its SP firmware update delivers, to

@@ -20,7 +20,7 @@ import (
 // for it to stop, and the activation is then followed to its end on a
 // disconnected context (chaos seed 3).
 func (w *spFirmware) postUpdate(ctx workflow.Context) (postUpdateStatus, error) {
-	id, target := w.attemptID(), w.in.Artifact.Version
+	id, target := w.AttemptID(), w.in.Artifact.Version
 	pr, err := w.reset(ctx, id, target)
 	if err != nil && IsCancel(ctx, err) {
 		dctx, cancel := workflow.NewDisconnectedContext(ctx)
@@ -61,7 +61,7 @@ func (w *spFirmware) reset(ctx workflow.Context, id uuid.UUID, want string) (act
 	actx := AwaitCancel(w.longOpts(ctx, resetTries*w.timing.NewVersionTimeout, "reset, wait for the new version"))
 	var pr activities.PostUpdateResult
 	err := workflow.ExecuteActivity(actx, mgsActs.SPPostUpdate, activities.PostUpdateInput{
-		SP: w.sp, UpdateID: id, AttemptID: w.attemptID(), TargetVersion: want,
+		SP: w.sp, UpdateID: id, AttemptID: w.AttemptID(), TargetVersion: want,
 		ResetRetryInterval: w.timing.ResetRetryInterval, NewVersionTimeout: w.timing.NewVersionTimeout,
 		PollInterval: w.timing.PollInterval,
 	}).Get(ctx, &pr)

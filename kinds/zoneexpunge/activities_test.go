@@ -1,4 +1,4 @@
-package activities_test
+package zoneexpunge_test
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
 	"github.com/fleetsaga/fleetsaga/fleetsim"
@@ -22,6 +21,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/sled"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
@@ -30,7 +30,7 @@ import (
 type zoneFixture struct {
 	env      *testenv.Env
 	sim      *fleetsim.Server
-	acts     *activities.ZoneActivities
+	acts     *zoneexpunge.ZoneActivities
 	tenv     *testsuite.TestActivityEnvironment
 	sleds    []uuid.UUID
 	ntp      uuid.UUID
@@ -62,7 +62,7 @@ func newZoneFixtureMode(t *testing.T, nexusOnSled1 bool, mode string) *zoneFixtu
 	s.Racks = []spec.Rack{rack}
 	require.NoError(t, s.Validate())
 	f.sim = env.StartFleetsim(s)
-	f.acts = activities.NewZoneActivities(env.Store, env.Endpoints(f.sim), &http.Client{Timeout: 10 * time.Second}, "test")
+	f.acts = zoneexpunge.NewZoneActivities(env.Store, env.Endpoints(f.sim), &http.Client{Timeout: 10 * time.Second}, "test")
 	var suite testsuite.WorkflowTestSuite
 	f.tenv = suite.NewTestActivityEnvironment()
 	f.tenv.RegisterActivity(f.acts)
@@ -113,17 +113,17 @@ func appErrType(err error) string {
 
 func TestPrecheckZoneExpunge(t *testing.T) {
 	f := newZoneFixture(t, true)
-	run := func(in activities.ZonePrecheckInput) (activities.ZonePrecheck, error) {
+	run := func(in zoneexpunge.ZonePrecheckInput) (zoneexpunge.ZonePrecheck, error) {
 		in.UpdateID = f.updateID
 		v, err := f.tenv.ExecuteActivity(f.acts.PrecheckZoneExpunge, in)
-		var out activities.ZonePrecheck
+		var out zoneexpunge.ZonePrecheck
 		if err == nil {
 			require.NoError(t, v.Get(&out))
 		}
 		return out, err
 	}
 
-	pre, err := run(activities.ZonePrecheckInput{Sled: f.sleds[0], Zone: f.nexusA, RackSleds: f.sleds})
+	pre, err := run(zoneexpunge.ZonePrecheckInput{Sled: f.sleds[0], Zone: f.nexusA, RackSleds: f.sleds})
 	require.NoError(t, err)
 	assert.Equal(t, "nexus", pre.Kind)
 	assert.Equal(t, uint64(3), pre.LedgeredGeneration)
@@ -133,31 +133,31 @@ func TestPrecheckZoneExpunge(t *testing.T) {
 	assert.Equal(t, 1, pre.NextAttempt)
 	assert.Equal(t, []uuid.UUID{f.nexusB}, pre.OtherNexus)
 
-	pre, err = run(activities.ZonePrecheckInput{Sled: f.sleds[0], Zone: f.ntp})
+	pre, err = run(zoneexpunge.ZonePrecheckInput{Sled: f.sleds[0], Zone: f.ntp})
 	require.NoError(t, err)
 	assert.Equal(t, "internal_ntp", pre.Kind)
 
-	_, err = run(activities.ZonePrecheckInput{Sled: uuid.New(), Zone: f.nexusA})
+	_, err = run(zoneexpunge.ZonePrecheckInput{Sled: uuid.New(), Zone: f.nexusA})
 	assert.Equal(t, failure.SledNotFound, appErrType(err), "%v", err)
-	_, err = run(activities.ZonePrecheckInput{Sled: f.sleds[0], Zone: uuid.New()})
+	_, err = run(zoneexpunge.ZonePrecheckInput{Sled: f.sleds[0], Zone: uuid.New()})
 	assert.Equal(t, failure.ZoneNotFound, appErrType(err), "%v", err)
-	_, err = run(activities.ZonePrecheckInput{Sled: f.sleds[1], Zone: f.nexusA})
+	_, err = run(zoneexpunge.ZonePrecheckInput{Sled: f.sleds[1], Zone: f.nexusA})
 	assert.Equal(t, failure.ZoneNotFound, appErrType(err), "zone on another sled: %v", err)
 	// No rackSleds typed by hand: the rack's sleds come from Nexus's sled table.
-	pre, err = run(activities.ZonePrecheckInput{Sled: f.sleds[0], Zone: f.nexusA})
+	pre, err = run(zoneexpunge.ZonePrecheckInput{Sled: f.sleds[0], Zone: f.nexusA})
 	require.NoError(t, err)
 	assert.Equal(t, []uuid.UUID{f.nexusB}, pre.OtherNexus)
 
 	// Already expunged: resume, even though B's own expunge would be refused.
 	f.expunge(t, f.nexusA, 4)
-	pre, err = run(activities.ZonePrecheckInput{Sled: f.sleds[0], Zone: f.nexusA, RackSleds: f.sleds})
+	pre, err = run(zoneexpunge.ZonePrecheckInput{Sled: f.sleds[0], Zone: f.nexusA, RackSleds: f.sleds})
 	require.NoError(t, err)
 	require.NotNil(t, pre.Existing)
 	assert.Equal(t, uint64(4), pre.Existing.ExpungedAsOf)
 	require.NotNil(t, pre.ActiveAttempt)
 	assert.Equal(t, f.attempt, pre.ActiveAttempt.ID)
 	assert.Equal(t, 2, pre.NextAttempt)
-	_, err = run(activities.ZonePrecheckInput{Sled: f.sleds[1], Zone: f.nexusB, RackSleds: f.sleds})
+	_, err = run(zoneexpunge.ZonePrecheckInput{Sled: f.sleds[1], Zone: f.nexusB, RackSleds: f.sleds})
 	assert.Equal(t, failure.LastNexusZone, appErrType(err), "A is expunged, so B is the last: %v", err)
 }
 
@@ -166,11 +166,11 @@ func TestPutConfigWithoutZoneRetriesThroughRemovalFailures(t *testing.T) {
 	f := newZoneFixtureMode(t, true, spec.SledAgentRemoveBeforeLedger)
 	f.expunge(t, f.nexusA, 4)
 	f.arm(t, faults.Fault{Kind: faults.ZoneRemovalFailure, Target: "zone/" + f.nexusA.String(), Times: 2})
-	in := activities.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0], Zone: f.nexusA, ExpungedAsOf: 4,
+	in := zoneexpunge.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0], Zone: f.nexusA, ExpungedAsOf: 4,
 		Deadline: time.Now().Add(time.Minute), RetryInitial: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond}
 	v, err := f.tenv.ExecuteActivity(f.acts.PutConfigWithoutZone, in)
 	require.NoError(t, err)
-	var res activities.ZonePutResult
+	var res zoneexpunge.ZonePutResult
 	require.NoError(t, v.Get(&res))
 	assert.Equal(t, 3, res.Attempts)
 	assert.Equal(t, uint64(4), res.LedgeredGeneration)
@@ -192,7 +192,7 @@ func TestPutConfigWithoutZoneGivesUpAtDeadline(t *testing.T) {
 	f := newZoneFixtureMode(t, true, spec.SledAgentRemoveBeforeLedger)
 	f.expunge(t, f.nexusA, 4)
 	f.arm(t, faults.Fault{Kind: faults.ZoneRemovalFailure, Target: "zone/" + f.nexusA.String()}) // until cleared
-	_, err := f.tenv.ExecuteActivity(f.acts.PutConfigWithoutZone, activities.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0],
+	_, err := f.tenv.ExecuteActivity(f.acts.PutConfigWithoutZone, zoneexpunge.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0],
 		Zone: f.nexusA, ExpungedAsOf: 4, Deadline: time.Now().Add(400 * time.Millisecond), RetryInitial: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond})
 	require.Error(t, err)
 	assert.Equal(t, failure.ZoneRemovalTimedOut, appErrType(err), "%v", err)
@@ -213,7 +213,7 @@ func TestPutConfigWithoutZoneReportsStaleGeneration(t *testing.T) {
 	other.Generation = 5
 	require.NoError(t, c.PutOmicronConfig(context.Background(), other))
 
-	_, err = f.tenv.ExecuteActivity(f.acts.PutConfigWithoutZone, activities.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0],
+	_, err = f.tenv.ExecuteActivity(f.acts.PutConfigWithoutZone, zoneexpunge.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0],
 		Zone: f.nexusA, ExpungedAsOf: 4, Deadline: time.Now().Add(time.Minute), RetryInitial: 20 * time.Millisecond})
 	require.Error(t, err)
 	var app *temporal.ApplicationError
@@ -228,9 +228,9 @@ func TestPutConfigWithoutZoneReportsStaleGeneration(t *testing.T) {
 	assert.True(t, still, "nothing overwritten")
 
 	// After the rebase to 6, the PUT goes through.
-	_, err = f.tenv.ExecuteActivity(f.acts.RebaseZoneExpunge, activities.ZoneRebaseInput{AttemptID: f.attempt, Zone: f.nexusA, From: 4, To: 6})
+	_, err = f.tenv.ExecuteActivity(f.acts.RebaseZoneExpunge, zoneexpunge.ZoneRebaseInput{AttemptID: f.attempt, Zone: f.nexusA, From: 4, To: 6})
 	require.NoError(t, err)
-	_, err = f.tenv.ExecuteActivity(f.acts.PutConfigWithoutZone, activities.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0],
+	_, err = f.tenv.ExecuteActivity(f.acts.PutConfigWithoutZone, zoneexpunge.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0],
 		Zone: f.nexusA, ExpungedAsOf: 6, Deadline: time.Now().Add(time.Minute), RetryInitial: 20 * time.Millisecond})
 	require.NoError(t, err)
 }
@@ -240,12 +240,12 @@ func TestAwaitZoneGoneAndTheGate(t *testing.T) {
 	f.expunge(t, f.nexusA, 4)
 
 	// Before the PUT: no proof, and the reassignment refuses to run.
-	_, err := f.tenv.ExecuteActivity(f.acts.AwaitZoneGone, activities.ZoneGoneInput{AttemptID: f.attempt, Sled: f.sleds[0],
+	_, err := f.tenv.ExecuteActivity(f.acts.AwaitZoneGone, zoneexpunge.ZoneGoneInput{AttemptID: f.attempt, Sled: f.sleds[0],
 		Zone: f.nexusA, ExpungedAsOf: 4, Deadline: time.Now().Add(200 * time.Millisecond), PollInterval: 20 * time.Millisecond})
 	assert.Equal(t, failure.InventoryProofTimedOut, appErrType(err), "%v", err)
-	_, err = f.tenv.ExecuteActivity(f.acts.ReassignNexusSagas, activities.ZoneReassignInput{AttemptID: f.attempt, Zone: f.nexusA, NewOwner: f.nexusB})
+	_, err = f.tenv.ExecuteActivity(f.acts.ReassignNexusSagas, zoneexpunge.ZoneReassignInput{AttemptID: f.attempt, Zone: f.nexusA, NewOwner: f.nexusB})
 	assert.Equal(t, failure.GateNotProven, appErrType(err), "%v", err)
-	_, err = f.tenv.ExecuteActivity(f.acts.CommitZoneExpunge, activities.ZoneCommitInput{AttemptID: f.attempt, Zone: f.nexusA})
+	_, err = f.tenv.ExecuteActivity(f.acts.CommitZoneExpunge, zoneexpunge.ZoneCommitInput{AttemptID: f.attempt, Zone: f.nexusA})
 	assert.Equal(t, failure.GateNotProven, appErrType(err), "%v", err)
 
 	require.NoError(t, f.sledClient().PutOmicronConfig(context.Background(), func() sledagent.OmicronSledConfig {
@@ -253,10 +253,10 @@ func TestAwaitZoneGoneAndTheGate(t *testing.T) {
 		require.NoError(t, err)
 		return inv.LedgeredSledConfig.WithoutZone(4, f.nexusA)
 	}()))
-	v, err := f.tenv.ExecuteActivity(f.acts.AwaitZoneGone, activities.ZoneGoneInput{AttemptID: f.attempt, Sled: f.sleds[0],
+	v, err := f.tenv.ExecuteActivity(f.acts.AwaitZoneGone, zoneexpunge.ZoneGoneInput{AttemptID: f.attempt, Sled: f.sleds[0],
 		Zone: f.nexusA, ExpungedAsOf: 4, Deadline: time.Now().Add(5 * time.Second), PollInterval: 20 * time.Millisecond})
 	require.NoError(t, err)
-	var gone activities.ZoneGoneResult
+	var gone zoneexpunge.ZoneGoneResult
 	require.NoError(t, v.Get(&gone))
 	assert.Equal(t, uint64(4), gone.ObservedGeneration)
 	z, err := f.env.Store.ZoneDisposition(context.Background(), f.nexusA)
@@ -264,9 +264,9 @@ func TestAwaitZoneGoneAndTheGate(t *testing.T) {
 	assert.True(t, z.ReadyForCleanup)
 
 	// Now the sagas move, and the commit records them.
-	v, err = f.tenv.ExecuteActivity(f.acts.ReassignNexusSagas, activities.ZoneReassignInput{AttemptID: f.attempt, Zone: f.nexusA, NewOwner: f.nexusB})
+	v, err = f.tenv.ExecuteActivity(f.acts.ReassignNexusSagas, zoneexpunge.ZoneReassignInput{AttemptID: f.attempt, Zone: f.nexusA, NewOwner: f.nexusB})
 	require.NoError(t, err)
-	var moved activities.ZoneReassignResult
+	var moved zoneexpunge.ZoneReassignResult
 	require.NoError(t, v.Get(&moved))
 	assert.Zero(t, moved.Remaining)
 	v, err = f.tenv.ExecuteActivity(f.acts.CountUnfinishedSagas, f.nexusA)
@@ -274,7 +274,7 @@ func TestAwaitZoneGoneAndTheGate(t *testing.T) {
 	var left int64
 	require.NoError(t, v.Get(&left))
 	assert.Zero(t, left)
-	v, err = f.tenv.ExecuteActivity(f.acts.CommitZoneExpunge, activities.ZoneCommitInput{AttemptID: f.attempt, Zone: f.nexusA, NewOwner: f.nexusB})
+	v, err = f.tenv.ExecuteActivity(f.acts.CommitZoneExpunge, zoneexpunge.ZoneCommitInput{AttemptID: f.attempt, Zone: f.nexusA, NewOwner: f.nexusB})
 	require.NoError(t, err)
 	var disp ledger.ZoneDisposition
 	require.NoError(t, v.Get(&disp))
@@ -291,14 +291,14 @@ func TestAwaitZoneGoneDetectsReinstatedZone(t *testing.T) {
 	back := inv.LedgeredSledConfig.Clone()
 	back.Generation = 4 // someone ledgered 4 with the zone in it
 	require.NoError(t, c.PutOmicronConfig(context.Background(), back))
-	_, err = f.tenv.ExecuteActivity(f.acts.AwaitZoneGone, activities.ZoneGoneInput{AttemptID: f.attempt, Sled: f.sleds[0],
+	_, err = f.tenv.ExecuteActivity(f.acts.AwaitZoneGone, zoneexpunge.ZoneGoneInput{AttemptID: f.attempt, Sled: f.sleds[0],
 		Zone: f.nexusA, ExpungedAsOf: 4, Deadline: time.Now().Add(time.Second), PollInterval: 20 * time.Millisecond})
 	assert.Equal(t, failure.ZoneReinstated, appErrType(err), "%v", err)
 }
 
 func TestChooseSagaOwner(t *testing.T) {
 	f := newZoneFixture(t, true)
-	choose := func(in activities.ZoneOwnerInput) (uuid.UUID, error) {
+	choose := func(in zoneexpunge.ZoneOwnerInput) (uuid.UUID, error) {
 		v, err := f.tenv.ExecuteActivity(f.acts.ChooseSagaOwner, in)
 		var id uuid.UUID
 		if err == nil {
@@ -306,23 +306,23 @@ func TestChooseSagaOwner(t *testing.T) {
 		}
 		return id, err
 	}
-	id, err := choose(activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA, RackSleds: f.sleds})
+	id, err := choose(zoneexpunge.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA, RackSleds: f.sleds})
 	require.NoError(t, err)
 	assert.Equal(t, f.nexusB, id)
-	id, err = choose(activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA, RackSleds: f.sleds, Preferred: f.nexusB})
+	id, err = choose(zoneexpunge.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA, RackSleds: f.sleds, Preferred: f.nexusB})
 	require.NoError(t, err)
 	assert.Equal(t, f.nexusB, id)
 	// A preferred owner that is not a live Nexus gives way to one that is,
 	// and the ledger says why (issue 14, item 5).
 	f.recordAttempt(t, f.nexusA)
-	id, err = choose(activities.ZoneOwnerInput{AttemptID: f.attempt, Sled: f.sleds[0], Zone: f.nexusA, Preferred: f.ntp})
+	id, err = choose(zoneexpunge.ZoneOwnerInput{AttemptID: f.attempt, Sled: f.sleds[0], Zone: f.nexusA, Preferred: f.ntp})
 	require.NoError(t, err)
 	assert.Equal(t, f.nexusB, id)
 	events, err := f.env.Store.Events(context.Background(), f.attempt)
 	require.NoError(t, err)
 	require.NotEmpty(t, events)
 	assert.Contains(t, events[len(events)-1].Message, "chose live Nexus "+f.nexusB.String())
-	id, err = choose(activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA})
+	id, err = choose(zoneexpunge.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA})
 	require.NoError(t, err, "the rack's sleds come from Nexus's sled table")
 	assert.Equal(t, f.nexusB, id)
 
@@ -333,7 +333,7 @@ func TestChooseSagaOwner(t *testing.T) {
 	inv, err := c.Inventory(context.Background())
 	require.NoError(t, err)
 	_ = c.PutOmicronConfig(context.Background(), inv.LedgeredSledConfig.WithoutZone(4, f.nexusB))
-	_, err = choose(activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA, RackSleds: f.sleds})
+	_, err = choose(zoneexpunge.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA, RackSleds: f.sleds})
 	assert.Equal(t, failure.NoLiveNexus, appErrType(err))
 }
 
@@ -347,6 +347,6 @@ func TestReassignWithoutNexusDatabase(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	tenv := suite.NewTestActivityEnvironment()
 	tenv.RegisterActivity(&acts)
-	_, err = tenv.ExecuteActivity(acts.ReassignNexusSagas, activities.ZoneReassignInput{AttemptID: f.attempt, Zone: f.nexusA, NewOwner: f.nexusB})
+	_, err = tenv.ExecuteActivity(acts.ReassignNexusSagas, zoneexpunge.ZoneReassignInput{AttemptID: f.attempt, Zone: f.nexusA, NewOwner: f.nexusB})
 	assert.Equal(t, failure.NexusDBNotConfigured, appErrType(err))
 }

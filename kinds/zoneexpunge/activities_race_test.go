@@ -1,4 +1,4 @@
-package activities_test
+package zoneexpunge_test
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 )
 
 // racingWriter puts a proxy in front of fleetsim: just before fleetsaga's
@@ -56,7 +56,7 @@ func TestPutConfigWithoutZoneRebasesOnConcurrentWriter(t *testing.T) {
 	f := newZoneFixture(t, true)
 	f.expunge(t, f.nexusA, 4)
 	racingWriter(t, f, 4)
-	_, err := f.tenv.ExecuteActivity(f.acts.PutConfigWithoutZone, activities.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0],
+	_, err := f.tenv.ExecuteActivity(f.acts.PutConfigWithoutZone, zoneexpunge.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0],
 		Zone: f.nexusA, ExpungedAsOf: 4, Deadline: time.Now().Add(time.Minute), RetryInitial: 20 * time.Millisecond})
 	require.Error(t, err)
 	var app *temporal.ApplicationError
@@ -67,9 +67,9 @@ func TestPutConfigWithoutZoneRebasesOnConcurrentWriter(t *testing.T) {
 	assert.Equal(t, uint64(4), gen)
 
 	// Rebased to 5, the PUT goes through and keeps the other writer's zone.
-	_, err = f.tenv.ExecuteActivity(f.acts.RebaseZoneExpunge, activities.ZoneRebaseInput{AttemptID: f.attempt, Zone: f.nexusA, From: 4, To: 5})
+	_, err = f.tenv.ExecuteActivity(f.acts.RebaseZoneExpunge, zoneexpunge.ZoneRebaseInput{AttemptID: f.attempt, Zone: f.nexusA, From: 4, To: 5})
 	require.NoError(t, err)
-	_, err = f.tenv.ExecuteActivity(f.acts.PutConfigWithoutZone, activities.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0],
+	_, err = f.tenv.ExecuteActivity(f.acts.PutConfigWithoutZone, zoneexpunge.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0],
 		Zone: f.nexusA, ExpungedAsOf: 5, Deadline: time.Now().Add(time.Minute), RetryInitial: 20 * time.Millisecond})
 	require.NoError(t, err)
 	inv, err := f.sledClient().Inventory(context.Background())
@@ -86,10 +86,10 @@ func TestAwaitZoneGoneWaitsOutAFailingRemoval(t *testing.T) {
 	f.expunge(t, f.nexusA, 4)
 	fid, err := f.sim.Env.Faults.Arm(faults.Fault{Kind: faults.ZoneRemovalFailure, Target: "zone/" + f.nexusA.String()}) // until cleared
 	require.NoError(t, err)
-	v, err := f.tenv.ExecuteActivity(f.acts.PutConfigWithoutZone, activities.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0],
+	v, err := f.tenv.ExecuteActivity(f.acts.PutConfigWithoutZone, zoneexpunge.ZonePutInput{AttemptID: f.attempt, Sled: f.sleds[0],
 		Zone: f.nexusA, ExpungedAsOf: 4, Deadline: time.Now().Add(time.Minute), RetryInitial: 20 * time.Millisecond})
 	require.NoError(t, err)
-	var put activities.ZonePutResult
+	var put zoneexpunge.ZonePutResult
 	require.NoError(t, v.Get(&put))
 	assert.Equal(t, 1, put.Attempts, "today's sled-agent ledgers at once")
 	require.Eventually(t, func() bool {
@@ -99,18 +99,18 @@ func TestAwaitZoneGoneWaitsOutAFailingRemoval(t *testing.T) {
 		return present && res.Result == sledagent.ResultErr
 	}, 10*time.Second, 10*time.Millisecond, "inventory reports the failed removal")
 
-	_, err = f.tenv.ExecuteActivity(f.acts.AwaitZoneGone, activities.ZoneGoneInput{AttemptID: f.attempt, Sled: f.sleds[0],
+	_, err = f.tenv.ExecuteActivity(f.acts.AwaitZoneGone, zoneexpunge.ZoneGoneInput{AttemptID: f.attempt, Sled: f.sleds[0],
 		Zone: f.nexusA, ExpungedAsOf: 4, Deadline: time.Now().Add(300 * time.Millisecond), PollInterval: 20 * time.Millisecond})
 	assert.Equal(t, failure.InventoryProofTimedOut, appErrType(err), "%v", err)
 	assert.Contains(t, err.Error(), "zone still on the sled")
 	z, err := f.env.Store.ZoneDisposition(context.Background(), f.nexusA)
 	require.NoError(t, err)
 	assert.False(t, z.ReadyForCleanup, "a failing removal is not proof")
-	_, err = f.tenv.ExecuteActivity(f.acts.CommitZoneExpunge, activities.ZoneCommitInput{AttemptID: f.attempt, Zone: f.nexusA})
+	_, err = f.tenv.ExecuteActivity(f.acts.CommitZoneExpunge, zoneexpunge.ZoneCommitInput{AttemptID: f.attempt, Zone: f.nexusA})
 	assert.Equal(t, failure.GateNotProven, appErrType(err))
 
 	require.True(t, f.sim.Env.Faults.Clear(fid))
-	_, err = f.tenv.ExecuteActivity(f.acts.AwaitZoneGone, activities.ZoneGoneInput{AttemptID: f.attempt, Sled: f.sleds[0],
+	_, err = f.tenv.ExecuteActivity(f.acts.AwaitZoneGone, zoneexpunge.ZoneGoneInput{AttemptID: f.attempt, Sled: f.sleds[0],
 		Zone: f.nexusA, ExpungedAsOf: 4, Deadline: time.Now().Add(30 * time.Second), PollInterval: 20 * time.Millisecond})
 	require.NoError(t, err)
 	z, err = f.env.Store.ZoneDisposition(context.Background(), f.nexusA)

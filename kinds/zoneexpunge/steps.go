@@ -1,4 +1,4 @@
-package workflows
+package zoneexpunge
 
 import (
 	"errors"
@@ -9,20 +9,20 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
 	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // The zone expunge's steps, in the order ZoneExpunge runs them.
 
 // validate is step 1.
-func (w *zoneExpunge) validate(ctx workflow.Context) (activities.ZonePrecheck, error) {
-	w.life.phase(ctx, ZonePhaseValidating)
-	var pre activities.ZonePrecheck
+func (w *zoneExpunge) validate(ctx workflow.Context) (ZonePrecheck, error) {
+	w.life.Phase(ctx, ZonePhaseValidating)
+	var pre ZonePrecheck
 	err := workflow.ExecuteActivity(w.deviceOptions(ctx, "check sled "+w.in.Sled.String()+" and zone "+w.in.Zone.String()),
-		zxActs.PrecheckZoneExpunge, activities.ZonePrecheckInput{
+		zxActs.PrecheckZoneExpunge, ZonePrecheckInput{
 			UpdateID: workflow.GetInfo(ctx).WorkflowExecution.ID, Sled: w.in.Sled, Zone: w.in.Zone, RackSleds: w.in.RackSleds,
 		}).Get(ctx, &pre)
 	if err != nil {
@@ -36,27 +36,27 @@ func (w *zoneExpunge) validate(ctx workflow.Context) (activities.ZonePrecheck, e
 // once (nothing was touched: the expunge ends before its intent).
 func (w *zoneExpunge) unrecordedAttempt(ctx workflow.Context) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx) // also after a cancel
-	w.life.unwrittenAttempt(w.life.freshAttempt(dctx, 1, KindZoneExpunge, w.in.Target(), ""))
-	w.result.AttemptID = w.life.attemptID()
+	w.life.UnwrittenAttempt(w.life.FreshAttempt(dctx, 1, workflows.KindZoneExpunge, w.in.Target(), ""))
+	w.result.AttemptID = w.life.AttemptID()
 }
 
 // recordIntent is step 2: the attempt (intent before action; a resumed
 // update's active attempt is adopted), then the zone's disposition expunged
 // as of G+1 (or the existing record on resume).
-func (w *zoneExpunge) recordIntent(ctx workflow.Context, pre activities.ZonePrecheck) (ledger.ZoneDisposition, error) {
-	w.life.phase(ctx, ZonePhaseRecordingIntent)
+func (w *zoneExpunge) recordIntent(ctx workflow.Context, pre ZonePrecheck) (ledger.ZoneDisposition, error) {
+	w.life.Phase(ctx, ZonePhaseRecordingIntent)
 	if pre.ActiveAttempt != nil {
-		w.life.adoptAttempt(*pre.ActiveAttempt)
+		w.life.AdoptAttempt(*pre.ActiveAttempt)
 	} else {
-		if err := w.life.recordIntent(ctx, w.life.freshAttempt(ctx, pre.NextAttempt, KindZoneExpunge, w.in.Target(), "")); err != nil {
+		if err := w.life.RecordIntent(ctx, w.life.FreshAttempt(ctx, pre.NextAttempt, workflows.KindZoneExpunge, w.in.Target(), "")); err != nil {
 			return ledger.ZoneDisposition{}, err
 		}
 	}
-	w.result.AttemptID = w.life.attemptID()
-	w.progress.Attempt = w.life.attempt.Attempt
+	w.result.AttemptID = w.life.AttemptID()
+	w.progress.Attempt = w.life.Attempt.Attempt
 	var disp ledger.ZoneDisposition
-	err := workflow.ExecuteActivity(ledgerOptions(ctx), zxActs.RecordZoneExpungeIntent, activities.ZoneIntentInput{
-		AttemptID: w.life.attemptID(), Sled: w.in.Sled, Zone: w.in.Zone, Kind: pre.Kind, ExpungedAsOf: pre.LedgeredGeneration + 1,
+	err := workflow.ExecuteActivity(workflows.LedgerOptions(ctx), zxActs.RecordZoneExpungeIntent, ZoneIntentInput{
+		AttemptID: w.life.AttemptID(), Sled: w.in.Sled, Zone: w.in.Zone, Kind: pre.Kind, ExpungedAsOf: pre.LedgeredGeneration + 1,
 	}).Get(ctx, &disp)
 	if err != nil {
 		return disp, err
@@ -69,19 +69,19 @@ func (w *zoneExpunge) recordIntent(ctx workflow.Context, pre activities.ZonePrec
 // ledgers it; rebase when the sled moved on with the zone still in.
 func (w *zoneExpunge) removeZone(ctx workflow.Context, asOf uint64) (uint64, error) {
 	for {
-		w.life.phase(ctx, ZonePhaseRemovingZone)
+		w.life.Phase(ctx, ZonePhaseRemovingZone)
 		deadline := workflow.Now(ctx).Add(w.timing.PutTimeout)
 		// A cancel waits for the PUT to stop, then asks the sled.
-		actx := workflow.WithActivityOptions(AwaitCancel(ctx), workflow.ActivityOptions{
+		actx := workflow.WithActivityOptions(workflows.AwaitCancel(ctx), workflow.ActivityOptions{
 			StartToCloseTimeout:    w.timing.PutTimeout + 2*time.Minute,
 			ScheduleToCloseTimeout: w.timing.PutTimeout + 10*time.Minute,
 			HeartbeatTimeout:       w.timing.HeartbeatTimeout,
-			RetryPolicy:            DeviceRetry,
+			RetryPolicy:            workflows.DeviceRetry,
 			Summary:                fmt.Sprintf("PUT sled %s config at generation %d without zone %s", w.in.Sled, asOf, w.in.Zone),
 		})
-		var put activities.ZonePutResult
-		err := workflow.ExecuteActivity(actx, zxActs.PutConfigWithoutZone, activities.ZonePutInput{
-			AttemptID: w.life.attemptID(), Sled: w.in.Sled, Zone: w.in.Zone, ExpungedAsOf: asOf, Deadline: deadline,
+		var put ZonePutResult
+		err := workflow.ExecuteActivity(actx, zxActs.PutConfigWithoutZone, ZonePutInput{
+			AttemptID: w.life.AttemptID(), Sled: w.in.Sled, Zone: w.in.Zone, ExpungedAsOf: asOf, Deadline: deadline,
 			RetryInitial: w.timing.RetryInitial, RetryMax: w.timing.RetryMax,
 		}).Get(ctx, &put)
 		if err == nil {
@@ -101,10 +101,10 @@ func (w *zoneExpunge) removeZone(ctx workflow.Context, asOf uint64) (uint64, err
 				"sled %s moved on %d times while expunging zone %s; giving up (resumable)", w.in.Sled, w.result.Rebases, w.in.Zone),
 				failure.TooManyRebases, err)
 		}
-		w.life.phase(ctx, ZonePhaseRebasing)
+		w.life.Phase(ctx, ZonePhaseRebasing)
 		var disp ledger.ZoneDisposition
-		if err := workflow.ExecuteActivity(ledgerOptions(ctx), zxActs.RebaseZoneExpunge, activities.ZoneRebaseInput{
-			AttemptID: w.life.attemptID(), Zone: w.in.Zone, From: asOf, To: ledgered + 1,
+		if err := workflow.ExecuteActivity(workflows.LedgerOptions(ctx), zxActs.RebaseZoneExpunge, ZoneRebaseInput{
+			AttemptID: w.life.AttemptID(), Zone: w.in.Zone, From: asOf, To: ledgered + 1,
 		}).Get(ctx, &disp); err != nil {
 			return asOf, err
 		}
@@ -116,17 +116,17 @@ func (w *zoneExpunge) removeZone(ctx workflow.Context, asOf uint64) (uint64, err
 
 // awaitInventoryProof is step 4; the activity marks ready_for_cleanup.
 func (w *zoneExpunge) awaitInventoryProof(ctx workflow.Context, asOf uint64) error {
-	w.life.phase(ctx, ZonePhaseAwaitingInventory)
+	w.life.Phase(ctx, ZonePhaseAwaitingInventory)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    w.timing.ProofTimeout + 2*time.Minute,
 		ScheduleToCloseTimeout: w.timing.ProofTimeout + 10*time.Minute,
 		HeartbeatTimeout:       w.timing.HeartbeatTimeout,
-		RetryPolicy:            DeviceRetry,
+		RetryPolicy:            workflows.DeviceRetry,
 		Summary:                fmt.Sprintf("wait for sled %s inventory: generation >= %d and zone %s gone", w.in.Sled, asOf, w.in.Zone),
 	})
-	var gone activities.ZoneGoneResult
-	if err := workflow.ExecuteActivity(actx, zxActs.AwaitZoneGone, activities.ZoneGoneInput{
-		AttemptID: w.life.attemptID(), Sled: w.in.Sled, Zone: w.in.Zone, ExpungedAsOf: asOf,
+	var gone ZoneGoneResult
+	if err := workflow.ExecuteActivity(actx, zxActs.AwaitZoneGone, ZoneGoneInput{
+		AttemptID: w.life.AttemptID(), Sled: w.in.Sled, Zone: w.in.Zone, ExpungedAsOf: asOf,
 		Deadline: workflow.Now(ctx).Add(w.timing.ProofTimeout), PollInterval: w.timing.PollInterval,
 	}).Get(ctx, &gone); err != nil {
 		return err
@@ -138,17 +138,17 @@ func (w *zoneExpunge) awaitInventoryProof(ctx workflow.Context, asOf uint64) err
 // reassignSagas is step 5 (Nexus only, after step 4 holds): choose a live
 // Nexus, move the sagas in one transaction, verify none remain.
 func (w *zoneExpunge) reassignSagas(ctx workflow.Context) error {
-	w.life.phase(ctx, ZonePhaseReassigningSagas)
+	w.life.Phase(ctx, ZonePhaseReassigningSagas)
 	owner, err := w.chooseOwner(ctx)
 	if err != nil {
 		return err
 	}
 	for round := 1; ; round++ {
-		w.life.phase(ctx, ZonePhaseReassigningSagas)
-		var moved activities.ZoneReassignResult
+		w.life.Phase(ctx, ZonePhaseReassigningSagas)
+		var moved ZoneReassignResult
 		if err := workflow.ExecuteActivity(w.deviceOptions(ctx, fmt.Sprintf("move sagas of %s to %s", w.in.Zone, owner)),
-			zxActs.ReassignNexusSagas, activities.ZoneReassignInput{
-				AttemptID: w.life.attemptID(), Zone: w.in.Zone, NewOwner: owner,
+			zxActs.ReassignNexusSagas, ZoneReassignInput{
+				AttemptID: w.life.AttemptID(), Zone: w.in.Zone, NewOwner: owner,
 			}).Get(ctx, &moved); err != nil {
 			var appErr *temporal.ApplicationError
 			if !errors.As(err, &appErr) || appErr.Type() != failure.OwnerGone || round >= maxSagaRounds {
@@ -162,7 +162,7 @@ func (w *zoneExpunge) reassignSagas(ctx workflow.Context) error {
 		}
 		w.progress.Done += int64(len(moved.Moved))
 		w.progress.Total = w.progress.Done + moved.Remaining
-		w.life.phase(ctx, ZonePhaseVerifyingSagas)
+		w.life.Phase(ctx, ZonePhaseVerifyingSagas)
 		var left int64
 		if err := workflow.ExecuteActivity(w.deviceOptions(ctx, "count sagas left on "+w.in.Zone.String()),
 			zxActs.CountUnfinishedSagas, w.in.Zone).Get(ctx, &left); err != nil {
@@ -186,8 +186,8 @@ func (w *zoneExpunge) chooseOwner(ctx workflow.Context) (uuid.UUID, error) {
 	var owner uuid.UUID
 	actx := workflow.WithScheduleToCloseTimeout(w.deviceOptions(ctx, "choose the Nexus adopting the sagas of "+w.in.Zone.String()),
 		ownerChoiceBound)
-	if err := workflow.ExecuteActivity(actx, zxActs.ChooseSagaOwner, activities.ZoneOwnerInput{
-		AttemptID: w.life.attemptID(), Sled: w.in.Sled, Zone: w.in.Zone, RackSleds: w.in.RackSleds, Preferred: w.in.NewOwner,
+	if err := workflow.ExecuteActivity(actx, zxActs.ChooseSagaOwner, ZoneOwnerInput{
+		AttemptID: w.life.AttemptID(), Sled: w.in.Sled, Zone: w.in.Zone, RackSleds: w.in.RackSleds, Preferred: w.in.NewOwner,
 	}).Get(ctx, &owner); err != nil {
 		return uuid.Nil, err
 	}
@@ -197,10 +197,10 @@ func (w *zoneExpunge) chooseOwner(ctx workflow.Context) (uuid.UUID, error) {
 
 // commit is step 6 (the ending ends the ledger attempt).
 func (w *zoneExpunge) commit(ctx workflow.Context) error {
-	w.life.phase(ctx, ZonePhaseCommitting)
+	w.life.Phase(ctx, ZonePhaseCommitting)
 	var disp ledger.ZoneDisposition
-	if err := workflow.ExecuteActivity(ledgerOptions(ctx), zxActs.CommitZoneExpunge, activities.ZoneCommitInput{
-		AttemptID: w.life.attemptID(), Zone: w.in.Zone, NewOwner: w.result.NewOwner,
+	if err := workflow.ExecuteActivity(workflows.LedgerOptions(ctx), zxActs.CommitZoneExpunge, ZoneCommitInput{
+		AttemptID: w.life.AttemptID(), Zone: w.in.Zone, NewOwner: w.result.NewOwner,
 	}).Get(ctx, &disp); err != nil {
 		return err
 	}
@@ -221,7 +221,7 @@ func (w *zoneExpunge) deviceOptions(ctx workflow.Context, summary string) workfl
 		// a call lost with a dead worker is retried after this.
 		StartToCloseTimeout:    45 * time.Second,
 		ScheduleToCloseTimeout: 15 * time.Minute,
-		RetryPolicy:            DeviceRetry,
+		RetryPolicy:            workflows.DeviceRetry,
 		Summary:                summary,
 	})
 }

@@ -1,4 +1,4 @@
-package workflows
+package zoneexpunge
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // zxTest is a ZoneExpunge run against stubbed activities that records the
@@ -27,7 +28,7 @@ import (
 type zxTest struct {
 	t     *testing.T
 	env   *testsuite.TestWorkflowEnvironment
-	za    *activities.ZoneActivities
+	za    *ZoneActivities
 	la    *activities.LedgerActivities
 	in    ZoneExpungeInput
 	mu    sync.Mutex
@@ -46,14 +47,14 @@ var (
 
 func newZXTest(t *testing.T, kind string) *zxTest {
 	var s testsuite.WorkflowTestSuite
-	x := &zxTest{t: t, env: s.NewTestWorkflowEnvironment(), za: &activities.ZoneActivities{}, la: &activities.LedgerActivities{},
+	x := &zxTest{t: t, env: s.NewTestWorkflowEnvironment(), za: &ZoneActivities{}, la: &activities.LedgerActivities{},
 		in: ZoneExpungeInput{Sled: zxSled, Zone: zxZone, RackSleds: []uuid.UUID{zxSled}}, stubs: map[string]zxStub{}}
 	x.env.RegisterWorkflow(ZoneExpunge)
 	x.env.RegisterActivity(x.za)
 	x.env.RegisterActivity(x.la)
 	// Defaults: a happy expunge at generation 3 -> 4.
-	x.on(x.za.PrecheckZoneExpunge, func(_ context.Context, in activities.ZonePrecheckInput) (activities.ZonePrecheck, error) {
-		return activities.ZonePrecheck{Kind: kind, LedgeredGeneration: 3, InConfig: true, Present: true, NextAttempt: 1}, nil
+	x.on(x.za.PrecheckZoneExpunge, func(_ context.Context, in ZonePrecheckInput) (ZonePrecheck, error) {
+		return ZonePrecheck{Kind: kind, LedgeredGeneration: 3, InConfig: true, Present: true, NextAttempt: 1}, nil
 	})
 	x.on(x.la.RecordIntent, func(_ context.Context, a ledger.Attempt) error { return nil })
 	x.on(x.la.SetProgress, func(_ context.Context, p ledger.Progress) error { return nil })
@@ -63,25 +64,25 @@ func newZXTest(t *testing.T, kind string) *zxTest {
 		x.mu.Unlock()
 		return nil
 	})
-	x.on(x.za.RecordZoneExpungeIntent, func(_ context.Context, in activities.ZoneIntentInput) (ledger.ZoneDisposition, error) {
+	x.on(x.za.RecordZoneExpungeIntent, func(_ context.Context, in ZoneIntentInput) (ledger.ZoneDisposition, error) {
 		return ledger.ZoneDisposition{ZoneID: in.Zone, SledID: in.Sled, Kind: in.Kind, Disposition: ledger.ZoneExpunged, ExpungedAsOf: in.ExpungedAsOf, AttemptID: in.AttemptID}, nil
 	})
-	x.on(x.za.RebaseZoneExpunge, func(_ context.Context, in activities.ZoneRebaseInput) (ledger.ZoneDisposition, error) {
+	x.on(x.za.RebaseZoneExpunge, func(_ context.Context, in ZoneRebaseInput) (ledger.ZoneDisposition, error) {
 		return ledger.ZoneDisposition{ZoneID: in.Zone, ExpungedAsOf: in.To}, nil
 	})
-	x.on(x.za.PutConfigWithoutZone, func(_ context.Context, in activities.ZonePutInput) (activities.ZonePutResult, error) {
-		return activities.ZonePutResult{LedgeredGeneration: in.ExpungedAsOf, Attempts: 1}, nil
+	x.on(x.za.PutConfigWithoutZone, func(_ context.Context, in ZonePutInput) (ZonePutResult, error) {
+		return ZonePutResult{LedgeredGeneration: in.ExpungedAsOf, Attempts: 1}, nil
 	})
-	x.on(x.za.AwaitZoneGone, func(_ context.Context, in activities.ZoneGoneInput) (activities.ZoneGoneResult, error) {
-		return activities.ZoneGoneResult{ObservedGeneration: in.ExpungedAsOf}, nil
+	x.on(x.za.AwaitZoneGone, func(_ context.Context, in ZoneGoneInput) (ZoneGoneResult, error) {
+		return ZoneGoneResult{ObservedGeneration: in.ExpungedAsOf}, nil
 	})
-	x.on(x.za.ChooseSagaOwner, func(_ context.Context, in activities.ZoneOwnerInput) (uuid.UUID, error) { return zxOwner, nil })
-	x.on(x.za.ReassignNexusSagas, func(_ context.Context, in activities.ZoneReassignInput) (activities.ZoneReassignResult, error) {
-		return activities.ZoneReassignResult{Moved: zxSagas}, nil
+	x.on(x.za.ChooseSagaOwner, func(_ context.Context, in ZoneOwnerInput) (uuid.UUID, error) { return zxOwner, nil })
+	x.on(x.za.ReassignNexusSagas, func(_ context.Context, in ZoneReassignInput) (ZoneReassignResult, error) {
+		return ZoneReassignResult{Moved: zxSagas}, nil
 	})
 	x.on(x.za.CountUnfinishedSagas, func(_ context.Context, zone uuid.UUID) (int64, error) { return 0, nil })
-	x.on(x.za.ZoneRemovalLedgered, func(context.Context, activities.ZoneRemovedInput) (bool, error) { return false, nil })
-	x.on(x.za.CommitZoneExpunge, func(_ context.Context, in activities.ZoneCommitInput) (ledger.ZoneDisposition, error) {
+	x.on(x.za.ZoneRemovalLedgered, func(context.Context, ZoneRemovedInput) (bool, error) { return false, nil })
+	x.on(x.za.CommitZoneExpunge, func(_ context.Context, in ZoneCommitInput) (ledger.ZoneDisposition, error) {
 		return ledger.ZoneDisposition{ZoneID: in.Zone, SagasMoved: 2, SagaNewOwner: in.NewOwner}, nil
 	})
 	return x
@@ -131,7 +132,7 @@ func (x *zxTest) steps() []string {
 }
 
 func (x *zxTest) progress() ZoneExpungeProgress {
-	v, err := x.env.QueryWorkflow(ProgressQuery)
+	v, err := x.env.QueryWorkflow(workflows.ProgressQuery)
 	require.NoError(x.t, err)
 	var p ZoneExpungeProgress
 	require.NoError(x.t, v.Get(&p))
@@ -164,7 +165,7 @@ func TestZoneExpungeNexusRunsEveryStepInOrder(t *testing.T) {
 	assert.Equal(t, ledger.StateCompleted, x.finishes[0].State)
 
 	p := x.progress()
-	assert.Equal(t, StateCompleted, p.State)
+	assert.Equal(t, workflows.StateCompleted, p.State)
 	assert.Equal(t, ZonePhaseDone, p.Phase)
 	assert.Equal(t, int64(2), p.Done)
 	assert.Equal(t, uint64(4), p.ExpungedAsOf)
@@ -187,15 +188,15 @@ func TestZoneExpungeNonNexusSkipsSagaSteps(t *testing.T) {
 func TestZoneExpungePassesIntentGenerationAndDeadline(t *testing.T) {
 	x := newZXTest(t, "nexus")
 	x.in.Timing = ZoneExpungeTiming{PutTimeout: 7 * time.Minute, RetryInitial: time.Second, RetryMax: 5 * time.Second}
-	var intent activities.ZoneIntentInput
-	var put activities.ZonePutInput
-	x.on(x.za.RecordZoneExpungeIntent, func(_ context.Context, in activities.ZoneIntentInput) (ledger.ZoneDisposition, error) {
+	var intent ZoneIntentInput
+	var put ZonePutInput
+	x.on(x.za.RecordZoneExpungeIntent, func(_ context.Context, in ZoneIntentInput) (ledger.ZoneDisposition, error) {
 		intent = in
 		return ledger.ZoneDisposition{ExpungedAsOf: in.ExpungedAsOf}, nil
 	})
-	x.on(x.za.PutConfigWithoutZone, func(_ context.Context, in activities.ZonePutInput) (activities.ZonePutResult, error) {
+	x.on(x.za.PutConfigWithoutZone, func(_ context.Context, in ZonePutInput) (ZonePutResult, error) {
 		put = in
-		return activities.ZonePutResult{}, nil
+		return ZonePutResult{}, nil
 	})
 	_, err := x.run()
 	require.NoError(t, err)
@@ -215,22 +216,22 @@ func staleErr(gen uint64) error {
 func TestZoneExpungeRebasesOnStaleGeneration(t *testing.T) {
 	x := newZXTest(t, "nexus")
 	var puts []uint64
-	var rebase activities.ZoneRebaseInput
-	x.on(x.za.PutConfigWithoutZone, func(_ context.Context, in activities.ZonePutInput) (activities.ZonePutResult, error) {
+	var rebase ZoneRebaseInput
+	x.on(x.za.PutConfigWithoutZone, func(_ context.Context, in ZonePutInput) (ZonePutResult, error) {
 		puts = append(puts, in.ExpungedAsOf)
 		if len(puts) == 1 {
-			return activities.ZonePutResult{}, staleErr(7)
+			return ZonePutResult{}, staleErr(7)
 		}
-		return activities.ZonePutResult{Attempts: 1}, nil
+		return ZonePutResult{Attempts: 1}, nil
 	})
-	x.on(x.za.RebaseZoneExpunge, func(_ context.Context, in activities.ZoneRebaseInput) (ledger.ZoneDisposition, error) {
+	x.on(x.za.RebaseZoneExpunge, func(_ context.Context, in ZoneRebaseInput) (ledger.ZoneDisposition, error) {
 		rebase = in
 		return ledger.ZoneDisposition{ExpungedAsOf: in.To}, nil
 	})
 	var awaited uint64
-	x.on(x.za.AwaitZoneGone, func(_ context.Context, in activities.ZoneGoneInput) (activities.ZoneGoneResult, error) {
+	x.on(x.za.AwaitZoneGone, func(_ context.Context, in ZoneGoneInput) (ZoneGoneResult, error) {
 		awaited = in.ExpungedAsOf
-		return activities.ZoneGoneResult{ObservedGeneration: in.ExpungedAsOf}, nil
+		return ZoneGoneResult{ObservedGeneration: in.ExpungedAsOf}, nil
 	})
 	res, err := x.run()
 	require.NoError(t, err)
@@ -245,9 +246,9 @@ func TestZoneExpungeRebasesOnStaleGeneration(t *testing.T) {
 func TestZoneExpungeGivesUpAfterTooManyRebases(t *testing.T) {
 	x := newZXTest(t, "nexus")
 	gen := uint64(4)
-	x.on(x.za.PutConfigWithoutZone, func(_ context.Context, in activities.ZonePutInput) (activities.ZonePutResult, error) {
+	x.on(x.za.PutConfigWithoutZone, func(_ context.Context, in ZonePutInput) (ZonePutResult, error) {
 		gen = in.ExpungedAsOf + 1
-		return activities.ZonePutResult{}, staleErr(gen)
+		return ZonePutResult{}, staleErr(gen)
 	})
 	_, err := x.run()
 	require.Error(t, err)
@@ -269,44 +270,44 @@ func TestZoneExpungeStepErrorsStopBeforeLaterSteps(t *testing.T) {
 		intent  bool // an attempt was recorded (so it is finished as failed)
 	}{
 		{"zone removal timed out", func(x *zxTest) any { return x.za.PutConfigWithoutZone },
-			func(context.Context, activities.ZonePutInput) (activities.ZonePutResult, error) {
-				return activities.ZonePutResult{}, temporal.NewNonRetryableApplicationError("x", failure.ZoneRemovalTimedOut, nil, 12)
+			func(context.Context, ZonePutInput) (ZonePutResult, error) {
+				return ZonePutResult{}, temporal.NewNonRetryableApplicationError("x", failure.ZoneRemovalTimedOut, nil, 12)
 			}, failure.ZoneRemovalTimedOut, []string{"AwaitZoneGone", "ReassignNexusSagas", "CommitZoneExpunge"}, true},
 		{"sled agent rejected", func(x *zxTest) any { return x.za.PutConfigWithoutZone },
-			func(context.Context, activities.ZonePutInput) (activities.ZonePutResult, error) {
-				return activities.ZonePutResult{}, temporal.NewNonRetryableApplicationError("x", failure.SledAgentRejected, nil)
+			func(context.Context, ZonePutInput) (ZonePutResult, error) {
+				return ZonePutResult{}, temporal.NewNonRetryableApplicationError("x", failure.SledAgentRejected, nil)
 			}, failure.SledAgentRejected, []string{"AwaitZoneGone", "ReassignNexusSagas"}, true},
 		{"inventory proof timed out", func(x *zxTest) any { return x.za.AwaitZoneGone },
-			func(context.Context, activities.ZoneGoneInput) (activities.ZoneGoneResult, error) {
-				return activities.ZoneGoneResult{}, temporal.NewNonRetryableApplicationError("x", failure.InventoryProofTimedOut, nil)
+			func(context.Context, ZoneGoneInput) (ZoneGoneResult, error) {
+				return ZoneGoneResult{}, temporal.NewNonRetryableApplicationError("x", failure.InventoryProofTimedOut, nil)
 			}, failure.InventoryProofTimedOut, []string{"ChooseSagaOwner", "ReassignNexusSagas", "CommitZoneExpunge"}, true},
 		{"zone reinstated", func(x *zxTest) any { return x.za.AwaitZoneGone },
-			func(context.Context, activities.ZoneGoneInput) (activities.ZoneGoneResult, error) {
-				return activities.ZoneGoneResult{}, temporal.NewNonRetryableApplicationError("x", failure.ZoneReinstated, nil)
+			func(context.Context, ZoneGoneInput) (ZoneGoneResult, error) {
+				return ZoneGoneResult{}, temporal.NewNonRetryableApplicationError("x", failure.ZoneReinstated, nil)
 			}, failure.ZoneReinstated, []string{"ReassignNexusSagas", "CommitZoneExpunge"}, true},
 		{"no live nexus", func(x *zxTest) any { return x.za.ChooseSagaOwner },
-			func(context.Context, activities.ZoneOwnerInput) (uuid.UUID, error) {
+			func(context.Context, ZoneOwnerInput) (uuid.UUID, error) {
 				return uuid.Nil, temporal.NewNonRetryableApplicationError("x", failure.NoLiveNexus, nil)
 			}, failure.NoLiveNexus, []string{"ReassignNexusSagas", "CommitZoneExpunge"}, true},
 		{"gate not proven", func(x *zxTest) any { return x.za.ReassignNexusSagas },
-			func(context.Context, activities.ZoneReassignInput) (activities.ZoneReassignResult, error) {
-				return activities.ZoneReassignResult{}, temporal.NewNonRetryableApplicationError("x", failure.GateNotProven, nil)
+			func(context.Context, ZoneReassignInput) (ZoneReassignResult, error) {
+				return ZoneReassignResult{}, temporal.NewNonRetryableApplicationError("x", failure.GateNotProven, nil)
 			}, failure.GateNotProven, []string{"CountUnfinishedSagas", "CommitZoneExpunge"}, true},
 		{"nexus db not configured", func(x *zxTest) any { return x.za.ReassignNexusSagas },
-			func(context.Context, activities.ZoneReassignInput) (activities.ZoneReassignResult, error) {
-				return activities.ZoneReassignResult{}, temporal.NewNonRetryableApplicationError("x", failure.NexusDBNotConfigured, nil)
+			func(context.Context, ZoneReassignInput) (ZoneReassignResult, error) {
+				return ZoneReassignResult{}, temporal.NewNonRetryableApplicationError("x", failure.NexusDBNotConfigured, nil)
 			}, failure.NexusDBNotConfigured, []string{"CommitZoneExpunge"}, true},
 		{"last nexus", func(x *zxTest) any { return x.za.PrecheckZoneExpunge },
-			func(context.Context, activities.ZonePrecheckInput) (activities.ZonePrecheck, error) {
-				return activities.ZonePrecheck{}, temporal.NewNonRetryableApplicationError("x", failure.LastNexusZone, nil)
+			func(context.Context, ZonePrecheckInput) (ZonePrecheck, error) {
+				return ZonePrecheck{}, temporal.NewNonRetryableApplicationError("x", failure.LastNexusZone, nil)
 			}, failure.LastNexusZone, []string{"RecordIntent", "RecordZoneExpungeIntent", "PutConfigWithoutZone"}, false},
 		{"zone not found", func(x *zxTest) any { return x.za.PrecheckZoneExpunge },
-			func(context.Context, activities.ZonePrecheckInput) (activities.ZonePrecheck, error) {
-				return activities.ZonePrecheck{}, temporal.NewNonRetryableApplicationError("x", failure.ZoneNotFound, nil)
+			func(context.Context, ZonePrecheckInput) (ZonePrecheck, error) {
+				return ZonePrecheck{}, temporal.NewNonRetryableApplicationError("x", failure.ZoneNotFound, nil)
 			}, failure.ZoneNotFound, []string{"RecordIntent", "PutConfigWithoutZone"}, false},
 		{"sled not found", func(x *zxTest) any { return x.za.PrecheckZoneExpunge },
-			func(context.Context, activities.ZonePrecheckInput) (activities.ZonePrecheck, error) {
-				return activities.ZonePrecheck{}, temporal.NewNonRetryableApplicationError("x", failure.SledNotFound, nil)
+			func(context.Context, ZonePrecheckInput) (ZonePrecheck, error) {
+				return ZonePrecheck{}, temporal.NewNonRetryableApplicationError("x", failure.SledNotFound, nil)
 			}, failure.SledNotFound, []string{"RecordIntent", "PutConfigWithoutZone"}, false},
 		{"target busy", func(x *zxTest) any { return x.la.RecordIntent },
 			func(context.Context, ledger.Attempt) error {
@@ -330,7 +331,7 @@ func TestZoneExpungeStepErrorsStopBeforeLaterSteps(t *testing.T) {
 			} else {
 				assert.Empty(t, x.finishes)
 			}
-			assert.Equal(t, StateFailed, x.progress().State)
+			assert.Equal(t, workflows.StateFailed, x.progress().State)
 		})
 	}
 }
@@ -366,8 +367,8 @@ func TestZoneExpungeFailsWhenSagasRemain(t *testing.T) {
 func TestZoneExpungeAlreadyCompletedIsANoOp(t *testing.T) {
 	x := newZXTest(t, "nexus")
 	done := time.Now()
-	x.on(x.za.PrecheckZoneExpunge, func(context.Context, activities.ZonePrecheckInput) (activities.ZonePrecheck, error) {
-		return activities.ZonePrecheck{Kind: "nexus", LedgeredGeneration: 9, Existing: &ledger.ZoneDisposition{
+	x.on(x.za.PrecheckZoneExpunge, func(context.Context, ZonePrecheckInput) (ZonePrecheck, error) {
+		return ZonePrecheck{Kind: "nexus", LedgeredGeneration: 9, Existing: &ledger.ZoneDisposition{
 			ZoneID: zxZone, SledID: zxSled, Kind: "nexus", Disposition: ledger.ZoneExpunged, ExpungedAsOf: 4,
 			ReadyForCleanup: true, CompletedAt: &done, SagasMoved: 5, SagaNewOwner: zxOwner}}, nil
 	})
@@ -384,18 +385,18 @@ func TestZoneExpungeAlreadyCompletedIsANoOp(t *testing.T) {
 func TestZoneExpungeResumesRecordedExpunge(t *testing.T) {
 	x := newZXTest(t, "nexus")
 	prev := ledger.Attempt{ID: uuid.New(), Attempt: 1, State: ledger.StateRunning}
-	x.on(x.za.PrecheckZoneExpunge, func(context.Context, activities.ZonePrecheckInput) (activities.ZonePrecheck, error) {
-		return activities.ZonePrecheck{Kind: "nexus", LedgeredGeneration: 4, Present: false, ActiveAttempt: &prev, NextAttempt: 2,
+	x.on(x.za.PrecheckZoneExpunge, func(context.Context, ZonePrecheckInput) (ZonePrecheck, error) {
+		return ZonePrecheck{Kind: "nexus", LedgeredGeneration: 4, Present: false, ActiveAttempt: &prev, NextAttempt: 2,
 			Existing: &ledger.ZoneDisposition{ZoneID: zxZone, SledID: zxSled, Kind: "nexus", Disposition: ledger.ZoneExpunged, ExpungedAsOf: 4}}, nil
 	})
-	x.on(x.za.RecordZoneExpungeIntent, func(_ context.Context, in activities.ZoneIntentInput) (ledger.ZoneDisposition, error) {
+	x.on(x.za.RecordZoneExpungeIntent, func(_ context.Context, in ZoneIntentInput) (ledger.ZoneDisposition, error) {
 		assert.Equal(t, prev.ID, in.AttemptID)
 		return ledger.ZoneDisposition{ExpungedAsOf: 4}, nil // the record stands, not 5
 	})
-	var put activities.ZonePutInput
-	x.on(x.za.PutConfigWithoutZone, func(_ context.Context, in activities.ZonePutInput) (activities.ZonePutResult, error) {
+	var put ZonePutInput
+	x.on(x.za.PutConfigWithoutZone, func(_ context.Context, in ZonePutInput) (ZonePutResult, error) {
 		put = in
-		return activities.ZonePutResult{LedgeredGeneration: 4}, nil
+		return ZonePutResult{LedgeredGeneration: 4}, nil
 	})
 	res, err := x.run()
 	require.NoError(t, err)
@@ -407,8 +408,8 @@ func TestZoneExpungeResumesRecordedExpunge(t *testing.T) {
 
 func TestZoneExpungeNewAttemptNumberAfterFailedRun(t *testing.T) {
 	x := newZXTest(t, "crucible")
-	x.on(x.za.PrecheckZoneExpunge, func(context.Context, activities.ZonePrecheckInput) (activities.ZonePrecheck, error) {
-		return activities.ZonePrecheck{Kind: "crucible", LedgeredGeneration: 3, NextAttempt: 3,
+	x.on(x.za.PrecheckZoneExpunge, func(context.Context, ZonePrecheckInput) (ZonePrecheck, error) {
+		return ZonePrecheck{Kind: "crucible", LedgeredGeneration: 3, NextAttempt: 3,
 			Existing: &ledger.ZoneDisposition{Kind: "crucible", ExpungedAsOf: 4}}, nil
 	})
 	var rec ledger.Attempt
@@ -417,7 +418,7 @@ func TestZoneExpungeNewAttemptNumberAfterFailedRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, rec.Attempt)
 	assert.Equal(t, "zone/"+zxZone.String(), rec.Target)
-	assert.Equal(t, string(KindZoneExpunge), rec.Kind)
+	assert.Equal(t, string(workflows.KindZoneExpunge), rec.Kind)
 }
 
 func TestZoneExpungeRejectsInvalidInput(t *testing.T) {
@@ -444,10 +445,10 @@ func TestZoneExpungeRejectsInvalidInput(t *testing.T) {
 // is recorded as cancelled (on a disconnected context), nothing else runs.
 func TestZoneExpungeCancelledRecordsCancelledAttempt(t *testing.T) {
 	x := newZXTest(t, "nexus")
-	x.on(x.za.PutConfigWithoutZone, func(ctx context.Context, in activities.ZonePutInput) (activities.ZonePutResult, error) {
+	x.on(x.za.PutConfigWithoutZone, func(ctx context.Context, in ZonePutInput) (ZonePutResult, error) {
 		x.env.CancelWorkflow() // the operator cancels while the PUT is retrying
 		<-ctx.Done()
-		return activities.ZonePutResult{}, ctx.Err()
+		return ZonePutResult{}, ctx.Err()
 	})
 	_, err := x.run()
 	require.Error(t, err)
@@ -455,7 +456,7 @@ func TestZoneExpungeCancelledRecordsCancelledAttempt(t *testing.T) {
 	require.Len(t, x.finishes, 1)
 	assert.Equal(t, ledger.StateCancelled, x.finishes[0].State)
 	assert.NotContains(t, x.steps(), "AwaitZoneGone")
-	assert.Equal(t, StateCancelled, x.progress().State)
+	assert.Equal(t, workflows.StateCancelled, x.progress().State)
 }
 
 func TestZoneExpungeInputContract(t *testing.T) {
@@ -473,7 +474,7 @@ func TestZoneExpungeChoosesAgainWhenTheOwnerIsGone(t *testing.T) {
 	gone, live := zxOwner, uuid.MustParse("55555555-5555-4555-8555-555555555555")
 	var mu sync.Mutex
 	chosen := 0
-	x.on(x.za.ChooseSagaOwner, func(_ context.Context, in activities.ZoneOwnerInput) (uuid.UUID, error) {
+	x.on(x.za.ChooseSagaOwner, func(_ context.Context, in ZoneOwnerInput) (uuid.UUID, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		chosen++
@@ -483,14 +484,14 @@ func TestZoneExpungeChoosesAgainWhenTheOwnerIsGone(t *testing.T) {
 		return live, nil
 	})
 	var movedTo []uuid.UUID
-	x.on(x.za.ReassignNexusSagas, func(_ context.Context, in activities.ZoneReassignInput) (activities.ZoneReassignResult, error) {
+	x.on(x.za.ReassignNexusSagas, func(_ context.Context, in ZoneReassignInput) (ZoneReassignResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if in.NewOwner == gone {
-			return activities.ZoneReassignResult{}, temporal.NewNonRetryableApplicationError("gone", failure.OwnerGone, nil)
+			return ZoneReassignResult{}, temporal.NewNonRetryableApplicationError("gone", failure.OwnerGone, nil)
 		}
 		movedTo = append(movedTo, in.NewOwner)
-		return activities.ZoneReassignResult{Moved: zxSagas}, nil
+		return ZoneReassignResult{Moved: zxSagas}, nil
 	})
 	res, err := x.run()
 	require.NoError(t, err)
@@ -507,9 +508,9 @@ func TestZoneExpungeChoosesAgainWhenTheOwnerIsGone(t *testing.T) {
 // ends completed, saying the cancel came too late to stop it.
 func TestZoneExpungeCancelAfterRemovalFinishesTheSafeSteps(t *testing.T) {
 	x := newZXTest(t, "nexus")
-	x.on(x.za.AwaitZoneGone, func(_ context.Context, in activities.ZoneGoneInput) (activities.ZoneGoneResult, error) {
+	x.on(x.za.AwaitZoneGone, func(_ context.Context, in ZoneGoneInput) (ZoneGoneResult, error) {
 		x.env.CancelWorkflow() // the operator cancels while inventory is being read
-		return activities.ZoneGoneResult{ObservedGeneration: in.ExpungedAsOf}, nil
+		return ZoneGoneResult{ObservedGeneration: in.ExpungedAsOf}, nil
 	})
 	res, err := x.run()
 	require.NoError(t, err)
@@ -522,7 +523,7 @@ func TestZoneExpungeCancelAfterRemovalFinishesTheSafeSteps(t *testing.T) {
 	require.Len(t, x.finishes, 1)
 	assert.Equal(t, ledger.StateCompleted, x.finishes[0].State, "the ledger says what the sled did")
 	p := x.progress()
-	assert.Equal(t, StateCompleted, p.State)
+	assert.Equal(t, workflows.StateCompleted, p.State)
 	assert.Contains(t, p.Message, "cancel")
 }
 
@@ -531,12 +532,12 @@ func TestZoneExpungeCancelAfterRemovalFinishesTheSafeSteps(t *testing.T) {
 // without the zone the expunge is finished.
 func TestZoneExpungeCancelDuringALandedPutFinishesTheSafeSteps(t *testing.T) {
 	x := newZXTest(t, "nexus")
-	x.on(x.za.PutConfigWithoutZone, func(ctx context.Context, in activities.ZonePutInput) (activities.ZonePutResult, error) {
+	x.on(x.za.PutConfigWithoutZone, func(ctx context.Context, in ZonePutInput) (ZonePutResult, error) {
 		x.env.CancelWorkflow() // the sled ledgers our PUT, the cancel stops the activity before it sees that
 		<-ctx.Done()
-		return activities.ZonePutResult{}, ctx.Err()
+		return ZonePutResult{}, ctx.Err()
 	})
-	x.on(x.za.ZoneRemovalLedgered, func(_ context.Context, in activities.ZoneRemovedInput) (bool, error) {
+	x.on(x.za.ZoneRemovalLedgered, func(_ context.Context, in ZoneRemovedInput) (bool, error) {
 		assert.Equal(t, uint64(4), in.ExpungedAsOf)
 		return true, nil
 	})
@@ -559,10 +560,10 @@ func TestZoneExpungeCancelledWhileValidatingLeavesACancelledAttempt(t *testing.T
 		written = append(written, in)
 		return nil
 	})
-	x.on(x.za.PrecheckZoneExpunge, func(ctx context.Context, in activities.ZonePrecheckInput) (activities.ZonePrecheck, error) {
+	x.on(x.za.PrecheckZoneExpunge, func(ctx context.Context, in ZonePrecheckInput) (ZonePrecheck, error) {
 		x.env.CancelWorkflow()
 		<-ctx.Done()
-		return activities.ZonePrecheck{}, ctx.Err()
+		return ZonePrecheck{}, ctx.Err()
 	})
 	_, err := x.run()
 	require.Error(t, err)

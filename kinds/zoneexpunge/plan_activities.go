@@ -1,18 +1,19 @@
-package activities
+package zoneexpunge
 
 import (
 	"context"
 	"fmt"
+	"github.com/fleetsaga/fleetsaga/activities"
 )
 
 // PlanZoneExpunge is a zone expunge's dry run: the expunge's own precheck
 // (read-only: inventory, the ledger's disposition and attempts, the rack's
 // Nexus zones), turned into one plan row. Nothing is written.
-func (a *ZoneActivities) PlanZoneExpunge(ctx context.Context, in ZonePrecheckInput) (PlanRow, error) {
-	row := PlanRow{Current: "zone " + in.Zone.String() + " on sled " + in.Sled.String(), Desired: "expunged"}
+func (a *ZoneActivities) PlanZoneExpunge(ctx context.Context, in ZonePrecheckInput) (activities.PlanRow, error) {
+	row := activities.PlanRow{Current: "zone " + in.Zone.String() + " on sled " + in.Sled.String(), Desired: "expunged"}
 	pre, err := a.PrecheckZoneExpunge(ctx, in)
 	if err != nil {
-		return refuseRow(row, err)
+		return activities.RefuseRow(row, err)
 	}
 	where := "in its config"
 	if !pre.InConfig {
@@ -27,12 +28,12 @@ func (a *ZoneActivities) PlanZoneExpunge(ctx context.Context, in ZonePrecheckInp
 	case pre.Existing != nil && pre.Existing.Completed():
 		row.Current = fmt.Sprintf("%s zone expunged as of generation %d (committed)", pre.Existing.Kind, pre.Existing.ExpungedAsOf)
 		row.Desired = fmt.Sprintf("expunged as of generation %d", pre.Existing.ExpungedAsOf)
-		row.Action, row.Reason = PlanAtTarget, "the ledger has the expunge committed"
+		row.Action, row.Reason = activities.PlanAtTarget, "the ledger has the expunge committed"
 	case pre.Existing != nil:
 		row.Desired = fmt.Sprintf("expunged as of generation %d", pre.Existing.ExpungedAsOf)
-		row.Action, row.Reason = PlanUpdate, "resumes the expunge the ledger started"
+		row.Action, row.Reason = activities.PlanUpdate, "resumes the expunge the ledger started"
 	default:
-		row.Action = PlanUpdate
+		row.Action = activities.PlanUpdate
 		if len(pre.OtherNexus) > 0 {
 			row.Reason = fmt.Sprintf("Nexus: its sagas move to one of %d other in-service Nexus zones", len(pre.OtherNexus))
 		}

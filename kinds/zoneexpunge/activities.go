@@ -1,4 +1,4 @@
-package activities
+package zoneexpunge
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleet/nexusdb"
@@ -70,7 +71,7 @@ func (a *ZoneActivities) event(ctx context.Context, attempt uuid.UUID, step, sta
 	if attempt == uuid.Nil {
 		return nil
 	}
-	worker := (&LedgerActivities{Identity: a.Identity}).identity(ctx)
+	worker := activities.WorkerIdentity(ctx, a.Identity)
 	return a.Store.AppendEvent(ctx, ledger.Event{AttemptID: attempt, Step: step, State: state, Message: msg, Worker: worker})
 }
 
@@ -411,7 +412,7 @@ func (a *ZoneActivities) PutConfigWithoutZone(ctx context.Context, in ZonePutInp
 				in.Sled, in.ExpungedAsOf, in.Zone, in.Deadline.Format(time.RFC3339), hb.Attempts, hb.LastError),
 				failure.ZoneRemovalTimedOut, err, hb.Attempts)
 		}
-		if err := sleepCtx(ctx, delay); err != nil {
+		if err := activities.SleepCtx(ctx, delay); err != nil {
 			return ZonePutResult{}, err
 		}
 		delay = min(delay*2, max(in.RetryMax, in.RetryInitial))
@@ -476,7 +477,7 @@ func (a *ZoneActivities) AwaitZoneGone(ctx context.Context, in ZoneGoneInput) (Z
 				"inventory of sled %s never proved zone %s gone at generation >= %d by %s (last: %s)",
 				in.Sled, in.Zone, in.ExpungedAsOf, in.Deadline.Format(time.RFC3339), last)
 		}
-		if err := sleepCtx(ctx, every); err != nil {
+		if err := activities.SleepCtx(ctx, every); err != nil {
 			return ZoneGoneResult{}, err
 		}
 	}

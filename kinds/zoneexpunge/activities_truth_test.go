@@ -1,4 +1,4 @@
-package activities_test
+package zoneexpunge_test
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleetsim/sled"
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
@@ -32,7 +32,7 @@ func TestPrecheckRefusesCommittedExpungeOverARunningZone(t *testing.T) {
 	_, err = f.env.Store.CompleteZoneExpunge(ctx, f.nexusA, 0, f.nexusB)
 	require.NoError(t, err)
 
-	_, err = f.tenv.ExecuteActivity(f.acts.PrecheckZoneExpunge, activities.ZonePrecheckInput{
+	_, err = f.tenv.ExecuteActivity(f.acts.PrecheckZoneExpunge, zoneexpunge.ZonePrecheckInput{
 		UpdateID: f.updateID, Sled: f.sleds[0], Zone: f.nexusA})
 	require.Error(t, err)
 	assert.Equal(t, failure.ExpungeConflict, appErrType(err), "%v", err)
@@ -62,14 +62,14 @@ func TestChooseSagaOwnerSkipsASledThatDoesNotAnswer(t *testing.T) {
 		SELECT $1, rack_id, false, 'DEAD', 'x', '127.0.0.1', 1 FROM sled WHERE id = $2`, dead, f.sleds[0])
 	require.NoError(t, err)
 
-	v, err := f.tenv.ExecuteActivity(f.acts.ChooseSagaOwner, activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA})
+	v, err := f.tenv.ExecuteActivity(f.acts.ChooseSagaOwner, zoneexpunge.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA})
 	require.NoError(t, err)
 	var owner uuid.UUID
 	require.NoError(t, v.Get(&owner))
 	assert.Equal(t, f.nexusB, owner)
 
 	// The zone's own sled stays strict: if it does not answer, nothing is decided.
-	_, err = f.tenv.ExecuteActivity(f.acts.ChooseSagaOwner, activities.ZoneOwnerInput{Sled: dead, Zone: f.nexusA})
+	_, err = f.tenv.ExecuteActivity(f.acts.ChooseSagaOwner, zoneexpunge.ZoneOwnerInput{Sled: dead, Zone: f.nexusA})
 	require.Error(t, err)
 }
 
@@ -91,7 +91,7 @@ func TestReassignRefusesAnOwnerExpungedBeforeTheMove(t *testing.T) {
 	_, err = f.env.Store.RecordZoneExpunge(ctx, ledger.ExpungeIntent{ZoneID: f.nexusB, SledID: f.sleds[1], Kind: "nexus", ExpungedAsOf: 4, AttemptID: f.attempt})
 	require.NoError(t, err)
 
-	_, err = f.tenv.ExecuteActivity(f.acts.ReassignNexusSagas, activities.ZoneReassignInput{AttemptID: f.attempt, Zone: f.nexusA, NewOwner: f.nexusB})
+	_, err = f.tenv.ExecuteActivity(f.acts.ReassignNexusSagas, zoneexpunge.ZoneReassignInput{AttemptID: f.attempt, Zone: f.nexusA, NewOwner: f.nexusB})
 	assert.Equal(t, failure.OwnerGone, appErrType(err), "%v", err)
 	onB, err := f.acts.Nexus.UnfinishedSagas(ctx, f.nexusB)
 	require.NoError(t, err)
@@ -121,7 +121,7 @@ func TestChooseSagaOwnerRetriesWhileTheOwnersSledDoesNotAnswer(t *testing.T) {
 	_, err = db.ExecContext(ctx, `UPDATE sled SET port = 1 WHERE id = $1`, f.sleds[1])
 	require.NoError(t, err)
 
-	in := activities.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA}
+	in := zoneexpunge.ZoneOwnerInput{Sled: f.sleds[0], Zone: f.nexusA}
 	_, err = f.tenv.ExecuteActivity(f.acts.ChooseSagaOwner, in)
 	require.Error(t, err)
 	var app *temporal.ApplicationError

@@ -1,4 +1,4 @@
-package workflows_test
+package zoneexpunge_test
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workerapp"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -69,20 +70,20 @@ func newZXRack(t *testing.T, removalFailures int, mode string) zxRack {
 	return r
 }
 
-func (r zxRack) input() workflows.ZoneExpungeInput {
+func (r zxRack) input() zoneexpunge.ZoneExpungeInput {
 	// No RackSleds: the rack's sleds come from Nexus's sled table.
-	return workflows.ZoneExpungeInput{Sled: r.sledA, Zone: r.nexusA, Timing: workflows.ZoneExpungeTiming{
+	return zoneexpunge.ZoneExpungeInput{Sled: r.sledA, Zone: r.nexusA, Timing: zoneexpunge.ZoneExpungeTiming{
 		RetryInitial: 100 * time.Millisecond, RetryMax: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond,
 		PutTimeout: 2 * time.Minute, HeartbeatTimeout: 3 * time.Second,
 	}}
 }
 
-func startZoneExpunge(t *testing.T, env *testenv.Env, in workflows.ZoneExpungeInput) client.WorkflowRun {
+func startZoneExpunge(t *testing.T, env *testenv.Env, in zoneexpunge.ZoneExpungeInput) client.WorkflowRun {
 	run, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
 		ID:                    workflows.WorkflowID(workflows.KindZoneExpunge, in.Target()),
 		TaskQueue:             env.TaskQueue,
 		TypedSearchAttributes: workflows.StartAttributes(workflows.KindZoneExpunge, in.Target(), ""),
-	}, workflows.ZoneExpunge, in)
+	}, zoneexpunge.ZoneExpunge, in)
 	require.NoError(t, err)
 	return run
 }
@@ -123,10 +124,10 @@ func qcount(t *testing.T, db *sql.DB, q string, args ...any) int {
 // it got there: the zone gone at generation 4, the ledger committed, no
 // unfinished saga left on A, none claimed by A after its zone was removed,
 // none lost or run twice, every moved saga adopted by B after the removal.
-func checkExpungeOutcome(t *testing.T, env *testenv.Env, sim *fleetsim.Server, r zxRack, res workflows.ZoneExpungeResult) {
+func checkExpungeOutcome(t *testing.T, env *testenv.Env, sim *fleetsim.Server, r zxRack, res zoneexpunge.ZoneExpungeResult) {
 	t.Helper()
 	ctx := context.Background()
-	assert.Equal(t, workflows.ZoneOutcomeExpunged, res.Outcome)
+	assert.Equal(t, zoneexpunge.ZoneOutcomeExpunged, res.Outcome)
 	assert.Equal(t, uint64(4), res.ExpungedAsOf)
 	assert.Equal(t, uint64(4), res.ObservedGeneration)
 	assert.Equal(t, r.nexusB, res.NewOwner, "the only live Nexus adopts")
@@ -191,7 +192,7 @@ func checkExpungeOutcome(t *testing.T, env *testenv.Env, sim *fleetsim.Server, r
 	a, err := env.Store.Get(ctx, res.AttemptID)
 	require.NoError(t, err)
 	assert.Equal(t, ledger.StateCompleted, a.State)
-	assert.Equal(t, workflows.ZoneOutcomeExpunged, a.Outcome)
+	assert.Equal(t, zoneexpunge.ZoneOutcomeExpunged, a.Outcome)
 	events, err := env.Store.Events(ctx, res.AttemptID)
 	require.NoError(t, err)
 	var steps []string
@@ -258,18 +259,18 @@ func testZoneExpungeNexusRace(t *testing.T, mode string) {
 	}, 20*time.Second, 10*time.Millisecond)
 	v, err := env.Client.QueryWorkflow(context.Background(), run.GetID(), run.GetRunID(), workflows.ProgressQuery)
 	require.NoError(t, err)
-	var p workflows.ZoneExpungeProgress
+	var p zoneexpunge.ZoneExpungeProgress
 	require.NoError(t, v.Get(&p))
-	stuckIn := workflows.ZonePhaseAwaitingInventory
+	stuckIn := zoneexpunge.ZonePhaseAwaitingInventory
 	if mode == spec.SledAgentRemoveBeforeLedger {
-		stuckIn = workflows.ZonePhaseRemovingZone
+		stuckIn = zoneexpunge.ZonePhaseRemovingZone
 	}
 	assert.Equal(t, stuckIn, p.Phase)
 	moved, err := env.Store.ReassignedSagas(context.Background(), r.nexusA)
 	require.NoError(t, err)
 	assert.Empty(t, moved, "no reassignment before the inventory proof")
 
-	var res workflows.ZoneExpungeResult
+	var res zoneexpunge.ZoneExpungeResult
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	require.NoError(t, run.Get(ctx, &res))
@@ -284,18 +285,18 @@ func testZoneExpungeNexusRace(t *testing.T, mode string) {
 	assert.Greater(t, last, first, "the Nexus whose removal failed kept claiming sagas")
 	if mode == spec.SledAgentRemoveBeforeLedger {
 		assert.GreaterOrEqual(t, res.PutAttempts, r.removalErr+1)
-		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/zone-expunge-nexus-race.json")
+		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/zone-expunge-nexus-race.json")
 	} else {
 		assert.Equal(t, 1, res.PutAttempts, "today's sled-agent ledgers the first PUT")
-		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/zone-expunge-nexus-race-ledger-first.json")
+		replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/zone-expunge-nexus-race-ledger-first.json")
 	}
 	checkExpungeOutcome(t, env, sim, r, res)
 
 	// Running it again for the same zone finds it done.
 	again := startZoneExpunge(t, env, r.input())
-	var res2 workflows.ZoneExpungeResult
+	var res2 zoneexpunge.ZoneExpungeResult
 	require.NoError(t, again.Get(ctx, &res2))
-	assert.Equal(t, workflows.ZoneOutcomeAlreadyExpunged, res2.Outcome)
+	assert.Equal(t, zoneexpunge.ZoneOutcomeAlreadyExpunged, res2.Outcome)
 	assert.Equal(t, res.SagasMoved, res2.SagasMoved)
 }
 
@@ -320,7 +321,7 @@ func testZoneExpungeSurvivesWorkerRestarts(t *testing.T, mode string) {
 
 	run := startZoneExpunge(t, env, r.input())
 	done := make(chan error, 1)
-	var res workflows.ZoneExpungeResult
+	var res zoneexpunge.ZoneExpungeResult
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -340,7 +341,7 @@ func testZoneExpungeSurvivesWorkerRestarts(t *testing.T, mode string) {
 			require.NoError(t, err)
 			t.Logf("worker killed %d times, at phases %v", kills, phases)
 			assert.GreaterOrEqual(t, kills, 4)
-			assert.True(t, phases[workflows.ZonePhaseRemovingZone] || phases[workflows.ZonePhaseAwaitingInventory],
+			assert.True(t, phases[zoneexpunge.ZonePhaseRemovingZone] || phases[zoneexpunge.ZonePhaseAwaitingInventory],
 				"killed while the zone was being removed")
 			checkExpungeOutcome(t, env, sim, r, res)
 			return
@@ -349,8 +350,8 @@ func testZoneExpungeSurvivesWorkerRestarts(t *testing.T, mode string) {
 		qctx, qcancel := context.WithTimeout(context.Background(), time.Second)
 		v, err := env.Client.QueryWorkflow(qctx, run.GetID(), run.GetRunID(), workflows.ProgressQuery)
 		qcancel()
-		var p workflows.ZoneExpungeProgress
-		if err != nil || v.Get(&p) != nil || p.Phase == last || p.Phase == "" || p.Phase == workflows.ZonePhaseDone {
+		var p zoneexpunge.ZoneExpungeProgress
+		if err != nil || v.Get(&p) != nil || p.Phase == last || p.Phase == "" || p.Phase == zoneexpunge.ZonePhaseDone {
 			continue
 		}
 		last = p.Phase
@@ -382,16 +383,51 @@ func TestZoneExpungeCancelledAfterRemovalStillMovesTheSagas(t *testing.T) {
 	run := startZoneExpunge(t, env, r.input())
 	require.Eventually(t, func() bool {
 		v, err := env.Client.QueryWorkflow(context.Background(), run.GetID(), run.GetRunID(), workflows.ProgressQuery)
-		var p workflows.ZoneExpungeProgress
-		return err == nil && v.Get(&p) == nil && p.Phase == workflows.ZonePhaseAwaitingInventory
+		var p zoneexpunge.ZoneExpungeProgress
+		return err == nil && v.Get(&p) == nil && p.Phase == zoneexpunge.ZonePhaseAwaitingInventory
 	}, 20*time.Second, 10*time.Millisecond, "the sled ledgered the config; the proof waits out the failing removal")
 	require.NoError(t, env.Client.CancelWorkflow(context.Background(), run.GetID(), run.GetRunID()))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	var res workflows.ZoneExpungeResult
+	var res zoneexpunge.ZoneExpungeResult
 	require.NoError(t, run.Get(ctx, &res), "an expunge past the removal ends completed")
 	assert.True(t, res.CancelIgnored)
 	checkExpungeOutcome(t, env, sim, r, res)
-	replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/zone-expunge-cancel-after-removal.json")
+	replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/zone-expunge-cancel-after-removal.json")
+}
+
+// An operator resets a Nexus zone expunge while it waits for inventory to
+// prove the zone gone (today's sled-agent: the removal keeps failing in the
+// background), to each point. The reset run takes its own attempt and
+// disposition over and finishes: the zone gone, every saga of the expunged
+// Nexus reassigned after the proof and finished by the other Nexus, the
+// attempt completed (before: the reset run refused itself, TargetBusy, and
+// left the sagas on the expunged Nexus).
+func TestZoneExpungeResetWhileAwaitingProof(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: PostgreSQL + Temporal + fleetsim")
+	}
+	for _, p := range testenv.ResetPoints {
+		t.Run(string(p), func(t *testing.T) {
+			env := testenv.New(t)
+			r := newZXRack(t, 4, spec.SledAgentLedgerFirst)
+			sim := env.StartFleetsim(r.spec)
+			env.StartWorker(workerapp.Deps{Fleet: env.Endpoints(sim)})
+			run := startZoneExpunge(t, env, r.input())
+			require.Eventually(t, func() bool {
+				return sledOf(sledTruth(t, sim), r.sledA).RemovalAttempts[r.nexusA] >= 2
+			}, 20*time.Second, 10*time.Millisecond)
+			reset := testenv.ResetWorkflow(t, env.Client, run.GetID(), p)
+
+			var res zoneexpunge.ZoneExpungeResult
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			require.NoError(t, reset.Get(ctx, &res))
+			checkExpungeOutcome(t, env, sim, r, res)
+			active, err := env.Store.ActiveForTarget(ctx, r.input().Target())
+			require.NoError(t, err)
+			assert.Nil(t, active, "an attempt is left active on the zone")
+		})
+	}
 }
