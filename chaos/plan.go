@@ -14,6 +14,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -393,9 +394,9 @@ func bootImageStage(b *planBuilder) (kinds.Stage, error) {
 	machineSets := 0
 	for i, c := range clusters {
 		canary := c.Name + "-worker-a"
-		in := &workflows.BootImageBumpInput{
-			Cluster: c.Name, Selection: workflows.SelectAll, Skew: workflows.SkewAutomatic,
-			Canary:         &workflows.BootImageCanary{MachineSet: canary, Timeout: max(3*b.machineBoot(), 5*time.Second)},
+		in := &bootimage.BootImageBumpInput{
+			Cluster: c.Name, Selection: bootimage.SelectAll, Skew: bootimage.SkewAutomatic,
+			Canary:         &bootimage.BootImageCanary{MachineSet: canary, Timeout: max(3*b.machineBoot(), 5*time.Second)},
 			SettleInterval: 500 * time.Millisecond, PollInterval: 200 * time.Millisecond,
 			PreconditionTimeout: 2 * time.Minute,
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 	"go.temporal.io/sdk/workflow"
@@ -63,8 +64,8 @@ var Kinds = map[workflows.Kind]KindInfo{
 		Behavior: pinned, Plan: planOf(workflows.PlanHostFlash), DeviceTime: 10 * time.Minute},
 	workflows.KindZoneExpunge: {Workflow: zoneexpunge.ZoneExpunge, NewInput: func() workflows.UpdateInput { return &zoneexpunge.ZoneExpungeInput{} },
 		Behavior: pinned, Plan: planOf(zoneexpunge.PlanZoneExpunge), DeviceTime: time.Minute},
-	workflows.KindBootImageBump: {Workflow: workflows.BootImageBump, NewInput: func() workflows.UpdateInput { return &workflows.BootImageBumpInput{} },
-		Behavior: pinned, Plan: planOf(workflows.PlanBootImage), DeviceTime: 30 * time.Second},
+	workflows.KindBootImageBump: {Workflow: bootimage.BootImageBump, NewInput: func() workflows.UpdateInput { return &bootimage.BootImageBumpInput{} },
+		Behavior: pinned, Plan: planOf(bootimage.PlanBootImage), DeviceTime: 30 * time.Second},
 	workflows.KindAgentInstall: {Workflow: workflows.AgentInstall, NewInput: func() workflows.UpdateInput { return &workflows.AgentInstallInput{} },
 		Behavior: autoUpgrade, Children: []any{workflows.AgentInstallServer}, Plan: planOf(workflows.PlanAgentInstall),
 		DeviceTime: 45 * time.Second, Pausable: true, Agents: true},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 )
 
@@ -24,7 +25,7 @@ func Register(r worker.Registry, d Deps) error {
 		la,
 		&kinds.RolloutActivities{Store: d.Ledger, Temporal: d.Temporal},
 		zoneexpunge.NewZoneActivities(d.Ledger, d.Fleet, d.HTTP, d.Identity),
-		&activities.BootImageActivities{Kube: d.Fleet.KubeAccess(), HTTP: d.HTTP},
+		&bootimage.BootImageActivities{Kube: d.Fleet.KubeAccess(), HTTP: d.HTTP, Store: d.Ledger},
 		mgsActs,
 	}
 	agents := d.Fleet.CNAPI != ""

@@ -21,6 +21,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -71,8 +72,8 @@ func TestDryRunChangesNothingAndNamesEveryActionAndReason(t *testing.T) {
 			planUpdateOf(t, &zoneexpunge.ZoneExpungeInput{Sled: other.sled, Zone: uuid.New()}),
 		}},
 		{Name: "boot-images", Kind: workflows.KindBootImageBump, Concurrency: 1, Updates: []kinds.PlanUpdate{
-			planUpdateOf(t, &workflows.BootImageBumpInput{Cluster: "c1"}),
-			planUpdateOf(t, &workflows.BootImageBumpInput{Cluster: "c2"}),
+			planUpdateOf(t, &bootimage.BootImageBumpInput{Cluster: "c1"}),
+			planUpdateOf(t, &bootimage.BootImageBumpInput{Cluster: "c2"}),
 		}},
 		{Name: "drift", Kind: workflows.KindAgentDrift, Concurrency: 1, Updates: []kinds.PlanUpdate{
 			planUpdateOf(t, &workflows.AgentDriftInput{Agents: []string{"vm-agent"}, Selection: activities.ServerSelection{All: true}}),

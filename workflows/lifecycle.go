@@ -225,19 +225,19 @@ func (l *Lifecycle) AttemptID() uuid.UUID {
 // action is in flight still undoes it; the undo must therefore be safe when
 // the action never happened. A device action that the undo races must be
 // started with awaitCancel, so the undo runs after it stopped.
-func (l *Lifecycle) beforeAction(name string, undo func(ctx workflow.Context) error) {
+func (l *Lifecycle) BeforeAction(name string, undo func(ctx workflow.Context) error) {
 	l.saga.Add(name, undo)
 }
 
 // lastUndo registers a compensation that runs after every other one (a
 // sweep that relies on the others having run).
-func (l *Lifecycle) lastUndo(name string, undo func(ctx workflow.Context) error) {
+func (l *Lifecycle) LastUndo(name string, undo func(ctx workflow.Context) error) {
 	l.saga.AddLast(name, undo)
 }
 
 // nothingToUndo drops the registered compensations (the actions reached a
 // point where undoing them is no longer possible or wanted).
-func (l *Lifecycle) nothingToUndo() { l.saga = Saga{} }
+func (l *Lifecycle) NothingToUndo() { l.saga = Saga{} }
 
 // undone notes what a compensation did, for the ending's message (ledger
 // and progress).

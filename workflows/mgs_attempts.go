@@ -37,7 +37,7 @@ func (u *mgsUpdate) newAttempt(ctx workflow.Context, why string) error {
 	id := u.AttemptID()
 	// The previous attempt's update is over on the SP (lost, failed,
 	// aborted, or complete but not activated): nothing of it to abort.
-	u.nothingToUndo()
+	u.NothingToUndo()
 	u.abortArmed = false
 	u.result.Attempts = u.attempts
 	u.result.AttemptIDs = append(u.result.AttemptIDs, id.String())
@@ -82,7 +82,7 @@ func (u *mgsUpdate) beforeStart() {
 	}
 	u.abortArmed = true
 	id := u.AttemptID()
-	u.beforeAction("abort update "+id.String(), func(ctx workflow.Context) error {
+	u.BeforeAction("abort update "+id.String(), func(ctx workflow.Context) error {
 		var res string
 		err := workflow.ExecuteActivity(u.abortOpts(ctx), mgsActs.MGSAbortUpdate, activities.AbortInput{
 			SP: u.sp, Component: u.component, UpdateID: id, AttemptID: id, Reason: "update cancelled",

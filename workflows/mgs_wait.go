@@ -34,7 +34,7 @@ func (u *mgsUpdate) wait(ctx workflow.Context, id uuid.UUID, ours bool) (activit
 			}
 			if wr.Outcome == activities.WaitComplete {
 				// Too late to abort a complete update: nothing to undo.
-				u.nothingToUndo()
+				u.NothingToUndo()
 			}
 		}
 		if wr.Outcome != activities.WaitCheckpoint {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -43,7 +44,7 @@ stages:
 	require.NoError(t, json.Unmarshal(sp.Updates[0].Input, &spIn))
 	require.Equal(t, 2*time.Second, spIn.Timing.AttemptDelay)
 	require.Equal(t, 500*time.Millisecond, spIn.Timing.PollInterval)
-	var bi workflows.BootImageBumpInput
+	var bi bootimage.BootImageBumpInput
 	require.NoError(t, json.Unmarshal(in.Stages[1].Updates[0].Input, &bi))
 	require.Equal(t, time.Minute, bi.SettleInterval)
 	require.True(t, in.Stages[1].Approval)

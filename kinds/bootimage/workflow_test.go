@@ -1,4 +1,4 @@
-package workflows
+package bootimage
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleet/machineapi"
 	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // fakeCluster stands in for the machine API behind the boot image
@@ -34,11 +35,11 @@ type fakeCluster struct {
 	checks    map[string]int
 	restores  []string
 	scales    [][2]int32
-	recorded  []activities.BootImageRecordInput
-	upgr      []activities.BootImageUpgradeableInput
-	canary    activities.CanaryResult
-	snap      activities.BootImageSnapshot
-	planIn    *activities.BootImagePlanInput
+	recorded  []BootImageRecordInput
+	upgr      []BootImageUpgradeableInput
+	canary    CanaryResult
+	snap      BootImageSnapshot
+	planIn    *BootImagePlanInput
 	// optIn is the cluster's MachineConfiguration opt-in (default All).
 	optIn machineapi.OptIn
 	// baseline is the canary MachineSet's replicas (default 1).
@@ -46,8 +47,8 @@ type fakeCluster struct {
 	// adopted are the abandoned bumps' changes the ledger hands over;
 	// changes are the ones this run wrote; ops is the order of writes and
 	// device changes ("record image ms-a", "patch ms-a", "scale ms-a 1->2").
-	adopted []activities.BootImageChange
-	changes []activities.BootImageChange
+	adopted []BootImageChange
+	changes []BootImageChange
 	ops     []string
 }
 
@@ -63,9 +64,9 @@ func newFake() *fakeCluster {
 		patches:   map[string]int{},
 		checks:    map[string]int{},
 		baseline:  1,
-		canary:    activities.CanaryResult{Joined: true, Machine: "m-1", Detail: "joined"},
+		canary:    CanaryResult{Joined: true, Machine: "m-1", Detail: "joined"},
 		optIn:     machineapi.OptIn{Mode: machineapi.OptInAll, Source: "status.managedBootImagesStatus"},
-		snap: activities.BootImageSnapshot{
+		snap: BootImageSnapshot{
 			Release: "4.19.2", OSVersion: "9.6.20250523-0",
 			SkewLimitOCPVersion: "4.16.0", SkewLimitRHCOSVersion: "9.4",
 			Record: machineapi.BootImageRecord{Mode: "Automatic", OCPVersion: "4.14.3", RHCOSVersion: "9.2.20231001-0"},
@@ -93,15 +94,15 @@ func (f *fakeCluster) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(BootImageBump)
 	var l *activities.LedgerActivities
-	var a *activities.BootImageActivities
+	var a *BootImageActivities
 	env.RegisterActivity(l)
 	env.RegisterActivity(a)
 	env.OnActivity(l.RecordIntent, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(l.SetProgress, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(l.AppendEvent, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(l.FinishAttempt, mock.Anything, mock.Anything).Return(func(_ context.Context, fin ledger.Finish) error { return nil })
-	env.OnActivity(l.RecordBootImageChange, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, c activities.BootImageChange) (activities.BootImageChange, error) {
+	env.OnActivity(a.RecordBootImageChange, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, c BootImageChange) (BootImageChange, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			if c.AttemptID == uuid.Nil {
@@ -116,64 +117,64 @@ func (f *fakeCluster) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	// The rollback's sweep of the ledger: these runs were never reset, so
 	// their own undos leave it nothing to do (the real stack and chaos
 	// cover a reset run).
-	env.OnActivity(l.BootImageChanges, mock.Anything, mock.Anything).Return(
-		func(context.Context, uuid.UUID) ([]activities.BootImageChange, error) { return nil, nil })
-	env.OnActivity(l.AdoptBootImageChanges, mock.Anything, mock.Anything).Return(
-		func(context.Context, uuid.UUID) ([]activities.BootImageChange, error) { return f.adopted, nil })
+	env.OnActivity(a.BootImageChanges, mock.Anything, mock.Anything).Return(
+		func(context.Context, uuid.UUID) ([]BootImageChange, error) { return nil, nil })
+	env.OnActivity(a.AdoptBootImageChanges, mock.Anything, mock.Anything).Return(
+		func(context.Context, uuid.UUID) ([]BootImageChange, error) { return f.adopted, nil })
 	env.OnActivity(a.WaitBootImagePreconditions, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.BootImagePreconditionsInput) (activities.BootImageSnapshot, error) {
+		func(_ context.Context, in BootImagePreconditionsInput) (BootImageSnapshot, error) {
 			return f.snap, nil
 		})
 	env.OnActivity(a.PlanBootImages, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.BootImagePlanInput) (activities.BootImagePlanResult, error) {
+		func(_ context.Context, in BootImagePlanInput) (BootImagePlanResult, error) {
 			f.planIn = &in
 			opt := machineapi.OptIn{Mode: in.Selection, Selector: in.Selector, Source: "input"}
 			if in.FromCluster {
 				opt = f.optIn
 			}
 			if opt.Mode == SelectNone {
-				return activities.BootImagePlanResult{OptIn: opt}, nil
+				return BootImagePlanResult{OptIn: opt}, nil
 			}
-			return activities.BootImagePlanResult{Plans: f.plans, OptIn: opt}, nil
+			return BootImagePlanResult{Plans: f.plans, OptIn: opt}, nil
 		})
 	env.OnActivity(a.ReconcileBootImage, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.BootImageReconcileInput) (activities.BootImageReconcileResult, error) {
+		func(_ context.Context, in BootImageReconcileInput) (BootImageReconcileResult, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			cur := f.images[in.MachineSet]
 			p := machineapi.Plan{MachineSet: in.MachineSet, Current: cur, Desired: f.golden, Action: machineapi.ActionPatch}
 			if cur.Equal(f.golden) {
 				p.Action = machineapi.ActionUpToDate
-				return activities.BootImageReconcileResult{Action: string(p.Action), Plan: p}, nil
+				return BootImageReconcileResult{Action: string(p.Action), Plan: p}, nil
 			}
 			if in.CheckOnly {
 				f.checks[in.MachineSet]++
-				return activities.BootImageReconcileResult{Action: activities.ReconcileNeedsPatch, Plan: p}, nil
+				return BootImageReconcileResult{Action: ReconcileNeedsPatch, Plan: p}, nil
 			}
 			f.patches[in.MachineSet]++
 			f.ops = append(f.ops, "patch "+in.MachineSet)
 			if !f.reverting[in.MachineSet] {
 				f.images[in.MachineSet] = f.golden
 			}
-			return activities.BootImageReconcileResult{Action: activities.ReconcilePatched, Plan: p}, nil
+			return BootImageReconcileResult{Action: ReconcilePatched, Plan: p}, nil
 		})
 	env.OnActivity(a.RestoreBootImage, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.BootImageRestoreInput) (string, error) {
+		func(_ context.Context, in BootImageRestoreInput) (string, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.restores = append(f.restores, in.MachineSet)
 			if f.images[in.MachineSet].Equal(in.Applied) {
 				f.images[in.MachineSet] = in.Previous
-				return activities.RestoreDone, nil
+				return RestoreDone, nil
 			}
-			return activities.RestoreUnchanged, nil
+			return RestoreUnchanged, nil
 		})
 	env.OnActivity(a.CanaryBaseline, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.BootImageCanaryInput) (activities.CanaryBaseline, error) {
-			return activities.CanaryBaseline{Replicas: f.baseline, Machines: []string{"m-0"}}, nil
+		func(context.Context, BootImageCanaryInput) (CanaryBaseline, error) {
+			return CanaryBaseline{Replicas: f.baseline, Machines: []string{"m-0"}}, nil
 		})
 	env.OnActivity(a.ScaleMachineSet, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.BootImageScaleInput) error {
+		func(_ context.Context, in BootImageScaleInput) error {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.ops = append(f.ops, fmt.Sprintf("scale %s %d->%d", in.MachineSet, in.From, in.To))
@@ -181,16 +182,16 @@ func (f *fakeCluster) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 			return nil
 		})
 	env.OnActivity(a.WaitCanaryJoin, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.BootImageCanaryWaitInput) (activities.CanaryResult, error) {
+		func(_ context.Context, in BootImageCanaryWaitInput) (CanaryResult, error) {
 			return f.canary, nil
 		})
 	env.OnActivity(a.RecordBootImage, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.BootImageRecordInput) error {
+		func(_ context.Context, in BootImageRecordInput) error {
 			f.recorded = append(f.recorded, in)
 			return nil
 		})
 	env.OnActivity(a.SetBootImageUpgradeable, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.BootImageUpgradeableInput) error {
+		func(_ context.Context, in BootImageUpgradeableInput) error {
 			f.upgr = append(f.upgr, in)
 			return nil
 		})
@@ -248,10 +249,10 @@ func TestBootImageBumpHappyPathLeavesOperatorStatus(t *testing.T) {
 	assert.Equal(t, "All", res.OptIn.Mode)
 
 	var p BootImageProgress
-	v, err := env.QueryWorkflow(ProgressQuery)
+	v, err := env.QueryWorkflow(workflows.ProgressQuery)
 	require.NoError(t, err)
 	require.NoError(t, v.Get(&p))
-	assert.Equal(t, StateCompleted, p.State)
+	assert.Equal(t, workflows.StateCompleted, p.State)
 	assert.Equal(t, int64(3), p.Done)
 	assert.Equal(t, int64(3), p.Total)
 	assert.Equal(t, 3, p.Counts["done"])
@@ -361,7 +362,7 @@ func TestBootImageBumpCanaryFailureRollsBackEveryPatch(t *testing.T) {
 	f.add("ms-a", machineapi.ActionPatch, "")
 	f.add("ms-b", machineapi.ActionPatch, "")
 	f.add("ms-c", machineapi.ActionUpToDate, "")
-	f.canary = activities.CanaryResult{Machine: "m-1", Phase: "Provisioned", Detail: "still Provisioned at the deadline"}
+	f.canary = CanaryResult{Machine: "m-1", Phase: "Provisioned", Detail: "still Provisioned at the deadline"}
 	in := bumpInput()
 	in.Canary = &BootImageCanary{}
 	res, err := runBump(t, f.env(t), in)
@@ -379,8 +380,8 @@ func TestBootImageBumpCanaryFailureRollsBackEveryPatch(t *testing.T) {
 	// Each change is in the ledger, with its original, before it is made.
 	assert.Equal(t, []string{"record image ms-a", "patch ms-a"}, filterOps(f.ops, "ms-a", 2))
 	assert.Equal(t, []string{"record image ms-b", "patch ms-b"}, filterOps(f.ops, "ms-b", 2))
-	assert.Contains(t, f.changes, activities.BootImageChange{MachineSet: "ms-a", Change: ledger.BootImageChangeImage, Previous: ami("ami-old"), Applied: ami("ami-new")})
-	assert.Contains(t, f.changes, activities.BootImageChange{MachineSet: "ms-a", Change: ledger.BootImageChangeScale, PreviousReplicas: 1, ScaledReplicas: 2})
+	assert.Contains(t, f.changes, BootImageChange{MachineSet: "ms-a", Change: ledger.BootImageChangeImage, Previous: ami("ami-old"), Applied: ami("ami-new")})
+	assert.Contains(t, f.changes, BootImageChange{MachineSet: "ms-a", Change: ledger.BootImageChangeScale, PreviousReplicas: 1, ScaledReplicas: 2})
 	i := indexOf(f.ops, "record scale ms-a")
 	require.GreaterOrEqual(t, i, 0)
 	assert.Equal(t, "scale ms-a 1->2", f.ops[i+1], "the scale-up is recorded before it is made")

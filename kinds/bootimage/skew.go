@@ -1,9 +1,11 @@
-package workflows
+package bootimage
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"go.temporal.io/sdk/workflow"
 )
 
 // Boot image skew enforcement: is the boot image the cluster's new machines
@@ -199,4 +201,27 @@ func rhcosRHELMajor(v string) (int, error) {
 		return 0, err
 	}
 	return mm[0], nil
+}
+
+// enforceSkew evaluates the skew from the operator's own record and mode
+// (MachineConfiguration status.bootImageSkewEnforcementStatus) for the
+// report only: the Upgradeable condition is the operator's to set.
+func (b *bootImageBump) enforceSkew(ctx workflow.Context) {
+	b.life.Phase(ctx, bumpPhaseSkew)
+	mode := b.snap.Record.Mode
+	if mode == "" {
+		mode = SkewAutomatic
+	}
+	v := EvaluateSkew(SkewCheck{
+		Mode:              mode,
+		BootOCPVersion:    b.snap.Record.OCPVersion,
+		BootRHCOSVersion:  b.snap.Record.RHCOSVersion,
+		LimitOCPVersion:   b.snap.SkewLimitOCPVersion,
+		LimitRHCOSVersion: b.snap.SkewLimitRHCOSVersion,
+		Release:           b.snap.Release,
+		ReleaseOSVersion:  b.snap.OSVersion,
+	})
+	b.result.Skew = v
+	b.event(ctx, "skew", "running", fmt.Sprintf("operator's record %s (%s): upgradeable=%v (%s): %s; Upgradeable is the operator's to set",
+		b.snap.Record.OCPVersion+b.snap.Record.RHCOSVersion, mode, v.Upgradeable, v.Reason, v.Message))
 }

@@ -1,4 +1,4 @@
-package bootimageit
+package bootimage_test
 
 import (
 	"testing"
@@ -10,8 +10,8 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/ledger"
-	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // An operator resets a bump while its canary boots (and will never join),
@@ -26,7 +26,7 @@ func TestBumpResetDuringCanaryRollsBackEverything(t *testing.T) {
 			e.arm(faults.Fault{Kind: faults.MachineBootFailure, Target: "machineset/c1/c1-worker-a"})
 			e.worker()
 			in := fastInput()
-			in.Canary = &workflows.BootImageCanary{MachineSet: "c1-worker-a", Timeout: 6 * time.Second}
+			in.Canary = &bootimage.BootImageCanary{MachineSet: "c1-worker-a", Timeout: 6 * time.Second}
 			run := e.start(in)
 			require.Eventually(t, func() bool { return e.truth().MachineSets["c1-worker-a"].Replicas == 2 },
 				time.Minute, 20*time.Millisecond, "the canary never scaled up")

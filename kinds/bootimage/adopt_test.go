@@ -1,4 +1,4 @@
-package workflows
+package bootimage
 
 import (
 	"testing"
@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleet/machineapi"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
@@ -22,7 +21,7 @@ func deadRun(f *fakeCluster) {
 	f.images["ms-a"], f.images["ms-b"] = f.golden, f.golden
 	f.add("ms-a", machineapi.ActionUpToDate, "")
 	f.add("ms-b", machineapi.ActionUpToDate, "")
-	f.adopted = []activities.BootImageChange{
+	f.adopted = []BootImageChange{
 		{MachineSet: "ms-a", Change: ledger.BootImageChangeImage, Previous: ami("ami-old"), Applied: ami("ami-new"), AdoptedFrom: dead},
 		{MachineSet: "ms-a", Change: ledger.BootImageChangeScale, PreviousReplicas: 1, ScaledReplicas: 2, AdoptedFrom: dead},
 		{MachineSet: "ms-b", Change: ledger.BootImageChangeImage, Previous: ami("ami-old-b"), Applied: ami("ami-new"), AdoptedFrom: dead},
@@ -37,7 +36,7 @@ func deadRun(f *fakeCluster) {
 func TestBootImageBumpCanaryFailureUndoesAdoptedChanges(t *testing.T) {
 	f := newFake()
 	deadRun(f)
-	f.canary = activities.CanaryResult{Machine: "m-1", Phase: "Provisioned", Detail: "still Provisioned at the deadline"}
+	f.canary = CanaryResult{Machine: "m-1", Phase: "Provisioned", Detail: "still Provisioned at the deadline"}
 	in := bumpInput()
 	in.Canary = &BootImageCanary{}
 	res, err := runBump(t, f.env(t), in)
@@ -48,7 +47,7 @@ func TestBootImageBumpCanaryFailureUndoesAdoptedChanges(t *testing.T) {
 	assert.Equal(t, ami("ami-old"), f.images["ms-a"])
 	assert.Equal(t, ami("ami-old-b"), f.images["ms-b"])
 	assert.Equal(t, [][2]int32{{2, 3}, {3, 2}, {2, 1}}, f.scales, "own canary up and down, then the dead run's down")
-	assert.Equal(t, []activities.BootImageChange{{MachineSet: "ms-a", Change: ledger.BootImageChangeScale, PreviousReplicas: 2, ScaledReplicas: 3}},
+	assert.Equal(t, []BootImageChange{{MachineSet: "ms-a", Change: ledger.BootImageChangeScale, PreviousReplicas: 2, ScaledReplicas: 3}},
 		f.changes, "this run's own change, recorded before it")
 }
 

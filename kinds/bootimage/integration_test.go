@@ -1,15 +1,10 @@
-// Package bootimageit holds the BootImageBump integration tests: the real
-// workflow and activities on in-process workers against a real Temporal dev
-// server, PostgreSQL (the ledger) and fleetsim's machine API. It is a
-// package of its own so its TestMain does not collide with other kinds'.
-package bootimageit
+package bootimage_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
@@ -25,12 +20,11 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workerapp"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
-
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
 // speedUp makes MachineBootTime (4 min) take 200 ms.
 const speedUp = 1200
@@ -66,31 +60,31 @@ func (e *bumpEnv) truth() simapi.ClusterTruth {
 	return tr.Clusters["c1"]
 }
 
-func fastInput() workflows.BootImageBumpInput {
-	return workflows.BootImageBumpInput{
+func fastInput() bootimage.BootImageBumpInput {
+	return bootimage.BootImageBumpInput{
 		Cluster:        "c1",
 		SettleInterval: 300 * time.Millisecond,
 		PollInterval:   100 * time.Millisecond,
 	}
 }
 
-func (e *bumpEnv) start(in workflows.BootImageBumpInput) client.WorkflowRun {
+func (e *bumpEnv) start(in bootimage.BootImageBumpInput) client.WorkflowRun {
 	e.T.Helper()
 	run, err := e.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-		ID:                    workflows.BootImageBumpWorkflowID(in.Cluster),
+		ID:                    bootimage.BootImageBumpWorkflowID(in.Cluster),
 		TaskQueue:             e.TaskQueue,
 		TypedSearchAttributes: workflows.StartAttributes(workflows.KindBootImageBump, in.Target(), in.ArtifactVersion()),
-	}, workflows.BootImageBump, in)
+	}, bootimage.BootImageBump, in)
 	require.NoError(e.T, err)
 	return run
 }
 
 // wait returns the result, also when the workflow failed (from the error's details).
-func (e *bumpEnv) wait(run client.WorkflowRun) (workflows.BootImageBumpResult, error) {
+func (e *bumpEnv) wait(run client.WorkflowRun) (bootimage.BootImageBumpResult, error) {
 	e.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	var res workflows.BootImageBumpResult
+	var res bootimage.BootImageBumpResult
 	err := run.Get(ctx, &res)
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) && app.HasDetails() {
@@ -125,7 +119,7 @@ func TestBumpHappyPathWithCanary(t *testing.T) {
 	e.worker()
 	in := fastInput()
 	in.Release = spec.SampleCurrentRelease
-	in.Canary = &workflows.BootImageCanary{MachineSet: "c1-worker-a", Timeout: time.Minute}
+	in.Canary = &bootimage.BootImageCanary{MachineSet: "c1-worker-a", Timeout: time.Minute}
 	run := e.start(in)
 	res, err := e.wait(run)
 	require.NoError(t, err, "%+v", res)
@@ -155,7 +149,7 @@ func TestBumpHappyPathWithCanary(t *testing.T) {
 	evs, err := e.Store.Events(context.Background(), at.ID)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, len(evs), 6, "intent, preconditions, plan, patches, canary, record, skew, finish")
-	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../../kinds/testdata/histories/bootimage-happy-canary.json")
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-happy-canary.json")
 }
 
 // The cluster's MachineConfiguration opts in only pool=a (Partial): only
@@ -170,7 +164,7 @@ func TestBumpOptInFromMachineConfiguration(t *testing.T) {
 	e.worker()
 	before := e.truth()
 	in := fastInput()
-	in.Selection = workflows.SelectAll // an old input field: the cluster decides
+	in.Selection = bootimage.SelectAll // an old input field: the cluster decides
 	run := e.start(in)
 	res, err := e.wait(run)
 	require.NoError(t, err, "%+v", res)
@@ -183,7 +177,7 @@ func TestBumpOptInFromMachineConfiguration(t *testing.T) {
 	assert.Zero(t, tr.MachineSets["c1-worker-b"].ImagePatches)
 	assert.Equal(t, before.BootImage, tr.BootImage, "the boot image record is the operator's")
 	assert.Equal(t, before.Upgradeable, tr.Upgradeable, "the Upgradeable condition is the operator's")
-	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../../kinds/testdata/histories/bootimage-optin-partial.json")
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-optin-partial.json")
 
 	// Opted out: nothing is patched.
 	in.Cluster = "c2"
@@ -238,7 +232,7 @@ func TestBumpCanaryFailureRollsBack(t *testing.T) {
 	e.arm(faults.Fault{Kind: faults.MachineBootFailure, Target: "machineset/c1/c1-worker-a"})
 	e.worker()
 	in := fastInput()
-	in.Canary = &workflows.BootImageCanary{MachineSet: "c1-worker-a", Timeout: 3 * time.Second}
+	in.Canary = &bootimage.BootImageCanary{MachineSet: "c1-worker-a", Timeout: 3 * time.Second}
 	run := e.start(in)
 	res, err := e.wait(run)
 	requireCanaryFailed(t, err)
@@ -260,7 +254,7 @@ func TestBumpCanaryFailureRollsBack(t *testing.T) {
 	assert.Len(t, a.Machines, 1)
 	assert.Equal(t, spec.SampleInstallRelease, tr.BootImage.OCPVersion)
 	assert.Equal(t, ledger.StateFailed, e.attempt(run).State)
-	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../../kinds/testdata/histories/bootimage-canary-rollback.json")
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-canary-rollback.json")
 }
 
 // A worker dies mid-run (while the canary boots); another worker finishes
@@ -270,7 +264,7 @@ func TestBumpSurvivesWorkerKill(t *testing.T) {
 	stop1 := e.worker()
 	in := fastInput()
 	in.SettleInterval = time.Second
-	in.Canary = &workflows.BootImageCanary{Timeout: time.Minute}
+	in.Canary = &bootimage.BootImageCanary{Timeout: time.Minute}
 	run := e.start(in)
 
 	// Wait until it is patching, then kill the worker.
@@ -279,7 +273,7 @@ func TestBumpSurvivesWorkerKill(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		var p workflows.BootImageProgress
+		var p bootimage.BootImageProgress
 		return v.Get(&p) == nil && (p.Phase == "Patching" || p.Phase == "Canary")
 	}, 30*time.Second, 50*time.Millisecond)
 	stop1()
@@ -359,7 +353,7 @@ func TestBumpCancelMidPatchLeavesNothingPatched(t *testing.T) {
 	for _, ms := range []string{"c1-worker-a", "c1-worker-b"} {
 		assert.Equal(t, install.Images["amd64"].AWS["us-east-1"], tr.MachineSets[ms].Image, "%s left patched (restored: %v)", ms, res.Restored)
 	}
-	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../../kinds/testdata/histories/bootimage-cancel-mid-patch.json")
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-cancel-mid-patch.json")
 }
 
 // The canary scale-up has the same race: cancelled while it is in flight,
@@ -370,7 +364,7 @@ func TestBumpCancelMidCanaryScaleLeavesNothingChanged(t *testing.T) {
 	e.worker()
 	before := e.truth()
 	in := fastInput()
-	in.Canary = &workflows.BootImageCanary{MachineSet: "c1-worker-a", Timeout: time.Minute}
+	in.Canary = &bootimage.BootImageCanary{MachineSet: "c1-worker-a", Timeout: time.Minute}
 	e.arm(faults.Fault{Kind: faults.Latency, Target: "api/kube", Latency: "400ms"}) // slow from the start (see above)
 	run := e.start(in)
 	require.Eventually(t, func() bool { return e.pendingActivity(run, "ScaleMachineSet") }, 60*time.Second, 20*time.Millisecond)
@@ -432,7 +426,7 @@ func TestBumpAfterTerminatedBumpUndoesItsChanges(t *testing.T) {
 	e.worker()
 	before := e.truth()
 	in := fastInput()
-	in.Canary = &workflows.BootImageCanary{MachineSet: "c1-worker-a", Timeout: time.Hour}
+	in.Canary = &bootimage.BootImageCanary{MachineSet: "c1-worker-a", Timeout: time.Hour}
 	dead := e.start(in)
 	newImage := golden.Images["amd64"].AWS["us-east-1"]
 	require.Eventually(t, func() bool {
@@ -443,7 +437,7 @@ func TestBumpAfterTerminatedBumpUndoesItsChanges(t *testing.T) {
 	require.NoError(t, e.Client.TerminateWorkflow(ctx, dead.GetID(), dead.GetRunID(), "chaos: terminated mid-canary"))
 
 	in = fastInput()
-	in.Canary = &workflows.BootImageCanary{MachineSet: "c1-worker-a", Timeout: 3 * time.Second}
+	in.Canary = &bootimage.BootImageCanary{MachineSet: "c1-worker-a", Timeout: 3 * time.Second}
 	run := e.start(in)
 	res, err := e.wait(run)
 	requireCanaryFailed(t, err)
@@ -496,7 +490,7 @@ func TestBumpAfterTerminatedBumpUndoesItsChanges(t *testing.T) {
 		{"c1-worker-a", ledger.BootImageChangeScale, 1, 3, true},
 		{"c1-worker-b", ledger.BootImageChangeImage, 0, 0, true},
 	}, rows(nextAt), "adopted, with its own canary scale-up (2 -> 3) on the original")
-	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../../kinds/testdata/histories/bootimage-adopt-abandoned.json")
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-adopt-abandoned.json")
 }
 
 // requireCanaryFailed: the bump ended with its canary failed.

@@ -1,4 +1,4 @@
-package workflows
+package bootimage
 
 import (
 	"fmt"
@@ -6,8 +6,8 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // adoptAbandoned takes the changes of the bumps of this cluster that were
@@ -21,8 +21,8 @@ import (
 func (b *bootImageBump) adoptAbandoned(ctx workflow.Context) error {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	var changes []activities.BootImageChange
-	if err := workflow.ExecuteActivity(LedgerOptions(dctx), ledgerActs.AdoptBootImageChanges, b.attemptID).Get(dctx, &changes); err != nil {
+	var changes []BootImageChange
+	if err := workflow.ExecuteActivity(workflows.LedgerOptions(dctx), bumpActs.AdoptBootImageChanges, b.attemptID).Get(dctx, &changes); err != nil {
 		return err
 	}
 	for _, c := range changes {
@@ -34,12 +34,12 @@ func (b *bootImageBump) adoptAbandoned(ctx workflow.Context) error {
 		switch c.Change {
 		case ledger.BootImageChangeImage:
 			b.adoptedImages = append(b.adoptedImages, c.MachineSet)
-			b.life.beforeAction("restore boot image of "+c.MachineSet+" (adopted)", func(ctx workflow.Context) error {
+			b.life.BeforeAction("restore boot image of "+c.MachineSet+" (adopted)", func(ctx workflow.Context) error {
 				return b.restoreImage(ctx, c.MachineSet, c.Previous, c.Applied)
 			})
 		case ledger.BootImageChangeScale:
 			b.adoptedScales = append(b.adoptedScales, c)
-			b.life.beforeAction("scale "+c.MachineSet+" back down (adopted)", func(ctx workflow.Context) error {
+			b.life.BeforeAction("scale "+c.MachineSet+" back down (adopted)", func(ctx workflow.Context) error {
 				return b.undoAdoptedScale(ctx, c)
 			})
 		}
@@ -52,8 +52,8 @@ func (b *bootImageBump) adoptAbandoned(ctx workflow.Context) error {
 
 // undoAdoptedScale scales an abandoned bump's canary MachineSet back to
 // its replicas before it, from anything up to what the scale-ups left.
-func (b *bootImageBump) undoAdoptedScale(ctx workflow.Context, c activities.BootImageChange) error {
-	return b.scaleDown(ctx, activities.BootImageScaleInput{
+func (b *bootImageBump) undoAdoptedScale(ctx workflow.Context, c BootImageChange) error {
+	return b.scaleDown(ctx, BootImageScaleInput{
 		Cluster: b.in.Cluster, MachineSet: c.MachineSet, From: c.ScaledReplicas, To: c.PreviousReplicas, Down: true,
 	})
 }
@@ -71,10 +71,10 @@ func (b *bootImageBump) releaseAdoptedCanaries(ctx workflow.Context) {
 // later bump can adopt it if this one is terminated. It returns the row as
 // it stands: its previous image or replicas are the original, also when a
 // run reset by an operator makes a change its attempt already made.
-func (b *bootImageBump) recordChange(ctx workflow.Context, c activities.BootImageChange) (activities.BootImageChange, error) {
+func (b *bootImageBump) recordChange(ctx workflow.Context, c BootImageChange) (BootImageChange, error) {
 	c.AttemptID = b.attemptID
-	var stored activities.BootImageChange
-	err := workflow.ExecuteActivity(LedgerOptions(ctx), ledgerActs.RecordBootImageChange, c).Get(ctx, &stored)
+	var stored BootImageChange
+	err := workflow.ExecuteActivity(workflows.LedgerOptions(ctx), bumpActs.RecordBootImageChange, c).Get(ctx, &stored)
 	return stored, err
 }
 
@@ -85,23 +85,23 @@ func (b *bootImageBump) recordChange(ctx workflow.Context, c activities.BootImag
 // still as the change left it, so what the rollback already undid is left
 // alone; only what this sweep restores is reported.
 func (b *bootImageBump) undoRecorded(ctx workflow.Context) error {
-	var changes []activities.BootImageChange
-	if err := workflow.ExecuteActivity(LedgerOptions(ctx), ledgerActs.BootImageChanges, b.attemptID).Get(ctx, &changes); err != nil {
+	var changes []BootImageChange
+	if err := workflow.ExecuteActivity(workflows.LedgerOptions(ctx), bumpActs.BootImageChanges, b.attemptID).Get(ctx, &changes); err != nil {
 		return err
 	}
-	var a *activities.BootImageActivities
+	var a *BootImageActivities
 	for _, c := range changes {
 		switch c.Change {
 		case ledger.BootImageChangeImage:
 			var out string
 			err := workflow.ExecuteActivity(bumpAPIOptions(ctx, "restore boot image of "+c.MachineSet+" (ledger)"), a.RestoreBootImage,
-				activities.BootImageRestoreInput{Cluster: b.in.Cluster, MachineSet: c.MachineSet, Previous: c.Previous, Applied: c.Applied}).Get(ctx, &out)
-			if err == nil && out == activities.RestoreDone {
+				BootImageRestoreInput{Cluster: b.in.Cluster, MachineSet: c.MachineSet, Previous: c.Previous, Applied: c.Applied}).Get(ctx, &out)
+			if err == nil && out == RestoreDone {
 				b.result.Restored = append(b.result.Restored, c.MachineSet+": "+out+" (changed before a reset)")
 			}
 		case ledger.BootImageChangeScale:
 			_ = workflow.ExecuteActivity(b.bumpChangeOptions(ctx, fmt.Sprintf("scale %s back to %d (ledger)", c.MachineSet, c.PreviousReplicas)),
-				a.ScaleMachineSet, activities.BootImageScaleInput{
+				a.ScaleMachineSet, BootImageScaleInput{
 					Cluster: b.in.Cluster, MachineSet: c.MachineSet, From: c.ScaledReplicas, To: c.PreviousReplicas, Down: true,
 				}).Get(ctx, nil)
 		}
@@ -110,8 +110,8 @@ func (b *bootImageBump) undoRecorded(ctx workflow.Context) error {
 }
 
 // scaleDown undoes a canary scale-up and notes the outcome.
-func (b *bootImageBump) scaleDown(ctx workflow.Context, in activities.BootImageScaleInput) error {
-	var a *activities.BootImageActivities
+func (b *bootImageBump) scaleDown(ctx workflow.Context, in BootImageScaleInput) error {
+	var a *BootImageActivities
 	err := workflow.ExecuteActivity(b.bumpChangeOptions(ctx, fmt.Sprintf("scale %s %d -> %d", in.MachineSet, in.From, in.To)), a.ScaleMachineSet, in).Get(ctx, nil)
 	msg := fmt.Sprintf("%s: scaled back to %d", in.MachineSet, in.To)
 	if err != nil {
@@ -132,3 +132,6 @@ func (b *bootImageBump) adoptedCanary() string {
 	}
 	return ""
 }
+
+// bumpActs names the boot image activities the workflow calls.
+var bumpActs *BootImageActivities
