@@ -13,6 +13,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/dc"
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -301,7 +302,7 @@ func checkAgents(e *evidence, iv *invariant) {
 	before := serversByUUID(e.before)
 	for _, s := range e.after.DC.Servers {
 		iv.Checked++
-		target := workflows.ServerTarget(s.UUID)
+		target := agents.ServerTarget(s.UUID)
 		atts := e.byTarget[target]
 		actual, record, was := agentsByName(s.Agents), agentsByName(s.Record), agentsByName(before[s.UUID].Agents)
 		intent := map[string]uuid.UUID{}

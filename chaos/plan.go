@@ -10,10 +10,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -332,13 +332,13 @@ func agentInstallStage(b *planBuilder) (kinds.Stage, error) {
 	if len(servers) == 0 {
 		return st, nil
 	}
-	var reqs []activities.AgentRequest
+	var reqs []agents.AgentRequest
 	for _, name := range chaosAgents {
 		im, ok := b.fleet.agentNew[name]
 		if !ok {
 			return st, fmt.Errorf("the generated datacenter has no new image of %s", name)
 		}
-		reqs = append(reqs, activities.AgentRequest{Name: name, ImageUUID: im.UUID})
+		reqs = append(reqs, agents.AgentRequest{Name: name, ImageUUID: im.UUID})
 	}
 	b.expect.agents = chaosAgents
 	b.expect.servers = len(servers)
@@ -354,8 +354,8 @@ func agentInstallStage(b *planBuilder) (kinds.Stage, error) {
 		}
 		b.arm(faults.Fault{Kind: faults.TaskFailure, Target: target, Times: 1})
 	}
-	in := workflows.AgentInstallInput{
-		Agents: reqs, Selection: activities.ServerSelection{All: true},
+	in := agents.AgentInstallInput{
+		Agents: reqs, Selection: agents.ServerSelection{All: true},
 		Concurrency: max(2, b.cfg.Concurrency), MaxFailures: offline + len(servers)/4 + 2,
 		PollInterval: time.Second, StragglerCheck: 5 * time.Second,
 	}
@@ -373,7 +373,7 @@ func agentDriftStage(b *planBuilder) (kinds.Stage, error) {
 	if len(b.fleet.spec.Datacenter.Servers) == 0 {
 		return st, nil
 	}
-	in := workflows.AgentDriftInput{Agents: chaosAgents, Selection: activities.ServerSelection{All: true}, Repair: true,
+	in := agents.AgentDriftInput{Agents: chaosAgents, Selection: agents.ServerSelection{All: true}, Repair: true,
 		Concurrency: max(2, b.cfg.Concurrency), MaxFailures: len(b.fleet.spec.Datacenter.Servers), PollInterval: time.Second}
 	u, err := update(in)
 	if err != nil {

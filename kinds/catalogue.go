@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -66,11 +67,11 @@ var Kinds = map[workflows.Kind]KindInfo{
 		Behavior: pinned, Plan: planOf(zoneexpunge.PlanZoneExpunge), DeviceTime: time.Minute},
 	workflows.KindBootImageBump: {Workflow: bootimage.BootImageBump, NewInput: func() workflows.UpdateInput { return &bootimage.BootImageBumpInput{} },
 		Behavior: pinned, Plan: planOf(bootimage.PlanBootImage), DeviceTime: 30 * time.Second},
-	workflows.KindAgentInstall: {Workflow: workflows.AgentInstall, NewInput: func() workflows.UpdateInput { return &workflows.AgentInstallInput{} },
-		Behavior: autoUpgrade, Children: []any{workflows.AgentInstallServer}, Plan: planOf(workflows.PlanAgentInstall),
+	workflows.KindAgentInstall: {Workflow: agents.AgentInstall, NewInput: func() workflows.UpdateInput { return &agents.AgentInstallInput{} },
+		Behavior: autoUpgrade, Children: []any{agents.AgentInstallServer}, Plan: planOf(agents.PlanAgentInstall),
 		DeviceTime: 45 * time.Second, Pausable: true, Agents: true},
-	workflows.KindAgentDrift: {Workflow: workflows.AgentDriftCheck, NewInput: func() workflows.UpdateInput { return &workflows.AgentDriftInput{} },
-		Behavior: autoUpgrade, Plan: planOf(workflows.PlanAgentDrift), DeviceTime: 45 * time.Second, Agents: true},
+	workflows.KindAgentDrift: {Workflow: agents.AgentDriftCheck, NewInput: func() workflows.UpdateInput { return &agents.AgentDriftInput{} },
+		Behavior: autoUpgrade, Plan: planOf(agents.PlanAgentDrift), DeviceTime: 45 * time.Second, Agents: true},
 }
 
 // Registration is one workflow a worker runs, with its behaviour.

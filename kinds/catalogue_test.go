@@ -3,6 +3,7 @@ package kinds
 import (
 	"testing"
 
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -24,7 +25,7 @@ func TestPausableTypesComeFromTheCatalogue(t *testing.T) {
 func TestEveryKindIsInTheCatalogue(t *testing.T) {
 	for k, in := range map[workflows.Kind]workflows.UpdateInput{
 		workflows.KindSPFirmware: &workflows.SPFirmwareInput{}, workflows.KindHostFlash: &workflows.HostFlashInput{}, workflows.KindZoneExpunge: &zoneexpunge.ZoneExpungeInput{},
-		workflows.KindBootImageBump: &bootimage.BootImageBumpInput{}, workflows.KindAgentInstall: &workflows.AgentInstallInput{}, workflows.KindAgentDrift: &workflows.AgentDriftInput{},
+		workflows.KindBootImageBump: &bootimage.BootImageBumpInput{}, workflows.KindAgentInstall: &agents.AgentInstallInput{}, workflows.KindAgentDrift: &agents.AgentDriftInput{},
 	} {
 		info, ok := Kinds[k]
 		if assert.True(t, ok, k) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 )
@@ -28,19 +29,19 @@ func Register(r worker.Registry, d Deps) error {
 		&bootimage.BootImageActivities{Kube: d.Fleet.KubeAccess(), HTTP: d.HTTP, Store: d.Ledger},
 		mgsActs,
 	}
-	agents := d.Fleet.CNAPI != ""
-	if agents {
-		a, err := activities.NewAgentActivities(d.Fleet, d.HTTP, d.Ledger, d.Identity)
+	withAgents := d.Fleet.CNAPI != ""
+	if withAgents {
+		a, err := agents.NewAgentActivities(d.Fleet, d.HTTP, d.Ledger, d.Identity)
 		if err != nil {
 			return fmt.Errorf("agent activities: %w", err)
 		}
-		acts = append(acts, a)
+		acts = append(acts, a, &agents.AgentLedgerActivities{Ledger: la})
 	}
 	for _, a := range acts {
 		r.RegisterActivity(a)
 	}
 	for _, e := range kinds.Registrations() {
-		if e.Agents && !agents {
+		if e.Agents && !withAgents {
 			continue
 		}
 		r.RegisterWorkflowWithOptions(e.Workflow, workflow.RegisterOptions{VersioningBehavior: e.Behavior})

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -38,8 +39,8 @@ func TestEveryKindIsRegisteredWithAVersioningBehavior(t *testing.T) {
 		want workflow.VersioningBehavior
 	}{
 		{workflows.SPFirmwareUpdate, pinned}, {workflows.HostBootFlashUpdate, pinned}, {zoneexpunge.ZoneExpunge, pinned},
-		{bootimage.BootImageBump, pinned}, {workflows.AgentInstallServer, pinned},
-		{kinds.Rollout, auto}, {workflows.AgentInstall, auto}, {workflows.AgentDriftCheck, auto},
+		{bootimage.BootImageBump, pinned}, {agents.AgentInstallServer, pinned},
+		{kinds.Rollout, auto}, {agents.AgentInstall, auto}, {agents.AgentDriftCheck, auto},
 	} {
 		require.Equal(t, c.want, behavior[funcName(c.f)], funcName(c.f))
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -62,10 +63,10 @@ func TestDryRunChangesNothingAndNamesEveryActionAndReason(t *testing.T) {
 			sp(3, "1.1.0", func(in *workflows.SPFirmwareInput) { in.ExpectedActive = "0.8.0" }),
 		}},
 		{Name: "agents", Kind: workflows.KindAgentInstall, Concurrency: 1, Updates: []kinds.PlanUpdate{
-			planUpdateOf(t, &workflows.AgentInstallInput{AllAgents: true, Selection: activities.ServerSelection{All: true},
+			planUpdateOf(t, &agents.AgentInstallInput{AllAgents: true, Selection: agents.ServerSelection{All: true},
 				ExcludeServers: []string{srv[1].Hostname}, ExcludeAgents: []string{"amon-agent"}}),
-			planUpdateOf(t, &workflows.AgentInstallInput{Agents: []activities.AgentRequest{{Name: "vm-agent"}},
-				Selection: activities.ServerSelection{Servers: []string{"no-such-server"}}}),
+			planUpdateOf(t, &agents.AgentInstallInput{Agents: []agents.AgentRequest{{Name: "vm-agent"}},
+				Selection: agents.ServerSelection{Servers: []string{"no-such-server"}}}),
 		}},
 		{Name: "zones", Kind: workflows.KindZoneExpunge, Concurrency: 1, Updates: []kinds.PlanUpdate{
 			planUpdateOf(t, &zoneexpunge.ZoneExpungeInput{Sled: nexus.sled, Zone: nexus.zone}),
@@ -76,7 +77,7 @@ func TestDryRunChangesNothingAndNamesEveryActionAndReason(t *testing.T) {
 			planUpdateOf(t, &bootimage.BootImageBumpInput{Cluster: "c2"}),
 		}},
 		{Name: "drift", Kind: workflows.KindAgentDrift, Concurrency: 1, Updates: []kinds.PlanUpdate{
-			planUpdateOf(t, &workflows.AgentDriftInput{Agents: []string{"vm-agent"}, Selection: activities.ServerSelection{All: true}}),
+			planUpdateOf(t, &agents.AgentDriftInput{Agents: []string{"vm-agent"}, Selection: agents.ServerSelection{All: true}}),
 		}},
 	}}
 

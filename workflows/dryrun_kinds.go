@@ -33,8 +33,7 @@ func (p UpdatePlan) Duration(changes int) time.Duration {
 
 // Nil receivers naming the read-only activities a dry run calls.
 var (
-	planMGS   *activities.MGSActivities
-	planAgent *activities.AgentActivities
+	planMGS *activities.MGSActivities
 )
 
 // planOptions: a dry run reads; a device that does not answer after a few
@@ -134,32 +133,4 @@ func short(h string) string {
 		return h[:12]
 	}
 	return h
-}
-
-func PlanAgentInstall(ctx workflow.Context, in AgentInstallInput) UpdatePlan {
-	p := UpdatePlan{Inner: in.Concurrency}
-	if p.Inner == 0 {
-		p.Inner = DefaultAgentConcurrency
-	}
-	err := workflow.ExecuteActivity(PlanOptions(ctx, "plan "+in.Target()), planAgent.PlanAgentInstallDry, activities.PlanAgentInstallRequest{
-		Agents: in.Agents, AllAgents: in.AllAgents, Selection: in.Selection, ExcludeServers: in.ExcludeServers, ExcludeAgents: in.ExcludeAgents,
-	}).Get(ctx, &p.Rows)
-	if err != nil {
-		p.Rows = Unreadable(PlanRow{Device: "(request)"}, err)
-	}
-	return p
-}
-
-func PlanAgentDrift(ctx workflow.Context, in AgentDriftInput) UpdatePlan {
-	p := UpdatePlan{Inner: in.Concurrency}
-	if p.Inner == 0 {
-		p.Inner = DefaultAgentConcurrency
-	}
-	err := workflow.ExecuteActivity(PlanOptions(ctx, "check "+in.Target()), planAgent.PlanAgentDrift, activities.FindAgentDriftRequest{
-		Agents: in.Agents, Selection: in.Selection, ExcludeServers: in.ExcludeServers,
-	}, in.Repair).Get(ctx, &p.Rows)
-	if err != nil {
-		p.Rows = Unreadable(PlanRow{Device: "(request)"}, err)
-	}
-	return p
 }

@@ -61,7 +61,7 @@ func newMGSTest(t *testing.T) *mgsTest {
 	m.env.RegisterWorkflow(SPFirmwareUpdate)
 	m.env.RegisterWorkflow(HostBootFlashUpdate)
 	m.env.RegisterActivity(m.a)
-	m.env.RegisterActivity(ledgerActs)
+	m.env.RegisterActivity(LedgerActs)
 	m.env.SetTestTimeout(30 * time.Second)
 
 	// Defaults: SP at 1.0.0 / 0.9.0, our update completes, reset activates.
@@ -86,11 +86,11 @@ func newMGSTest(t *testing.T) *mgsTest {
 	record := func(ctx context.Context, in activities.RecordAttemptInput) error {
 		return m.next("MGSRecordAttempt").(func(context.Context, activities.RecordAttemptInput) error)(ctx, in)
 	}
-	m.on(ledgerActs.RecordAttempt, record)
-	m.on(ledgerActs.RecordIntent, func(ctx context.Context, a ledger.Attempt) error {
+	m.on(LedgerActs.RecordAttempt, record)
+	m.on(LedgerActs.RecordIntent, func(ctx context.Context, a ledger.Attempt) error {
 		return record(ctx, activities.RecordAttemptInput{Next: &a})
 	})
-	m.on(ledgerActs.FinishAttempt, func(ctx context.Context, f ledger.Finish) error {
+	m.on(LedgerActs.FinishAttempt, func(ctx context.Context, f ledger.Finish) error {
 		return record(ctx, activities.RecordAttemptInput{Finish: &f})
 	})
 	wait := func(ctx context.Context, in activities.WaitUpdateInput) (activities.WaitUpdateResult, error) {

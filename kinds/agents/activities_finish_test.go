@@ -1,4 +1,4 @@
-package activities_test
+package agents_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
@@ -22,11 +22,11 @@ func TestFinishAgentServerWritesAnAttemptInDoubt(t *testing.T) {
 	}
 	env := testenv.New(t)
 	ctx := context.Background()
-	a := &activities.AgentActivities{Store: env.Store}
+	a := &agents.AgentActivities{Store: env.Store}
 	server := uuid.New()
 	att := ledger.Attempt{ID: uuid.New(), UpdateID: "wf", Attempt: 1, Kind: "agent-install", Target: "server/" + server.String(),
 		WorkflowID: "wf", RunID: "run"}
-	end := activities.FinishAgentServerRequest{Server: server, AttemptID: att.ID, State: ledger.StateCancelled,
+	end := agents.FinishAgentServerRequest{Server: server, AttemptID: att.ID, State: ledger.StateCancelled,
 		Outcome: "cancelled", Intent: &att}
 	require.NoError(t, a.FinishAgentServer(ctx, end))
 	require.NoError(t, a.FinishAgentServer(ctx, end), "idempotent")
@@ -40,7 +40,7 @@ func TestFinishAgentServerWritesAnAttemptInDoubt(t *testing.T) {
 	require.NoError(t, env.Store.RecordIntent(ctx, other))
 	mine := att
 	mine.ID, mine.RunID = uuid.New(), "run2"
-	require.NoError(t, a.FinishAgentServer(ctx, activities.FinishAgentServerRequest{Server: server, AttemptID: mine.ID,
+	require.NoError(t, a.FinishAgentServer(ctx, agents.FinishAgentServerRequest{Server: server, AttemptID: mine.ID,
 		State: ledger.StateCancelled, Outcome: "cancelled", Intent: &mine}), "busy: ours was never written")
 	active, err := env.Store.ActiveForTarget(ctx, att.Target)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package workflows
+package agents
 
 import (
 	"github.com/google/uuid"

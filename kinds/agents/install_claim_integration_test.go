@@ -1,4 +1,4 @@
-package workflows_test
+package agents_test
 
 import (
 	"context"
@@ -11,14 +11,13 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/ledger"
-	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // Two rollouts that share an agent on the same servers (issue #14, defect
@@ -40,23 +39,23 @@ func TestAgentInstallsSharingAnAgentNeverBothInstallIt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	pinned := workflows.AgentInstallInput{Agents: []activities.AgentRequest{{Name: "vm-agent", ImageUUID: mid.UUID}},
-		Selection: activities.ServerSelection{All: true}, Concurrency: 1, PollInterval: time.Second}
-	all := workflows.AgentInstallInput{AllAgents: true, Selection: activities.ServerSelection{All: true}, PollInterval: time.Second}
+	pinned := agents.AgentInstallInput{Agents: []agents.AgentRequest{{Name: "vm-agent", ImageUUID: mid.UUID}},
+		Selection: agents.ServerSelection{All: true}, Concurrency: 1, PollInterval: time.Second}
+	all := agents.AgentInstallInput{AllAgents: true, Selection: agents.ServerSelection{All: true}, PollInterval: time.Second}
 	runs := []client.WorkflowRun{s.start(t, ctx, pinned), s.start(t, ctx, all)}
 	refused, completed := 0, 0
 	for _, run := range runs {
 		err := run.Get(ctx, nil)
 		if err == nil {
 			completed++
-			replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/agent-install-claimed.json")
+			replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/agent-install-claimed.json")
 			continue
 		}
 		var ae *temporal.ApplicationError
 		require.ErrorAs(t, err, &ae, run.GetID())
 		assert.Equal(t, failure.TargetBusy, ae.Type(), "%s: %v", run.GetID(), err)
 		refused++
-		replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/agent-install-refused-busy.json")
+		replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/agent-install-refused-busy.json")
 	}
 	assert.Equal(t, 1, completed, "one rollout ran")
 	assert.Equal(t, 1, refused, "the other was refused")
@@ -117,8 +116,8 @@ func TestAgentInstallCancelledWhilePlanningOnFleetsim(t *testing.T) {
 	s.worker()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	run := s.start(t, ctx, workflows.AgentInstallInput{Agents: []activities.AgentRequest{{Name: "vm-agent"}},
-		Selection: activities.ServerSelection{All: true}, PollInterval: time.Second})
+	run := s.start(t, ctx, agents.AgentInstallInput{Agents: []agents.AgentRequest{{Name: "vm-agent"}},
+		Selection: agents.ServerSelection{All: true}, PollInterval: time.Second})
 	require.Eventually(t, func() bool {
 		desc, err := s.env.Client.DescribeWorkflowExecution(ctx, run.GetID(), run.GetRunID())
 		if err != nil {
@@ -141,5 +140,5 @@ func TestAgentInstallCancelledWhilePlanningOnFleetsim(t *testing.T) {
 	require.Len(t, atts, 1)
 	assert.Equal(t, ledger.StateCancelled, atts[0].State, "the rollout's attempt ended cancelled")
 	assert.Empty(t, s.truth(t).Installs, "nothing was touched")
-	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/agent-install-cancelled-planning.json")
+	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/agent-install-cancelled-planning.json")
 }

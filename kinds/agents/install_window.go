@@ -1,4 +1,4 @@
-package workflows
+package agents
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // The sliding window stays full across continue-as-new (issue #17):
@@ -22,7 +22,7 @@ import (
 // as soon as it has, with the servers still in flight; only the last run
 // waits for them.
 func (r *agentRollout) fanOutAcrossRuns(ctx workflow.Context) (more bool, err error) {
-	r.l.Phase(ctx, PhaseInstalling)
+	r.l.Phase(ctx, workflows.PhaseInstalling)
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	r.reports = workflow.GetSignalChannel(ctx, AgentServerDoneSignal)
@@ -41,7 +41,7 @@ func (r *agentRollout) fanOutAcrossRuns(ctx workflow.Context) (more bool, err er
 	more, err = r.startServers(ctx)
 	if r.overBudget() {
 		r.stopped = true
-		r.l.Phase(ctx, PhaseBudgetExceeded, fmt.Sprintf("%d failed, budget %d: letting %d running servers finish",
+		r.l.Phase(ctx, workflows.PhaseBudgetExceeded, fmt.Sprintf("%d failed, budget %d: letting %d running servers finish",
 			r.c.Failed, r.budget, len(r.running)))
 	}
 	// Every started child is recorded before the run ends or cancels them.
@@ -70,7 +70,7 @@ func (r *agentRollout) startServers(ctx workflow.Context) (more bool, err error)
 			return true, nil
 		}
 		if len(buf) == 0 {
-			if err := workflow.ExecuteActivity(LedgerOptions(ctx), agentActs.NextAgentServers, activities.NextAgentServersRequest{
+			if err := workflow.ExecuteActivity(workflows.LedgerOptions(ctx), agentActs.NextAgentServers, NextAgentServersRequest{
 				RolloutID: r.c.RolloutID, After: r.c.Cursor, Limit: min(planPage, r.in.ChildrenPerRun-startedHere),
 			}).Get(ctx, &buf); err != nil {
 				if ctx.Err() != nil {
@@ -164,7 +164,7 @@ func (r *agentRollout) settle(ctx, dctx workflow.Context) {
 // ledger row and reports. One that cannot (terminated, gone) is booked
 // from the ledger by the straggler checks.
 func (r *agentRollout) cancelInFlight(ctx workflow.Context) {
-	r.l.Step(ctx, PhaseInstalling, fmt.Sprintf("cancelling %d running server(s)", len(r.running)))
+	r.l.Step(ctx, workflows.PhaseInstalling, fmt.Sprintf("cancelling %d running server(s)", len(r.running)))
 	futures := make([]workflow.Future, len(r.running))
 	for i, rs := range r.running {
 		futures[i] = workflow.RequestCancelExternalWorkflow(ctx, rs.ChildID, "")
@@ -185,13 +185,13 @@ func (r *agentRollout) bookEndedFromLedger(ctx workflow.Context) {
 	if len(r.running) == 0 {
 		return
 	}
-	req := activities.AgentServersEndedRequest{RolloutID: r.c.RolloutID}
+	req := AgentServersEndedRequest{RolloutID: r.c.RolloutID}
 	for _, rs := range r.running {
-		req.Servers = append(req.Servers, activities.InFlightAgentServer{Seq: rs.Seq, ChildID: rs.ChildID,
+		req.Servers = append(req.Servers, InFlightAgentServer{Seq: rs.Seq, ChildID: rs.ChildID,
 			AskTemporal: rs.Flagged || r.settling})
 	}
-	var ended []activities.EndedAgentServer
-	if err := workflow.ExecuteActivity(LedgerOptions(ctx), agentLedger.AgentServersEnded, req).Get(ctx, &ended); err != nil {
+	var ended []EndedAgentServer
+	if err := workflow.ExecuteActivity(workflows.LedgerOptions(ctx), agentLedgerActs.AgentServersEnded, req).Get(ctx, &ended); err != nil {
 		workflow.GetLogger(ctx).Warn("could not check the ledger for ended servers", "error", err)
 		return
 	}

@@ -1,4 +1,4 @@
-package activities_test
+package agents_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
@@ -31,12 +32,12 @@ func TestAgentServersEndedReportsEndedRows(t *testing.T) {
 	require.NoError(t, env.Store.SetAgentServer(ctx, rollout, ledger.AgentServer{ServerUUID: rows[0].ServerUUID, State: ledger.AgentServerDone, Outcome: "installed"}))
 	require.NoError(t, env.Store.SetAgentServer(ctx, rollout, ledger.AgentServer{ServerUUID: rows[1].ServerUUID, State: ledger.AgentServerFailed, Outcome: "cancelled", Reason: "cancelled"}))
 
-	a := &activities.LedgerActivities{Store: env.Store}
-	got, err := a.AgentServersEnded(ctx, activities.AgentServersEndedRequest{RolloutID: rollout, Servers: []activities.InFlightAgentServer{
+	a := &agents.AgentLedgerActivities{Ledger: &activities.LedgerActivities{Store: env.Store}}
+	got, err := a.AgentServersEnded(ctx, agents.AgentServersEndedRequest{RolloutID: rollout, Servers: []agents.InFlightAgentServer{
 		{Seq: 1, ChildID: "c1"}, {Seq: 2, ChildID: "c2"}, {Seq: 3, ChildID: "c3"}}})
 	require.NoError(t, err)
 	require.Len(t, got, 2)
-	assert.Equal(t, activities.EndedAgentServer{Seq: 1, Server: rows[0].ServerUUID, Hostname: "cna", Outcome: "installed"}, got[0])
+	assert.Equal(t, agents.EndedAgentServer{Seq: 1, Server: rows[0].ServerUUID, Hostname: "cna", Outcome: "installed"}, got[0])
 	assert.Equal(t, 2, got[1].Seq)
 	assert.Equal(t, "cancelled", got[1].Outcome)
 }

@@ -1,4 +1,4 @@
-package workflows
+package agents
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // publishedPhases collects every FleetsagaPhase value a test workflow
@@ -18,7 +18,7 @@ import (
 func publishedPhases(env *testsuite.TestWorkflowEnvironment) *[]string {
 	var out []string
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
-		if v, ok := args.Get(0).(temporal.SearchAttributes).GetKeyword(SAPhase); ok {
+		if v, ok := args.Get(0).(temporal.SearchAttributes).GetKeyword(workflows.SAPhase); ok {
 			out = append(out, v)
 		}
 	}).Return(nil)
@@ -29,7 +29,7 @@ func requireClosedSet(t *testing.T, phases []string) {
 	t.Helper()
 	require.NotEmpty(t, phases)
 	for _, p := range phases {
-		require.True(t, Phase(p).Known(), "FleetsagaPhase %q is not one of the typed phases", p)
+		require.True(t, workflows.Phase(p).Known(), "FleetsagaPhase %q is not one of the typed phases", p)
 	}
 }
 
@@ -47,13 +47,13 @@ func TestFanOutsPublishOnlyTypedPhases(t *testing.T) {
 		env.ExecuteWorkflow(AgentInstall, in)
 		require.NoError(t, env.GetWorkflowError())
 		requireClosedSet(t, *phases)
-		require.Contains(t, *phases, string(PhaseInstalling))
+		require.Contains(t, *phases, string(workflows.PhaseInstalling))
 	})
 	t.Run("agent install server", func(t *testing.T) {
 		env, _, _ := serverEnv(t, nil, nil, nil)
 		phases := publishedPhases(env)
 		env.ExecuteWorkflow(AgentInstallServer, AgentServerInput{RolloutID: uuid.New(), Server: uuid.New(), Hostname: "cn1",
-			Agents: activities.OrderAgents([]activities.PlannedAgent{vmAgent, cnAgent})})
+			Agents: OrderAgents([]PlannedAgent{vmAgent, cnAgent})})
 		require.NoError(t, env.GetWorkflowError())
 		requireClosedSet(t, *phases)
 	})

@@ -1,4 +1,4 @@
-package workflows
+package agents
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // Per-server outcomes.
@@ -41,11 +42,11 @@ const (
 
 // AgentServerInput is one server of a rollout (the child workflow's input).
 type AgentServerInput struct {
-	RolloutID uuid.UUID                 `json:"rolloutId"`
-	Seq       int                       `json:"seq"`
-	Server    uuid.UUID                 `json:"server"`
-	Hostname  string                    `json:"hostname"`
-	Agents    []activities.PlannedAgent `json:"agents"`
+	RolloutID uuid.UUID      `json:"rolloutId"`
+	Seq       int            `json:"seq"`
+	Server    uuid.UUID      `json:"server"`
+	Hostname  string         `json:"hostname"`
+	Agents    []PlannedAgent `json:"agents"`
 	// PollInterval is the task wait between heartbeats (default 5 s).
 	PollInterval time.Duration `json:"pollInterval,omitempty"`
 	// ReportTo is the rollout's workflow ID, signalled with the server's end
@@ -99,16 +100,17 @@ func AgentInstallServer(ctx workflow.Context, in AgentServerInput) (AgentServerR
 type agentServer struct {
 	in       AgentServerInput
 	res      AgentServerResult
-	progress Progress
-	l        *Lifecycle
+	progress workflows.Progress
+	l        *workflows.Lifecycle
 	started  time.Time
 }
 
 // Activity references for the agent workflows (nil receivers: only the
 // method names matter).
 var (
-	agentActs   *activities.AgentActivities
-	agentLedger *activities.LedgerActivities
+	agentActs       *AgentActivities
+	agentLedger     *activities.LedgerActivities
+	agentLedgerActs *AgentLedgerActivities
 )
 
 func (s *agentServer) setup(ctx workflow.Context) error {
@@ -121,15 +123,15 @@ func (s *agentServer) setup(ctx workflow.Context) error {
 	for i, ag := range s.in.Agents {
 		labels[i] = ag.Label()
 	}
-	s.progress = Progress{Kind: KindAgentInstall, Target: ServerTarget(s.in.Server), Artifact: strings.Join(labels, ","),
+	s.progress = workflows.Progress{Kind: workflows.KindAgentInstall, Target: ServerTarget(s.in.Server), Artifact: strings.Join(labels, ","),
 		Started: s.started, Total: int64(len(s.in.Agents)), Unit: "agents"}
-	l, err := NewLifecycle(ctx, &s.progress, PhaseRecordingIntent, agentServerWriter{s}, func() Progress { return s.progress })
+	l, err := workflows.NewLifecycle(ctx, &s.progress, workflows.PhaseRecordingIntent, agentServerWriter{s}, func() workflows.Progress { return s.progress })
 	s.l = l
 	return err
 }
 
 // step announces a phase with its detail (also the progress Message).
-func (s *agentServer) step(ctx workflow.Context, p Phase, detail ...string) {
+func (s *agentServer) step(ctx workflow.Context, p workflows.Phase, detail ...string) {
 	s.progress.Message = strings.Join(detail, "")
 	s.l.Step(ctx, p, detail...)
 }
@@ -142,7 +144,7 @@ func (s *agentServer) run(ctx workflow.Context) (AgentServerResult, error) {
 	case err == nil:
 	case *orphaned:
 		s.res.Outcome, s.res.Error = AgentOutcomeCancelled, "stopped: rollout "+s.in.ReportTo+" no longer runs (terminated?)"
-	case IsCancel(ctx, err):
+	case workflows.IsCancel(ctx, err):
 		s.res.Outcome, s.res.Error = AgentOutcomeCancelled, "cancelled"
 	default:
 		s.res.Outcome, s.res.Error = AgentOutcomeFailed, err.Error()
@@ -155,9 +157,9 @@ func (s *agentServer) run(ctx workflow.Context) (AgentServerResult, error) {
 		// No attempt of ours (the server stayed busy): the plan row ends.
 		s.endPlanRow(ctx, err)
 	}
-	err = s.l.End(ctx, err, Ending{Outcome: s.res.Outcome})
+	err = s.l.End(ctx, err, workflows.Ending{Outcome: s.res.Outcome})
 	s.report(ctx)
-	if err != nil && !IsCancel(ctx, err) {
+	if err != nil && !workflows.IsCancel(ctx, err) {
 		// A failed server is a result, not a workflow failure: the parent
 		// counts it against the failure budget.
 		return s.res, nil
@@ -169,20 +171,20 @@ func (s *agentServer) run(ctx workflow.Context) (AgentServerResult, error) {
 // rollout's plan (FinishAgentServer).
 type agentServerWriter struct{ s *agentServer }
 
-func (w agentServerWriter) record(ctx workflow.Context, a ledger.Attempt) error {
-	return LedgerWriter{}.record(ctx, a)
+func (w agentServerWriter) Record(ctx workflow.Context, a ledger.Attempt) error {
+	return workflows.LedgerWriter{}.Record(ctx, a)
 }
 
-func (w agentServerWriter) end(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error {
+func (w agentServerWriter) End(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error {
 	r := w.s.finishRequest(f)
 	if !recorded {
 		r.Intent = &a // in doubt: written (idempotent) before it is ended
 	}
-	return ledgerCall(ctx, agentActs.FinishAgentServer, r).Get(ctx, nil)
+	return workflows.LedgerCall(ctx, agentActs.FinishAgentServer, r).Get(ctx, nil)
 }
 
-func (s *agentServer) finishRequest(f ledger.Finish) activities.FinishAgentServerRequest {
-	return activities.FinishAgentServerRequest{RolloutID: s.in.RolloutID, Server: s.in.Server, AttemptID: f.AttemptID,
+func (s *agentServer) finishRequest(f ledger.Finish) FinishAgentServerRequest {
+	return FinishAgentServerRequest{RolloutID: s.in.RolloutID, Server: s.in.Server, AttemptID: f.AttemptID,
 		State: f.State, Outcome: f.Outcome, Error: f.Error, DurationMS: s.res.Duration.Milliseconds()}
 }
 
@@ -192,10 +194,10 @@ func (s *agentServer) endPlanRow(ctx workflow.Context, err error) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	f := ledger.Finish{State: ledger.StateFailed, Outcome: AgentOutcomeFailed, Error: err.Error()}
-	if IsCancel(ctx, err) {
+	if workflows.IsCancel(ctx, err) {
 		f = ledger.Finish{State: ledger.StateCancelled, Outcome: AgentOutcomeCancelled, Error: "cancelled"}
 	}
-	if err := ledgerCall(dctx, agentActs.FinishAgentServer, s.finishRequest(f)).Get(dctx, nil); err != nil {
+	if err := workflows.LedgerCall(dctx, agentActs.FinishAgentServer, s.finishRequest(f)).Get(dctx, nil); err != nil {
 		workflow.GetLogger(ctx).Error("could not record the server's end in the ledger", "server", s.in.Server, "error", err)
 	}
 }
@@ -229,15 +231,15 @@ func (s *agentServer) steps(ctx workflow.Context) error {
 // server's ledger target is shared by every agent install, so another
 // update active on the server makes this one wait (bounded).
 func (s *agentServer) recordIntent(ctx workflow.Context) error {
-	at := s.l.FreshAttempt(ctx, 1, KindAgentInstall, ServerTarget(s.in.Server), s.progress.Artifact)
+	at := s.l.FreshAttempt(ctx, 1, workflows.KindAgentInstall, ServerTarget(s.in.Server), s.progress.Artifact)
 	deadline := workflow.Now(ctx).Add(serverBusyWait)
 	wait := 5 * time.Second
 	for {
 		err := s.l.RecordIntent(ctx, at)
-		if !IsTargetBusy(err) || !workflow.Now(ctx).Before(deadline) {
+		if !workflows.IsTargetBusy(err) || !workflow.Now(ctx).Before(deadline) {
 			return err
 		}
-		s.step(ctx, PhaseWaitingForTarget, "another update is active on this server")
+		s.step(ctx, workflows.PhaseWaitingForTarget, "another update is active on this server")
 		if err := workflow.Sleep(ctx, wait); err != nil {
 			return err
 		}
@@ -249,18 +251,18 @@ func (s *agentServer) apiOptions(ctx workflow.Context, summary string) workflow.
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    time.Minute,
 		ScheduleToCloseTimeout: 15 * time.Minute,
-		RetryPolicy:            DeviceRetry,
+		RetryPolicy:            workflows.DeviceRetry,
 		Summary:                summary,
 	})
 }
 
 // prepare checks the server is running and set up (it may have gone away
 // since the plan) and marks it running in the plan.
-func (s *agentServer) prepare(ctx workflow.Context) (activities.AgentServerState, error) {
-	s.step(ctx, PhaseCheckingServer)
-	var st activities.AgentServerState
+func (s *agentServer) prepare(ctx workflow.Context) (AgentServerState, error) {
+	s.step(ctx, workflows.PhaseCheckingServer)
+	var st AgentServerState
 	err := workflow.ExecuteActivity(s.apiOptions(ctx, "check server "+s.in.Hostname), agentActs.PrepareAgentServer,
-		activities.PrepareAgentServerRequest{RolloutID: s.in.RolloutID, Server: s.in.Server, AttemptID: s.l.AttemptID()}).Get(ctx, &st)
+		PrepareAgentServerRequest{RolloutID: s.in.RolloutID, Server: s.in.Server, AttemptID: s.l.AttemptID()}).Get(ctx, &st)
 	if st.Hostname != "" {
 		s.res.Hostname = st.Hostname
 	}
@@ -268,26 +270,26 @@ func (s *agentServer) prepare(ctx workflow.Context) (activities.AgentServerState
 }
 
 // agent runs the saga of one agent on the server.
-func (s *agentServer) agent(ctx workflow.Context, ag activities.PlannedAgent, st activities.AgentServerState) (AgentStep, error) {
+func (s *agentServer) agent(ctx workflow.Context, ag PlannedAgent, st AgentServerState) (AgentStep, error) {
 	step := AgentStep{Agent: ag.Name}
-	decision, _ := activities.DecideAgentOnServer(ag, st.Agents)
-	if decision == activities.AgentAbsent {
+	decision, _ := DecideAgentOnServer(ag, st.Agents)
+	if decision == AgentAbsent {
 		step.Outcome = "absent"
 		return step, nil
 	}
 	step.Outcome = AgentOutcomeVerified
-	if decision == activities.AgentInstall {
-		s.step(ctx, PhaseInstalling, ag.Label())
+	if decision == AgentNeedsInstall {
+		s.step(ctx, workflows.PhaseInstalling, ag.Label())
 		opts := workflow.ActivityOptions{
 			StartToCloseTimeout:    agentTaskTimeout,
 			ScheduleToCloseTimeout: 2 * agentTaskTimeout,
 			HeartbeatTimeout:       4*s.in.PollInterval + 5*time.Second,
-			RetryPolicy:            DeviceRetry,
+			RetryPolicy:            workflows.DeviceRetry,
 			Summary:                fmt.Sprintf("install %s on %s", ag.Label(), s.in.Hostname),
 		}
-		var res activities.InstallAgentResult
+		var res InstallAgentResult
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), agentActs.InstallAgentImage,
-			activities.InstallAgentRequest{Server: s.in.Server, Agent: ag, AttemptID: s.l.AttemptID(), PollInterval: s.in.PollInterval}).Get(ctx, &res)
+			InstallAgentRequest{Server: s.in.Server, Agent: ag, AttemptID: s.l.AttemptID(), PollInterval: s.in.PollInterval}).Get(ctx, &res)
 		s.event(ctx, "install:"+ag.Name, err, "installed "+ag.Label()+" (task "+res.TaskID+")")
 		if err != nil {
 			step.Outcome, step.Error = AgentOutcomeFailed, err.Error()
@@ -300,7 +302,7 @@ func (s *agentServer) agent(ctx workflow.Context, ag activities.PlannedAgent, st
 	}
 	// The actual state moved (or already was there): now CNAPI's record,
 	// then the intent.
-	s.step(ctx, PhaseRecordingAgents, ag.Label())
+	s.step(ctx, workflows.PhaseRecordingAgents, ag.Label())
 	return s.recordAgent(ctx, ag, step)
 }
 
@@ -314,7 +316,7 @@ func (s *agentServer) event(ctx workflow.Context, step string, stepErr error, ms
 	if stepErr != nil {
 		e.State, e.Message = "error", stepErr.Error()
 	}
-	if err := ledgerCall(ctx, agentLedger.AppendEvent, e).Get(ctx, nil); err != nil {
+	if err := workflows.LedgerCall(ctx, agentLedger.AppendEvent, e).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("could not append ledger event", "step", step, "error", err)
 	}
 }
@@ -322,10 +324,10 @@ func (s *agentServer) event(ctx workflow.Context, step string, stepErr error, ms
 // recordAgent makes CNAPI's record and then the SAPI intent show the agent
 // at its image, in one activity (RecordAgentOnServer: one task where there
 // were two).
-func (s *agentServer) recordAgent(ctx workflow.Context, ag activities.PlannedAgent, step AgentStep) (AgentStep, error) {
-	var intent activities.SetAgentIntentResult
+func (s *agentServer) recordAgent(ctx workflow.Context, ag PlannedAgent, step AgentStep) (AgentStep, error) {
+	var intent SetAgentIntentResult
 	err := workflow.ExecuteActivity(s.apiOptions(ctx, "record "+ag.Name+" on "+s.in.Hostname+" in CNAPI and SAPI"), agentActs.RecordAgentOnServer,
-		activities.RefreshAgentRequest{Server: s.in.Server, Agent: ag}).Get(ctx, &intent)
+		RefreshAgentRequest{Server: s.in.Server, Agent: ag}).Get(ctx, &intent)
 	s.event(ctx, "intent:"+ag.Name, err, intentNote(intent, ag))
 	if err != nil {
 		step.Outcome, step.Error = AgentOutcomeFailed, err.Error()
@@ -334,7 +336,7 @@ func (s *agentServer) recordAgent(ctx workflow.Context, ag activities.PlannedAge
 }
 
 // intentNote is the ledger event's text for a SAPI intent moved to ag.
-func intentNote(intent activities.SetAgentIntentResult, ag activities.PlannedAgent) string {
+func intentNote(intent SetAgentIntentResult, ag PlannedAgent) string {
 	msg := fmt.Sprintf("SAPI instance %s at %s", intent.InstanceUUID, ag.Label())
 	if intent.Created {
 		msg += " (created)"

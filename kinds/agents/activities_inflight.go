@@ -1,4 +1,4 @@
-package activities
+package agents
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
@@ -40,12 +41,12 @@ type EndedAgentServer struct {
 // (the row is the truth: a child's report may never come). A row still
 // open whose child workflow is closed (terminated, timed out) is ended
 // failed here, since no one else will end it (asked only where AskTemporal).
-func (a *LedgerActivities) AgentServersEnded(ctx context.Context, r AgentServersEndedRequest) ([]EndedAgentServer, error) {
+func (a *AgentLedgerActivities) AgentServersEnded(ctx context.Context, r AgentServersEndedRequest) ([]EndedAgentServer, error) {
 	seqs := make([]int, len(r.Servers))
 	for i, s := range r.Servers {
 		seqs[i] = s.Seq
 	}
-	rows, err := a.Store.AgentServersBySeq(ctx, r.RolloutID, seqs)
+	rows, err := a.Ledger.Store.AgentServersBySeq(ctx, r.RolloutID, seqs)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +69,7 @@ func (a *LedgerActivities) AgentServersEnded(ctx context.Context, r AgentServers
 				continue
 			}
 			row.State, row.Outcome, row.Reason = ledger.AgentServerFailed, "failed", why
-			if err := a.Store.SetAgentServer(ctx, r.RolloutID, row); err != nil {
+			if err := a.Ledger.Store.SetAgentServer(ctx, r.RolloutID, row); err != nil {
 				return nil, err
 			}
 		}
@@ -91,11 +92,11 @@ func open(state string) bool {
 
 // childClosed reports whether a server's child workflow has closed (and
 // how); without a Temporal client it cannot tell and says no.
-func (a *LedgerActivities) childClosed(ctx context.Context, id string) (string, bool) {
-	if a.Temporal == nil || id == "" {
+func (a *AgentLedgerActivities) childClosed(ctx context.Context, id string) (string, bool) {
+	if a.Ledger.Temporal == nil || id == "" {
 		return "", false
 	}
-	desc, err := a.Temporal.DescribeWorkflowExecution(ctx, id, "")
+	desc, err := a.Ledger.Temporal.DescribeWorkflowExecution(ctx, id, "")
 	var nf *serviceerror.NotFound
 	switch {
 	case errors.As(err, &nf):
@@ -104,7 +105,7 @@ func (a *LedgerActivities) childClosed(ctx context.Context, id string) (string, 
 		return "", false
 	}
 	st := desc.GetWorkflowExecutionInfo().GetStatus()
-	if running(st) {
+	if activities.Running(st) {
 		return "", false
 	}
 	return fmt.Sprintf("its workflow %s ended (%s) without ending the server", id, st), true

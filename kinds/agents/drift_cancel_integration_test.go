@@ -1,4 +1,4 @@
-package workflows_test
+package agents_test
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -38,11 +38,11 @@ func TestAgentDriftRepairCancelledDuringInstallEndsCancelled(t *testing.T) {
 	_, err = sapi.SetInstanceImage(ctx, d.Servers[0].Agents[3].UUID, d.Servers[0].UUID, img.UUID) // intent ahead
 	require.NoError(t, err)
 
-	in := workflows.AgentDriftInput{Agents: []string{"vm-agent"}, Selection: activities.ServerSelection{All: true},
+	in := agents.AgentDriftInput{Agents: []string{"vm-agent"}, Selection: agents.ServerSelection{All: true},
 		Repair: true, PollInterval: time.Second}
 	run, err := s.env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: workflows.WorkflowID(workflows.KindAgentDrift, in.Target()), TaskQueue: s.env.TaskQueue,
-	}, workflows.AgentDriftCheck, in)
+	}, agents.AgentDriftCheck, in)
 	require.NoError(t, err)
 	install := workflows.WorkflowID(workflows.KindAgentInstall, "dc/vm-agent")
 	require.Eventually(t, func() bool {
@@ -61,5 +61,5 @@ func TestAgentDriftRepairCancelledDuringInstallEndsCancelled(t *testing.T) {
 		atts, err := s.env.Store.Attempts(ctx, install)
 		return err == nil && len(atts) == 1 && atts[0].State == ledger.StateCancelled
 	}, time.Minute, 100*time.Millisecond, "the install's attempt ended cancelled")
-	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/agent-drift-cancelled-repair.json")
+	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/agent-drift-cancelled-repair.json")
 }

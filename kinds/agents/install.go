@@ -1,4 +1,8 @@
-package workflows
+// Package agents is the agent kinds: the install (install*.go: a parent
+// that fans out over servers in windows, continuing as new) and its
+// per-server child (server.go), and the drift check (drift.go), with their
+// activities (activities*.go) and dry runs (plan.go, plan_activities.go).
+package agents
 
 import (
 	"errors"
@@ -14,9 +18,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // Fan-out defaults and bounds.
@@ -49,13 +53,13 @@ const (
 // AgentInstallInput is one agent rollout.
 type AgentInstallInput struct {
 	// Agents to install (name, and image UUID or nil for the newest).
-	Agents []activities.AgentRequest `json:"agents,omitempty"`
+	Agents []AgentRequest `json:"agents,omitempty"`
 	// AllAgents adds every agent SAPI knows at its newest image, updating
 	// only the servers that run it. marlin-agent only when named in Agents.
-	AllAgents      bool                       `json:"allAgents,omitempty"`
-	Selection      activities.ServerSelection `json:"selection"`
-	ExcludeServers []string                   `json:"excludeServers,omitempty"`
-	ExcludeAgents  []string                   `json:"excludeAgents,omitempty"`
+	AllAgents      bool            `json:"allAgents,omitempty"`
+	Selection      ServerSelection `json:"selection"`
+	ExcludeServers []string        `json:"excludeServers,omitempty"`
+	ExcludeAgents  []string        `json:"excludeAgents,omitempty"`
 	// Concurrency is how many servers install at once (default 20).
 	Concurrency int `json:"concurrency,omitempty"`
 	// MaxFailures or MaxFailurePercent (of the servers to install) is the
@@ -162,8 +166,8 @@ func (in *AgentInstallInput) defaults() {
 
 // AgentInstallCarry is what one run hands the next.
 type AgentInstallCarry struct {
-	RolloutID uuid.UUID                   `json:"rolloutId"`
-	Plan      activities.AgentInstallPlan `json:"plan"`
+	RolloutID uuid.UUID        `json:"rolloutId"`
+	Plan      AgentInstallPlan `json:"plan"`
 	// Cursor is the plan sequence number of the last server started.
 	Cursor     int             `json:"cursor"`
 	Installed  int             `json:"installed"`
@@ -189,22 +193,22 @@ const (
 
 // AgentInstallResult summarises a rollout (full lists are in the ledger).
 type AgentInstallResult struct {
-	RolloutID  uuid.UUID                 `json:"rolloutId"`
-	Outcome    string                    `json:"outcome"`
-	Agents     []activities.PlannedAgent `json:"agents"`
-	Selected   int                       `json:"selected"`
-	Installed  int                       `json:"installed"`
-	Verified   int                       `json:"verified"`
-	Failed     int                       `json:"failed"`
-	Skipped    int                       `json:"skipped"`
-	Excluded   int                       `json:"excluded"`
-	NotStarted int                       `json:"notStarted"`
+	RolloutID  uuid.UUID      `json:"rolloutId"`
+	Outcome    string         `json:"outcome"`
+	Agents     []PlannedAgent `json:"agents"`
+	Selected   int            `json:"selected"`
+	Installed  int            `json:"installed"`
+	Verified   int            `json:"verified"`
+	Failed     int            `json:"failed"`
+	Skipped    int            `json:"skipped"`
+	Excluded   int            `json:"excluded"`
+	NotStarted int            `json:"notStarted"`
 	// FailedServers and SkippedServers are samples (at most 50 each).
-	FailedServers   []ledger.AgentServer       `json:"failedServers,omitempty"`
-	SkippedServers  []activities.SkippedServer `json:"skippedServers,omitempty"`
-	Stragglers      []string                   `json:"stragglers,omitempty"`
-	ServiceImageSet bool                       `json:"serviceImageSet,omitempty"`
-	Runs            int                        `json:"runs"`
+	FailedServers   []ledger.AgentServer `json:"failedServers,omitempty"`
+	SkippedServers  []SkippedServer      `json:"skippedServers,omitempty"`
+	Stragglers      []string             `json:"stragglers,omitempty"`
+	ServiceImageSet bool                 `json:"serviceImageSet,omitempty"`
+	Runs            int                  `json:"runs"`
 }
 
 // AgentInstall installs agent images across a datacenter's servers: it
@@ -224,8 +228,8 @@ func AgentInstall(ctx workflow.Context, in AgentInstallInput) (AgentInstallResul
 type agentRollout struct {
 	in       AgentInstallInput
 	c        *AgentInstallCarry
-	progress Progress
-	l        *Lifecycle
+	progress workflows.Progress
+	l        *workflows.Lifecycle
 	running  []InFlightServer
 	budget   int
 	stopped  bool
@@ -251,22 +255,22 @@ func (r *agentRollout) setup(ctx workflow.Context) error {
 	r.c = r.in.Carry
 	if r.c == nil {
 		// Derived like an attempt ID: a run reset to its start keeps it.
-		r.c = &AgentInstallCarry{Started: workflow.Now(ctx), RolloutID: derivedID(ctx, "rollout")}
+		r.c = &AgentInstallCarry{Started: workflow.Now(ctx), RolloutID: workflows.DerivedID(ctx, "rollout")}
 	}
 	r.c.Runs++
 	r.running, r.c.InFlight = r.c.InFlight, nil
-	r.progress = Progress{Kind: KindAgentInstall, Target: r.in.Target(), Artifact: r.in.ArtifactVersion(),
+	r.progress = workflows.Progress{Kind: workflows.KindAgentInstall, Target: r.in.Target(), Artifact: r.in.ArtifactVersion(),
 		Started: r.c.Started, Unit: "servers", Counts: map[string]int{}}
 	if r.c.Paused {
-		r.progress.State = StatePaused
+		r.progress.State = workflows.StatePaused
 	}
 	r.refresh(ctx)
 	// The first run plans; the next ones (continued as new) go on installing.
-	first := PhasePlanning
+	first := workflows.PhasePlanning
 	if r.c.Runs > 1 {
-		first = PhaseInstalling
+		first = workflows.PhaseInstalling
 	}
-	l, err := NewLifecycle(ctx, &r.progress, first, LedgerWriter{}, func() Progress {
+	l, err := workflows.NewLifecycle(ctx, &r.progress, first, workflows.LedgerWriter{}, func() workflows.Progress {
 		r.refresh(ctx)
 		return r.progress
 	})
@@ -277,25 +281,25 @@ func (r *agentRollout) setup(ctx workflow.Context) error {
 	if r.c.Runs > 1 {
 		r.l.AdoptAttempt(r.attempt(ctx)) // recorded by the first run
 	}
-	ListenPauseResume(ctx, r.setPaused)
+	workflows.ListenPauseResume(ctx, r.setPaused)
 	return nil
 }
 
 // attempt is the rollout's ledger attempt (its ID is the rollout ID, which
 // keys the plan).
 func (r *agentRollout) attempt(ctx workflow.Context) ledger.Attempt {
-	a := attemptFor(ctx, r.c.RolloutID, 1, KindAgentInstall, r.in.Target(), r.in.ArtifactVersion())
+	a := workflows.AttemptFor(ctx, r.c.RolloutID, 1, workflows.KindAgentInstall, r.in.Target(), r.in.ArtifactVersion())
 	a.UpdateID = a.WorkflowID + "#" + r.c.RolloutID.String()
 	return a
 }
 
 func (r *agentRollout) setPaused(ctx workflow.Context, p bool) {
 	r.c.Paused = p
-	r.progress.State = StateRunning
+	r.progress.State = workflows.StateRunning
 	if p {
-		r.progress.State = StatePaused
+		r.progress.State = workflows.StatePaused
 	}
-	SetSearchState(ctx, r.progress.State, Phase(r.progress.Phase))
+	workflows.SetSearchState(ctx, r.progress.State, workflows.Phase(r.progress.Phase))
 }
 
 func (r *agentRollout) run(ctx workflow.Context) (AgentInstallResult, error) {
@@ -310,7 +314,7 @@ func (r *agentRollout) run(ctx workflow.Context) (AgentInstallResult, error) {
 		return r.end(ctx, err)
 	}
 	if more {
-		r.l.Phase(ctx, PhaseContinuingAsNew, fmt.Sprintf("after %d servers", r.c.Cursor))
+		r.l.Phase(ctx, workflows.PhaseContinuingAsNew, fmt.Sprintf("after %d servers", r.c.Cursor))
 		next := r.in
 		r.carryInFlight(ctx)
 		next.Carry = r.c
@@ -331,11 +335,11 @@ func (r *agentRollout) plan(ctx workflow.Context) error {
 		StartToCloseTimeout:    10 * time.Minute,
 		ScheduleToCloseTimeout: 30 * time.Minute,
 		HeartbeatTimeout:       2 * time.Minute,
-		RetryPolicy:            DeviceRetry,
+		RetryPolicy:            workflows.DeviceRetry,
 		Summary:                "validate images and plan servers",
 	}
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), agentActs.PlanAgentInstall,
-		activities.PlanAgentInstallRequest{RolloutID: r.c.RolloutID, Agents: r.in.Agents, AllAgents: r.in.AllAgents,
+		PlanAgentInstallRequest{RolloutID: r.c.RolloutID, Agents: r.in.Agents, AllAgents: r.in.AllAgents,
 			Selection: r.in.Selection, ExcludeServers: r.in.ExcludeServers, ExcludeAgents: r.in.ExcludeAgents}).Get(ctx, &r.c.Plan)
 	if err != nil {
 		return err
@@ -348,7 +352,7 @@ func (r *agentRollout) plan(ctx workflow.Context) error {
 		labels[i] = ag.Label()
 	}
 	r.progress.Artifact = strings.Join(labels, ",")
-	if err := workflow.UpsertTypedSearchAttributes(ctx, SAArtifact.ValueSet(r.progress.Artifact)); err != nil {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, workflows.SAArtifact.ValueSet(r.progress.Artifact)); err != nil {
 		workflow.GetLogger(ctx).Warn("upsert artifact failed", "error", err)
 	}
 	for _, s := range r.c.Plan.SkippedSample {
@@ -365,15 +369,15 @@ func (r *agentRollout) claimAgents(ctx workflow.Context) error {
 	for i, ag := range r.c.Plan.Agents {
 		names[i] = ag.Name
 	}
-	return workflow.ExecuteActivity(LedgerOptions(ctx), agentLedger.ClaimAgents,
-		activities.ClaimAgentsRequest{RolloutID: r.c.RolloutID, Agents: names}).Get(ctx, nil)
+	return workflow.ExecuteActivity(workflows.LedgerOptions(ctx), agentLedgerActs.ClaimAgents,
+		ClaimAgentsRequest{RolloutID: r.c.RolloutID, Agents: names}).Get(ctx, nil)
 }
 
 // planFailed ends a rollout whose planning failed or was cancelled: no
 // server was started.
 func (r *agentRollout) planFailed(ctx workflow.Context, err error) (AgentInstallResult, error) {
 	res := AgentInstallResult{RolloutID: r.c.RolloutID, Runs: r.c.Runs}
-	err = r.l.End(ctx, err, Ending{})
+	err = r.l.End(ctx, err, workflows.Ending{})
 	res.Outcome = r.progress.Outcome
 	return res, err
 }
@@ -408,8 +412,8 @@ func (r *agentRollout) childOptions(ctx workflow.Context, srv ledger.AgentServer
 		// the server again.
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			SAKind.ValueSet(string(KindAgentInstall)), SATarget.ValueSet(ServerTarget(srv.ServerUUID)),
-			SAArtifact.ValueSet(r.progress.Artifact), SAState.ValueSet(string(StateRunning))),
+			workflows.SAKind.ValueSet(string(workflows.KindAgentInstall)), workflows.SATarget.ValueSet(ServerTarget(srv.ServerUUID)),
+			workflows.SAArtifact.ValueSet(r.progress.Artifact), workflows.SAState.ValueSet(string(workflows.StateRunning))),
 		StaticSummary: fmt.Sprintf("agents %s on %s", r.progress.Artifact, srv.Hostname),
 	}
 }
@@ -497,7 +501,7 @@ func (r *agentRollout) straggler(ctx workflow.Context, host string, d, med time.
 	if len(r.c.Stragglers) < maxStragglers {
 		r.c.Stragglers = append(r.c.Stragglers, host)
 	}
-	r.l.Step(ctx, PhaseInstalling, fmt.Sprintf("%d straggler(s), latest %s (%s vs median %s)", len(r.c.Stragglers), host,
+	r.l.Step(ctx, workflows.PhaseInstalling, fmt.Sprintf("%d straggler(s), latest %s (%s vs median %s)", len(r.c.Stragglers), host,
 		d.Round(time.Second), med.Round(time.Second)))
 }
 
@@ -533,11 +537,11 @@ func (r *agentRollout) end(ctx workflow.Context, runErr error) (AgentInstallResu
 		if cancelled {
 			reason = "rollout cancelled"
 		}
-		_ = workflow.ExecuteActivity(LedgerOptions(dctx), agentActs.StopAgentRollout,
-			activities.StopAgentRolloutRequest{RolloutID: r.c.RolloutID, Reason: reason}).Get(dctx, nil)
+		_ = workflow.ExecuteActivity(workflows.LedgerOptions(dctx), agentActs.StopAgentRollout,
+			StopAgentRolloutRequest{RolloutID: r.c.RolloutID, Reason: reason}).Get(dctx, nil)
 	}
-	var sum activities.AgentRolloutSummary
-	if err := workflow.ExecuteActivity(LedgerOptions(dctx), agentActs.SummarizeAgentRollout, r.c.RolloutID).Get(dctx, &sum); err != nil {
+	var sum AgentRolloutSummary
+	if err := workflow.ExecuteActivity(workflows.LedgerOptions(dctx), agentActs.SummarizeAgentRollout, r.c.RolloutID).Get(dctx, &sum); err != nil {
 		workflow.GetLogger(ctx).Error("could not summarise the rollout from the ledger", "error", err)
 	}
 	res.Installed, res.Verified = r.c.Installed, r.c.Verified
@@ -569,8 +573,8 @@ func (r *agentRollout) end(ctx workflow.Context, runErr error) (AgentInstallResu
 		res.ServiceImageSet = true
 		for _, ag := range r.c.Plan.Agents {
 			err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
-				StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: 15 * time.Minute, RetryPolicy: DeviceRetry,
-			}), agentActs.SetAgentServiceImage, activities.SetAgentServiceImageRequest{ServiceUUID: ag.ServiceUUID, ImageUUID: ag.ImageUUID}).Get(dctx, nil)
+				StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: 15 * time.Minute, RetryPolicy: workflows.DeviceRetry,
+			}), agentActs.SetAgentServiceImage, SetAgentServiceImageRequest{ServiceUUID: ag.ServiceUUID, ImageUUID: ag.ImageUUID}).Get(dctx, nil)
 			if err != nil {
 				res.ServiceImageSet = false
 				workflow.GetLogger(ctx).Error("could not set the service's image", "agent", ag.Name, "error", err)
@@ -584,7 +588,7 @@ func (r *agentRollout) end(ctx workflow.Context, runErr error) (AgentInstallResu
 // search state) once the summary is known.
 func (r *agentRollout) ended(ctx workflow.Context, res AgentInstallResult, err error) (AgentInstallResult, error) {
 	r.refresh(ctx)
-	e := Ending{Outcome: res.Outcome}
+	e := workflows.Ending{Outcome: res.Outcome}
 	if res.Outcome == AgentRolloutBudget {
 		e.FailedOutcome = res.Outcome // the ledger says why the rollout stopped
 	}

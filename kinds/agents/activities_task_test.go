@@ -1,4 +1,4 @@
-package activities_test
+package agents_test
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleetsim/dc"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
@@ -29,23 +29,23 @@ func TestRetriedInstallResumesTheLedgeredTask(t *testing.T) {
 	d.Servers[0].StaleRefresh = true
 	sp := &spec.Spec{Seed: 1, SpeedUp: 1000, Timings: spec.DefaultTimings(), Datacenter: d}
 	sim := env.StartFleetsim(sp)
-	acts, err := activities.NewAgentActivities(fleet.FromFleetsim(sim.URL, ""), nil, env.Store, "test")
+	acts, err := agents.NewAgentActivities(fleet.FromFleetsim(sim.URL, ""), nil, env.Store, "test")
 	require.NoError(t, err)
 
 	ctx := context.Background()
 	attempt := uuid.New()
 	require.NoError(t, env.Store.RecordIntent(ctx, ledger.Attempt{ID: attempt, UpdateID: "agent-install-test", Attempt: 1,
 		Kind: "agent-install", Target: "server/" + d.Servers[0].UUID.String()}))
-	req := activities.InstallAgentRequest{Server: d.Servers[0].UUID, Agent: planned(t, d, "vm-agent"), AttemptID: attempt}
+	req := agents.InstallAgentRequest{Server: d.Servers[0].UUID, Agent: planned(t, d, "vm-agent"), AttemptID: attempt}
 
-	run := func() activities.InstallAgentResult {
+	run := func() agents.InstallAgentResult {
 		// A fresh environment each time: no heartbeat details carry over.
 		var ts testsuite.WorkflowTestSuite
 		ae := ts.NewTestActivityEnvironment()
 		ae.RegisterActivity(acts)
 		v, err := ae.ExecuteActivity(acts.InstallAgentImage, req)
 		require.NoError(t, err)
-		var res activities.InstallAgentResult
+		var res agents.InstallAgentResult
 		require.NoError(t, v.Get(&res))
 		return res
 	}

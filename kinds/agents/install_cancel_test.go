@@ -1,4 +1,4 @@
-package workflows
+package agents
 
 import (
 	"context"
@@ -24,10 +24,10 @@ func TestAgentInstallCancelledWhilePlanningEndsItsAttempt(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(AgentInstall)
-	env.RegisterActivity(&activities.AgentActivities{})
+	env.RegisterActivity(&AgentActivities{})
 	env.RegisterActivity(&activities.LedgerActivities{})
 	var rollout uuid.UUID
-	env.OnActivity(agentLedger.ClaimAgents, mock.Anything, mock.Anything).Return(nil).Maybe()
+	env.OnActivity(agentLedgerActs.ClaimAgents, mock.Anything, mock.Anything).Return(nil).Maybe()
 	env.OnActivity(agentLedger.RecordIntent, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, a ledger.Attempt) error { rollout = a.ID; return nil })
 	env.OnActivity(agentLedger.FinishAttempt, mock.Anything, mock.Anything).Return(
@@ -52,18 +52,18 @@ func TestAgentInstallServerCancelledWhileRecordingIntentEndsTheAttemptInDoubt(t 
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(AgentInstallServer)
-	env.RegisterActivity(&activities.AgentActivities{})
+	env.RegisterActivity(&AgentActivities{})
 	env.RegisterActivity(&activities.LedgerActivities{})
 	env.OnActivity(agentLedger.RecordIntent, mock.Anything, mock.Anything).Return(nil).After(time.Hour)
-	var ends []activities.FinishAgentServerRequest
+	var ends []FinishAgentServerRequest
 	env.OnActivity(agentActs.FinishAgentServer, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, r activities.FinishAgentServerRequest) error {
+		func(_ context.Context, r FinishAgentServerRequest) error {
 			ends = append(ends, r)
 			return nil
 		})
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
 	in := AgentServerInput{RolloutID: uuid.New(), Seq: 1, Server: uuid.New(), Hostname: "cn0",
-		Agents: []activities.PlannedAgent{{Name: "vm-agent", ImageUUID: uuid.New(), Version: "1.1.0"}}}
+		Agents: []PlannedAgent{{Name: "vm-agent", ImageUUID: uuid.New(), Version: "1.1.0"}}}
 	env.ExecuteWorkflow(AgentInstallServer, in)
 
 	err := env.GetWorkflowError()

@@ -1,4 +1,4 @@
-package workflows_test
+package agents_test
 
 import (
 	"context"
@@ -11,9 +11,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
+	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -22,15 +23,15 @@ import (
 // per run (so the first run's slow server is still running when the run
 // has started its share). At speed-up 100 an install takes ~450 ms times
 // its slowness, and cn-agent's task timeout is 36 s.
-func windowStack(t *testing.T, seed int64, slowness float64) (*agentStack, workflows.AgentInstallInput, uuid.UUID) {
+func windowStack(t *testing.T, seed int64, slowness float64) (*agentStack, agents.AgentInstallInput, uuid.UUID) {
 	t.Helper()
 	d := spec.GenerateDatacenter(8, seed)
 	d.Servers[0].InstallSlowness = slowness
 	s := newAgentStack(t, d, 100)
 	s.worker()
 	img, _ := d.ImageFor("vm-agent", spec.GeneratedNewVersion)
-	in := workflows.AgentInstallInput{Agents: []activities.AgentRequest{{Name: "vm-agent", ImageUUID: img.UUID}},
-		Selection: activities.ServerSelection{All: true}, Concurrency: 2, ChildrenPerRun: 3, MaxFailures: 1,
+	in := agents.AgentInstallInput{Agents: []agents.AgentRequest{{Name: "vm-agent", ImageUUID: img.UUID}},
+		Selection: agents.ServerSelection{All: true}, Concurrency: 2, ChildrenPerRun: 3, MaxFailures: 1,
 		PollInterval: time.Second, StragglerCheck: time.Second}
 	return s, in, img.UUID
 }
@@ -48,7 +49,7 @@ func planRows(t *testing.T, s *agentStack, rollout uuid.UUID) map[uuid.UUID]ledg
 }
 
 // rolloutOf waits for the rollout's ledger attempt (its ID is the rollout's).
-func rolloutOf(t *testing.T, s *agentStack, in workflows.AgentInstallInput) uuid.UUID {
+func rolloutOf(t *testing.T, s *agentStack, in agents.AgentInstallInput) uuid.UUID {
 	t.Helper()
 	var id uuid.UUID
 	require.Eventually(t, func() bool {
@@ -83,9 +84,9 @@ func TestAgentInstallWindowKeepsRunningAcrossContinueAsNew(t *testing.T) {
 	defer cancel()
 	run := s.start(t, ctx, in)
 	firstRun := run.GetRunID()
-	var res workflows.AgentInstallResult
+	var res agents.AgentInstallResult
 	require.NoError(t, run.Get(ctx, &res))
-	assert.Equal(t, workflows.AgentRolloutCompleted, res.Outcome)
+	assert.Equal(t, agents.AgentRolloutCompleted, res.Outcome)
 	assert.Equal(t, 8, res.Installed)
 	assert.Zero(t, res.Failed)
 	assert.GreaterOrEqual(t, res.Runs, 3)
@@ -117,10 +118,10 @@ func TestAgentInstallWindowKeepsRunningAcrossContinueAsNew(t *testing.T) {
 	// with the slow server in flight), the last one (which books it from
 	// its report; the run followed to the end), and the slow server's child
 	// (which reports to the rollout).
-	replay.Record(t, s.env.Client, run.GetID(), firstRun, "../kinds/testdata/histories/agent-install-window-first-run.json")
-	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "../kinds/testdata/histories/agent-install-window-last-run.json")
+	replay.Record(t, s.env.Client, run.GetID(), firstRun, "../testdata/histories/agent-install-window-first-run.json")
+	replay.Record(t, s.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/agent-install-window-last-run.json")
 	child := run.GetID() + "/" + res.RolloutID.String() + "/" + slowSrv.String()
-	replay.Record(t, s.env.Client, child, "", "../kinds/testdata/histories/agent-install-server-reports.json")
+	replay.Record(t, s.env.Client, child, "", "../testdata/histories/agent-install-server-reports.json")
 }
 
 // A cancel after continue-as-new reaches the child carried from the first
@@ -145,7 +146,7 @@ func TestAgentInstallCancelAfterContinueAsNewCancelsCarriedChildren(t *testing.T
 	rows := planRows(t, s, rollout)
 	slow := rows[s.dc.Servers[0].UUID]
 	assert.Equal(t, ledger.AgentServerFailed, slow.State)
-	assert.Equal(t, workflows.AgentOutcomeCancelled, slow.Outcome, "the carried child was cancelled")
+	assert.Equal(t, agents.AgentOutcomeCancelled, slow.Outcome, "the carried child was cancelled")
 	for _, r := range rows {
 		assert.NotContains(t, []string{ledger.AgentServerPending, ledger.AgentServerRunning}, r.State, "%s still open", r.Hostname)
 	}
@@ -174,9 +175,9 @@ func TestAgentInstallTerminatedCarriedChildDoesNotHangTheRollout(t *testing.T) {
 	child := run.GetID() + "/" + rollout.String() + "/" + s.dc.Servers[0].UUID.String()
 	require.NoError(t, s.env.Client.TerminateWorkflow(ctx, child, "", "operator"))
 
-	var res workflows.AgentInstallResult
+	var res agents.AgentInstallResult
 	require.NoError(t, run.Get(ctx, &res))
-	assert.Equal(t, workflows.AgentRolloutWithFailures, res.Outcome)
+	assert.Equal(t, agents.AgentRolloutWithFailures, res.Outcome)
 	assert.Equal(t, 7, res.Installed)
 	assert.Equal(t, 1, res.Failed)
 	slow := planRows(t, s, rollout)[s.dc.Servers[0].UUID]
@@ -210,7 +211,7 @@ func TestAgentInstallTerminatedRolloutStopsItsChildren(t *testing.T) {
 			}
 		}
 		for _, srv := range s.dc.Servers {
-			active, err := s.env.Store.ActiveForTarget(ctx, workflows.ServerTarget(srv.UUID))
+			active, err := s.env.Store.ActiveForTarget(ctx, agents.ServerTarget(srv.UUID))
 			require.NoError(t, err)
 			if active != nil {
 				open = append(open, srv.Hostname+" (attempt)")
@@ -223,7 +224,7 @@ func TestAgentInstallTerminatedRolloutStopsItsChildren(t *testing.T) {
 	stopped := time.Now()
 	slow := planRows(t, s, rollout)[s.dc.Servers[0].UUID]
 	assert.Equal(t, ledger.AgentServerFailed, slow.State)
-	assert.Equal(t, workflows.AgentOutcomeCancelled, slow.Outcome, "the slow server was stopped, not finished")
+	assert.Equal(t, agents.AgentOutcomeCancelled, slow.Outcome, "the slow server was stopped, not finished")
 	time.Sleep(2 * time.Second) // anything still running would start installs now
 	tr := s.truth(t)
 	for _, rec := range tr.Installs {
@@ -241,7 +242,7 @@ func TestAgentInstallResetMidWindow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
-	for i, p := range resetPoints {
+	for i, p := range testenv.ResetPoints {
 		t.Run(string(p), func(t *testing.T) {
 			s, in, img := windowStack(t, int64(45+i), 20) // the slow server: ~9 s
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -251,11 +252,11 @@ func TestAgentInstallResetMidWindow(t *testing.T) {
 			continuedAsNew(t, s, run.GetID(), run.GetRunID())
 			require.Eventually(t, func() bool { return completedTasks(ctx, s, run.GetID()) >= 2 },
 				time.Minute, 50*time.Millisecond, "the next run never completed a workflow task")
-			reset := resetWorkflow(t, s.env.Client, run.GetID(), p)
+			reset := testenv.ResetWorkflow(t, s.env.Client, run.GetID(), p)
 
-			var res workflows.AgentInstallResult
+			var res agents.AgentInstallResult
 			require.NoError(t, s.env.Client.GetWorkflow(ctx, reset.GetID(), "").Get(ctx, &res))
-			assert.Equal(t, workflows.AgentRolloutCompleted, res.Outcome, "%+v", res)
+			assert.Equal(t, agents.AgentRolloutCompleted, res.Outcome, "%+v", res)
 			assert.Equal(t, rollout, res.RolloutID, "the reset run keeps its rollout")
 			assert.Zero(t, res.Failed)
 			tr := s.truth(t)

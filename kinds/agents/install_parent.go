@@ -1,8 +1,9 @@
-package workflows
+package agents
 
 import (
 	"time"
 
+	"github.com/fleetsaga/fleetsaga/workflows"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -30,11 +31,11 @@ func (s *agentServer) watchParent(ctx workflow.Context) (workflow.Context, *bool
 	steps, stop := workflow.WithCancel(ctx)
 	workflow.Go(steps, func(wctx workflow.Context) {
 		lctx := workflow.WithLocalActivityOptions(wctx, workflow.LocalActivityOptions{
-			StartToCloseTimeout: ownerCheckTimeout, RetryPolicy: LedgerRetry, ScheduleToCloseTimeout: every,
+			StartToCloseTimeout: ownerCheckTimeout, RetryPolicy: workflows.LedgerRetry, ScheduleToCloseTimeout: every,
 		})
 		for workflow.Sleep(wctx, every) == nil {
 			var running bool
-			if err := workflow.ExecuteLocalActivity(lctx, ledgerActs.WorkflowRunning, s.in.ReportTo).Get(wctx, &running); err != nil {
+			if err := workflow.ExecuteLocalActivity(lctx, workflows.LedgerActs.WorkflowRunning, s.in.ReportTo).Get(wctx, &running); err != nil {
 				continue // Temporal could not tell: ask again next time
 			}
 			if !running {

@@ -1,4 +1,4 @@
-package workflows
+package agents
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
 	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // fakeFleet drives AgentInstall's parent with a fake per-server child: how
@@ -46,9 +47,9 @@ func newFakeFleet(n int) *fakeFleet {
 	return f
 }
 
-func (f *fakeFleet) plan() activities.AgentInstallPlan {
-	return activities.AgentInstallPlan{
-		Agents:   []activities.PlannedAgent{{Name: "vm-agent", ImageUUID: uuid.New(), Version: "1.1.0", ServiceUUID: uuid.New()}},
+func (f *fakeFleet) plan() AgentInstallPlan {
+	return AgentInstallPlan{
+		Agents:   []PlannedAgent{{Name: "vm-agent", ImageUUID: uuid.New(), Version: "1.1.0", ServiceUUID: uuid.New()}},
 		Selected: len(f.servers), Pending: len(f.servers), LastSeq: len(f.servers),
 	}
 }
@@ -86,14 +87,14 @@ func (f *fakeFleet) child(ctx workflow.Context, in AgentServerInput) (AgentServe
 
 // ended is the ledger's view of in-flight servers: those the fake child
 // finished.
-func (f *fakeFleet) ended(_ context.Context, r activities.AgentServersEndedRequest) ([]activities.EndedAgentServer, error) {
+func (f *fakeFleet) ended(_ context.Context, r AgentServersEndedRequest) ([]EndedAgentServer, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []activities.EndedAgentServer
+	var out []EndedAgentServer
 	for _, s := range r.Servers {
 		srv := f.servers[s.Seq-1]
 		if o, ok := f.results[srv.Hostname]; ok {
-			out = append(out, activities.EndedAgentServer{Seq: s.Seq, Server: srv.ServerUUID, Hostname: srv.Hostname, Outcome: o})
+			out = append(out, EndedAgentServer{Seq: s.Seq, Server: srv.ServerUUID, Hostname: srv.Hostname, Outcome: o})
 		}
 	}
 	return out, nil
@@ -120,7 +121,7 @@ func (f *fakeFleet) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	plan := f.plan()
 	env.OnActivity(agentActs.PlanAgentInstall, mock.Anything, mock.Anything).Return(plan, nil).Maybe()
 	env.OnActivity(agentActs.NextAgentServers, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, r activities.NextAgentServersRequest) ([]ledger.AgentServer, error) {
+		func(_ context.Context, r NextAgentServersRequest) ([]ledger.AgentServer, error) {
 			var out []ledger.AgentServer
 			for _, s := range f.servers {
 				if s.Seq > r.After && len(out) < r.Limit {
@@ -130,12 +131,12 @@ func (f *fakeFleet) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 			return out, nil
 		})
 	env.OnActivity(agentActs.StopAgentRollout, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, _ activities.StopAgentRolloutRequest) (int, error) {
+		func(_ context.Context, _ StopAgentRolloutRequest) (int, error) {
 			f.stopped++
 			return len(f.servers) - len(f.results), nil
 		}).Maybe()
 	env.OnActivity(agentActs.SummarizeAgentRollout, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, _ uuid.UUID) (activities.AgentRolloutSummary, error) {
+		func(_ context.Context, _ uuid.UUID) (AgentRolloutSummary, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			c := map[string]int{}
@@ -149,15 +150,15 @@ func (f *fakeFleet) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 			if f.stopped > 0 {
 				c[ledger.AgentServerNotStarted] = len(f.servers) - len(f.results)
 			}
-			return activities.AgentRolloutSummary{Counts: c}, nil
+			return AgentRolloutSummary{Counts: c}, nil
 		})
 	env.OnActivity(agentActs.SetAgentServiceImage, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, _ activities.SetAgentServiceImageRequest) error { f.svcImage++; return nil }).Maybe()
+		func(_ context.Context, _ SetAgentServiceImageRequest) error { f.svcImage++; return nil }).Maybe()
 	return env
 }
 
 func vmInput() AgentInstallInput {
-	return AgentInstallInput{Agents: []activities.AgentRequest{{Name: "vm-agent"}}, Selection: activities.ServerSelection{All: true}}
+	return AgentInstallInput{Agents: []AgentRequest{{Name: "vm-agent"}}, Selection: ServerSelection{All: true}}
 }
 
 func TestAgentInstallSlidingWindowDefaultConcurrency(t *testing.T) {
@@ -180,7 +181,7 @@ func TestAgentInstallConcurrencyAndNoServiceImageForPartialSelection(t *testing.
 	f := newFakeFleet(30)
 	env := f.env(t)
 	in := vmInput()
-	in.Selection = activities.ServerSelection{Traits: map[string]string{"rack": "r1"}}
+	in.Selection = ServerSelection{Traits: map[string]string{"rack": "r1"}}
 	in.Concurrency = 7
 	env.ExecuteWorkflow(AgentInstall, in)
 	require.NoError(t, env.GetWorkflowError())
@@ -236,9 +237,9 @@ func TestAgentInstallStragglerWarnedNotKilled(t *testing.T) {
 	in := vmInput()
 	in.Concurrency = 10
 	in.StragglerCheck = time.Minute
-	var mid Progress
+	var mid workflows.Progress
 	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(ProgressQuery)
+		v, err := env.QueryWorkflow(workflows.ProgressQuery)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&mid))
 	}, 10*time.Minute)
@@ -247,7 +248,7 @@ func TestAgentInstallStragglerWarnedNotKilled(t *testing.T) {
 	assert.Equal(t, []string{"cn007"}, mid.Stragglers, "warned while still running")
 	assert.Equal(t, 1, mid.Counts["running"])
 	assert.Equal(t, 9, mid.Counts["done"])
-	assert.Equal(t, PhaseInstalling, mid.Phase, "the straggler is named in Stragglers and the details, not in the phase")
+	assert.Equal(t, workflows.PhaseInstalling, mid.Phase, "the straggler is named in Stragglers and the details, not in the phase")
 	var res AgentInstallResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	assert.Equal(t, 10, res.Installed, "the straggler finished: warned, not killed")
@@ -291,17 +292,17 @@ func TestAgentInstallPausedStartsNothingNew(t *testing.T) {
 	env := f.env(t)
 	in := vmInput()
 	in.Concurrency = 2
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(PauseSignal, nil) }, 30*time.Second)
-	var paused Progress
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.PauseSignal, nil) }, 30*time.Second)
+	var paused workflows.Progress
 	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(ProgressQuery)
+		v, err := env.QueryWorkflow(workflows.ProgressQuery)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&paused))
-		env.SignalWorkflow(ResumeSignal, nil)
+		env.SignalWorkflow(workflows.ResumeSignal, nil)
 	}, time.Hour)
 	env.ExecuteWorkflow(AgentInstall, in)
 	require.NoError(t, env.GetWorkflowError())
-	assert.Equal(t, StatePaused, paused.State)
+	assert.Equal(t, workflows.StatePaused, paused.State)
 	assert.Equal(t, 2, paused.Counts["done"], "the two running servers finished, nothing new started")
 	assert.Len(t, f.spans, 10)
 }
@@ -310,10 +311,10 @@ func TestAgentInstallInvalidPlanTouchesNothing(t *testing.T) {
 	f := newFakeFleet(5)
 	env := f.newEnv()
 	env.OnActivity(agentLedger.FinishAttempt, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(agentActs.PlanAgentInstall, mock.Anything, mock.Anything).Return(activities.AgentInstallPlan{},
+	env.OnActivity(agentActs.PlanAgentInstall, mock.Anything, mock.Anything).Return(AgentInstallPlan{},
 		temporal.NewNonRetryableApplicationError("unknown servers (not in CNAPI): cn-typo", failure.InvalidAgentRequest, nil))
 	in := vmInput()
-	in.Selection = activities.ServerSelection{Servers: []string{"cn001", "cn-typo"}}
+	in.Selection = ServerSelection{Servers: []string{"cn001", "cn-typo"}}
 	env.ExecuteWorkflow(AgentInstall, in)
 	err := env.GetWorkflowError()
 	require.Error(t, err)
@@ -326,7 +327,7 @@ func TestAgentInstallInputValidate(t *testing.T) {
 	require.NoError(t, ok.Validate())
 	assert.Equal(t, "dc/vm-agent", ok.Target())
 	assert.Equal(t, "vm-agent@newest", ok.ArtifactVersion())
-	two := AgentInstallInput{Agents: []activities.AgentRequest{{Name: "vm-agent"}, {Name: "cn-agent"}}, AllAgents: true, Selection: ok.Selection}
+	two := AgentInstallInput{Agents: []AgentRequest{{Name: "vm-agent"}, {Name: "cn-agent"}}, AllAgents: true, Selection: ok.Selection}
 	assert.Equal(t, "dc/all-agents+cn-agent+vm-agent", two.Target())
 	bad := []AgentInstallInput{
 		{Selection: ok.Selection},
@@ -335,7 +336,7 @@ func TestAgentInstallInputValidate(t *testing.T) {
 		{Agents: ok.Agents, Selection: ok.Selection, MaxFailures: 2, MaxFailurePercent: 5},
 		{Agents: ok.Agents, Selection: ok.Selection, MaxFailurePercent: 101},
 		{Agents: ok.Agents, Selection: ok.Selection, StragglerFactor: 0.5},
-		{Agents: []activities.AgentRequest{{Name: "a"}, {Name: "a"}}, Selection: ok.Selection},
+		{Agents: []AgentRequest{{Name: "a"}, {Name: "a"}}, Selection: ok.Selection},
 	}
 	for i, in := range bad {
 		assert.Error(t, in.Validate(), "case %d", i)
@@ -355,47 +356,47 @@ func (c *serverCalls) add(s string) {
 	c.mu.Unlock()
 }
 
-func serverEnv(t *testing.T, have []triton.Agent, prepErr, installErr error) (*testsuite.TestWorkflowEnvironment, *serverCalls, *activities.FinishAgentServerRequest) {
+func serverEnv(t *testing.T, have []triton.Agent, prepErr, installErr error) (*testsuite.TestWorkflowEnvironment, *serverCalls, *FinishAgentServerRequest) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(AgentInstallServer)
-	env.RegisterActivity(&activities.AgentActivities{})
+	env.RegisterActivity(&AgentActivities{})
 	env.RegisterActivity(&activities.LedgerActivities{})
 	calls := &serverCalls{}
-	var fin activities.FinishAgentServerRequest
+	var fin FinishAgentServerRequest
 	env.OnActivity(agentLedger.RecordIntent, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(agentLedger.AppendEvent, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(agentActs.PrepareAgentServer, mock.Anything, mock.Anything).Return(activities.AgentServerState{Hostname: "cn1", Agents: have}, prepErr)
+	env.OnActivity(agentActs.PrepareAgentServer, mock.Anything, mock.Anything).Return(AgentServerState{Hostname: "cn1", Agents: have}, prepErr)
 	env.OnActivity(agentActs.InstallAgentImage, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, r activities.InstallAgentRequest) (activities.InstallAgentResult, error) {
+		func(_ context.Context, r InstallAgentRequest) (InstallAgentResult, error) {
 			calls.add("install " + r.Agent.Name)
 			if installErr != nil && r.Agent.Name == "vm-agent" {
-				return activities.InstallAgentResult{}, installErr
+				return InstallAgentResult{}, installErr
 			}
-			return activities.InstallAgentResult{TaskID: "t-" + r.Agent.Name}, nil
+			return InstallAgentResult{TaskID: "t-" + r.Agent.Name}, nil
 		}).Maybe()
 	// CNAPI's record, then the SAPI intent, in one activity (their order
 	// inside it: TestRecordAgentOnServerMovesRecordThenIntent).
 	env.OnActivity(agentActs.RecordAgentOnServer, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, r activities.RefreshAgentRequest) (activities.SetAgentIntentResult, error) {
+		func(_ context.Context, r RefreshAgentRequest) (SetAgentIntentResult, error) {
 			calls.add("refresh " + r.Agent.Name)
 			calls.add("intent " + r.Agent.Name)
-			return activities.SetAgentIntentResult{InstanceUUID: uuid.New(), Changed: true}, nil
+			return SetAgentIntentResult{InstanceUUID: uuid.New(), Changed: true}, nil
 		}).Maybe()
 	env.OnActivity(agentActs.FinishAgentServer, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, r activities.FinishAgentServerRequest) error { fin = r; return nil })
+		func(_ context.Context, r FinishAgentServerRequest) error { fin = r; return nil })
 	return env, calls, &fin
 }
 
 var (
-	cnAgent = activities.PlannedAgent{Name: "cn-agent", ImageUUID: uuid.New(), Version: "2", ServiceUUID: uuid.New()}
-	vmAgent = activities.PlannedAgent{Name: "vm-agent", ImageUUID: uuid.New(), Version: "2", ServiceUUID: uuid.New()}
+	cnAgent = PlannedAgent{Name: "cn-agent", ImageUUID: uuid.New(), Version: "2", ServiceUUID: uuid.New()}
+	vmAgent = PlannedAgent{Name: "vm-agent", ImageUUID: uuid.New(), Version: "2", ServiceUUID: uuid.New()}
 )
 
 func TestAgentServerSagaOrderCoreAgentAlone(t *testing.T) {
 	env, calls, fin := serverEnv(t, nil, nil, nil)
 	env.ExecuteWorkflow(AgentInstallServer, AgentServerInput{RolloutID: uuid.New(), Server: uuid.New(), Hostname: "cn1",
-		Agents: activities.OrderAgents([]activities.PlannedAgent{vmAgent, cnAgent})})
+		Agents: OrderAgents([]PlannedAgent{vmAgent, cnAgent})})
 	require.NoError(t, env.GetWorkflowError())
 	var res AgentServerResult
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -410,7 +411,7 @@ func TestAgentServerSagaOrderCoreAgentAlone(t *testing.T) {
 func TestAgentServerAlreadyAtImageIsVerifiedNotReinstalled(t *testing.T) {
 	have := []triton.Agent{{Name: "vm-agent", ImageUUID: vmAgent.ImageUUID, UUID: uuid.New()}}
 	env, calls, _ := serverEnv(t, have, nil, nil)
-	env.ExecuteWorkflow(AgentInstallServer, AgentServerInput{Server: uuid.New(), Agents: []activities.PlannedAgent{vmAgent}})
+	env.ExecuteWorkflow(AgentInstallServer, AgentServerInput{Server: uuid.New(), Agents: []PlannedAgent{vmAgent}})
 	require.NoError(t, env.GetWorkflowError())
 	var res AgentServerResult
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -421,7 +422,7 @@ func TestAgentServerAlreadyAtImageIsVerifiedNotReinstalled(t *testing.T) {
 func TestAgentServerFailedInstallKeepsIntent(t *testing.T) {
 	fail := temporal.NewNonRetryableApplicationError("task failed: sha1 mismatch", failure.AgentTaskFailed, nil)
 	env, calls, fin := serverEnv(t, nil, nil, fail)
-	env.ExecuteWorkflow(AgentInstallServer, AgentServerInput{Server: uuid.New(), Agents: []activities.PlannedAgent{cnAgent, vmAgent}})
+	env.ExecuteWorkflow(AgentInstallServer, AgentServerInput{Server: uuid.New(), Agents: []PlannedAgent{cnAgent, vmAgent}})
 	require.NoError(t, env.GetWorkflowError(), "a failed server is a result")
 	var res AgentServerResult
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -436,7 +437,7 @@ func TestAgentServerFailedInstallKeepsIntent(t *testing.T) {
 func TestAgentServerOfflineIsNotTouched(t *testing.T) {
 	off := temporal.NewNonRetryableApplicationError("server cn1 is not running", failure.ServerNotRunning, nil)
 	env, calls, fin := serverEnv(t, nil, off, nil)
-	env.ExecuteWorkflow(AgentInstallServer, AgentServerInput{Server: uuid.New(), Agents: []activities.PlannedAgent{vmAgent}})
+	env.ExecuteWorkflow(AgentInstallServer, AgentServerInput{Server: uuid.New(), Agents: []PlannedAgent{vmAgent}})
 	require.NoError(t, env.GetWorkflowError())
 	var res AgentServerResult
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -450,7 +451,7 @@ func TestAgentServerOnlyIfPresentSkipsAbsentAgent(t *testing.T) {
 	marlinLike := vmAgent
 	marlinLike.OnlyIfPresent = true
 	env, calls, _ := serverEnv(t, nil, nil, nil)
-	env.ExecuteWorkflow(AgentInstallServer, AgentServerInput{Server: uuid.New(), Agents: []activities.PlannedAgent{marlinLike}})
+	env.ExecuteWorkflow(AgentInstallServer, AgentServerInput{Server: uuid.New(), Agents: []PlannedAgent{marlinLike}})
 	require.NoError(t, env.GetWorkflowError())
 	var res AgentServerResult
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -462,17 +463,17 @@ func TestAgentServerWaitsWhileAnotherUpdateHoldsTheServer(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(AgentInstallServer)
-	env.RegisterActivity(&activities.AgentActivities{})
+	env.RegisterActivity(&AgentActivities{})
 	env.RegisterActivity(&activities.LedgerActivities{})
 	busy := temporal.NewNonRetryableApplicationError("target busy", failure.TargetBusy, nil)
 	env.OnActivity(agentLedger.RecordIntent, mock.Anything, mock.Anything).Return(busy).Times(3)
 	env.OnActivity(agentLedger.RecordIntent, mock.Anything, mock.Anything).Return(nil).Once()
 	env.OnActivity(agentLedger.AppendEvent, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(agentActs.PrepareAgentServer, mock.Anything, mock.Anything).Return(activities.AgentServerState{}, nil)
-	env.OnActivity(agentActs.InstallAgentImage, mock.Anything, mock.Anything).Return(activities.InstallAgentResult{TaskID: "t"}, nil)
-	env.OnActivity(agentActs.RecordAgentOnServer, mock.Anything, mock.Anything).Return(activities.SetAgentIntentResult{}, nil)
+	env.OnActivity(agentActs.PrepareAgentServer, mock.Anything, mock.Anything).Return(AgentServerState{}, nil)
+	env.OnActivity(agentActs.InstallAgentImage, mock.Anything, mock.Anything).Return(InstallAgentResult{TaskID: "t"}, nil)
+	env.OnActivity(agentActs.RecordAgentOnServer, mock.Anything, mock.Anything).Return(SetAgentIntentResult{}, nil)
 	env.OnActivity(agentActs.FinishAgentServer, mock.Anything, mock.Anything).Return(nil)
-	env.ExecuteWorkflow(AgentInstallServer, AgentServerInput{Server: uuid.New(), Agents: []activities.PlannedAgent{vmAgent}})
+	env.ExecuteWorkflow(AgentInstallServer, AgentServerInput{Server: uuid.New(), Agents: []PlannedAgent{vmAgent}})
 	require.NoError(t, env.GetWorkflowError())
 	var res AgentServerResult
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -491,19 +492,19 @@ func TestAgentDriftCheckRepairs(t *testing.T) {
 		installs = append(installs, in)
 		return AgentInstallResult{Outcome: AgentRolloutCompleted, Installed: len(in.Selection.Servers)}, nil
 	}, workflow.RegisterOptions{Name: "AgentInstall"})
-	env.RegisterActivity(&activities.AgentActivities{})
+	env.RegisterActivity(&AgentActivities{})
 	img := uuid.New()
 	srvA, srvB, srvC := uuid.New(), uuid.New(), uuid.New()
-	found := activities.AgentDriftReport{Checked: 3, Counts: map[string]int{activities.DriftMismatch: 2, activities.DriftMissingInstance: 1},
-		Drift: []activities.AgentDrift{
-			{Server: srvA, Agent: "vm-agent", Kind: activities.DriftMismatch, IntentImage: img, Repair: activities.RepairInstall},
-			{Server: srvB, Agent: "vm-agent", Kind: activities.DriftMismatch, IntentImage: img, Repair: activities.RepairInstall},
-			{Server: srvC, Agent: "vm-agent", Kind: activities.DriftMissingInstance, Repair: activities.RepairIntent},
+	found := AgentDriftReport{Checked: 3, Counts: map[string]int{DriftMismatch: 2, DriftMissingInstance: 1},
+		Drift: []AgentDrift{
+			{Server: srvA, Agent: "vm-agent", Kind: DriftMismatch, IntentImage: img, Repair: RepairInstall},
+			{Server: srvB, Agent: "vm-agent", Kind: DriftMismatch, IntentImage: img, Repair: RepairInstall},
+			{Server: srvC, Agent: "vm-agent", Kind: DriftMissingInstance, Repair: RepairIntent},
 		}}
 	env.OnActivity(agentActs.FindAgentDrift, mock.Anything, mock.Anything).Return(found, nil).Once()
-	env.OnActivity(agentActs.FindAgentDrift, mock.Anything, mock.Anything).Return(activities.AgentDriftReport{Checked: 3, Counts: map[string]int{}}, nil).Once()
+	env.OnActivity(agentActs.FindAgentDrift, mock.Anything, mock.Anything).Return(AgentDriftReport{Checked: 3, Counts: map[string]int{}}, nil).Once()
 	env.OnActivity(agentActs.RepairAgentIntents, mock.Anything, mock.Anything).Return(1, nil)
-	env.ExecuteWorkflow(AgentDriftCheck, AgentDriftInput{Selection: activities.ServerSelection{All: true}, Repair: true, Concurrency: 5})
+	env.ExecuteWorkflow(AgentDriftCheck, AgentDriftInput{Selection: ServerSelection{All: true}, Repair: true, Concurrency: 5})
 	require.NoError(t, env.GetWorkflowError())
 	var res AgentDriftResult
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -521,10 +522,10 @@ func TestAgentDriftCheckReportOnly(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(AgentDriftCheck)
-	env.RegisterActivity(&activities.AgentActivities{})
-	env.OnActivity(agentActs.FindAgentDrift, mock.Anything, mock.Anything).Return(activities.AgentDriftReport{Checked: 2,
-		Counts: map[string]int{activities.DriftNotInstalled: 1}, Drift: []activities.AgentDrift{{Kind: activities.DriftNotInstalled}}}, nil).Once()
-	env.ExecuteWorkflow(AgentDriftCheck, AgentDriftInput{Agents: []string{"vm-agent"}, Selection: activities.ServerSelection{All: true}})
+	env.RegisterActivity(&AgentActivities{})
+	env.OnActivity(agentActs.FindAgentDrift, mock.Anything, mock.Anything).Return(AgentDriftReport{Checked: 2,
+		Counts: map[string]int{DriftNotInstalled: 1}, Drift: []AgentDrift{{Kind: DriftNotInstalled}}}, nil).Once()
+	env.ExecuteWorkflow(AgentDriftCheck, AgentDriftInput{Agents: []string{"vm-agent"}, Selection: ServerSelection{All: true}})
 	require.NoError(t, env.GetWorkflowError())
 	var res AgentDriftResult
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -556,10 +557,10 @@ func (f *fakeFleet) newEnv() *testsuite.TestWorkflowEnvironment {
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(AgentInstall)
 	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: "AgentInstallServer"})
-	env.RegisterActivity(&activities.AgentActivities{})
+	env.RegisterActivity(&AgentActivities{})
 	env.RegisterActivity(&activities.LedgerActivities{})
 	env.OnActivity(agentLedger.RecordIntent, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(agentLedger.ClaimAgents, mock.Anything, mock.Anything).Return(nil).Maybe()
-	env.OnActivity(agentLedger.AgentServersEnded, mock.Anything, mock.Anything).Return(f.ended).Maybe()
+	env.OnActivity(agentLedgerActs.ClaimAgents, mock.Anything, mock.Anything).Return(nil).Maybe()
+	env.OnActivity(agentLedgerActs.AgentServersEnded, mock.Anything, mock.Anything).Return(f.ended).Maybe()
 	return env
 }

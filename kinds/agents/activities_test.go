@@ -1,4 +1,4 @@
-package activities_test
+package agents_test
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
@@ -19,6 +18,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/domain"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 )
 
 func servers(names ...string) []triton.Server {
@@ -42,29 +42,29 @@ func TestSelectServers(t *testing.T) {
 	all := servers("cn0", "cn1", "cn2", "cn3", "cn4")
 	cases := []struct {
 		name     string
-		sel      activities.ServerSelection
+		sel      agents.ServerSelection
 		exclude  []string
 		want     []string
 		excluded int
 		err      string
 	}{
-		{name: "all", sel: activities.ServerSelection{All: true}, want: []string{"cn0", "cn1", "cn2", "cn3", "cn4"}},
-		{name: "all minus excluded by name and uuid", sel: activities.ServerSelection{All: true},
+		{name: "all", sel: agents.ServerSelection{All: true}, want: []string{"cn0", "cn1", "cn2", "cn3", "cn4"}},
+		{name: "all minus excluded by name and uuid", sel: agents.ServerSelection{All: true},
 			exclude: []string{"cn1", all[3].UUID.String()}, want: []string{"cn0", "cn2", "cn4"}, excluded: 2},
-		{name: "list keeps its order and dedupes", sel: activities.ServerSelection{Servers: []string{"cn3", all[0].UUID.String(), "cn3"}},
+		{name: "list keeps its order and dedupes", sel: agents.ServerSelection{Servers: []string{"cn3", all[0].UUID.String(), "cn3"}},
 			want: []string{"cn3", "cn0"}},
-		{name: "traits", sel: activities.ServerSelection{Traits: map[string]string{"rack": "r1"}}, want: []string{"cn0", "cn2", "cn4"}},
-		{name: "traits minus excluded", sel: activities.ServerSelection{Traits: map[string]string{"rack": "r1"}}, exclude: []string{"cn2"},
+		{name: "traits", sel: agents.ServerSelection{Traits: map[string]string{"rack": "r1"}}, want: []string{"cn0", "cn2", "cn4"}},
+		{name: "traits minus excluded", sel: agents.ServerSelection{Traits: map[string]string{"rack": "r1"}}, exclude: []string{"cn2"},
 			want: []string{"cn0", "cn4"}, excluded: 1},
-		{name: "unknown listed server fails everything", sel: activities.ServerSelection{Servers: []string{"cn1", "cn9", uuid.NewString()}},
+		{name: "unknown listed server fails everything", sel: agents.ServerSelection{Servers: []string{"cn1", "cn9", uuid.NewString()}},
 			err: "unknown servers"},
-		{name: "unknown exclusion fails too", sel: activities.ServerSelection{All: true}, exclude: []string{"cn-typo"}, err: "cn-typo"},
-		{name: "no selection", sel: activities.ServerSelection{}, err: "exactly one"},
-		{name: "two selections", sel: activities.ServerSelection{All: true, Servers: []string{"cn1"}}, err: "exactly one"},
+		{name: "unknown exclusion fails too", sel: agents.ServerSelection{All: true}, exclude: []string{"cn-typo"}, err: "cn-typo"},
+		{name: "no selection", sel: agents.ServerSelection{}, err: "exactly one"},
+		{name: "two selections", sel: agents.ServerSelection{All: true, Servers: []string{"cn1"}}, err: "exactly one"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, excluded, err := activities.SelectServers(all, c.sel, c.exclude)
+			got, excluded, err := agents.SelectServers(all, c.sel, c.exclude)
 			if c.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), c.err)
@@ -78,30 +78,30 @@ func TestSelectServers(t *testing.T) {
 }
 
 func TestSkipReasonOrderAgentsCompareVersions(t *testing.T) {
-	assert.Empty(t, activities.SkipReason(triton.Server{Status: "running", Setup: true}))
-	assert.Contains(t, activities.SkipReason(triton.Server{Status: "unknown", Setup: true}), "offline")
-	assert.Equal(t, "not set up", activities.SkipReason(triton.Server{Status: "running"}))
+	assert.Empty(t, agents.SkipReason(triton.Server{Status: "running", Setup: true}))
+	assert.Contains(t, agents.SkipReason(triton.Server{Status: "unknown", Setup: true}), "offline")
+	assert.Equal(t, "not set up", agents.SkipReason(triton.Server{Status: "running"}))
 
-	in := []activities.PlannedAgent{{Name: "vm-agent"}, {Name: "cn-agent"}, {Name: "amon-agent"}, {Name: "agents_core"}, {Name: "config-agent"}}
+	in := []agents.PlannedAgent{{Name: "vm-agent"}, {Name: "cn-agent"}, {Name: "amon-agent"}, {Name: "agents_core"}, {Name: "config-agent"}}
 	var names []string
-	for _, a := range activities.OrderAgents(in) {
+	for _, a := range agents.OrderAgents(in) {
 		names = append(names, a.Name)
 	}
 	assert.Equal(t, []string{"agents_core", "config-agent", "cn-agent", "amon-agent", "vm-agent"}, names)
-	assert.True(t, activities.IsCoreAgent("cn-agent"))
-	assert.False(t, activities.IsCoreAgent("vm-agent"))
+	assert.True(t, agents.IsCoreAgent("cn-agent"))
+	assert.False(t, agents.IsCoreAgent("vm-agent"))
 
-	assert.Equal(t, 1, activities.CompareVersions("1.10.0", "1.9.9"))
-	assert.Equal(t, -1, activities.CompareVersions("1.1", "1.1.1"))
-	assert.Equal(t, 0, activities.CompareVersions("2.0.0", "2.0.0"))
-	assert.Equal(t, 1, activities.CompareVersions("1.0.0-b", "1.0.0-a"))
+	assert.Equal(t, 1, agents.CompareVersions("1.10.0", "1.9.9"))
+	assert.Equal(t, -1, agents.CompareVersions("1.1", "1.1.1"))
+	assert.Equal(t, 0, agents.CompareVersions("2.0.0", "2.0.0"))
+	assert.Equal(t, 1, agents.CompareVersions("1.0.0-b", "1.0.0-a"))
 }
 
 // simEnv runs a fleetsim datacenter and agent activities against it.
 type simEnv struct {
 	dc   spec.Datacenter
 	url  string
-	acts *activities.AgentActivities
+	acts *agents.AgentActivities
 	act  *testsuite.TestActivityEnvironment
 	sim  *fleetsim.Server
 }
@@ -112,7 +112,7 @@ func newSim(t *testing.T, d spec.Datacenter) *simEnv {
 	srv, err := fleetsim.Start(context.Background(), domain.Env{Spec: sp}, "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
-	acts, err := activities.NewAgentActivities(fleet.FromFleetsim(srv.URL, ""), nil, nil, "test")
+	acts, err := agents.NewAgentActivities(fleet.FromFleetsim(srv.URL, ""), nil, nil, "test")
 	require.NoError(t, err)
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
@@ -120,16 +120,16 @@ func newSim(t *testing.T, d spec.Datacenter) *simEnv {
 	return &simEnv{dc: d, url: srv.URL, acts: acts, act: env, sim: srv}
 }
 
-func planned(t *testing.T, d spec.Datacenter, name string) activities.PlannedAgent {
+func planned(t *testing.T, d spec.Datacenter, name string) agents.PlannedAgent {
 	im, ok := d.ImageFor(name, spec.GeneratedNewVersion)
 	require.True(t, ok)
 	for _, s := range d.Services {
 		if s.Name == name {
-			return activities.PlannedAgent{Name: name, ImageUUID: im.UUID, Version: im.Version, ServiceUUID: s.UUID}
+			return agents.PlannedAgent{Name: name, ImageUUID: im.UUID, Version: im.Version, ServiceUUID: s.UUID}
 		}
 	}
 	t.Fatalf("no service %s", name)
-	return activities.PlannedAgent{}
+	return agents.PlannedAgent{}
 }
 
 func errType(err error) string {
@@ -150,11 +150,11 @@ func TestInstallAgentImageAgainstFleetsim(t *testing.T) {
 	d.Servers[2].Status = spec.ServerUnknown
 	e := newSim(t, d)
 	vm := planned(t, d, "vm-agent")
-	req := activities.InstallAgentRequest{Server: d.Servers[0].UUID, Agent: vm}
+	req := agents.InstallAgentRequest{Server: d.Servers[0].UUID, Agent: vm}
 
 	v, err := e.act.ExecuteActivity(e.acts.InstallAgentImage, req)
 	require.NoError(t, err)
-	var res activities.InstallAgentResult
+	var res agents.InstallAgentResult
 	require.NoError(t, v.Get(&res))
 	assert.NotEmpty(t, res.TaskID)
 	assert.False(t, res.AlreadyInstalled)
@@ -165,12 +165,12 @@ func TestInstallAgentImageAgainstFleetsim(t *testing.T) {
 	require.NoError(t, v.Get(&res))
 	assert.True(t, res.AlreadyInstalled)
 
-	_, err = e.act.ExecuteActivity(e.acts.InstallAgentImage, activities.InstallAgentRequest{Server: d.Servers[2].UUID, Agent: vm})
+	_, err = e.act.ExecuteActivity(e.acts.InstallAgentImage, agents.InstallAgentRequest{Server: d.Servers[2].UUID, Agent: vm})
 	assert.Equal(t, failure.ServerNotRunning, errType(err), err)
 
 	bad := vm
 	bad.Name = "net-agent" // the image is vm-agent: cn-agent's task refuses it
-	_, err = e.act.ExecuteActivity(e.acts.InstallAgentImage, activities.InstallAgentRequest{Server: d.Servers[1].UUID, Agent: bad})
+	_, err = e.act.ExecuteActivity(e.acts.InstallAgentImage, agents.InstallAgentRequest{Server: d.Servers[1].UUID, Agent: bad})
 	assert.Equal(t, failure.AgentTaskFailed, errType(err), err)
 }
 
@@ -182,14 +182,14 @@ func TestRefreshAndIntentAgainstFleetsim(t *testing.T) {
 	vm := planned(t, d, "vm-agent")
 	srv := d.Servers[0].UUID
 
-	_, err := e.act.ExecuteActivity(e.acts.InstallAgentImage, activities.InstallAgentRequest{Server: srv, Agent: vm})
+	_, err := e.act.ExecuteActivity(e.acts.InstallAgentImage, agents.InstallAgentRequest{Server: srv, Agent: vm})
 	require.NoError(t, err)
 	s, err := e.acts.CNAPI.GetServer(ctx, srv)
 	require.NoError(t, err)
 	stale, _ := s.Agent("vm-agent")
 	require.NotEqual(t, vm.ImageUUID, stale.ImageUUID, "StaleRefresh leaves the record behind")
 
-	v, err := e.act.ExecuteActivity(e.acts.RefreshServerAgents, activities.RefreshAgentRequest{Server: srv, Agent: vm})
+	v, err := e.act.ExecuteActivity(e.acts.RefreshServerAgents, agents.RefreshAgentRequest{Server: srv, Agent: vm})
 	require.NoError(t, err)
 	var entry triton.Agent
 	require.NoError(t, v.Get(&entry))
@@ -201,14 +201,14 @@ func TestRefreshAndIntentAgainstFleetsim(t *testing.T) {
 	assert.Equal(t, vm.ImageUUID, rec.ImageUUID)
 
 	// Intent: the existing instance (same UUID as the agent) is updated.
-	v, err = e.act.ExecuteActivity(e.acts.SetAgentIntent, activities.SetAgentIntentRequest{Server: srv, Agent: vm, InstanceUUID: entry.UUID})
+	v, err = e.act.ExecuteActivity(e.acts.SetAgentIntent, agents.SetAgentIntentRequest{Server: srv, Agent: vm, InstanceUUID: entry.UUID})
 	require.NoError(t, err)
-	var ir activities.SetAgentIntentResult
+	var ir agents.SetAgentIntentResult
 	require.NoError(t, v.Get(&ir))
-	assert.Equal(t, activities.SetAgentIntentResult{InstanceUUID: entry.UUID, Changed: true}, ir)
-	v, err = e.act.ExecuteActivity(e.acts.SetAgentIntent, activities.SetAgentIntentRequest{Server: srv, Agent: vm, InstanceUUID: entry.UUID})
+	assert.Equal(t, agents.SetAgentIntentResult{InstanceUUID: entry.UUID, Changed: true}, ir)
+	v, err = e.act.ExecuteActivity(e.acts.SetAgentIntent, agents.SetAgentIntentRequest{Server: srv, Agent: vm, InstanceUUID: entry.UUID})
 	require.NoError(t, err)
-	ir = activities.SetAgentIntentResult{}
+	ir = agents.SetAgentIntentResult{}
 	require.NoError(t, v.Get(&ir))
 	assert.False(t, ir.Changed, "idempotent")
 
@@ -218,9 +218,9 @@ func TestRefreshAndIntentAgainstFleetsim(t *testing.T) {
 	require.Equal(t, "vm-agent", agent1.Name)
 	require.NoError(t, e.acts.SAPI.DeleteInstance(ctx, agent1.UUID))
 	for i := range 2 {
-		v, err = e.act.ExecuteActivity(e.acts.SetAgentIntent, activities.SetAgentIntentRequest{Server: srv1.UUID, Agent: vm, InstanceUUID: agent1.UUID})
+		v, err = e.act.ExecuteActivity(e.acts.SetAgentIntent, agents.SetAgentIntentRequest{Server: srv1.UUID, Agent: vm, InstanceUUID: agent1.UUID})
 		require.NoError(t, err)
-		ir = activities.SetAgentIntentResult{}
+		ir = agents.SetAgentIntentResult{}
 		require.NoError(t, v.Get(&ir))
 		assert.Equal(t, agent1.UUID, ir.InstanceUUID)
 		assert.Equal(t, i == 0, ir.Created)
@@ -238,7 +238,7 @@ func TestRefreshAndIntentAgainstFleetsim(t *testing.T) {
 
 	// An instance UUID that belongs to another agent is not touched.
 	other := d.Servers[2].Agents[4] // net-agent on server 2
-	v, err = e.act.ExecuteActivity(e.acts.SetAgentIntent, activities.SetAgentIntentRequest{Server: d.Servers[2].UUID, Agent: vm, InstanceUUID: other.UUID})
+	v, err = e.act.ExecuteActivity(e.acts.SetAgentIntent, agents.SetAgentIntentRequest{Server: d.Servers[2].UUID, Agent: vm, InstanceUUID: other.UUID})
 	require.NoError(t, err)
 	require.NoError(t, v.Get(&ir))
 	assert.Equal(t, d.Servers[2].Agents[3].UUID, ir.InstanceUUID)
@@ -260,7 +260,7 @@ func TestFindAgentDriftAgainstFleetsim(t *testing.T) {
 	_, err := e.acts.SAPI.SetInstanceImage(ctx, d.Servers[0].Agents[3].UUID, d.Servers[0].UUID, vm.ImageUUID)
 	require.NoError(t, err)
 	// 1: actual moved (new image is the service's target), intent did not.
-	_, err = e.act.ExecuteActivity(e.acts.InstallAgentImage, activities.InstallAgentRequest{Server: d.Servers[1].UUID, Agent: vm})
+	_, err = e.act.ExecuteActivity(e.acts.InstallAgentImage, agents.InstallAgentRequest{Server: d.Servers[1].UUID, Agent: vm})
 	require.NoError(t, err)
 	_, err = e.acts.SAPI.SetServiceImage(ctx, vm.ServiceUUID, vm.ImageUUID)
 	require.NoError(t, err)
@@ -271,10 +271,10 @@ func TestFindAgentDriftAgainstFleetsim(t *testing.T) {
 		Params: triton.InstanceParams{ServerUUID: d.Servers[3].UUID, ImageUUID: vmOld.ImageUUID}})
 	require.NoError(t, err)
 
-	v, err := e.act.ExecuteActivity(e.acts.FindAgentDrift, activities.FindAgentDriftRequest{Agents: []string{"vm-agent"},
-		Selection: activities.ServerSelection{All: true}})
+	v, err := e.act.ExecuteActivity(e.acts.FindAgentDrift, agents.FindAgentDriftRequest{Agents: []string{"vm-agent"},
+		Selection: agents.ServerSelection{All: true}})
 	require.NoError(t, err)
-	var rep activities.AgentDriftReport
+	var rep agents.AgentDriftReport
 	require.NoError(t, v.Get(&rep))
 	assert.Equal(t, 5, rep.Checked)
 	assert.Equal(t, 1, rep.Unreachable)
@@ -283,10 +283,10 @@ func TestFindAgentDriftAgainstFleetsim(t *testing.T) {
 		got[dr.Hostname] = [2]string{dr.Kind, dr.Repair}
 	}
 	assert.Equal(t, map[string][2]string{
-		"cn00000": {activities.DriftMismatch, activities.RepairInstall},
-		"cn00001": {activities.DriftMismatch, activities.RepairIntent},
-		"cn00002": {activities.DriftMissingInstance, activities.RepairIntent},
-		"cn00003": {activities.DriftDuplicateInstance, activities.RepairManual},
+		"cn00000": {agents.DriftMismatch, agents.RepairInstall},
+		"cn00001": {agents.DriftMismatch, agents.RepairIntent},
+		"cn00002": {agents.DriftMissingInstance, agents.RepairIntent},
+		"cn00003": {agents.DriftDuplicateInstance, agents.RepairManual},
 	}, got)
 
 	v, err = e.act.ExecuteActivity(e.acts.RepairAgentIntents, rep.Drift)
@@ -294,15 +294,15 @@ func TestFindAgentDriftAgainstFleetsim(t *testing.T) {
 	var fixed int
 	require.NoError(t, v.Get(&fixed))
 	assert.Equal(t, 2, fixed)
-	v, err = e.act.ExecuteActivity(e.acts.FindAgentDrift, activities.FindAgentDriftRequest{Agents: []string{"vm-agent"},
-		Selection: activities.ServerSelection{All: true}})
+	v, err = e.act.ExecuteActivity(e.acts.FindAgentDrift, agents.FindAgentDriftRequest{Agents: []string{"vm-agent"},
+		Selection: agents.ServerSelection{All: true}})
 	require.NoError(t, err)
-	rep = activities.AgentDriftReport{}
+	rep = agents.AgentDriftReport{}
 	require.NoError(t, v.Get(&rep))
-	assert.Equal(t, map[string]int{activities.DriftMismatch: 1, activities.DriftDuplicateInstance: 1}, rep.Counts)
+	assert.Equal(t, map[string]int{agents.DriftMismatch: 1, agents.DriftDuplicateInstance: 1}, rep.Counts)
 
-	_, err = e.act.ExecuteActivity(e.acts.FindAgentDrift, activities.FindAgentDriftRequest{Agents: []string{"nope"},
-		Selection: activities.ServerSelection{All: true}})
+	_, err = e.act.ExecuteActivity(e.acts.FindAgentDrift, agents.FindAgentDriftRequest{Agents: []string{"nope"},
+		Selection: agents.ServerSelection{All: true}})
 	assert.Equal(t, failure.InvalidAgentRequest, errType(err))
 }
 
@@ -333,22 +333,22 @@ func TestOrphanedInstancesOfDeletedServerAreFoundAndRemoved(t *testing.T) {
 	offlineBefore := instancesOn(offline.UUID)
 	require.NotZero(t, offlineBefore)
 
-	v, err := e.act.ExecuteActivity(e.acts.FindAgentDrift, activities.FindAgentDriftRequest{Selection: activities.ServerSelection{All: true}})
+	v, err := e.act.ExecuteActivity(e.acts.FindAgentDrift, agents.FindAgentDriftRequest{Selection: agents.ServerSelection{All: true}})
 	require.NoError(t, err)
-	var rep activities.AgentDriftReport
+	var rep agents.AgentDriftReport
 	require.NoError(t, v.Get(&rep))
-	assert.Equal(t, len(gone.Agents), rep.Counts[activities.DriftOrphanInstance])
+	assert.Equal(t, len(gone.Agents), rep.Counts[agents.DriftOrphanInstance])
 	for _, dr := range rep.Drift {
 		assert.NotEqual(t, offline.UUID, dr.Server, "an unreachable server is not an orphan: %+v", dr)
-		if dr.Kind == activities.DriftOrphanInstance {
+		if dr.Kind == agents.DriftOrphanInstance {
 			assert.Equal(t, gone.UUID, dr.Server)
-			assert.Equal(t, activities.RepairDelete, dr.Repair)
+			assert.Equal(t, agents.RepairDelete, dr.Repair)
 		}
 	}
 
 	// A stale report naming the unreachable server removes nothing.
-	stale := []activities.AgentDrift{{Server: offline.UUID, Agent: "vm-agent", Kind: activities.DriftOrphanInstance,
-		Repair: activities.RepairDelete, Instances: []uuid.UUID{offline.Agents[3].UUID}}}
+	stale := []agents.AgentDrift{{Server: offline.UUID, Agent: "vm-agent", Kind: agents.DriftOrphanInstance,
+		Repair: agents.RepairDelete, Instances: []uuid.UUID{offline.Agents[3].UUID}}}
 	v, err = e.act.ExecuteActivity(e.acts.RemoveOrphanInstances, stale)
 	require.NoError(t, err)
 	var removed int
@@ -372,11 +372,11 @@ func TestOrphanedInstancesOfDeletedServerAreFoundAndRemoved(t *testing.T) {
 	assert.Equal(t, 0, instancesOn(gone.UUID))
 	assert.Equal(t, offlineBefore, instancesOn(offline.UUID), "the unreachable server keeps its instances")
 
-	v, err = e.act.ExecuteActivity(e.acts.FindAgentDrift, activities.FindAgentDriftRequest{Selection: activities.ServerSelection{All: true}})
+	v, err = e.act.ExecuteActivity(e.acts.FindAgentDrift, agents.FindAgentDriftRequest{Selection: agents.ServerSelection{All: true}})
 	require.NoError(t, err)
-	rep = activities.AgentDriftReport{}
+	rep = agents.AgentDriftReport{}
 	require.NoError(t, v.Get(&rep))
-	assert.Zero(t, rep.Counts[activities.DriftOrphanInstance])
+	assert.Zero(t, rep.Counts[agents.DriftOrphanInstance])
 }
 
 // RecordAgentOnServer after an install whose refresh cn-agent lost: CNAPI's
@@ -389,13 +389,13 @@ func TestRecordAgentOnServerMovesRecordThenIntent(t *testing.T) {
 	ctx := context.Background()
 	vm := planned(t, d, "vm-agent")
 	srv := d.Servers[0]
-	_, err := e.act.ExecuteActivity(e.acts.InstallAgentImage, activities.InstallAgentRequest{Server: srv.UUID, Agent: vm})
+	_, err := e.act.ExecuteActivity(e.acts.InstallAgentImage, agents.InstallAgentRequest{Server: srv.UUID, Agent: vm})
 	require.NoError(t, err)
 
 	for i := range 2 {
-		v, err := e.act.ExecuteActivity(e.acts.RecordAgentOnServer, activities.RefreshAgentRequest{Server: srv.UUID, Agent: vm})
+		v, err := e.act.ExecuteActivity(e.acts.RecordAgentOnServer, agents.RefreshAgentRequest{Server: srv.UUID, Agent: vm})
 		require.NoError(t, err)
-		var ir activities.SetAgentIntentResult
+		var ir agents.SetAgentIntentResult
 		require.NoError(t, v.Get(&ir))
 		assert.Equal(t, srv.Agents[3].UUID, ir.InstanceUUID, "the agent's own instance")
 		assert.Equal(t, i == 0, ir.Changed, "a retry changes nothing more")

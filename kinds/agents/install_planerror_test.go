@@ -1,4 +1,4 @@
-package workflows
+package agents
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
@@ -23,7 +22,7 @@ func TestAgentInstallPlanPageFailureWaitsForRunningServersBeforeSummary(t *testi
 	env.OnActivity(agentLedger.FinishAttempt, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(agentActs.PlanAgentInstall, mock.Anything, mock.Anything).Return(f.plan(), nil)
 	env.OnActivity(agentActs.NextAgentServers, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, r activities.NextAgentServersRequest) ([]ledger.AgentServer, error) {
+		func(_ context.Context, r NextAgentServersRequest) ([]ledger.AgentServer, error) {
 			if r.After > 0 {
 				return nil, temporal.NewNonRetryableApplicationError("plan page unreadable", "LedgerBroken", nil)
 			}
@@ -32,11 +31,11 @@ func TestAgentInstallPlanPageFailureWaitsForRunningServersBeforeSummary(t *testi
 	env.OnActivity(agentActs.StopAgentRollout, mock.Anything, mock.Anything).Return(0, nil).Maybe()
 	finishedAtSummary := -1
 	env.OnActivity(agentActs.SummarizeAgentRollout, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, _ uuid.UUID) (activities.AgentRolloutSummary, error) {
+		func(_ context.Context, _ uuid.UUID) (AgentRolloutSummary, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			finishedAtSummary = len(f.results)
-			return activities.AgentRolloutSummary{Counts: map[string]int{ledger.AgentServerDone: len(f.results)}}, nil
+			return AgentRolloutSummary{Counts: map[string]int{ledger.AgentServerDone: len(f.results)}}, nil
 		})
 	in := vmInput()
 	in.Concurrency = 2

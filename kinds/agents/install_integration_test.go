@@ -1,4 +1,4 @@
-package workflows_test
+package agents_test
 
 import (
 	"context"
@@ -13,13 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
 	"github.com/fleetsaga/fleetsaga/fleetsim"
 	"github.com/fleetsaga/fleetsaga/fleetsim/dc"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workerapp"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -60,12 +60,12 @@ func (s *agentStack) truth(t *testing.T) dc.Truth {
 	return tr
 }
 
-func (s *agentStack) start(t *testing.T, ctx context.Context, in workflows.AgentInstallInput) client.WorkflowRun {
+func (s *agentStack) start(t *testing.T, ctx context.Context, in agents.AgentInstallInput) client.WorkflowRun {
 	t.Helper()
 	run, err := s.env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: workflows.WorkflowID(workflows.KindAgentInstall, in.Target()), TaskQueue: s.env.TaskQueue,
 		TypedSearchAttributes: workflows.StartAttributes(workflows.KindAgentInstall, in.Target(), in.ArtifactVersion()),
-	}, workflows.AgentInstall, in)
+	}, agents.AgentInstall, in)
 	require.NoError(t, err)
 	return run
 }
@@ -147,14 +147,14 @@ func TestAgentInstallOnFleetsimWithOfflineAndFailingServers(t *testing.T) {
 	defer cancel()
 	img, _ := d.ImageFor("vm-agent", spec.GeneratedNewVersion)
 
-	run := s.start(t, ctx, workflows.AgentInstallInput{
-		Agents:    []activities.AgentRequest{{Name: "vm-agent", ImageUUID: img.UUID}},
-		Selection: activities.ServerSelection{All: true}, ExcludeServers: []string{d.Servers[9].Hostname},
+	run := s.start(t, ctx, agents.AgentInstallInput{
+		Agents:    []agents.AgentRequest{{Name: "vm-agent", ImageUUID: img.UUID}},
+		Selection: agents.ServerSelection{All: true}, ExcludeServers: []string{d.Servers[9].Hostname},
 		Concurrency: 8, MaxFailures: 3, PollInterval: time.Second,
 	})
-	var res workflows.AgentInstallResult
+	var res agents.AgentInstallResult
 	require.NoError(t, run.Get(ctx, &res))
-	assert.Equal(t, workflows.AgentRolloutWithFailures, res.Outcome)
+	assert.Equal(t, agents.AgentRolloutWithFailures, res.Outcome)
 	assert.Equal(t, 23, res.Selected)
 	assert.Equal(t, 1, res.Excluded)
 	assert.Equal(t, 2, res.Skipped)
@@ -174,7 +174,7 @@ func TestAgentInstallOnFleetsimWithOfflineAndFailingServers(t *testing.T) {
 		assert.False(t, touched[d.Servers[i].UUID], "%s must not be touched", d.Servers[i].Hostname)
 	}
 	// The ledger holds one ended attempt per touched server, with events.
-	atts, err := s.env.Store.List(ctx, ledger.ListFilter{Kind: string(workflows.KindAgentInstall), Target: workflows.ServerTarget(d.Servers[5].UUID)})
+	atts, err := s.env.Store.List(ctx, ledger.ListFilter{Kind: string(workflows.KindAgentInstall), Target: agents.ServerTarget(d.Servers[5].UUID)})
 	require.NoError(t, err)
 	require.Len(t, atts, 1)
 	assert.Equal(t, ledger.StateFailed, atts[0].State)
@@ -196,16 +196,16 @@ func TestAgentInstallSurvivesWorkerKilledMidRollout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	img, _ := d.ImageFor("net-agent", spec.GeneratedNewVersion)
-	in := workflows.AgentInstallInput{Agents: []activities.AgentRequest{{Name: "net-agent"}},
-		Selection: activities.ServerSelection{All: true}, Concurrency: 5, PollInterval: time.Second}
+	in := agents.AgentInstallInput{Agents: []agents.AgentRequest{{Name: "net-agent"}},
+		Selection: agents.ServerSelection{All: true}, Concurrency: 5, PollInterval: time.Second}
 	run := s.start(t, ctx, in)
 	require.Eventually(t, func() bool { return len(s.truth(t).Installs) >= 8 }, time.Minute, 100*time.Millisecond)
 	stop1()
 	s.worker()
 
-	var res workflows.AgentInstallResult
+	var res agents.AgentInstallResult
 	require.NoError(t, run.Get(ctx, &res))
-	assert.Equal(t, workflows.AgentRolloutCompleted, res.Outcome)
+	assert.Equal(t, agents.AgentRolloutCompleted, res.Outcome)
 	assert.Equal(t, 30, res.Installed+res.Verified)
 	assert.True(t, res.ServiceImageSet)
 	tr := s.truth(t)
@@ -236,18 +236,18 @@ func TestAgentDriftCheckAndRepairOnFleetsim(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, sapi.DeleteInstance(ctx, d.Servers[1].Agents[3].UUID)) // missing instance
 
-	in := workflows.AgentDriftInput{Agents: []string{"vm-agent"}, Selection: activities.ServerSelection{All: true}}
-	check := func(in workflows.AgentDriftInput) workflows.AgentDriftResult {
+	in := agents.AgentDriftInput{Agents: []string{"vm-agent"}, Selection: agents.ServerSelection{All: true}}
+	check := func(in agents.AgentDriftInput) agents.AgentDriftResult {
 		run, err := s.env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 			ID: workflows.WorkflowID(workflows.KindAgentDrift, in.Target()) + fmt.Sprint(in.Repair), TaskQueue: s.env.TaskQueue,
-		}, workflows.AgentDriftCheck, in)
+		}, agents.AgentDriftCheck, in)
 		require.NoError(t, err)
-		var res workflows.AgentDriftResult
+		var res agents.AgentDriftResult
 		require.NoError(t, run.Get(ctx, &res))
 		return res
 	}
 	res := check(in)
-	assert.Equal(t, map[string]int{activities.DriftMismatch: 1, activities.DriftMissingInstance: 1}, res.Found.Counts)
+	assert.Equal(t, map[string]int{agents.DriftMismatch: 1, agents.DriftMissingInstance: 1}, res.Found.Counts)
 	assert.Contains(t, res.Outcome, "not repaired")
 
 	in.Repair, in.PollInterval = true, time.Second
@@ -287,22 +287,22 @@ func TestAgentDriftRemovesOrphansOfDeletedServer(t *testing.T) {
 	require.NoError(t, cnapi.DeleteServer(ctx, d.Servers[0].UUID))
 	require.Len(t, s.truth(t).Orphans, len(d.Servers[0].Agents))
 
-	check := func(repair bool) workflows.AgentDriftResult {
-		in := workflows.AgentDriftInput{Selection: activities.ServerSelection{All: true}, Repair: repair, PollInterval: time.Second}
+	check := func(repair bool) agents.AgentDriftResult {
+		in := agents.AgentDriftInput{Selection: agents.ServerSelection{All: true}, Repair: repair, PollInterval: time.Second}
 		run, err := s.env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 			ID: workflows.WorkflowID(workflows.KindAgentDrift, in.Target()) + fmt.Sprint(repair), TaskQueue: s.env.TaskQueue,
-		}, workflows.AgentDriftCheck, in)
+		}, agents.AgentDriftCheck, in)
 		require.NoError(t, err)
-		var res workflows.AgentDriftResult
+		var res agents.AgentDriftResult
 		require.NoError(t, run.Get(ctx, &res))
 		return res
 	}
 	res := check(false)
-	assert.Equal(t, len(d.Servers[0].Agents), res.Found.Counts[activities.DriftOrphanInstance])
+	assert.Equal(t, len(d.Servers[0].Agents), res.Found.Counts[agents.DriftOrphanInstance])
 	res = check(true)
 	assert.Equal(t, len(d.Servers[0].Agents), res.OrphansRemoved)
 	require.NotNil(t, res.Remaining)
-	assert.Zero(t, res.Remaining.Counts[activities.DriftOrphanInstance])
+	assert.Zero(t, res.Remaining.Counts[agents.DriftOrphanInstance])
 	tr := s.truth(t)
 	assert.Empty(t, tr.Orphans)
 	require.Equal(t, d.Servers[1].UUID, tr.Servers[0].UUID)
@@ -322,9 +322,9 @@ func TestAgentInstallThousandServers(t *testing.T) {
 	defer cancel()
 	img, _ := d.ImageFor("cmon-agent", spec.GeneratedNewVersion)
 	start := time.Now()
-	run := s.start(t, ctx, workflows.AgentInstallInput{Agents: []activities.AgentRequest{{Name: "cmon-agent", ImageUUID: img.UUID}},
-		Selection: activities.ServerSelection{All: true}, Concurrency: 50, PollInterval: time.Second, ChildrenPerRun: 400})
-	var res workflows.AgentInstallResult
+	run := s.start(t, ctx, agents.AgentInstallInput{Agents: []agents.AgentRequest{{Name: "cmon-agent", ImageUUID: img.UUID}},
+		Selection: agents.ServerSelection{All: true}, Concurrency: 50, PollInterval: time.Second, ChildrenPerRun: 400})
+	var res agents.AgentInstallResult
 	require.NoError(t, run.Get(ctx, &res))
 	t.Logf("1,000 servers in %s over %d runs", time.Since(start).Round(time.Second), res.Runs)
 	assert.Equal(t, 1000, res.Installed)
@@ -343,9 +343,9 @@ func TestAgentInstallAllAgentsOnFleetsim(t *testing.T) {
 	s.worker()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	run := s.start(t, ctx, workflows.AgentInstallInput{AllAgents: true, ExcludeAgents: []string{"smartlogin"},
-		Selection: activities.ServerSelection{All: true}, PollInterval: time.Second})
-	var res workflows.AgentInstallResult
+	run := s.start(t, ctx, agents.AgentInstallInput{AllAgents: true, ExcludeAgents: []string{"smartlogin"},
+		Selection: agents.ServerSelection{All: true}, PollInterval: time.Second})
+	var res agents.AgentInstallResult
 	require.NoError(t, run.Get(ctx, &res))
 	assert.Equal(t, 4, res.Installed)
 	var names []string
@@ -396,19 +396,19 @@ func TestAgentInstallValidatesBeforeTouching(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for i, c := range []struct {
-		in   workflows.AgentInstallInput
+		in   agents.AgentInstallInput
 		want string
 	}{
-		{workflows.AgentInstallInput{Agents: []activities.AgentRequest{{Name: "vm-agent", ImageUUID: vm.UUID}},
-			Selection: activities.ServerSelection{Servers: []string{d.Servers[0].Hostname, "cn-typo"}}}, "unknown servers (not in CNAPI): cn-typo"},
-		{workflows.AgentInstallInput{Agents: []activities.AgentRequest{{Name: "net-agent", ImageUUID: vm.UUID}},
-			Selection: activities.ServerSelection{All: true}}, "is vm-agent, not net-agent"},
-		{workflows.AgentInstallInput{Agents: []activities.AgentRequest{{Name: "vm-agent", ImageUUID: corrupt.UUID}},
-			Selection: activities.ServerSelection{All: true}}, "sha1: manifest says"},
-		{workflows.AgentInstallInput{Agents: []activities.AgentRequest{{Name: "vm-agent", ImageUUID: uuid.New()}},
-			Selection: activities.ServerSelection{All: true}}, "not found in IMGAPI"},
-		{workflows.AgentInstallInput{Agents: []activities.AgentRequest{{Name: "no-such-agent"}},
-			Selection: activities.ServerSelection{All: true}}, `no SAPI agent service named "no-such-agent"`},
+		{agents.AgentInstallInput{Agents: []agents.AgentRequest{{Name: "vm-agent", ImageUUID: vm.UUID}},
+			Selection: agents.ServerSelection{Servers: []string{d.Servers[0].Hostname, "cn-typo"}}}, "unknown servers (not in CNAPI): cn-typo"},
+		{agents.AgentInstallInput{Agents: []agents.AgentRequest{{Name: "net-agent", ImageUUID: vm.UUID}},
+			Selection: agents.ServerSelection{All: true}}, "is vm-agent, not net-agent"},
+		{agents.AgentInstallInput{Agents: []agents.AgentRequest{{Name: "vm-agent", ImageUUID: corrupt.UUID}},
+			Selection: agents.ServerSelection{All: true}}, "sha1: manifest says"},
+		{agents.AgentInstallInput{Agents: []agents.AgentRequest{{Name: "vm-agent", ImageUUID: uuid.New()}},
+			Selection: agents.ServerSelection{All: true}}, "not found in IMGAPI"},
+		{agents.AgentInstallInput{Agents: []agents.AgentRequest{{Name: "no-such-agent"}},
+			Selection: agents.ServerSelection{All: true}}, `no SAPI agent service named "no-such-agent"`},
 	} {
 		run := s.start(t, ctx, c.in)
 		err := run.Get(ctx, nil)
