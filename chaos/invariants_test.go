@@ -15,6 +15,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/sled"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/kinds/agents"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -76,12 +77,12 @@ func cleanEvidence() *evidence {
 			Installs: []dc.InstallRecord{{ServerUUID: tServer, ImageUUID: tNewImg, Outcome: "complete"}}},
 		Machine: simmachine.Truth{Clusters: map[string]simmachine.ClusterTruth{"c0": {MachineSets: machines("ami-old", 1)}}},
 	}
-	spID := workflows.WorkflowID(workflows.KindSPFirmware, workflows.SPFirmwareTarget("sled", 3))
+	spID := workflows.WorkflowID(workflows.KindSPFirmware, mgsupdate.SPFirmwareTarget("sled", 3))
 	zoneID := workflows.WorkflowID(workflows.KindZoneExpunge, zoneexpunge.ZoneExpungeTarget(tZone))
 	bumpID := workflows.WorkflowID(workflows.KindBootImageBump, "cluster/c0")
 	sec := tNexusNew
 	return &evidence{
-		fleet: &fleet{hostP2: workflows.Artifact{SHA256: "p2"}, agentNew: map[string]spec.Image{"vm-agent": {UUID: tNewImg}},
+		fleet: &fleet{hostP2: mgsupdate.Artifact{SHA256: "p2"}, agentNew: map[string]spec.Image{"vm-agent": {UUID: tNewImg}},
 			clusterOf: map[string]spec.Cluster{"c0": cluster}},
 		expect: &expectations{spSleds: []int{3}, zones: []uuid.UUID{tZone}, agents: []string{"vm-agent"}, clusters: []string{"c0"},
 			offline: map[uuid.UUID]bool{}, canaryFailed: map[string]bool{"c0": true}, updateIDs: []string{spID, zoneID, bumpID}},

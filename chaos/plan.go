@@ -15,6 +15,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -142,11 +143,11 @@ func update(in workflows.UpdateInput) (kinds.PlanUpdate, error) {
 
 // mgsTiming: the real pacing divided by the speed-up; failure detection
 // short enough that a killed worker's step moves on within seconds.
-func (b *planBuilder) mgsTiming(newVersion time.Duration) workflows.MGSTiming {
+func (b *planBuilder) mgsTiming(newVersion time.Duration) mgsupdate.MGSTiming {
 	scale := func(d time.Duration) time.Duration {
 		return max(time.Duration(float64(d)/b.cfg.SpeedUp), 20*time.Millisecond)
 	}
-	return workflows.MGSTiming{
+	return mgsupdate.MGSTiming{
 		PollInterval:       scale(3 * time.Second),
 		ProgressTimeout:    max(scale(240*time.Second), 3*time.Second),
 		TakeoverTimeout:    max(scale(240*time.Second), 3*time.Second),
@@ -188,7 +189,7 @@ func spFirmwareStage(b *planBuilder) (kinds.Stage, error) {
 	targets := map[int]string{}
 	for n, i := range idx {
 		s := sleds[i]
-		in := workflows.SPFirmwareInput{SP: spTarget(s), Artifact: b.fleet.spImage,
+		in := mgsupdate.SPFirmwareInput{SP: spTarget(s), Artifact: b.fleet.spImage,
 			Timing: b.mgsTiming(30 * time.Second)}
 		u, err := update(in)
 		if err != nil {
@@ -233,7 +234,7 @@ func hostFlashStage(b *planBuilder) (kinds.Stage, error) {
 	targets := map[int]string{}
 	for n, i := range idx {
 		s := sleds[i]
-		in := workflows.HostFlashInput{Sled: spTarget(s), Phase1: b.fleet.hostP1, Phase2: b.fleet.hostP2,
+		in := mgsupdate.HostFlashInput{Sled: spTarget(s), Phase1: b.fleet.hostP1, Phase2: b.fleet.hostP2,
 			Timing: b.mgsTiming(90 * time.Second)}
 		u, err := update(in)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 	"go.temporal.io/sdk/workflow"
@@ -59,10 +60,10 @@ type KindInfo struct {
 // PUT and an inventory proof, a MachineSet patch settles before it is
 // rechecked.
 var Kinds = map[workflows.Kind]KindInfo{
-	workflows.KindSPFirmware: {Workflow: workflows.SPFirmwareUpdate, NewInput: func() workflows.UpdateInput { return &workflows.SPFirmwareInput{} },
-		Behavior: pinned, Plan: planOf(workflows.PlanSPFirmware), DeviceTime: 26 * time.Second},
-	workflows.KindHostFlash: {Workflow: workflows.HostBootFlashUpdate, NewInput: func() workflows.UpdateInput { return &workflows.HostFlashInput{} },
-		Behavior: pinned, Plan: planOf(workflows.PlanHostFlash), DeviceTime: 10 * time.Minute},
+	workflows.KindSPFirmware: {Workflow: mgsupdate.SPFirmwareUpdate, NewInput: func() workflows.UpdateInput { return &mgsupdate.SPFirmwareInput{} },
+		Behavior: pinned, Plan: planOf(mgsupdate.PlanSPFirmware), DeviceTime: 26 * time.Second},
+	workflows.KindHostFlash: {Workflow: mgsupdate.HostBootFlashUpdate, NewInput: func() workflows.UpdateInput { return &mgsupdate.HostFlashInput{} },
+		Behavior: pinned, Plan: planOf(mgsupdate.PlanHostFlash), DeviceTime: 10 * time.Minute},
 	workflows.KindZoneExpunge: {Workflow: zoneexpunge.ZoneExpunge, NewInput: func() workflows.UpdateInput { return &zoneexpunge.ZoneExpungeInput{} },
 		Behavior: pinned, Plan: planOf(zoneexpunge.PlanZoneExpunge), DeviceTime: time.Minute},
 	workflows.KindBootImageBump: {Workflow: bootimage.BootImageBump, NewInput: func() workflows.UpdateInput { return &bootimage.BootImageBumpInput{} },

@@ -10,6 +10,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 )
 
@@ -20,7 +21,7 @@ func Register(r worker.Registry, d Deps) error {
 	// the Temporal client, it can release an attempt whose workflow was
 	// terminated or timed out.
 	la := &activities.LedgerActivities{Store: d.Ledger, Identity: d.Identity, Temporal: d.Temporal}
-	mgsActs := activities.NewMGSActivities(d.Fleet, d.HTTP, d.Ledger, d.Identity)
+	mgsActs := mgsupdate.NewMGSActivities(d.Fleet, d.HTTP, d.Ledger, d.Identity)
 	mgsActs.Ledger = la
 	acts := []any{
 		la,

@@ -11,8 +11,8 @@ import (
 	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
-	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 func funcName(f any) string { return runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name() }
@@ -38,7 +38,7 @@ func TestEveryKindIsRegisteredWithAVersioningBehavior(t *testing.T) {
 		f    any
 		want workflow.VersioningBehavior
 	}{
-		{workflows.SPFirmwareUpdate, pinned}, {workflows.HostBootFlashUpdate, pinned}, {zoneexpunge.ZoneExpunge, pinned},
+		{mgsupdate.SPFirmwareUpdate, pinned}, {mgsupdate.HostBootFlashUpdate, pinned}, {zoneexpunge.ZoneExpunge, pinned},
 		{bootimage.BootImageBump, pinned}, {agents.AgentInstallServer, pinned},
 		{kinds.Rollout, auto}, {agents.AgentInstall, auto}, {agents.AgentDriftCheck, auto},
 	} {

@@ -125,7 +125,7 @@ func (l *Lifecycle) RecordPhaseInLedger() {
 // quietPhase moves the update to phase p for the progress query only: the
 // search attribute and the current details keep the previous phase (a
 // short pause, such as the MGS pause between attempts).
-func (l *Lifecycle) quietPhase(ctx workflow.Context, p Phase) {
+func (l *Lifecycle) QuietPhase(ctx workflow.Context, p Phase) {
 	l.progress.Phase, l.progress.PhaseSince = p, workflow.Now(ctx)
 }
 
@@ -170,7 +170,7 @@ func (l *Lifecycle) skipEnded(ctx workflow.Context, a *ledger.Attempt) {
 // next attempt of the same update. A transitionWriter does both in one
 // write, so the target is never free between them; a cancel mid-write
 // leaves both in doubt, and the ending writes both again.
-func (l *Lifecycle) nextAttempt(ctx workflow.Context, a ledger.Attempt, why string) error {
+func (l *Lifecycle) NextAttempt(ctx workflow.Context, a ledger.Attempt, why string) error {
 	tw, oneWrite := l.writer.(transitionWriter)
 	if l.Attempt == nil || l.ended || !oneWrite {
 		l.endAttempt(ctx, ledger.StateFailed, "attempt failed", why)
@@ -241,7 +241,7 @@ func (l *Lifecycle) NothingToUndo() { l.saga = Saga{} }
 
 // undone notes what a compensation did, for the ending's message (ledger
 // and progress).
-func (l *Lifecycle) undone(note string) { l.notes = append(l.notes, note) }
+func (l *Lifecycle) Undone(note string) { l.notes = append(l.notes, note) }
 
 // awaitCancel makes a cancel of the workflow wait until the activity has
 // stopped (or finished) before the workflow goes on to compensate it.
