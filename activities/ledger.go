@@ -46,11 +46,11 @@ func (a *LedgerActivities) RecordIntent(ctx context.Context, at ledger.Attempt) 
 		return err
 	}
 	if err := a.Store.AppendEvent(ctx, ledger.Event{AttemptID: at.ID, Step: "intent", State: string(ledger.StatePending),
-		Message: "attempt recorded for " + at.Target, Worker: a.identity(ctx)}); err != nil || !adopted {
+		Message: "attempt recorded for " + at.Target, Worker: WorkerIdentity(ctx, a.Identity)}); err != nil || !adopted {
 		return err
 	}
 	return a.Store.AppendEvent(ctx, ledger.Event{AttemptID: at.ID, Step: "adopted:" + at.RunID,
-		Message: "run " + at.RunID + " of " + at.WorkflowID + " took the attempt over (the workflow was reset)", Worker: a.identity(ctx)})
+		Message: "run " + at.RunID + " of " + at.WorkflowID + " took the attempt over (the workflow was reset)", Worker: WorkerIdentity(ctx, a.Identity)})
 }
 
 // RecordAttemptInput ends the previous attempt (if any) and writes the next
@@ -98,15 +98,21 @@ func (a *LedgerActivities) FinishAttempt(ctx context.Context, f ledger.Finish) e
 		msg = f.Outcome + ": " + f.Error
 	}
 	return a.Store.AppendEvent(ctx, ledger.Event{AttemptID: f.AttemptID, Step: "finish", State: string(f.State),
-		Message: msg, Worker: a.identity(ctx)})
+		Message: msg, Worker: WorkerIdentity(ctx, a.Identity)})
 }
 
 // AppendEvent adds one step to an attempt's event log.
 func (a *LedgerActivities) AppendEvent(ctx context.Context, e ledger.Event) error {
 	if e.Worker == "" {
-		e.Worker = a.identity(ctx)
+		e.Worker = WorkerIdentity(ctx, a.Identity)
 	}
 	return a.Store.AppendEvent(ctx, e)
+}
+
+// ReleaseAbandoned releases busy's attempt when the workflow that recorded
+// it has closed without ending it (for another kind's ledger activities).
+func ReleaseAbandoned(ctx context.Context, a *LedgerActivities, busy *ledger.ErrTargetBusy) bool {
+	return a.releaseAbandoned(ctx, busy)
 }
 
 // releaseAbandoned ends the active attempt of busy when its owner no longer
@@ -130,7 +136,7 @@ func (a *LedgerActivities) releaseAbandoned(ctx context.Context, busy *ledger.Er
 		return false
 	}
 	_ = a.Store.AppendEvent(ctx, ledger.Event{AttemptID: busy.ActiveID, Step: "abandoned", State: string(ledger.StateFailed),
-		Message: why, Worker: a.identity(ctx)})
+		Message: why, Worker: WorkerIdentity(ctx, a.Identity)})
 	return true
 }
 
@@ -150,7 +156,7 @@ func (a *LedgerActivities) ownerClosed(ctx context.Context, busy *ledger.ErrTarg
 			return false, ""
 		default:
 			info := desc.GetWorkflowExecutionInfo()
-			if running(info.GetStatus()) {
+			if Running(info.GetStatus()) {
 				return false, ""
 			}
 			if info.GetFirstRunId() != "" {
@@ -169,7 +175,7 @@ func (a *LedgerActivities) ownerClosed(ctx context.Context, busy *ledger.ErrTarg
 	if err == nil {
 		info := cur.GetWorkflowExecutionInfo()
 		sameChain := busy.RunID == "" || info.GetFirstRunId() == chain || info.GetExecution().GetRunId() == busy.RunID
-		if sameChain && running(info.GetStatus()) {
+		if sameChain && Running(info.GetStatus()) {
 			return false, ""
 		}
 		if sameChain {
@@ -179,15 +185,17 @@ func (a *LedgerActivities) ownerClosed(ctx context.Context, busy *ledger.ErrTarg
 	return true, "workflow " + busy.WorkflowID + " run " + busy.RunID + " " + ended
 }
 
-// running: the owner may still write the attempt (unspecified is treated as
+// Running: the owner may still write the attempt (unspecified is treated as
 // running, to keep the attempt when Temporal cannot tell).
-func running(s enumspb.WorkflowExecutionStatus) bool {
+func Running(s enumspb.WorkflowExecutionStatus) bool {
 	return s == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || s == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED
 }
 
-func (a *LedgerActivities) identity(ctx context.Context) string {
-	if a.Identity != "" {
-		return a.Identity
+// WorkerIdentity is the worker named in ledger events: the configured
+// identity, else the activity's task queue.
+func WorkerIdentity(ctx context.Context, configured string) string {
+	if configured != "" {
+		return configured
 	}
 	if activity.IsActivity(ctx) {
 		return activity.GetInfo(ctx).TaskQueue
@@ -227,5 +235,5 @@ func (a *LedgerActivities) WorkflowRunning(ctx context.Context, id string) (bool
 	if err != nil {
 		return false, err
 	}
-	return running(desc.GetWorkflowExecutionInfo().GetStatus()), nil
+	return Running(desc.GetWorkflowExecutionInfo().GetStatus()), nil
 }

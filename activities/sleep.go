@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// sleepCtx waits d or until ctx ends (a poll loop's pause that a cancelled
+// SleepCtx waits d or until ctx ends (a poll loop's pause that a cancelled
 // or timed-out activity leaves at once).
-func sleepCtx(ctx context.Context, d time.Duration) error {
+func SleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -30,8 +31,8 @@ func benchTimings() spec.Timings {
 var SupportedKinds = []workflows.Kind{workflows.KindSPFirmware, workflows.KindAgentInstall}
 
 func newDriver(k workflows.Kind, cfg *Config) (driver, error) {
-	if _, ok := workflows.Kinds[k]; !ok {
-		return nil, fmt.Errorf("kind %s is not registered in workflows.Kinds (not landed yet?)", k)
+	if _, ok := kinds.Kinds[k]; !ok {
+		return nil, fmt.Errorf("kind %s is not registered in kinds.Kinds (not landed yet?)", k)
 	}
 	switch k {
 	case workflows.KindSPFirmware:

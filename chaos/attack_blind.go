@@ -14,6 +14,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -185,7 +187,7 @@ func (h *harness) terminateRestart(ctx context.Context, k workflows.Kind) bool {
 		return false
 	}
 	h.blind.terminated[w.RunID] = true
-	arg, err := typedInput(workflows.Kinds[p.Kind].Workflow, p.Input)
+	arg, err := typedInput(kinds.Kinds[p.Kind].Workflow, p.Input)
 	if err != nil {
 		h.say("decode the input of %s: %v", w.ID, err)
 		return true
@@ -195,7 +197,7 @@ func (h *harness) terminateRestart(ctx context.Context, k workflows.Kind) bool {
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		TypedSearchAttributes: workflows.StartAttributes(p.Kind, p.Target, p.Artifact),
 		StaticSummary:         "chaos: started again after a terminate",
-	}, workflows.Kinds[p.Kind].Workflow, arg)
+	}, kinds.Kinds[p.Kind].Workflow, arg)
 	if err != nil {
 		h.say("start %s again after terminating it: %v", w.ID, err)
 		h.blind.restarted = append(h.blind.restarted, restartedRun{ID: w.ID})
@@ -229,7 +231,7 @@ func typedInput(fn any, raw json.RawMessage) (any, error) {
 // (exit 5); exactly one workflow may run.
 func (h *harness) duplicateStart(ctx context.Context) {
 	e := h.rep.expect
-	target := workflows.ZoneExpungeTarget(e.dupZone)
+	target := zoneexpunge.ZoneExpungeTarget(e.dupZone)
 	d := &dupStart{ID: workflows.WorkflowID(workflows.KindZoneExpunge, target)}
 	args := []string{"--json", "zone-expunge", "--sled", e.dupSled.String(), "--zone", e.dupZone.String(),
 		"--put-timeout", "3m", "--retry-initial", "200ms", "--retry-max", "2s", "--poll-interval", "200ms", "--proof-timeout", "2m"}

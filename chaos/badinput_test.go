@@ -18,10 +18,10 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	fleetapi "github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -86,11 +86,11 @@ func TestBadInputZoneProofFromAnotherSled(t *testing.T) {
 	sled, other, zone := uuid.New(), uuid.New(), uuid.New()
 	attemptID := expungeIntent(t, env, sled, zone)
 	srv, _ := wrongSledAgent(t, other, uuid.New(), 9)
-	acts := activities.NewZoneActivities(env.Store, fleetapi.Endpoints{SledAgent: srv.URL + "/sled-agent/{sled}"}, srv.Client(), "chaos-test")
+	acts := zoneexpunge.NewZoneActivities(env.Store, fleetapi.Endpoints{SledAgent: srv.URL + "/sled-agent/{sled}"}, srv.Client(), "chaos-test")
 	var ts testsuite.WorkflowTestSuite
 	aenv := ts.NewTestActivityEnvironment()
 	aenv.RegisterActivity(acts)
-	_, err := aenv.ExecuteActivity(acts.AwaitZoneGone, activities.ZoneGoneInput{AttemptID: attemptID, Sled: sled, Zone: zone,
+	_, err := aenv.ExecuteActivity(acts.AwaitZoneGone, zoneexpunge.ZoneGoneInput{AttemptID: attemptID, Sled: sled, Zone: zone,
 		ExpungedAsOf: 3, Deadline: time.Now().Add(time.Second), PollInterval: 50 * time.Millisecond})
 	z, zerr := env.Store.ZoneDisposition(t.Context(), zone)
 	if zerr != nil {
@@ -116,11 +116,11 @@ func TestBadInputZonePutWithAnotherSledsConfig(t *testing.T) {
 	sled, other, zone := uuid.New(), uuid.New(), uuid.New()
 	attemptID := expungeIntent(t, env, sled, zone)
 	srv, puts := wrongSledAgent(t, other, uuid.New(), 2)
-	acts := activities.NewZoneActivities(env.Store, fleetapi.Endpoints{SledAgent: srv.URL + "/sled-agent/{sled}"}, srv.Client(), "chaos-test")
+	acts := zoneexpunge.NewZoneActivities(env.Store, fleetapi.Endpoints{SledAgent: srv.URL + "/sled-agent/{sled}"}, srv.Client(), "chaos-test")
 	var ts testsuite.WorkflowTestSuite
 	aenv := ts.NewTestActivityEnvironment()
 	aenv.RegisterActivity(acts)
-	_, err := aenv.ExecuteActivity(acts.PutConfigWithoutZone, activities.ZonePutInput{AttemptID: attemptID, Sled: sled, Zone: zone,
+	_, err := aenv.ExecuteActivity(acts.PutConfigWithoutZone, zoneexpunge.ZonePutInput{AttemptID: attemptID, Sled: sled, Zone: zone,
 		ExpungedAsOf: 3, Deadline: time.Now().Add(time.Second), RetryInitial: 50 * time.Millisecond, RetryMax: 100 * time.Millisecond})
 	if n := puts.Load(); n > 0 {
 		t.Errorf("%d PUT(s) of sled %s's config (minus zone %s) sent to sled %s: PutConfigWithoutZone must compare "+

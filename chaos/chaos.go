@@ -5,7 +5,7 @@
 // dev server on a persistent database file, or with Config.Temporal the real
 // server on that PostgreSQL; fleetsim, worker processes),
 // starts one rollout plan with a stage for every update kind registered in
-// workflows.Kinds, and meanwhile SIGKILLs random workers (restarting them),
+// kinds.Kinds, and meanwhile SIGKILLs random workers (restarting them),
 // restarts PostgreSQL and the Temporal server, and arms random fleetsim
 // faults. Everything random follows the seed, which is printed so a failure
 // can be replayed. At the end it checks invariants against fleetsim's truth
@@ -33,6 +33,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 	"github.com/fleetsaga/fleetsaga/internal/logging"
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -226,7 +227,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("read fleetsim truth: %w", err)
 	}
 	h := &harness{cfg: cfg, stack: stack, c: c, obs: obs, out: out, log: log,
-		rng: rand.New(rand.NewSource(cfg.Seed + 1)), rep: newReport(cfg, expect), rolloutID: workflows.RolloutWorkflowID(plan.Name),
+		rng: rand.New(rand.NewSource(cfg.Seed + 1)), rep: newReport(cfg, expect), rolloutID: kinds.RolloutWorkflowID(plan.Name),
 		faultIDs: map[int]faults.Kind{}, withdrawn: map[int]bool{}}
 	for _, st := range plan.Stages {
 		h.stages = append(h.stages, st.Name)
@@ -254,10 +255,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	run, err := c.ExecuteWorkflow(runCtx, client.StartWorkflowOptions{
-		ID: workflows.RolloutWorkflowID(plan.Name), TaskQueue: workflows.TaskQueue,
+		ID: kinds.RolloutWorkflowID(plan.Name), TaskQueue: workflows.TaskQueue,
 		TypedSearchAttributes: workflows.StartAttributes(workflows.KindRollout, "plan/"+plan.Name, ""),
 		StaticSummary:         fmt.Sprintf("chaos rollout, seed %d", cfg.Seed),
-	}, workflows.Rollout, plan)
+	}, kinds.Rollout, plan)
 	if err != nil {
 		return nil, fmt.Errorf("start the rollout: %w", err)
 	}

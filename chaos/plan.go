@@ -10,20 +10,24 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
+	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // A stage builder makes the chaos rollout's stage for one update kind from
 // the fleet, and arms that kind's device faults (seeded) before the rollout
-// starts. Every kind in workflows.Kinds must have one: a kind that lands
+// starts. Every kind in kinds.Kinds must have one: a kind that lands
 // without a builder makes the run refuse to start, so it gets wired here.
-type stageBuilder func(b *planBuilder) (workflows.Stage, error)
+type stageBuilder func(b *planBuilder) (kinds.Stage, error)
 
 // stageOrder is the order of the rollout's stages (kinds missing from
-// workflows.Kinds are left out).
+// kinds.Kinds are left out).
 var stageOrder = []struct {
 	kind  workflows.Kind
 	build stageBuilder
@@ -70,7 +74,7 @@ type expectations struct {
 // plannedUpdate is one update of the plan with its kind.
 type plannedUpdate struct {
 	Kind workflows.Kind
-	workflows.PlanUpdate
+	kinds.PlanUpdate
 }
 
 func (e *expectations) totalTargets() int {
@@ -82,15 +86,15 @@ func (e *expectations) totalTargets() int {
 }
 
 // buildPlan makes the chaos rollout covering every registered kind.
-func buildPlan(cfg Config, f *fleet) (workflows.RolloutInput, []faults.Fault, *expectations, error) {
+func buildPlan(cfg Config, f *fleet) (kinds.RolloutInput, []faults.Fault, *expectations, error) {
 	b := &planBuilder{cfg: cfg, fleet: f, rng: rand.New(rand.NewSource(cfg.Seed)),
 		expect: &expectations{offline: map[uuid.UUID]bool{}, canaryFailed: map[string]bool{}, targets: map[workflows.Kind]int{},
 			planned: map[string]plannedUpdate{}}}
 	wired := map[workflows.Kind]bool{}
-	in := workflows.RolloutInput{Name: fmt.Sprintf("chaos-%d", cfg.Seed)}
+	in := kinds.RolloutInput{Name: fmt.Sprintf("chaos-%d", cfg.Seed)}
 	for _, st := range stageOrder {
 		wired[st.kind] = true
-		if _, ok := workflows.Kinds[st.kind]; !ok {
+		if _, ok := kinds.Kinds[st.kind]; !ok {
 			continue
 		}
 		stage, err := st.build(b)
@@ -109,14 +113,14 @@ func buildPlan(cfg Config, f *fleet) (workflows.RolloutInput, []faults.Fault, *e
 		in.Stages = append(in.Stages, stage)
 	}
 	var missing []string
-	for k := range workflows.Kinds {
+	for k := range kinds.Kinds {
 		if !wired[k] {
 			missing = append(missing, string(k))
 		}
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return in, nil, nil, fmt.Errorf("update kind(s) %s are registered in workflows.Kinds but the chaos rollout has no stage for them: add a builder to chaos/plan.go", strings.Join(missing, ", "))
+		return in, nil, nil, fmt.Errorf("update kind(s) %s are registered in kinds.Kinds but the chaos rollout has no stage for them: add a builder to chaos/plan.go", strings.Join(missing, ", "))
 	}
 	if err := in.Validate(); err != nil {
 		return in, nil, nil, fmt.Errorf("chaos plan: %w", err)
@@ -126,24 +130,24 @@ func buildPlan(cfg Config, f *fleet) (workflows.RolloutInput, []faults.Fault, *e
 
 // update encodes one plan update through its kind's UpdateInput (the same
 // path `starter rollout` takes), validating it.
-func update(in workflows.UpdateInput) (workflows.PlanUpdate, error) {
+func update(in workflows.UpdateInput) (kinds.PlanUpdate, error) {
 	if err := in.Validate(); err != nil {
-		return workflows.PlanUpdate{}, err
+		return kinds.PlanUpdate{}, err
 	}
 	raw, err := json.Marshal(in)
 	if err != nil {
-		return workflows.PlanUpdate{}, err
+		return kinds.PlanUpdate{}, err
 	}
-	return workflows.PlanUpdate{Target: in.Target(), Artifact: in.ArtifactVersion(), Input: raw}, nil
+	return kinds.PlanUpdate{Target: in.Target(), Artifact: in.ArtifactVersion(), Input: raw}, nil
 }
 
 // mgsTiming: the real pacing divided by the speed-up; failure detection
 // short enough that a killed worker's step moves on within seconds.
-func (b *planBuilder) mgsTiming(newVersion time.Duration) workflows.MGSTiming {
+func (b *planBuilder) mgsTiming(newVersion time.Duration) mgsupdate.MGSTiming {
 	scale := func(d time.Duration) time.Duration {
 		return max(time.Duration(float64(d)/b.cfg.SpeedUp), 20*time.Millisecond)
 	}
-	return workflows.MGSTiming{
+	return mgsupdate.MGSTiming{
 		PollInterval:       scale(3 * time.Second),
 		ProgressTimeout:    max(scale(240*time.Second), 3*time.Second),
 		TakeoverTimeout:    max(scale(240*time.Second), 3*time.Second),
@@ -178,14 +182,14 @@ func (b *planBuilder) exclusiveMGSSleds(targets map[int]string) [][]string {
 	return nil
 }
 
-func spFirmwareStage(b *planBuilder) (workflows.Stage, error) {
+func spFirmwareStage(b *planBuilder) (kinds.Stage, error) {
 	sleds := b.fleet.sleds()
 	idx := pick(b.rng, len(sleds), b.cfg.SPUpdates)
-	st := workflows.Stage{Name: "sp-firmware", Kind: workflows.KindSPFirmware, Concurrency: b.cfg.Concurrency, FailureBudget: len(idx)}
+	st := kinds.Stage{Name: "sp-firmware", Kind: workflows.KindSPFirmware, Concurrency: b.cfg.Concurrency, FailureBudget: len(idx)}
 	targets := map[int]string{}
 	for n, i := range idx {
 		s := sleds[i]
-		in := workflows.SPFirmwareInput{SP: spTarget(s), Artifact: b.fleet.spImage,
+		in := mgsupdate.SPFirmwareInput{SP: spTarget(s), Artifact: b.fleet.spImage,
 			Timing: b.mgsTiming(30 * time.Second)}
 		u, err := update(in)
 		if err != nil {
@@ -223,14 +227,14 @@ func spFirmwareStage(b *planBuilder) (workflows.Stage, error) {
 	return st, nil
 }
 
-func hostFlashStage(b *planBuilder) (workflows.Stage, error) {
+func hostFlashStage(b *planBuilder) (kinds.Stage, error) {
 	sleds := b.fleet.sleds()
 	idx := pick(b.rng, len(sleds), b.cfg.HostUpdates)
-	st := workflows.Stage{Name: "host-flash", Kind: workflows.KindHostFlash, Concurrency: b.cfg.Concurrency, FailureBudget: len(idx)}
+	st := kinds.Stage{Name: "host-flash", Kind: workflows.KindHostFlash, Concurrency: b.cfg.Concurrency, FailureBudget: len(idx)}
 	targets := map[int]string{}
 	for n, i := range idx {
 		s := sleds[i]
-		in := workflows.HostFlashInput{Sled: spTarget(s), Phase1: b.fleet.hostP1, Phase2: b.fleet.hostP2,
+		in := mgsupdate.HostFlashInput{Sled: spTarget(s), Phase1: b.fleet.hostP1, Phase2: b.fleet.hostP2,
 			Timing: b.mgsTiming(90 * time.Second)}
 		u, err := update(in)
 		if err != nil {
@@ -248,7 +252,7 @@ func hostFlashStage(b *planBuilder) (workflows.Stage, error) {
 	return st, nil
 }
 
-func zoneExpungeStage(b *planBuilder) (workflows.Stage, error) {
+func zoneExpungeStage(b *planBuilder) (kinds.Stage, error) {
 	type cand struct {
 		sled uuid.UUID
 		zone spec.Zone
@@ -293,14 +297,14 @@ func zoneExpungeStage(b *planBuilder) (workflows.Stage, error) {
 			c := rest[b.rng.Intn(len(rest))]
 			b.expect.dupZone, b.expect.dupSled = c.zone.ID, c.sled
 			b.expect.zones = append(b.expect.zones, c.zone.ID)
-			b.expect.updateIDs = append(b.expect.updateIDs, workflows.WorkflowID(workflows.KindZoneExpunge, workflows.ZoneExpungeTarget(c.zone.ID)))
+			b.expect.updateIDs = append(b.expect.updateIDs, workflows.WorkflowID(workflows.KindZoneExpunge, zoneexpunge.ZoneExpungeTarget(c.zone.ID)))
 		}
 	}
-	st := workflows.Stage{Name: "zone-expunge", Kind: workflows.KindZoneExpunge, Concurrency: b.cfg.Concurrency, FailureBudget: len(chosen)}
-	timing := workflows.ZoneExpungeTiming{PutTimeout: 3 * time.Minute, RetryInitial: 200 * time.Millisecond, RetryMax: 2 * time.Second,
+	st := kinds.Stage{Name: "zone-expunge", Kind: workflows.KindZoneExpunge, Concurrency: b.cfg.Concurrency, FailureBudget: len(chosen)}
+	timing := zoneexpunge.ZoneExpungeTiming{PutTimeout: 3 * time.Minute, RetryInitial: 200 * time.Millisecond, RetryMax: 2 * time.Second,
 		PollInterval: 200 * time.Millisecond, ProofTimeout: 2 * time.Minute, HeartbeatTimeout: 5 * time.Second}
 	for n, c := range chosen {
-		in := workflows.ZoneExpungeInput{Sled: c.sled, Zone: c.zone.ID, Timing: timing}
+		in := zoneexpunge.ZoneExpungeInput{Sled: c.sled, Zone: c.zone.ID, Timing: timing}
 		if c.zone.Kind == spec.ZoneKindNexus {
 			in.RackSleds = b.fleet.sledIDs()
 			b.expect.nexusZones = append(b.expect.nexusZones, c.zone.ID)
@@ -323,19 +327,19 @@ func zoneExpungeStage(b *planBuilder) (workflows.Stage, error) {
 // machinery: installed alone) and two ordinary agents.
 var chaosAgents = []string{"cn-agent", "vm-agent", "firewaller"}
 
-func agentInstallStage(b *planBuilder) (workflows.Stage, error) {
+func agentInstallStage(b *planBuilder) (kinds.Stage, error) {
 	servers := b.fleet.spec.Datacenter.Servers
-	st := workflows.Stage{Name: "agent-install", Kind: workflows.KindAgentInstall, Concurrency: 1, FailureBudget: 1}
+	st := kinds.Stage{Name: "agent-install", Kind: workflows.KindAgentInstall, Concurrency: 1, FailureBudget: 1}
 	if len(servers) == 0 {
 		return st, nil
 	}
-	var reqs []activities.AgentRequest
+	var reqs []agents.AgentRequest
 	for _, name := range chaosAgents {
 		im, ok := b.fleet.agentNew[name]
 		if !ok {
 			return st, fmt.Errorf("the generated datacenter has no new image of %s", name)
 		}
-		reqs = append(reqs, activities.AgentRequest{Name: name, ImageUUID: im.UUID})
+		reqs = append(reqs, agents.AgentRequest{Name: name, ImageUUID: im.UUID})
 	}
 	b.expect.agents = chaosAgents
 	b.expect.servers = len(servers)
@@ -351,8 +355,8 @@ func agentInstallStage(b *planBuilder) (workflows.Stage, error) {
 		}
 		b.arm(faults.Fault{Kind: faults.TaskFailure, Target: target, Times: 1})
 	}
-	in := workflows.AgentInstallInput{
-		Agents: reqs, Selection: activities.ServerSelection{All: true},
+	in := agents.AgentInstallInput{
+		Agents: reqs, Selection: agents.ServerSelection{All: true},
 		Concurrency: max(2, b.cfg.Concurrency), MaxFailures: offline + len(servers)/4 + 2,
 		PollInterval: time.Second, StragglerCheck: 5 * time.Second,
 	}
@@ -365,12 +369,12 @@ func agentInstallStage(b *planBuilder) (workflows.Stage, error) {
 	return st, nil
 }
 
-func agentDriftStage(b *planBuilder) (workflows.Stage, error) {
-	st := workflows.Stage{Name: "agent-drift", Kind: workflows.KindAgentDrift, Concurrency: 1, FailureBudget: 1}
+func agentDriftStage(b *planBuilder) (kinds.Stage, error) {
+	st := kinds.Stage{Name: "agent-drift", Kind: workflows.KindAgentDrift, Concurrency: 1, FailureBudget: 1}
 	if len(b.fleet.spec.Datacenter.Servers) == 0 {
 		return st, nil
 	}
-	in := workflows.AgentDriftInput{Agents: chaosAgents, Selection: activities.ServerSelection{All: true}, Repair: true,
+	in := agents.AgentDriftInput{Agents: chaosAgents, Selection: agents.ServerSelection{All: true}, Repair: true,
 		Concurrency: max(2, b.cfg.Concurrency), MaxFailures: len(b.fleet.spec.Datacenter.Servers), PollInterval: time.Second}
 	u, err := update(in)
 	if err != nil {
@@ -381,9 +385,9 @@ func agentDriftStage(b *planBuilder) (workflows.Stage, error) {
 	return st, nil
 }
 
-func bootImageStage(b *planBuilder) (workflows.Stage, error) {
+func bootImageStage(b *planBuilder) (kinds.Stage, error) {
 	clusters := b.fleet.spec.Clusters
-	st := workflows.Stage{Name: "bootimage-bump", Kind: workflows.KindBootImageBump, Concurrency: b.cfg.Concurrency, FailureBudget: len(clusters)}
+	st := kinds.Stage{Name: "bootimage-bump", Kind: workflows.KindBootImageBump, Concurrency: b.cfg.Concurrency, FailureBudget: len(clusters)}
 	failCanary := -1
 	if len(clusters) > 0 {
 		failCanary = b.rng.Intn(len(clusters))
@@ -391,9 +395,9 @@ func bootImageStage(b *planBuilder) (workflows.Stage, error) {
 	machineSets := 0
 	for i, c := range clusters {
 		canary := c.Name + "-worker-a"
-		in := &workflows.BootImageBumpInput{
-			Cluster: c.Name, Selection: workflows.SelectAll, Skew: workflows.SkewAutomatic,
-			Canary:         &workflows.BootImageCanary{MachineSet: canary, Timeout: max(3*b.machineBoot(), 5*time.Second)},
+		in := &bootimage.BootImageBumpInput{
+			Cluster: c.Name, Selection: bootimage.SelectAll, Skew: bootimage.SkewAutomatic,
+			Canary:         &bootimage.BootImageCanary{MachineSet: canary, Timeout: max(3*b.machineBoot(), 5*time.Second)},
 			SettleInterval: 500 * time.Millisecond, PollInterval: 200 * time.Millisecond,
 			PreconditionTimeout: 2 * time.Minute,
 		}

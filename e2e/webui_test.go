@@ -16,9 +16,10 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
+	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -42,23 +43,23 @@ func TestWebUIFindsRolloutBySearchAttribute(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	img, _ := s.Datacenter.ImageFor("vm-agent", spec.GeneratedNewVersion)
-	in := workflows.AgentInstallInput{Agents: []activities.AgentRequest{{Name: "vm-agent", ImageUUID: img.UUID}},
-		Selection: activities.ServerSelection{All: true}}
+	in := agents.AgentInstallInput{Agents: []agents.AgentRequest{{Name: "vm-agent", ImageUUID: img.UUID}},
+		Selection: agents.ServerSelection{All: true}}
 	raw, err := json.Marshal(in)
 	require.NoError(t, err)
-	plan := workflows.RolloutInput{Name: "webui-e2e", Stages: []workflows.Stage{{Name: "agents", Kind: workflows.KindAgentInstall,
-		Concurrency: 1, Updates: []workflows.PlanUpdate{{Target: in.Target(), Artifact: in.ArtifactVersion(), Input: raw}}}}}
+	plan := kinds.RolloutInput{Name: "webui-e2e", Stages: []kinds.Stage{{Name: "agents", Kind: workflows.KindAgentInstall,
+		Concurrency: 1, Updates: []kinds.PlanUpdate{{Target: in.Target(), Artifact: in.ArtifactVersion(), Input: raw}}}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.RolloutWorkflowID(plan.Name), TaskQueue: workflows.TaskQueue,
-		TypedSearchAttributes: workflows.StartAttributes(workflows.KindRollout, "plan/"+plan.Name, "")}, workflows.Rollout, plan)
+	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: kinds.RolloutWorkflowID(plan.Name), TaskQueue: workflows.TaskQueue,
+		TypedSearchAttributes: workflows.StartAttributes(workflows.KindRollout, "plan/"+plan.Name, "")}, kinds.Rollout, plan)
 	require.NoError(t, err)
 
 	// The child update and the rollout itself carry FleetsagaRollout: one
 	// filter finds both (issue 28). Wait until visibility has them.
 	query := fmt.Sprintf(`%s = %q`, workflows.SARollout.GetName(), plan.Name)
 	childID := workflows.WorkflowID(workflows.KindAgentInstall, in.Target())
-	rolloutID := workflows.RolloutWorkflowID(plan.Name)
+	rolloutID := kinds.RolloutWorkflowID(plan.Name)
 	require.Eventually(t, func() bool {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
 		ids := map[string]bool{}

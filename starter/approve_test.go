@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workerapp"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -59,7 +60,7 @@ stages:
     selection: {all: true}
     pollInterval: 250ms
 `), 0o644))
-	id := workflows.RolloutWorkflowID(name)
+	id := kinds.RolloutWorkflowID(name)
 	t.Cleanup(func() {
 		for _, w := range []string{id, workflows.WorkflowID(workflows.KindAgentInstall, "dc/cmon-agent"), workflows.WorkflowID(workflows.KindAgentInstall, "dc/firewaller")} {
 			_ = env.Client.TerminateWorkflow(context.Background(), w, "", "test over")
@@ -93,11 +94,11 @@ stages:
 }
 
 // gateShows waits until the rollout shows stage's plan at its gate.
-func gateShows(ctx context.Context, t *testing.T, env *testenv.Env, id, stage string) workflows.StagePlan {
+func gateShows(ctx context.Context, t *testing.T, env *testenv.Env, id, stage string) kinds.StagePlan {
 	t.Helper()
-	var sp *workflows.StagePlan
+	var sp *kinds.StagePlan
 	require.Eventually(t, func() bool {
-		v, err := env.Client.QueryWorkflow(ctx, id, "", workflows.GatePlanQuery)
+		v, err := env.Client.QueryWorkflow(ctx, id, "", kinds.GatePlanQuery)
 		return err == nil && v.Get(&sp) == nil && sp != nil && sp.Stage == stage
 	}, approveTimeout, 200*time.Millisecond, "the rollout never showed stage %s's plan", stage)
 	return *sp

@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -13,7 +14,7 @@ func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
 		var (
 			sf                   startFlags
-			in                   workflows.ZoneExpungeInput
+			in                   zoneexpunge.ZoneExpungeInput
 			sled, zone, newOwner string
 			rackSleds            []string
 		)
@@ -60,7 +61,7 @@ unfinished expunge, or reports it already done.`,
 					return usageErr("%v", err)
 				}
 				return a.startUpdate(cmd, update{Kind: workflows.KindZoneExpunge, Target: in.Target(),
-					Workflow: workflows.ZoneExpunge, Input: in}, sf)
+					Workflow: zoneexpunge.ZoneExpunge, Input: in}, sf)
 			},
 		}
 		f := cmd.Flags()

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -27,17 +28,17 @@ const defaultDryRunTimeout = 5 * time.Minute
 
 // dryRunPlan is the plan a dry run of u covers: a rollout's own plan, or a
 // one-stage plan holding the one update.
-func dryRunPlan(u update) (workflows.RolloutInput, error) {
-	if in, ok := u.Input.(workflows.RolloutInput); ok {
+func dryRunPlan(u update) (kinds.RolloutInput, error) {
+	if in, ok := u.Input.(kinds.RolloutInput); ok {
 		return in, nil
 	}
 	raw, err := json.Marshal(u.Input)
 	if err != nil {
-		return workflows.RolloutInput{}, usageErr("encode the update: %v", err)
+		return kinds.RolloutInput{}, usageErr("encode the update: %v", err)
 	}
-	return workflows.RolloutInput{Name: string(u.Kind), Stages: []workflows.Stage{{
+	return kinds.RolloutInput{Name: string(u.Kind), Stages: []kinds.Stage{{
 		Name: string(u.Kind), Kind: u.Kind, Concurrency: 1,
-		Updates: []workflows.PlanUpdate{{Target: u.Target, Artifact: u.Artifact, Input: raw}},
+		Updates: []kinds.PlanUpdate{{Target: u.Target, Artifact: u.Artifact, Input: raw}},
 	}}}, nil
 }
 
@@ -60,14 +61,14 @@ func (a *app) dryRun(cmd *cobra.Command, u update, f startFlags) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       workflows.DryRunWorkflowID(u.Target, uuid.NewString()),
+		ID:                       kinds.DryRunWorkflowID(u.Target, uuid.NewString()),
 		TaskQueue:                a.temporal.TaskQueue,
 		WorkflowExecutionTimeout: timeout,
-	}, workflows.DryRun, in)
+	}, kinds.DryRun, in)
 	if err != nil {
 		return a.temporalErr("start the dry run", err)
 	}
-	var res workflows.PlanResult
+	var res kinds.PlanResult
 	if err := run.Get(ctx, &res); err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return &exitError{exitUnreachable, fmt.Errorf("dry run %s: no answer within %s (are workers running?)", run.GetID(), timeout)}
@@ -80,7 +81,7 @@ func (a *app) dryRun(cmd *cobra.Command, u update, f startFlags) error {
 
 // planExit is a dry run's exit code: 0 nothing would change, 6 changes
 // planned, 7 some target would be refused.
-func planExit(res workflows.PlanResult) error {
+func planExit(res kinds.PlanResult) error {
 	switch {
 	case res.Refused > 0:
 		return &exitError{exitPlanRefused, nil}
@@ -91,7 +92,7 @@ func planExit(res workflows.PlanResult) error {
 }
 
 // printPlan prints a plan as one table per stage.
-func printPlan(w io.Writer, res workflows.PlanResult) {
+func printPlan(w io.Writer, res kinds.PlanResult) {
 	fmt.Fprintf(w, "dry run of %s: %d to change, %d refused, about %s (nothing was changed)\n",
 		res.Name, res.Changes, res.Refused, res.Estimate.Round(time.Second))
 	if len(res.Stages) > 1 {
@@ -103,7 +104,7 @@ func printPlan(w io.Writer, res workflows.PlanResult) {
 }
 
 // printStagePlan prints one stage's plan: its settings, then its rows.
-func printStagePlan(w io.Writer, st workflows.StagePlan) {
+func printStagePlan(w io.Writer, st kinds.StagePlan) {
 	fmt.Fprintf(w, "\nstage %s (%s): concurrency %d", st.Stage, st.Kind, st.Concurrency)
 	for _, g := range st.Exclusive {
 		fmt.Fprintf(w, ", never at once: %s", strings.Join(g, " "))
@@ -136,7 +137,7 @@ func shortDigest(d string) string {
 }
 
 // gatePlan is the plan a rollout shows at its gate (nil when none).
-func gatePlan(ctx context.Context, c client.Client, id string) *workflows.StagePlan {
+func gatePlan(ctx context.Context, c client.Client, id string) *kinds.StagePlan {
 	if kind, _, _ := workflows.ParseWorkflowID(id); kind != workflows.KindRollout {
 		return nil
 	}
@@ -147,19 +148,19 @@ func gatePlan(ctx context.Context, c client.Client, id string) *workflows.StageP
 // queryGatePlan asks a rollout for its gate's plan: nil while it plans (or
 // is at no gate); an error when it cannot answer (a run that started
 // before gates planned).
-func queryGatePlan(ctx context.Context, c client.Client, id string) (*workflows.StagePlan, error) {
-	v, err := c.QueryWorkflow(ctx, id, "", workflows.GatePlanQuery)
+func queryGatePlan(ctx context.Context, c client.Client, id string) (*kinds.StagePlan, error) {
+	v, err := c.QueryWorkflow(ctx, id, "", kinds.GatePlanQuery)
 	if err != nil {
 		return nil, err
 	}
-	var sp *workflows.StagePlan
+	var sp *kinds.StagePlan
 	return sp, v.Get(&sp)
 }
 
 // awaitGatePlan waits (bounded) until a rollout at a gate has planned the
 // stage, so an approval binds to a plan; nil when it is at no gate or
 // cannot say.
-func awaitGatePlan(ctx context.Context, c client.Client, id string) *workflows.StagePlan {
+func awaitGatePlan(ctx context.Context, c client.Client, id string) *kinds.StagePlan {
 	ctx, cancel := context.WithTimeout(ctx, gatePlanWait)
 	defer cancel()
 	for {

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/fleetsaga/fleetsaga/internal/config"
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -45,7 +46,7 @@ type statusView struct {
 	Closed     *time.Time          `json:"closed,omitempty"`
 	Progress   *workflows.Progress `json:"progress,omitempty"`
 	// GatePlan is the plan a rollout shows at its gate.
-	GatePlan *workflows.StagePlan `json:"gatePlan,omitempty"`
+	GatePlan *kinds.StagePlan `json:"gatePlan,omitempty"`
 	// FailedUpdates are a rollout's updates that failed in this run.
 	FailedUpdates []failedUpdate `json:"failedUpdates,omitempty"`
 }
@@ -297,7 +298,7 @@ func (a *app) listLedger(ctx context.Context, dbURL string, f ledger.ListFilter)
 }
 
 func knownKind(k string) bool {
-	_, isKind := workflows.Kinds[workflows.Kind(k)]
+	_, isKind := kinds.Kinds[workflows.Kind(k)]
 	return isKind || workflows.Kind(k) == workflows.KindRollout
 }
 
@@ -352,7 +353,7 @@ func signalCmd(name, signal, short string) func(a *app) *cobra.Command {
 						if err != nil {
 							return err
 						}
-						if !workflows.PausableType(desc.GetWorkflowExecutionInfo().GetType().GetName()) {
+						if !kinds.PausableType(desc.GetWorkflowExecutionInfo().GetType().GetName()) {
 							return notPausable(id)
 						}
 					}

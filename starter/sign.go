@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/fleetsaga/fleetsaga/approval"
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -128,7 +129,7 @@ type signedApproval struct {
 // the signature of its digest (approval.DigestJSON of the input without
 // it), under "startSignature".
 type signedRollout struct {
-	workflows.RolloutInput
+	kinds.RolloutInput
 	StartSignature *approval.Signed `json:"startSignature,omitempty"`
 }
 

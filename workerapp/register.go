@@ -9,24 +9,28 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/fleet/prom"
-	"github.com/fleetsaga/fleetsaga/workflows"
+	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
+	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 )
 
-// Register registers every workflow (workflows.Registrations: the
+// Register registers every workflow (kinds.Registrations: the
 // catalogue of kinds) and every activity on r. Endpoints without a CNAPI leave the agent kinds unregistered.
 func Register(r worker.Registry, d Deps) error {
 	// One ledger activity for every path that records intent: built with
 	// the Temporal client, it can release an attempt whose workflow was
 	// terminated or timed out.
 	la := &activities.LedgerActivities{Store: d.Ledger, Identity: d.Identity, Temporal: d.Temporal}
-	mgsActs := activities.NewMGSActivities(d.Fleet, d.HTTP, d.Ledger, d.Identity)
+	mgsActs := mgsupdate.NewMGSActivities(d.Fleet, d.HTTP, d.Ledger, d.Identity)
 	mgsActs.Ledger = la
 	acts := []any{
 		la,
-		&activities.RolloutActivities{Store: d.Ledger, Temporal: d.Temporal},
+		&kinds.RolloutActivities{Store: d.Ledger, Temporal: d.Temporal},
+		zoneexpunge.NewZoneActivities(d.Ledger, d.Fleet, d.HTTP, d.Identity),
+		&bootimage.BootImageActivities{Kube: d.Fleet.KubeAccess(), HTTP: d.HTTP, Store: d.Ledger},
 		&activities.ApprovalActivities{Store: d.Ledger, Keyring: keyring(d)},
-		activities.NewZoneActivities(d.Ledger, d.Fleet, d.HTTP, d.Identity),
-		&activities.BootImageActivities{Kube: d.Fleet.KubeAccess(), HTTP: d.HTTP},
 		mgsActs,
 	}
 	health := &activities.HealthActivities{HTTP: d.HTTP}
@@ -38,19 +42,19 @@ func Register(r worker.Registry, d Deps) error {
 		health.Prom = pc
 	}
 	acts = append(acts, health)
-	agents := d.Fleet.CNAPI != ""
-	if agents {
-		a, err := activities.NewAgentActivities(d.Fleet, d.HTTP, d.Ledger, d.Identity)
+	withAgents := d.Fleet.CNAPI != ""
+	if withAgents {
+		a, err := agents.NewAgentActivities(d.Fleet, d.HTTP, d.Ledger, d.Identity)
 		if err != nil {
 			return fmt.Errorf("agent activities: %w", err)
 		}
-		acts = append(acts, a)
+		acts = append(acts, a, &agents.AgentLedgerActivities{Ledger: la})
 	}
 	for _, a := range acts {
 		r.RegisterActivity(a)
 	}
-	for _, e := range workflows.Registrations() {
-		if e.Agents && !agents {
+	for _, e := range kinds.Registrations() {
+		if e.Agents && !withAgents {
 			continue
 		}
 		r.RegisterWorkflowWithOptions(e.Workflow, workflow.RegisterOptions{VersioningBehavior: e.Behavior})

@@ -8,7 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/fleetsaga/fleetsaga/workflows"
+	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
+	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
+	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 )
 
 func funcName(f any) string { return runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name() }
@@ -18,13 +22,13 @@ func funcName(f any) string { return runtime.FuncForPC(reflect.ValueOf(f).Pointe
 // and an unversioned one would run a kind the table forgot.
 func TestEveryKindIsRegisteredWithAVersioningBehavior(t *testing.T) {
 	behavior := map[string]workflow.VersioningBehavior{}
-	for _, e := range workflows.Registrations() {
+	for _, e := range kinds.Registrations() {
 		name := funcName(e.Workflow)
 		require.NotContains(t, behavior, name, "registered twice")
 		require.NotEqual(t, workflow.VersioningBehaviorUnspecified, e.Behavior, name)
 		behavior[name] = e.Behavior
 	}
-	for kind, k := range workflows.Kinds {
+	for kind, k := range kinds.Kinds {
 		require.Contains(t, behavior, funcName(k.Workflow), "kind %s is not registered", kind)
 	}
 	// Device updates finish on the build that started them; long-running
@@ -34,9 +38,9 @@ func TestEveryKindIsRegisteredWithAVersioningBehavior(t *testing.T) {
 		f    any
 		want workflow.VersioningBehavior
 	}{
-		{workflows.SPFirmwareUpdate, pinned}, {workflows.HostBootFlashUpdate, pinned}, {workflows.ZoneExpunge, pinned},
-		{workflows.BootImageBump, pinned}, {workflows.AgentInstallServer, pinned},
-		{workflows.Rollout, auto}, {workflows.AgentInstall, auto}, {workflows.AgentDriftCheck, auto},
+		{mgsupdate.SPFirmwareUpdate, pinned}, {mgsupdate.HostBootFlashUpdate, pinned}, {zoneexpunge.ZoneExpunge, pinned},
+		{bootimage.BootImageBump, pinned}, {agents.AgentInstallServer, pinned},
+		{kinds.Rollout, auto}, {agents.AgentInstall, auto}, {agents.AgentDriftCheck, auto},
 	} {
 		require.Equal(t, c.want, behavior[funcName(c.f)], funcName(c.f))
 	}

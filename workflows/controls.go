@@ -6,10 +6,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// listenPauseResume applies the operator's pause and resume signals with
+// ListenPauseResume applies the operator's pause and resume signals with
 // setPaused until the workflow ends. Fan-outs and rollouts use it: running
 // steps finish, no new ones start while paused.
-func listenPauseResume(ctx workflow.Context, setPaused func(workflow.Context, bool)) {
+func ListenPauseResume(ctx workflow.Context, setPaused func(workflow.Context, bool)) {
 	pause := workflow.GetSignalChannel(ctx, PauseSignal)
 	resume := workflow.GetSignalChannel(ctx, ResumeSignal)
 	workflow.Go(ctx, func(ctx workflow.Context) {
@@ -23,20 +23,6 @@ func listenPauseResume(ctx workflow.Context, setPaused func(workflow.Context, bo
 			}
 		}
 	})
-}
-
-// PausableType reports whether workflows of this type honour pause/resume:
-// a rollout, and the kinds the catalogue says are pausable.
-func PausableType(workflowType string) bool {
-	if workflowType == "Rollout" {
-		return true
-	}
-	for _, k := range Kinds {
-		if k.Pausable && workflowName(k.Workflow) == workflowType {
-			return true
-		}
-	}
-	return false
 }
 
 // Pausable tells from a workflow ID alone whether that workflow honours

@@ -18,15 +18,15 @@ const (
 	ledgerWriteBound = 30 * time.Minute
 )
 
-// ledgerCall runs a ledger activity as a local activity. Ledger activities
+// LedgerCall runs a ledger activity as a local activity. Ledger activities
 // are idempotent by the IDs in their input, so the re-run of a local
 // activity whose workflow task was lost with its worker writes nothing
 // twice.
-func ledgerCall(ctx workflow.Context, activity, arg any) workflow.Future {
+func LedgerCall(ctx workflow.Context, activity, arg any) workflow.Future {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    ledgerWriteTimeout,
 		ScheduleToCloseTimeout: ledgerWriteBound,
-		RetryPolicy:            ledgerRetry,
+		RetryPolicy:            LedgerRetry,
 	})
 	return workflow.ExecuteLocalActivity(lctx, activity, arg)
 }

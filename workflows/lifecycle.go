@@ -12,7 +12,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
-// lifecycle is what every update kind shares, so that a kind's workflow
+// Lifecycle is what every update kind shares, so that a kind's workflow
 // keeps only its steps:
 //   - the phase, one typed value for the progress query, the ledger and the
 //     Web UI;
@@ -23,15 +23,15 @@ import (
 //     context, then the ledger end, then the state the Web UI shows.
 //
 // A kind embeds one, points it at its Progress and calls its methods.
-type lifecycle struct {
+type Lifecycle struct {
 	progress *Progress
 	writer   attemptWriter
 
-	// attempt is the current ledger attempt: recorded, or being recorded
+	// Attempt is the current ledger attempt: recorded, or being recorded
 	// (recorded false) until its write returns. A cancel stops the wait for
 	// the write, not the write, so the ending ends an attempt whose write is
 	// in doubt by writing and ending it in one idempotent step.
-	attempt  *ledger.Attempt
+	Attempt  *ledger.Attempt
 	recorded bool
 	ended    bool
 	// prevEnd is the end of the previous attempt, written in one step with
@@ -50,13 +50,13 @@ type lifecycle struct {
 	attemptIDs int
 }
 
-// newLifecycle starts an update's lifecycle: the progress query answers
+// NewLifecycle starts an update's lifecycle: the progress query answers
 // query() (the kind's Progress or a struct embedding it) and the Web UI
 // shows the first phase (none yet when first is "": the first phase()
 // publishes it; for a kind that has nothing to show until its intent). The
 // state is running unless p already has one (a fan-out continued as new
 // while paused).
-func newLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attemptWriter, query func() P) (*lifecycle, error) {
+func NewLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attemptWriter, query func() P) (*Lifecycle, error) {
 	now := workflow.Now(ctx)
 	if p.State == "" {
 		p.State = StateRunning
@@ -65,7 +65,7 @@ func newLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attem
 	if p.Started.IsZero() {
 		p.Started = now
 	}
-	l := &lifecycle{progress: p, writer: w}
+	l := &Lifecycle{progress: p, writer: w}
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (P, error) { return query(), nil }); err != nil {
 		return nil, err
 	}
@@ -75,10 +75,10 @@ func newLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attem
 	return l, nil
 }
 
-// phase moves the update to phase p (detail is free text for the Web UI's
+// Phase moves the update to phase p (detail is free text for the Web UI's
 // current details, never the search attribute). It reports whether the
 // phase changed.
-func (l *lifecycle) phase(ctx workflow.Context, p Phase, detail ...string) bool {
+func (l *Lifecycle) Phase(ctx workflow.Context, p Phase, detail ...string) bool {
 	if l.progress.Phase == p {
 		return false
 	}
@@ -90,10 +90,10 @@ func (l *lifecycle) phase(ctx workflow.Context, p Phase, detail ...string) bool 
 	return true
 }
 
-// step announces phase p with new detail, published even when the phase
+// Step announces phase p with new detail, published even when the phase
 // is unchanged (the next item of the same phase: an agent, a straggler).
-func (l *lifecycle) step(ctx workflow.Context, p Phase, detail ...string) {
-	if l.phase(ctx, p, detail...) {
+func (l *Lifecycle) Step(ctx workflow.Context, p Phase, detail ...string) {
+	if l.Phase(ctx, p, detail...) {
 		return
 	}
 	setCurrentDetails(ctx, l.progress.State, p, detail...) // the attribute already holds p
@@ -101,56 +101,56 @@ func (l *lifecycle) step(ctx workflow.Context, p Phase, detail ...string) {
 
 // show publishes phase p: as the search attribute when operators filter by
 // it (a long wait), else in the current details, which cost no event.
-func (l *lifecycle) show(ctx workflow.Context, p Phase, detail ...string) {
+func (l *Lifecycle) show(ctx workflow.Context, p Phase, detail ...string) {
 	if !p.Filtered() {
 		setCurrentDetails(ctx, l.progress.State, p, detail...)
 		return
 	}
-	setSearchState(ctx, l.progress.State, p, detail...)
+	SetSearchState(ctx, l.progress.State, p, detail...)
 }
 
-// recordPhaseInLedger makes each phase change also the current ledger
+// RecordPhaseInLedger makes each phase change also the current ledger
 // attempt's progress (for a kind whose ledger rows show the phase).
-func (l *lifecycle) recordPhaseInLedger() {
+func (l *Lifecycle) RecordPhaseInLedger() {
 	l.onPhase = func(ctx workflow.Context, p Phase) {
-		if l.attempt == nil {
+		if l.Attempt == nil {
 			return
 		}
-		_ = ledgerCall(ctx, ledgerActs.SetProgress, ledger.Progress{
-			AttemptID: l.attempt.ID, Phase: string(p), Done: l.progress.Done, Total: l.progress.Total,
+		_ = LedgerCall(ctx, LedgerActs.SetProgress, ledger.Progress{
+			AttemptID: l.Attempt.ID, Phase: string(p), Done: l.progress.Done, Total: l.progress.Total,
 		}).Get(ctx, nil)
 	}
 }
 
-// quietPhase moves the update to phase p for the progress query only: the
+// QuietPhase moves the update to phase p for the progress query only: the
 // search attribute and the current details keep the previous phase (a
 // short pause, such as the MGS pause between attempts).
-func (l *lifecycle) quietPhase(ctx workflow.Context, p Phase) {
+func (l *Lifecycle) QuietPhase(ctx workflow.Context, p Phase) {
 	l.progress.Phase, l.progress.PhaseSince = p, workflow.Now(ctx)
 }
 
-// freshAttempt is the ledger row of this update's attempt n on target, under
+// FreshAttempt is the ledger row of this update's attempt n on target, under
 // the run's next attempt ID.
-func (l *lifecycle) freshAttempt(ctx workflow.Context, n int, kind Kind, target, artifact string) ledger.Attempt {
-	return attemptFor(ctx, l.newAttemptID(ctx), n, kind, target, artifact)
+func (l *Lifecycle) FreshAttempt(ctx workflow.Context, n int, kind Kind, target, artifact string) ledger.Attempt {
+	return AttemptFor(ctx, l.newAttemptID(ctx), n, kind, target, artifact)
 }
 
-// attemptFor is the ledger row of this workflow run's attempt n on target.
-func attemptFor(ctx workflow.Context, id uuid.UUID, n int, kind Kind, target, artifact string) ledger.Attempt {
+// AttemptFor is the ledger row of this workflow run's attempt n on target.
+func AttemptFor(ctx workflow.Context, id uuid.UUID, n int, kind Kind, target, artifact string) ledger.Attempt {
 	info := workflow.GetInfo(ctx)
 	return ledger.Attempt{ID: id, UpdateID: info.WorkflowExecution.ID, Attempt: n, Kind: string(kind),
 		Target: target, Artifact: artifact, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
 }
 
-// recordIntent writes attempt a before any device is touched. A target busy
+// RecordIntent writes attempt a before any device is touched. A target busy
 // with another update is a non-retryable TargetBusy error and leaves nothing
 // of ours to end. An attempt that already ended (the run was reset to
 // before its end) is recorded again under the next attempt ID; one still
 // active (reset while it ran) is this run's again.
-func (l *lifecycle) recordIntent(ctx workflow.Context, a ledger.Attempt) error {
+func (l *Lifecycle) RecordIntent(ctx workflow.Context, a ledger.Attempt) error {
 	for {
-		l.attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, nil
-		err := l.intentWritten(l.writer.record(ctx, a))
+		l.Attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, nil
+		err := l.intentWritten(l.writer.Record(ctx, a))
 		if !isAttemptEnded(err) {
 			return err
 		}
@@ -161,25 +161,25 @@ func (l *lifecycle) recordIntent(ctx workflow.Context, a ledger.Attempt) error {
 // skipEnded moves a past an attempt that already ended: the run was reset
 // to before it, and its successor (the next ID and number) is this run's
 // again, or new.
-func (l *lifecycle) skipEnded(ctx workflow.Context, a *ledger.Attempt) {
+func (l *Lifecycle) skipEnded(ctx workflow.Context, a *ledger.Attempt) {
 	a.ID = l.newAttemptID(ctx)
 	a.Attempt++
 }
 
-// nextAttempt ends the current attempt as failed (why) and records a, the
+// NextAttempt ends the current attempt as failed (why) and records a, the
 // next attempt of the same update. A transitionWriter does both in one
 // write, so the target is never free between them; a cancel mid-write
 // leaves both in doubt, and the ending writes both again.
-func (l *lifecycle) nextAttempt(ctx workflow.Context, a ledger.Attempt, why string) error {
+func (l *Lifecycle) NextAttempt(ctx workflow.Context, a ledger.Attempt, why string) error {
 	tw, oneWrite := l.writer.(transitionWriter)
-	if l.attempt == nil || l.ended || !oneWrite {
+	if l.Attempt == nil || l.ended || !oneWrite {
 		l.endAttempt(ctx, ledger.StateFailed, "attempt failed", why)
-		return l.recordIntent(ctx, a)
+		return l.RecordIntent(ctx, a)
 	}
-	prev := ledger.Finish{AttemptID: l.attempt.ID, State: ledger.StateFailed, Outcome: "attempt failed", Error: why}
+	prev := ledger.Finish{AttemptID: l.Attempt.ID, State: ledger.StateFailed, Outcome: "attempt failed", Error: why}
 	for {
-		l.attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, &prev
-		err := l.intentWritten(tw.transition(ctx, activities.RecordAttemptInput{Finish: &prev, Next: &a}))
+		l.Attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, &prev
+		err := l.intentWritten(tw.Transition(ctx, activities.RecordAttemptInput{Finish: &prev, Next: &a}))
 		if !isAttemptEnded(err) {
 			return err
 		}
@@ -188,74 +188,74 @@ func (l *lifecycle) nextAttempt(ctx workflow.Context, a ledger.Attempt, why stri
 }
 
 // intentWritten takes the result of the current attempt's intent write.
-func (l *lifecycle) intentWritten(err error) error {
+func (l *Lifecycle) intentWritten(err error) error {
 	switch {
 	case err == nil:
 		l.recorded, l.prevEnd = true, nil
-	case isTargetBusy(err), isAttemptEnded(err):
-		l.attempt, l.prevEnd = nil, nil
+	case IsTargetBusy(err), isAttemptEnded(err):
+		l.Attempt, l.prevEnd = nil, nil
 	}
 	return err
 }
 
-// unwrittenAttempt makes a the current attempt without writing it: the
+// UnwrittenAttempt makes a the current attempt without writing it: the
 // ending writes and ends it in one step, so an update that ends before it
 // recorded an intent (no change needed, a failed precheck) still leaves
 // its row.
-func (l *lifecycle) unwrittenAttempt(a ledger.Attempt) {
-	l.attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, nil
+func (l *Lifecycle) UnwrittenAttempt(a ledger.Attempt) {
+	l.Attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, nil
 }
 
-// adoptAttempt makes an attempt already in the ledger (a resumed update's)
+// AdoptAttempt makes an attempt already in the ledger (a resumed update's)
 // the current one.
-func (l *lifecycle) adoptAttempt(a ledger.Attempt) {
-	l.attempt, l.recorded, l.ended, l.prevEnd = &a, true, false, nil
+func (l *Lifecycle) AdoptAttempt(a ledger.Attempt) {
+	l.Attempt, l.recorded, l.ended, l.prevEnd = &a, true, false, nil
 }
 
-// attemptID is the current attempt's ID (uuid.Nil: none).
-func (l *lifecycle) attemptID() uuid.UUID {
-	if l.attempt == nil {
+// AttemptID is the current attempt's ID (uuid.Nil: none).
+func (l *Lifecycle) AttemptID() uuid.UUID {
+	if l.Attempt == nil {
 		return uuid.Nil
 	}
-	return l.attempt.ID
+	return l.Attempt.ID
 }
 
-// beforeAction registers the compensation of an action the workflow is
+// BeforeAction registers the compensation of an action the workflow is
 // about to take. It is registered first so that a cancel arriving while the
 // action is in flight still undoes it; the undo must therefore be safe when
 // the action never happened. A device action that the undo races must be
 // started with awaitCancel, so the undo runs after it stopped.
-func (l *lifecycle) beforeAction(name string, undo func(ctx workflow.Context) error) {
+func (l *Lifecycle) BeforeAction(name string, undo func(ctx workflow.Context) error) {
 	l.saga.Add(name, undo)
 }
 
-// lastUndo registers a compensation that runs after every other one (a
+// LastUndo registers a compensation that runs after every other one (a
 // sweep that relies on the others having run).
-func (l *lifecycle) lastUndo(name string, undo func(ctx workflow.Context) error) {
+func (l *Lifecycle) LastUndo(name string, undo func(ctx workflow.Context) error) {
 	l.saga.AddLast(name, undo)
 }
 
-// nothingToUndo drops the registered compensations (the actions reached a
+// NothingToUndo drops the registered compensations (the actions reached a
 // point where undoing them is no longer possible or wanted).
-func (l *lifecycle) nothingToUndo() { l.saga = Saga{} }
+func (l *Lifecycle) NothingToUndo() { l.saga = Saga{} }
 
-// undone notes what a compensation did, for the ending's message (ledger
+// Undone notes what a compensation did, for the ending's message (ledger
 // and progress).
-func (l *lifecycle) undone(note string) { l.notes = append(l.notes, note) }
+func (l *Lifecycle) Undone(note string) { l.notes = append(l.notes, note) }
 
-// awaitCancel makes a cancel of the workflow wait until the activity has
+// AwaitCancel makes a cancel of the workflow wait until the activity has
 // stopped (or finished) before the workflow goes on to compensate it.
-func awaitCancel(ctx workflow.Context) workflow.Context {
+func AwaitCancel(ctx workflow.Context) workflow.Context {
 	return workflow.WithWaitForCancellation(ctx, true)
 }
 
-// isCancel is the one cancel detection: the error is a cancellation, or the
+// IsCancel is the one cancel detection: the error is a cancellation, or the
 // workflow was asked to cancel.
-func isCancel(ctx workflow.Context, err error) bool {
+func IsCancel(ctx workflow.Context, err error) bool {
 	return temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled)
 }
 
-func isTargetBusy(err error) bool { return hasFailureType(err, failure.TargetBusy) }
+func IsTargetBusy(err error) bool { return hasFailureType(err, failure.TargetBusy) }
 
 func isAttemptEnded(err error) bool { return hasFailureType(err, failure.AttemptEnded) }
 
@@ -275,11 +275,11 @@ type Ending struct {
 	FailedOutcome string
 }
 
-// end ends the update: on success with ok; on failure or cancel it runs the
+// End ends the update: on success with ok; on failure or cancel it runs the
 // compensations on a disconnected context, ends the ledger attempt as failed
 // or cancelled, and returns err (a cancellation as a CanceledError). Every
 // path ends the attempt, also one whose intent write was in doubt.
-func (l *lifecycle) end(ctx workflow.Context, err error, ok Ending) error {
+func (l *Lifecycle) End(ctx workflow.Context, err error, ok Ending) error {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	final := ok.Phase
@@ -289,7 +289,7 @@ func (l *lifecycle) end(ctx workflow.Context, err error, ok Ending) error {
 	state, ls, outcome, msg := StateCompleted, ledger.StateCompleted, ok.Outcome, ok.Message
 	if err != nil {
 		state, ls, outcome, msg = StateFailed, ledger.StateFailed, "failed", err.Error()
-		if isCancel(ctx, err) {
+		if IsCancel(ctx, err) {
 			state, ls, outcome, msg = StateCancelled, ledger.StateCancelled, "cancelled", "cancelled in phase "+string(l.progress.Phase)
 		}
 		if ok.FailedOutcome != "" {
@@ -307,7 +307,7 @@ func (l *lifecycle) end(ctx workflow.Context, err error, ok Ending) error {
 	l.progress.State, l.progress.Outcome, l.progress.Message = state, outcome, msg
 	l.progress.Phase, l.progress.PhaseSince = final, workflow.Now(dctx)
 	l.endAttempt(dctx, ls, outcome, msg)
-	setSearchState(dctx, state, final)
+	SetSearchState(dctx, state, final)
 	if state == StateCancelled {
 		return temporal.NewCanceledError(msg)
 	}
@@ -317,31 +317,31 @@ func (l *lifecycle) end(ctx workflow.Context, err error, ok Ending) error {
 // endAttempt ends the current attempt in the ledger, once. Failing to write
 // the end is logged: the next update of the target releases an attempt
 // whose workflow closed (RecordIntent's abandoned check).
-func (l *lifecycle) endAttempt(ctx workflow.Context, s ledger.State, outcome, msg string) {
-	if l.attempt == nil || l.ended {
+func (l *Lifecycle) endAttempt(ctx workflow.Context, s ledger.State, outcome, msg string) {
+	if l.Attempt == nil || l.ended {
 		return
 	}
-	f := ledger.Finish{AttemptID: l.attempt.ID, State: s, Outcome: outcome}
+	f := ledger.Finish{AttemptID: l.Attempt.ID, State: s, Outcome: outcome}
 	if s != ledger.StateCompleted {
 		f.Error = msg
 	}
 	var err error
 	for {
 		if l.prevEnd != nil {
-			err = l.writer.(transitionWriter).transition(ctx, activities.RecordAttemptInput{Finish: l.prevEnd, Next: l.attempt, FinishNext: &f})
+			err = l.writer.(transitionWriter).Transition(ctx, activities.RecordAttemptInput{Finish: l.prevEnd, Next: l.Attempt, FinishNext: &f})
 		} else {
-			err = l.writer.end(ctx, *l.attempt, l.recorded, f)
+			err = l.writer.End(ctx, *l.Attempt, l.recorded, f)
 		}
 		if l.recorded || !isAttemptEnded(err) {
 			break
 		}
 		// The attempt in doubt had already ended (a reset run): its
 		// successor, active or new, is the one this ending ends.
-		l.skipEnded(ctx, l.attempt)
-		f.AttemptID = l.attempt.ID
+		l.skipEnded(ctx, l.Attempt)
+		f.AttemptID = l.Attempt.ID
 	}
-	if err != nil && !isTargetBusy(err) {
-		workflow.GetLogger(ctx).Error("ledger: could not end the attempt", "attempt", l.attempt.ID, "error", err)
+	if err != nil && !IsTargetBusy(err) {
+		workflow.GetLogger(ctx).Error("ledger: could not end the attempt", "attempt", l.Attempt.ID, "error", err)
 		return
 	}
 	l.ended, l.prevEnd = true, nil
@@ -350,36 +350,36 @@ func (l *lifecycle) endAttempt(ctx workflow.Context, s ledger.State, outcome, ms
 // attemptWriter writes a kind's attempts to the ledger (ledgerWriter, or a
 // kind's own when its ending writes more than the attempt).
 type attemptWriter interface {
-	// record writes the intent (idempotent by ID).
-	record(ctx workflow.Context, a ledger.Attempt) error
-	// end ends attempt a with f; when recorded is false the intent write
+	// Record writes the intent (idempotent by ID).
+	Record(ctx workflow.Context, a ledger.Attempt) error
+	// End ends attempt a with f; when recorded is false the intent write
 	// was in doubt and a is written (idempotent by ID) and ended at once.
-	end(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error
+	End(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error
 }
 
 // transitionWriter is an attemptWriter that also writes attempt
 // transitions in one idempotent step (end the previous attempt, record the
 // next, end it at once; see activities.RecordAttemptInput).
 type transitionWriter interface {
-	transition(ctx workflow.Context, in activities.RecordAttemptInput) error
+	Transition(ctx workflow.Context, in activities.RecordAttemptInput) error
 }
 
-var ledgerActs *activities.LedgerActivities
+var LedgerActs *activities.LedgerActivities
 
-// ledgerWriter writes attempts through LedgerActivities.
-type ledgerWriter struct{}
+// LedgerWriter writes attempts through LedgerActivities.
+type LedgerWriter struct{}
 
-func (ledgerWriter) record(ctx workflow.Context, a ledger.Attempt) error {
-	return ledgerCall(ctx, ledgerActs.RecordIntent, a).Get(ctx, nil)
+func (LedgerWriter) Record(ctx workflow.Context, a ledger.Attempt) error {
+	return LedgerCall(ctx, LedgerActs.RecordIntent, a).Get(ctx, nil)
 }
 
-func (ledgerWriter) end(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error {
+func (LedgerWriter) End(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error {
 	if recorded {
-		return ledgerCall(ctx, ledgerActs.FinishAttempt, f).Get(ctx, nil)
+		return LedgerCall(ctx, LedgerActs.FinishAttempt, f).Get(ctx, nil)
 	}
-	return ledgerWriter{}.transition(ctx, activities.RecordAttemptInput{Next: &a, FinishNext: &f})
+	return LedgerWriter{}.Transition(ctx, activities.RecordAttemptInput{Next: &a, FinishNext: &f})
 }
 
-func (ledgerWriter) transition(ctx workflow.Context, in activities.RecordAttemptInput) error {
-	return ledgerCall(ctx, ledgerActs.RecordAttempt, in).Get(ctx, nil)
+func (LedgerWriter) Transition(ctx workflow.Context, in activities.RecordAttemptInput) error {
+	return LedgerCall(ctx, LedgerActs.RecordAttempt, in).Get(ctx, nil)
 }

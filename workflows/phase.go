@@ -8,7 +8,7 @@ package workflows
 type Phase string
 
 // Phases shared by the fan-outs and the rollout. Each device kind names its
-// own phases beside its workflow (MGSPhase…, ZonePhase…, bumpPhase…).
+// own phases in its package's contract and adds them with DeclarePhases.
 const (
 	PhaseStarting         Phase = "starting"
 	PhaseDone             Phase = "done"
@@ -36,12 +36,6 @@ func init() {
 		PhaseStarting, PhaseDone, PhaseAwaitingApproval, PhaseRunningStage, PhasePlanning, PhaseInstalling,
 		PhaseBudgetExceeded, PhaseContinuingAsNew, PhaseRecordingIntent, PhaseWaitingForTarget, PhaseCheckingServer,
 		PhaseRecordingAgents, PhaseCheckingDrift, PhaseRepairingIntents, PhaseCheckingAgain, PhaseRemovingOrphans,
-		MGSPhasePrecheck, MGSPhaseUpdating, MGSPhaseConcurrent, MGSPhasePostUpdate, MGSPhaseHostBoot,
-		MGSPhaseAttemptPause, MGSPhaseDone,
-		ZonePhaseValidating, ZonePhaseRecordingIntent, ZonePhaseRemovingZone, ZonePhaseRebasing,
-		ZonePhaseAwaitingInventory, ZonePhaseReassigningSagas, ZonePhaseVerifyingSagas, ZonePhaseCommitting, ZonePhaseDone,
-		bumpPhasePreconditions, bumpPhasePlanning, bumpPhasePatching, bumpPhaseCanary, bumpPhaseRollingBack,
-		bumpPhaseSkew, bumpPhaseDone,
 	} {
 		knownPhases[p] = true
 	}
@@ -69,10 +63,19 @@ func Phases() []Phase {
 var filteredPhases = map[Phase]bool{
 	PhaseAwaitingApproval: true, PhaseRunningStage: true, PhasePlanning: true, PhaseInstalling: true,
 	PhaseBudgetExceeded: true, PhaseWaitingForTarget: true, PhaseCheckingDrift: true,
-	MGSPhaseUpdating: true, MGSPhaseConcurrent: true, MGSPhaseHostBoot: true,
-	ZonePhaseRemovingZone: true, ZonePhaseAwaitingInventory: true, ZonePhaseReassigningSagas: true, ZonePhaseVerifyingSagas: true,
-	bumpPhasePreconditions: true, bumpPhasePatching: true, bumpPhaseCanary: true, bumpPhaseRollingBack: true, bumpPhaseSkew: true,
 }
 
 // Filtered reports whether p is a phase operators filter by.
 func (p Phase) Filtered() bool { return filteredPhases[p] }
+
+// DeclarePhases adds a kind's phases to the closed set; filtered are the
+// ones operators filter by (its long waits). Each kind's package declares
+// its phases once, in an init beside their constants.
+func DeclarePhases(known []Phase, filtered ...Phase) {
+	for _, p := range known {
+		knownPhases[p] = true
+	}
+	for _, p := range filtered {
+		filteredPhases[p] = true
+	}
+}

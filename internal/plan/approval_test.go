@@ -9,7 +9,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/internal/plan"
-	"github.com/fleetsaga/fleetsaga/workflows"
+	"github.com/fleetsaga/fleetsaga/kinds"
 )
 
 const gatedPlan = `
@@ -71,12 +71,12 @@ func TestPlanDigestSurvivesTheTripThroughTemporal(t *testing.T) {
 	signedDigest, err := approval.DigestJSON(in)
 	require.NoError(t, err)
 	sent := struct {
-		workflows.RolloutInput
+		kinds.RolloutInput
 		StartSignature *approval.Signed `json:"startSignature,omitempty"`
 	}{in, &approval.Signed{Payload: "{}", SSHSig: "sig"}}
 	payload, err := converter.GetDefaultDataConverter().ToPayload(sent)
 	require.NoError(t, err)
-	var got workflows.RolloutInput
+	var got kinds.RolloutInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(payload, &got))
 	again, err := approval.DigestJSON(got)
 	require.NoError(t, err)

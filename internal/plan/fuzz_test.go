@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetsaga/fleetsaga/internal/plan"
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -40,7 +41,7 @@ func fzPlan() string {
 	b.WriteString("name: fuzz-plan\nstages:\n")
 	for _, k := range []workflows.Kind{workflows.KindSPFirmware, workflows.KindHostFlash, workflows.KindAgentInstall,
 		workflows.KindAgentDrift, workflows.KindBootImageBump, workflows.KindZoneExpunge} {
-		if _, ok := workflows.Kinds[k]; !ok {
+		if _, ok := kinds.Kinds[k]; !ok {
 			continue
 		}
 		b.WriteString("- name: " + string(k) + "\n  kind: " + string(k) + "\n  concurrency: 2\n  failureBudget: 1\n  updates:\n  - " + fzUpdates[k] + "\n")
@@ -84,14 +85,14 @@ func FuzzParsePlan(f *testing.F) {
 }
 
 // checkPlan: what a valid plan guarantees to the rollout workflow.
-func checkPlan(t *testing.T, in workflows.RolloutInput) {
+func checkPlan(t *testing.T, in kinds.RolloutInput) {
 	t.Helper()
 	if err := in.Validate(); err != nil {
 		t.Fatalf("accepted plan does not validate: %v", err)
 	}
 	total := 0
 	for _, st := range in.Stages {
-		info, ok := workflows.Kinds[st.Kind]
+		info, ok := kinds.Kinds[st.Kind]
 		if !ok {
 			t.Fatalf("stage %s has unknown kind %q", st.Name, st.Kind)
 		}
@@ -117,7 +118,7 @@ func checkPlan(t *testing.T, in workflows.RolloutInput) {
 }
 
 // render writes a parsed plan back in the file shape.
-func render(t *testing.T, in workflows.RolloutInput) []byte {
+func render(t *testing.T, in kinds.RolloutInput) []byte {
 	t.Helper()
 	f := plan.File{Name: in.Name}
 	for _, st := range in.Stages {

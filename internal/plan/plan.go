@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetsaga/fleetsaga/approval"
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -38,44 +39,44 @@ type Stage struct {
 }
 
 // Load reads and validates a plan file.
-func Load(path string) (workflows.RolloutInput, error) {
+func Load(path string) (kinds.RolloutInput, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return workflows.RolloutInput{}, fmt.Errorf("read plan: %w", err)
+		return kinds.RolloutInput{}, fmt.Errorf("read plan: %w", err)
 	}
 	return ParseFile(path, b)
 }
 
 // Parse decodes and validates a plan read from elsewhere than a file.
-func Parse(b []byte) (workflows.RolloutInput, error) { return ParseFile("", b) }
+func Parse(b []byte) (kinds.RolloutInput, error) { return ParseFile("", b) }
 
 // ParseFile decodes and validates a plan read from file; each error names
 // the file, line and stage to fix.
-func ParseFile(file string, b []byte) (workflows.RolloutInput, error) {
+func ParseFile(file string, b []byte) (kinds.RolloutInput, error) {
 	in, _, err := ParseFileWithPolicies(file, b)
 	return in, err
 }
 
 // ParseFileWithPolicies is ParseFile that also returns each stage's
 // approval policy, by stage index: nil for a stage without a gate.
-func ParseFileWithPolicies(file string, b []byte) (workflows.RolloutInput, []*approval.Policy, error) {
+func ParseFileWithPolicies(file string, b []byte) (kinds.RolloutInput, []*approval.Policy, error) {
 	pos := readPositions(file, b)
 	if errs := pos.unknownKeys(b); len(errs) > 0 {
-		return workflows.RolloutInput{}, nil, fmt.Errorf("invalid plan: %w", errors.Join(errs...))
+		return kinds.RolloutInput{}, nil, fmt.Errorf("invalid plan: %w", errors.Join(errs...))
 	}
 	var f File
 	if err := yaml.UnmarshalStrict(b, &f); err != nil {
-		return workflows.RolloutInput{}, nil, fmt.Errorf("plan: %w", err)
+		return kinds.RolloutInput{}, nil, fmt.Errorf("plan: %w", err)
 	}
-	in := workflows.RolloutInput{Name: f.Name}
+	in := kinds.RolloutInput{Name: f.Name}
 	policies, errs := stagePolicies(f, pos)
 	// Stages whose updates did not all decode: the error is reported
 	// once, here (or, for an unknown kind, by Validate), with no follow-on.
 	undecoded := map[int]bool{}
 	for i, st := range f.Stages {
-		out := workflows.Stage{Name: st.Name, Kind: st.Kind, Concurrency: st.Concurrency, Approval: st.Approval.Gate,
+		out := kinds.Stage{Name: st.Name, Kind: st.Kind, Concurrency: st.Concurrency, Approval: st.Approval.Gate,
 			FailureBudget: st.FailureBudget, Exclusive: st.Exclusive}
-		info, known := workflows.Kinds[st.Kind]
+		info, known := kinds.Kinds[st.Kind]
 		undecoded[i] = !known
 		for j, raw := range st.Updates {
 			if !known {
@@ -102,32 +103,32 @@ func ParseFileWithPolicies(file string, b []byte) (workflows.RolloutInput, []*ap
 
 // decodeUpdate decodes one update strictly into its kind's input and
 // validates it.
-func decodeUpdate(info workflows.KindInfo, raw json.RawMessage) (workflows.PlanUpdate, error) {
+func decodeUpdate(info kinds.KindInfo, raw json.RawMessage) (kinds.PlanUpdate, error) {
 	input := info.NewInput()
 	var generic any
 	gdec := json.NewDecoder(bytes.NewReader(raw))
 	gdec.UseNumber()
 	if err := gdec.Decode(&generic); err != nil {
-		return workflows.PlanUpdate{}, fmt.Errorf("bad input: %v", err)
+		return kinds.PlanUpdate{}, fmt.Errorf("bad input: %v", err)
 	}
 	generic, err := durationsToNanos(generic, reflect.TypeOf(input))
 	if err != nil {
-		return workflows.PlanUpdate{}, fmt.Errorf("bad input: %v", err)
+		return kinds.PlanUpdate{}, fmt.Errorf("bad input: %v", err)
 	}
 	if raw, err = json.Marshal(generic); err != nil {
-		return workflows.PlanUpdate{}, err
+		return kinds.PlanUpdate{}, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(input); err != nil {
-		return workflows.PlanUpdate{}, fmt.Errorf("bad input: %v", err)
+		return kinds.PlanUpdate{}, fmt.Errorf("bad input: %v", err)
 	}
 	if err := input.Validate(); err != nil {
-		return workflows.PlanUpdate{}, err
+		return kinds.PlanUpdate{}, err
 	}
 	canonical, err := json.Marshal(input)
 	if err != nil {
-		return workflows.PlanUpdate{}, err
+		return kinds.PlanUpdate{}, err
 	}
-	return workflows.PlanUpdate{Target: input.Target(), Artifact: input.ArtifactVersion(), Input: canonical}, nil
+	return kinds.PlanUpdate{Target: input.Target(), Artifact: input.ArtifactVersion(), Input: canonical}, nil
 }

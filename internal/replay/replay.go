@@ -1,5 +1,5 @@
 // Package replay guards workflow determinism: histories recorded from real
-// runs (workflows/testdata/histories/*.json) are replayed against the
+// runs (kinds/testdata/histories/*.json) are replayed against the
 // current code: a long-lived parent's edit that changes its commands fails
 // the tests until it is guarded with workflow.GetVersion; a pinned device
 // kind's histories are re-recorded when it changes (docs/CONTRIBUTING.md).

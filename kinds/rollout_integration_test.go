@@ -1,0 +1,122 @@
+package kinds_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/fleetsaga/fleetsaga/internal/replay"
+	"github.com/fleetsaga/fleetsaga/internal/testenv"
+	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+// A rollout with an approval gate on a real Temporal server and a real
+// ledger: the approval is recorded with who and why, and both stages ran.
+// With FLEETSAGA_RECORD_HISTORIES=1 its history is saved for the replay test.
+func TestRolloutOnRealServerRecordsApproval(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	env := testenv.New(t)
+	startRolloutWorker(t, env)
+
+	in := kinds.RolloutInput{Name: "integration", Stages: []kinds.Stage{
+		{Name: "first", Kind: kinds.KindTest, Concurrency: 2, Updates: kinds.TestUpdates(kinds.TestInput{Name: "a", Take: time.Second}, kinds.TestInput{Name: "b", Take: time.Second})},
+		{Name: "second", Kind: kinds.KindTest, Concurrency: 1, Approval: true, Updates: kinds.TestUpdates(kinds.TestInput{Name: "c", Take: time.Second})},
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := kinds.RolloutWorkflowID(in.Name)
+	run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: env.TaskQueue}, kinds.Rollout, in)
+	require.NoError(t, err)
+
+	var gate *kinds.StagePlan
+	require.Eventually(t, func() bool {
+		v, err := env.Client.QueryWorkflow(ctx, id, "", kinds.GatePlanQuery)
+		return err == nil && v.Get(&gate) == nil && gate != nil && gate.Stage == "second"
+	}, 30*time.Second, 200*time.Millisecond)
+	h, err := env.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
+		Args:         []any{workflows.Approval{By: "alice", Reason: "first stage healthy", Stage: gate.Stage, PlanDigest: gate.Digest}},
+		WaitForStage: client.WorkflowUpdateStageCompleted})
+	require.NoError(t, err)
+	require.NoError(t, h.Get(ctx, nil))
+
+	var res kinds.RolloutResult
+	require.NoError(t, run.Get(ctx, &res))
+	require.Len(t, res.Outcomes, 3)
+	for _, o := range res.Outcomes {
+		require.Equal(t, workflows.StateCompleted, o.State, o.Target)
+	}
+	approvals, err := env.Store.Approvals(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, approvals, 1)
+	require.Equal(t, "second", approvals[0].Stage)
+	require.Equal(t, "alice", approvals[0].By)
+	require.Equal(t, "first stage healthy", approvals[0].Reason)
+
+	replay.Record(t, env.Client, id, run.GetRunID(), "testdata/histories/rollout-approval.json")
+}
+
+// startRolloutWorker runs a worker with the rollout and its stand-in update
+// on the test's task queue until the test ends.
+func startRolloutWorker(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	w := worker.New(env.Client, env.TaskQueue, worker.Options{})
+	w.RegisterWorkflow(kinds.Rollout)
+	w.RegisterWorkflow(kinds.TestUpdate)
+	w.RegisterActivity(&kinds.RolloutActivities{Store: env.Store})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+}
+
+// A rollout cancelled while its updates run: it waits for them to
+// compensate, ends cancelled and says so in its search attribute. With
+// FLEETSAGA_RECORD_HISTORIES=1 its history is saved for the replay test.
+func TestRolloutCancelOnRealServerWaitsAndEndsCancelled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	env := testenv.New(t)
+	startRolloutWorker(t, env)
+
+	in := kinds.RolloutInput{Name: "cancelled-" + env.TaskQueue, Stages: []kinds.Stage{
+		{Name: "first", Kind: kinds.KindTest, Concurrency: 2, Updates: kinds.TestUpdates(
+			kinds.TestInput{Name: "a", Take: time.Hour, Compensate: time.Second},
+			kinds.TestInput{Name: "b", Take: time.Hour, Compensate: time.Second},
+			kinds.TestInput{Name: "c", Take: time.Second})},
+		{Name: "second", Kind: kinds.KindTest, Concurrency: 1, Updates: kinds.TestUpdates(kinds.TestInput{Name: "d"})},
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := kinds.RolloutWorkflowID(in.Name)
+	run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: env.TaskQueue}, kinds.Rollout, in)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		v, err := env.Client.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
+		var p workflows.Progress
+		return err == nil && v.Get(&p) == nil && p.Counts["running"] == 2
+	}, 30*time.Second, 100*time.Millisecond)
+	require.NoError(t, env.Client.CancelWorkflow(ctx, id, ""))
+	err = run.Get(ctx, nil)
+	var ce *temporal.CanceledError
+	require.ErrorAs(t, err, &ce)
+
+	for _, child := range []string{"test/a", "test/b"} {
+		cd, err := env.Client.DescribeWorkflowExecution(ctx, workflows.WorkflowID(kinds.KindTest, child), "")
+		require.NoError(t, err)
+		assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, cd.GetWorkflowExecutionInfo().GetStatus(), "%s ended before its parent", child)
+	}
+	desc, err := env.Client.DescribeWorkflowExecution(ctx, id, "")
+	require.NoError(t, err)
+	sa := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+	require.Contains(t, string(sa[workflows.SAState.GetName()].GetData()), string(workflows.StateCancelled))
+	replay.Record(t, env.Client, id, run.GetRunID(), "testdata/histories/rollout-cancel.json")
+}
