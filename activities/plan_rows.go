@@ -40,6 +40,11 @@ type PlanRow struct {
 	Desired string     `json:"desired"`
 	Action  PlanAction `json:"action"`
 	Reason  string     `json:"reason,omitempty"`
+	// Final: a refusal the update itself would end on (a wrong device, a
+	// downgrade, no such target), not one it would wait out or retry (a
+	// busy target, a device that did not answer). The starter refuses to
+	// start an update with a final refusal.
+	Final bool `json:"final,omitempty"`
 	// Order is the update's place in its stage's start order (1-based);
 	// Group names its exclusive group ("" = none).
 	Order int    `json:"order,omitempty"`

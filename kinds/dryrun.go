@@ -169,7 +169,7 @@ func planUpdate(ctx workflow.Context, kind workflows.Kind, u PlanUpdate) workflo
 	// alone (workflowcheck flags the reflection json uses).
 	//workflowcheck:ignore
 	if err := json.Unmarshal(u.Input, in); err != nil {
-		return workflows.UpdatePlan{Rows: []workflows.PlanRow{{Action: activities.PlanRefuse, Reason: "invalid input: " + err.Error()}}}
+		return workflows.UpdatePlan{Rows: []workflows.PlanRow{{Action: activities.PlanRefuse, Reason: "invalid input: " + err.Error(), Final: true}}}
 	}
 	p := info.Plan(ctx, in)
 	p.Device = info.DeviceTime

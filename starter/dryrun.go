@@ -45,10 +45,6 @@ func dryRunPlan(u update) (kinds.RolloutInput, error) {
 // dryRun runs the DryRun workflow for u on the workers, waits for it and
 // prints its rows. The exit code says what the plan would do.
 func (a *app) dryRun(cmd *cobra.Command, u update, f startFlags) error {
-	in, err := dryRunPlan(u)
-	if err != nil {
-		return err
-	}
 	ctx := cmd.Context()
 	c, err := a.dial(ctx)
 	if err != nil {
@@ -58,6 +54,21 @@ func (a *app) dryRun(cmd *cobra.Command, u update, f startFlags) error {
 	if timeout <= 0 {
 		timeout = defaultDryRunTimeout
 	}
+	res, err := a.runDryRun(ctx, c, u, timeout)
+	if err != nil {
+		return err
+	}
+	a.print(res, func(w io.Writer) { printPlan(w, res) })
+	return planExit(res)
+}
+
+// runDryRun runs the DryRun workflow for u and returns its plan.
+func (a *app) runDryRun(ctx context.Context, c client.Client, u update, timeout time.Duration) (kinds.PlanResult, error) {
+	var res kinds.PlanResult
+	in, err := dryRunPlan(u)
+	if err != nil {
+		return res, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
@@ -66,17 +77,15 @@ func (a *app) dryRun(cmd *cobra.Command, u update, f startFlags) error {
 		WorkflowExecutionTimeout: timeout,
 	}, kinds.DryRun, in)
 	if err != nil {
-		return a.temporalErr("start the dry run", err)
+		return res, a.temporalErr("start the dry run", err)
 	}
-	var res kinds.PlanResult
 	if err := run.Get(ctx, &res); err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return &exitError{exitUnreachable, fmt.Errorf("dry run %s: no answer within %s (are workers running?)", run.GetID(), timeout)}
+			return res, &exitError{exitUnreachable, fmt.Errorf("dry run %s: no answer within %s (are workers running?)", run.GetID(), timeout)}
 		}
-		return &exitError{exitFailed, fmt.Errorf("dry run %s: %v", run.GetID(), err)}
+		return res, &exitError{exitFailed, fmt.Errorf("dry run %s: %v", run.GetID(), err)}
 	}
-	a.print(res, func(w io.Writer) { printPlan(w, res) })
-	return planExit(res)
+	return res, nil
 }
 
 // planExit is a dry run's exit code: 0 nothing would change, 6 changes

@@ -39,15 +39,18 @@ type update struct {
 
 // startFlags are the flags every kind subcommand shares.
 type startFlags struct {
-	wait    bool
-	timeout time.Duration
-	dryRun  bool
+	wait       bool
+	timeout    time.Duration
+	dryRun     bool
+	noPrecheck bool
 }
 
 func (f *startFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.wait, "wait", false, "watch the update until it ends and exit with its outcome")
 	cmd.Flags().DurationVar(&f.timeout, "wait-timeout", 0, "with --wait, give up watching after this long (0 = never); with --dry-run, waiting for the plan (default 5m)")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, dryRunHelp)
+	cmd.Flags().BoolVar(&f.noPrecheck, "no-precheck", false,
+		"start without the read-only precheck that refuses (exit 2) a target that does not exist, the wrong device or a downgrade")
 }
 
 type startResult struct {
@@ -117,6 +120,11 @@ func (a *app) startUpdate(cmd *cobra.Command, u update, f startFlags) error {
 	if err := a.checkHeldByRollout(ctx, c, id, updateTargets(u)); err != nil {
 		return err
 	}
+	if u.Kind != workflows.KindRollout && !f.noPrecheck && !a.running(ctx, c, id) {
+		if err := a.precheck(ctx, c, u); err != nil {
+			return err
+		}
+	}
 	digest := requestDigest(u)
 	attached := false
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
@@ -178,6 +186,13 @@ func (a *app) attach(ctx context.Context, c client.Client, id, runID, digest str
 		return nil, &exitError{exitRefused, fmt.Errorf("%s is already running with artifact %q, not %q: cancel it first", id, artifact, u.Artifact)}
 	}
 	return c.GetWorkflow(ctx, id, info.GetExecution().GetRunId()), nil
+}
+
+// running reports whether id has a run in progress: a start then attaches
+// to it or is refused by it, and its precheck would only see it busy.
+func (a *app) running(ctx context.Context, c client.Client, id string) bool {
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	return err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 }
 
 // checkOtherBusy refuses when another workflow ID runs an update of

@@ -53,6 +53,6 @@ func Refusal(row PlanRow, err error) PlanRow {
 	if !fatal {
 		reason = "cannot read the device: " + reason
 	}
-	row.Action, row.Reason = activities.PlanRefuse, reason
+	row.Action, row.Reason, row.Final = activities.PlanRefuse, reason, fatal
 	return row
 }
