@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -28,9 +30,11 @@ type StagePlan struct {
 	// Changes counts the rows that change something, Refused the refusals.
 	Changes int `json:"changes"`
 	Refused int `json:"refused"`
-	// Estimate is the stage's duration from its concurrency and the kind's
-	// device timings (deviceTime).
-	Estimate time.Duration `json:"estimate"`
+	// Estimate is the stage's duration from its concurrency and one
+	// device's change time; EstimateBasis says where that time comes from
+	// (this fleet's recent changes, or the kind's typical time).
+	Estimate      time.Duration `json:"estimate"`
+	EstimateBasis string        `json:"estimateBasis,omitempty"`
 	// Digest identifies the rows: an approval binds to it.
 	Digest string `json:"digest"`
 }
@@ -73,8 +77,9 @@ func DryRun(ctx workflow.Context, in RolloutInput) (PlanResult, error) {
 	if err := workflow.SetQueryHandler(ctx, workflows.ProgressQuery, func() (workflows.Progress, error) { return progress, nil }); err != nil {
 		return res, err
 	}
+	measured := measuredDeviceTimes(ctx, in)
 	for _, st := range in.Stages {
-		sp := planStage(ctx, st)
+		sp := planStage(ctx, st, measured)
 		res.Stages = append(res.Stages, sp)
 		res.Changes += sp.Changes
 		res.Refused += sp.Refused
@@ -93,8 +98,46 @@ func (p PlanResult) summary() string {
 // (each is a few reads of one device or API).
 const planParallel = 10
 
+// minMeasured is how many recent changes a measured time needs before a
+// dry run trusts it over the kind's typical time.
+const minMeasured = 3
+
+// measuredDeviceTimes reads, for the plan's device kinds, how long a
+// change took on this fleet lately (a simulated fleet runs its devices
+// many times faster than the catalogue's real ones). Fan-out kinds keep
+// the catalogue's per-server time: their attempts span many servers. On
+// any trouble the catalogue's times stand.
+func measuredDeviceTimes(ctx workflow.Context, in RolloutInput) map[workflows.Kind]ledger.Measured {
+	var names []string
+	for _, st := range in.Stages {
+		if info, ok := Kinds[st.Kind]; ok && !info.Agents && !slices.Contains(names, string(st.Kind)) {
+			names = append(names, string(st.Kind))
+		}
+	}
+	out := map[workflows.Kind]ledger.Measured{}
+	if len(names) == 0 {
+		return out
+	}
+	var got map[string]ledger.Measured
+	if err := workflow.ExecuteActivity(workflows.PlanOptions(ctx, "measured device times"), dryRunActs.MeasuredDeviceTimes, names).
+		Get(ctx, &got); err != nil {
+		workflow.GetLogger(ctx).Warn("dry run: measured device times unreadable; the catalogue's stand", "error", err)
+		return out
+	}
+	for _, k := range names {
+		if m, ok := got[k]; ok && m.Samples >= minMeasured {
+			out[workflows.Kind(k)] = m
+		}
+	}
+	return out
+}
+
+// dryRunActs names the dry run's ledger read.
+var dryRunActs *RolloutActivities
+
 // planStage prechecks every update of st (read-only) in start order.
-func planStage(ctx workflow.Context, st Stage) StagePlan {
+// measured are the kinds' measured change times (nil: the catalogue's).
+func planStage(ctx workflow.Context, st Stage, measured map[workflows.Kind]ledger.Measured) StagePlan {
 	sp := StagePlan{Stage: st.Name, Kind: st.Kind, Concurrency: st.Concurrency, Exclusive: st.Exclusive, Approval: st.Approval}
 	plans := make([]workflows.UpdatePlan, len(st.Updates))
 	running := 0
@@ -106,6 +149,9 @@ func planStage(ctx workflow.Context, st Stage) StagePlan {
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
 			plans[i] = planUpdate(ctx, st.Kind, u)
+			if m, ok := measured[st.Kind]; ok {
+				plans[i].Device = m.Median
+			}
 			running--
 		})
 	}
@@ -128,6 +174,10 @@ func planStage(ctx workflow.Context, st Stage) StagePlan {
 		durations[u.Target] = plans[i].Duration(changes)
 	}
 	sp.Estimate = stageEstimate(st, durations)
+	sp.EstimateBasis = "the kind's typical device time"
+	if m, ok := measured[st.Kind]; ok {
+		sp.EstimateBasis = fmt.Sprintf("%s per device, the median of this fleet's last %d changes", m.Median, m.Samples)
+	}
 	sp.Digest = planDigest(sp.Rows)
 	return sp
 }

@@ -28,7 +28,7 @@ const OutcomeTargetClaimed = "TargetClaimed"
 // showGatePlan plans st read-only and publishes the plan: the gate-plan
 // query (starter status, starter approve) and the Web UI's current details.
 func (r *rollout) showGatePlan(ctx workflow.Context, st Stage) {
-	sp := planStage(ctx, st)
+	sp := planStage(ctx, st, nil) // the catalogue's device times: a running rollout's commands stay as they were
 	r.gatePlan = &sp
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** — %s: stage %s\n\n%s", r.progress.State, workflows.PhaseAwaitingApproval, st.Name, gatePlanDetails(sp)))
 }
