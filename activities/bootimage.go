@@ -14,6 +14,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/machineapi"
+	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
 // conflictRetries bounds fresh-read retries of a patch inside one activity
@@ -29,6 +30,9 @@ type BootImageActivities struct {
 	Kube machineapi.Access
 	// HTTP is shared by base-URL clients only.
 	HTTP *http.Client
+	// Store records each change before it is made, so that a run that
+	// takes over an abandoned bump can undo it (bootimage_changes.go).
+	Store *ledger.Store
 
 	mu      sync.Mutex
 	clients map[string]*machineapi.Client

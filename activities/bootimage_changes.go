@@ -33,7 +33,7 @@ type BootImageChange struct {
 // first row of an attempt for a MachineSet and kind stands) and returns
 // the row as it stands: a run reset by an operator may be making again a
 // change its attempt already made, and must undo it to the original.
-func (a *LedgerActivities) RecordBootImageChange(ctx context.Context, c BootImageChange) (BootImageChange, error) {
+func (a *BootImageActivities) RecordBootImageChange(ctx context.Context, c BootImageChange) (BootImageChange, error) {
 	row := ledger.BootImageChange{AttemptID: c.AttemptID, MachineSet: c.MachineSet, Change: c.Change,
 		PreviousReplicas: c.PreviousReplicas, ScaledReplicas: c.ScaledReplicas}
 	if c.Change == ledger.BootImageChangeImage {
@@ -58,7 +58,7 @@ func (a *LedgerActivities) RecordBootImageChange(ctx context.Context, c BootImag
 }
 
 // BootImageChanges are the changes an attempt recorded or adopted.
-func (a *LedgerActivities) BootImageChanges(ctx context.Context, attempt uuid.UUID) ([]BootImageChange, error) {
+func (a *BootImageActivities) BootImageChanges(ctx context.Context, attempt uuid.UUID) ([]BootImageChange, error) {
 	rows, err := a.Store.BootImageChanges(ctx, attempt)
 	if err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func (a *LedgerActivities) BootImageChanges(ctx context.Context, attempt uuid.UU
 // AdoptBootImageChanges makes the changes of the cluster's abandoned bumps
 // (terminated runs, which never undid them) changes of attempt, and returns
 // them for its rollback.
-func (a *LedgerActivities) AdoptBootImageChanges(ctx context.Context, attempt uuid.UUID) ([]BootImageChange, error) {
+func (a *BootImageActivities) AdoptBootImageChanges(ctx context.Context, attempt uuid.UUID) ([]BootImageChange, error) {
 	rows, err := a.Store.AdoptAbandonedBootImageChanges(ctx, attempt)
 	if err != nil {
 		return nil, err

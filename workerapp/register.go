@@ -24,7 +24,7 @@ func Register(r worker.Registry, d Deps) error {
 		la,
 		&kinds.RolloutActivities{Store: d.Ledger, Temporal: d.Temporal},
 		zoneexpunge.NewZoneActivities(d.Ledger, d.Fleet, d.HTTP, d.Identity),
-		&activities.BootImageActivities{Kube: d.Fleet.KubeAccess(), HTTP: d.HTTP},
+		&activities.BootImageActivities{Kube: d.Fleet.KubeAccess(), HTTP: d.HTTP, Store: d.Ledger},
 		mgsActs,
 	}
 	agents := d.Fleet.CNAPI != ""

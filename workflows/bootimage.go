@@ -258,6 +258,12 @@ const (
 	bumpPhaseDone          Phase = "Done"
 )
 
+func init() {
+	DeclarePhases([]Phase{bumpPhasePreconditions, bumpPhasePlanning, bumpPhasePatching, bumpPhaseCanary, bumpPhaseRollingBack,
+		bumpPhaseSkew, bumpPhaseDone},
+		bumpPhasePreconditions, bumpPhasePatching, bumpPhaseCanary, bumpPhaseRollingBack, bumpPhaseSkew)
+}
+
 // Failure reasons beyond the plan's.
 const (
 	bumpReasonHotLoop = "HotLoop"

@@ -22,7 +22,7 @@ func (b *bootImageBump) adoptAbandoned(ctx workflow.Context) error {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	var changes []activities.BootImageChange
-	if err := workflow.ExecuteActivity(LedgerOptions(dctx), ledgerActs.AdoptBootImageChanges, b.attemptID).Get(dctx, &changes); err != nil {
+	if err := workflow.ExecuteActivity(LedgerOptions(dctx), bumpActs.AdoptBootImageChanges, b.attemptID).Get(dctx, &changes); err != nil {
 		return err
 	}
 	for _, c := range changes {
@@ -74,7 +74,7 @@ func (b *bootImageBump) releaseAdoptedCanaries(ctx workflow.Context) {
 func (b *bootImageBump) recordChange(ctx workflow.Context, c activities.BootImageChange) (activities.BootImageChange, error) {
 	c.AttemptID = b.attemptID
 	var stored activities.BootImageChange
-	err := workflow.ExecuteActivity(LedgerOptions(ctx), ledgerActs.RecordBootImageChange, c).Get(ctx, &stored)
+	err := workflow.ExecuteActivity(LedgerOptions(ctx), bumpActs.RecordBootImageChange, c).Get(ctx, &stored)
 	return stored, err
 }
 
@@ -86,7 +86,7 @@ func (b *bootImageBump) recordChange(ctx workflow.Context, c activities.BootImag
 // alone; only what this sweep restores is reported.
 func (b *bootImageBump) undoRecorded(ctx workflow.Context) error {
 	var changes []activities.BootImageChange
-	if err := workflow.ExecuteActivity(LedgerOptions(ctx), ledgerActs.BootImageChanges, b.attemptID).Get(ctx, &changes); err != nil {
+	if err := workflow.ExecuteActivity(LedgerOptions(ctx), bumpActs.BootImageChanges, b.attemptID).Get(ctx, &changes); err != nil {
 		return err
 	}
 	var a *activities.BootImageActivities
@@ -132,3 +132,6 @@ func (b *bootImageBump) adoptedCanary() string {
 	}
 	return ""
 }
+
+// bumpActs names the boot image activities the workflow calls.
+var bumpActs *activities.BootImageActivities

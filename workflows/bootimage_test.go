@@ -100,7 +100,7 @@ func (f *fakeCluster) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env.OnActivity(l.SetProgress, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(l.AppendEvent, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(l.FinishAttempt, mock.Anything, mock.Anything).Return(func(_ context.Context, fin ledger.Finish) error { return nil })
-	env.OnActivity(l.RecordBootImageChange, mock.Anything, mock.Anything).Return(
+	env.OnActivity(a.RecordBootImageChange, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, c activities.BootImageChange) (activities.BootImageChange, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -116,9 +116,9 @@ func (f *fakeCluster) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	// The rollback's sweep of the ledger: these runs were never reset, so
 	// their own undos leave it nothing to do (the real stack and chaos
 	// cover a reset run).
-	env.OnActivity(l.BootImageChanges, mock.Anything, mock.Anything).Return(
+	env.OnActivity(a.BootImageChanges, mock.Anything, mock.Anything).Return(
 		func(context.Context, uuid.UUID) ([]activities.BootImageChange, error) { return nil, nil })
-	env.OnActivity(l.AdoptBootImageChanges, mock.Anything, mock.Anything).Return(
+	env.OnActivity(a.AdoptBootImageChanges, mock.Anything, mock.Anything).Return(
 		func(context.Context, uuid.UUID) ([]activities.BootImageChange, error) { return f.adopted, nil })
 	env.OnActivity(a.WaitBootImagePreconditions, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.BootImagePreconditionsInput) (activities.BootImageSnapshot, error) {

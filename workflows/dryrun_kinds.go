@@ -34,7 +34,6 @@ func (p UpdatePlan) Duration(changes int) time.Duration {
 // Nil receivers naming the read-only activities a dry run calls.
 var (
 	planMGS   *activities.MGSActivities
-	planBoot  *activities.BootImageActivities
 	planAgent *activities.AgentActivities
 )
 
@@ -135,19 +134,6 @@ func short(h string) string {
 		return h[:12]
 	}
 	return h
-}
-
-func PlanBootImage(ctx workflow.Context, in BootImageBumpInput) UpdatePlan {
-	in.defaults()
-	p := UpdatePlan{Inner: in.Concurrency}
-	// As the bump does today: the opt-in is the cluster's own.
-	err := workflow.ExecuteActivity(PlanOptions(ctx, "plan MachineSets of "+in.Cluster), planBoot.PlanBootImageBump, activities.BootImagePlanInput{
-		Cluster: in.Cluster, Release: in.Release, Selection: in.Selection, Selector: in.Selector, FromCluster: true,
-	}).Get(ctx, &p.Rows)
-	if err != nil {
-		p.Rows = Unreadable(PlanRow{Device: "(cluster)"}, err)
-	}
-	return p
 }
 
 func PlanAgentInstall(ctx workflow.Context, in AgentInstallInput) UpdatePlan {

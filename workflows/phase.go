@@ -8,7 +8,7 @@ package workflows
 type Phase string
 
 // Phases shared by the fan-outs and the rollout. Each device kind names its
-// own phases beside its workflow (MGSPhase…, ZonePhase…, bumpPhase…).
+// own phases beside its workflow (MGSPhase…, ZonePhase…, bumpPhase…; they declare them with DeclarePhases).
 const (
 	PhaseStarting         Phase = "starting"
 	PhaseDone             Phase = "done"
@@ -38,8 +38,6 @@ func init() {
 		PhaseRecordingAgents, PhaseCheckingDrift, PhaseRepairingIntents, PhaseCheckingAgain, PhaseRemovingOrphans,
 		MGSPhasePrecheck, MGSPhaseUpdating, MGSPhaseConcurrent, MGSPhasePostUpdate, MGSPhaseHostBoot,
 		MGSPhaseAttemptPause, MGSPhaseDone,
-		bumpPhasePreconditions, bumpPhasePlanning, bumpPhasePatching, bumpPhaseCanary, bumpPhaseRollingBack,
-		bumpPhaseSkew, bumpPhaseDone,
 	} {
 		knownPhases[p] = true
 	}
@@ -68,7 +66,6 @@ var filteredPhases = map[Phase]bool{
 	PhaseAwaitingApproval: true, PhaseRunningStage: true, PhasePlanning: true, PhaseInstalling: true,
 	PhaseBudgetExceeded: true, PhaseWaitingForTarget: true, PhaseCheckingDrift: true,
 	MGSPhaseUpdating: true, MGSPhaseConcurrent: true, MGSPhaseHostBoot: true,
-	bumpPhasePreconditions: true, bumpPhasePatching: true, bumpPhaseCanary: true, bumpPhaseRollingBack: true, bumpPhaseSkew: true,
 }
 
 // Filtered reports whether p is a phase operators filter by.
