@@ -13,6 +13,10 @@ TUISERVER := $(CACHE)/bin/temporal-ui-server-v2.42.1
 # Which Temporal up/demo run: dev (the CLI's dev server on SQLite) or
 # cluster (the real server on the stack's PostgreSQL).
 STACK     ?= dev
+# What each stack runs: up and demo build only these (the cluster's server
+# and UI take minutes to build the first time).
+STACK_TOOLS_dev     := $(TEMPORAL)
+STACK_TOOLS_cluster := $(TEMPORAL) $(TSERVER) $(TSQLTOOL) $(TUISERVER)
 BINS      := bin/worker bin/starter bin/fleetsim bin/devstack
 TEST_FLAGS ?= -count=1 -timeout 40m
 UI_PORT   ?= 8233
@@ -45,6 +49,7 @@ $(TEMPORAL):
 
 $(WFCHECK):
 	@mkdir -p $(dir $@)
+	@echo "building workflowcheck v0.6.0 into $@ (once)"
 	cd tools && $(GO) build -o $@ go.temporal.io/sdk/contrib/tools/workflowcheck
 
 $(TSERVER):
@@ -54,10 +59,12 @@ $(TSERVER):
 
 $(TSQLTOOL):
 	@mkdir -p $(dir $@)
+	@echo "building temporal-sql-tool v1.29.1 into $@ (once)"
 	cd tools && $(GO) build -o $@ go.temporal.io/server/cmd/tools/sql
 
 $(TUISERVER):
 	@mkdir -p $(dir $@)
+	@echo "building the Temporal Web UI server v2.42.1 into $@ (once)"
 	cd tools && $(GO) build -o $@ github.com/temporalio/ui-server/v2/cmd/server
 
 # Everything CI needs: lint, then unit + integration tests against a real
@@ -100,13 +107,13 @@ lint: $(WFCHECK)
 
 # The demo: the whole stack, a rollout over every update kind, a summary.
 # STACK=cluster runs it on the real Temporal server on PostgreSQL.
-demo: tools build
+demo: $(STACK_TOOLS_$(STACK)) build
 	bin/devstack run --temporal $(STACK) --dir .stack/demo --ui-port $(UI_PORT) --workers 2 --database fleetsaga_demo \
 	  --fleetsim-spec fleetsim/specs/demo.yaml -- demo/run.sh
 
 # Keep the stack running for interactive use (Web UI on :$(UI_PORT)).
 # STACK=cluster: the real Temporal server on PostgreSQL instead.
-up: tools build
+up: $(STACK_TOOLS_$(STACK)) build
 	bin/devstack up --temporal $(STACK) --dir .stack/up --ui-port $(UI_PORT) --workers 2 --persist --database fleetsaga_up \
 	  --fleetsim-spec fleetsim/specs/demo.yaml
 

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 	"github.com/fleetsaga/fleetsaga/internal/logging"
+	"github.com/fleetsaga/fleetsaga/internal/urlfile"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -96,7 +98,7 @@ func (b *Bench) startRun(ctx context.Context, name string, s *spec.Spec) (_ *run
 		return nil, err
 	}
 	for i := range b.cfg.Workers {
-		w, err := st.startWorker(i)
+		w, err := st.startWorker(ctx, i)
 		if err != nil {
 			return nil, err
 		}
@@ -115,36 +117,21 @@ func (st *runStack) startFleetsim(ctx context.Context) error {
 		_ = st.fleetsim.Terminate(5 * time.Second)
 		st.fleetsim = nil
 	}
-	port, err := devstack.FreePort()
-	if err != nil {
-		return err
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	st.fleetsimURL = "http://" + addr
 	// No --database-url: the Nexus simulation (which polls PostgreSQL) is
 	// off, so the ledger's statement counts are the workers' alone.
-	st.fleetsim, err = devstack.StartProc(filepath.Join(st.dir, "fleetsim.log"), nil,
-		filepath.Join(st.b.cfg.BinDir, "fleetsim"), "--spec", st.specPath, "--listen", addr,
-		"--database-url=", "--log-level", "warn")
+	var err error
+	st.fleetsim, st.fleetsimURL, err = devstack.StartFleetsim(ctx, st.dir, nil, filepath.Join(st.b.cfg.BinDir, "fleetsim"),
+		"--spec", st.specPath, "--database-url=", "--log-level", "warn")
 	if err != nil {
 		return err
-	}
-	if err := devstack.WaitHTTP(ctx, st.fleetsimURL+"/healthz", 60*time.Second); err != nil {
-		return fmt.Errorf("fleetsim did not come up (see %s): %w", filepath.Join(st.dir, "fleetsim.log"), err)
 	}
 	return nil
 }
 
 func (st *runStack) endpoints() fleet.Endpoints { return fleet.FromFleetsim(st.fleetsimURL, "") }
 
-func (st *runStack) startWorker(i int) (*workerProc, error) {
-	port, err := devstack.FreePort()
-	if err != nil {
-		return nil, err
-	}
+func (st *runStack) startWorker(ctx context.Context, i int) (*workerProc, error) {
 	w := &workerProc{identity: fmt.Sprintf("bench-worker-%d", i)}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	w.metrics = "http://" + addr + "/metrics"
 	env := []string{
 		"DATABASE_URL=" + st.ledgerURL,
 		"TEMPORAL_ADDRESS=" + st.temporal.FrontendHostPort(),
@@ -153,11 +140,35 @@ func (st *runStack) startWorker(i int) (*workerProc, error) {
 		"FLEETSIM_URL=" + st.fleetsimURL,
 		"NEXUS_DATABASE_URL=",
 	}
-	w.proc, err = devstack.StartProc(filepath.Join(st.dir, fmt.Sprintf("worker-%d.log", i)), env,
-		filepath.Join(st.b.cfg.BinDir, "worker"), "--identity", w.identity, "--metrics-listen", addr,
+	// The worker binds its metrics port itself and says which it got.
+	urlPath := filepath.Join(st.dir, fmt.Sprintf("worker-%d.metrics-url", i))
+	if err := os.Remove(urlPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	logPath := filepath.Join(st.dir, fmt.Sprintf("worker-%d.log", i))
+	var err error
+	w.proc, err = devstack.StartProc(logPath, env, filepath.Join(st.b.cfg.BinDir, "worker"), "--identity", w.identity,
+		"--metrics-listen", "127.0.0.1:0", "--metrics-url-file", urlPath,
 		"--log-format", "json", "--log-level", st.b.cfg.WorkerLogLevel)
-	return w, err
+	if err != nil {
+		return nil, err
+	}
+	exited := func() error {
+		if w.proc.Exited() {
+			return fmt.Errorf("worker %s exited as it started (see %s)", w.identity, logPath)
+		}
+		return nil
+	}
+	if w.metrics, err = urlfile.Wait(ctx, urlPath, workerStartTimeout, exited); err != nil {
+		_ = w.proc.Kill()
+		return nil, err
+	}
+	return w, nil
 }
+
+// workerStartTimeout bounds a worker's start up to serving its metrics: it
+// opens the ledger (migrations on a fresh database) before it listens.
+const workerStartTimeout = 60 * time.Second
 
 // waitPollers waits until n workers poll both the workflow and the
 // activity task queue.

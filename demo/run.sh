@@ -45,6 +45,15 @@ if ! diff -u demo/expected-outcomes.txt "$final"; then
 fi
 
 echo
+echo "== the faults fleetsim/specs/demo.yaml injected, as fleetsim fired them:"
+bin/fleetsim faults
+echo "-- sp/sled/3's SP reset while our image was delivered: that attempt was lost, and a new"
+echo "   attempt (a new update ID, never the same one sent twice) completed. The ledger:"
+$starter status fleetsaga/sp-firmware/sp/sled/3 | grep -E '^ +attempt ' || true
+echo "-- the Nexus zone's removal failed twice: the expunge asked again until inventory proved the"
+echo "   zone gone, and only then moved its sagas (the ledger's record, below)."
+
+echo
 echo "== every update of the rollout (Temporal visibility):"
 $starter list --rollout demo --limit 100
 echo

@@ -55,12 +55,18 @@ func TestWebUIFindsRolloutBySearchAttribute(t *testing.T) {
 		TypedSearchAttributes: workflows.StartAttributes(workflows.KindRollout, "plan/"+plan.Name, "")}, kinds.Rollout, plan)
 	require.NoError(t, err)
 
-	// The child update carries FleetsagaRollout; wait until visibility has it.
+	// The child update and the rollout itself carry FleetsagaRollout: one
+	// filter finds both (issue 28). Wait until visibility has them.
 	query := fmt.Sprintf(`%s = %q`, workflows.SARollout.GetName(), plan.Name)
 	childID := workflows.WorkflowID(workflows.KindAgentInstall, in.Target())
+	rolloutID := kinds.RolloutWorkflowID(plan.Name)
 	require.Eventually(t, func() bool {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
-		return err == nil && len(resp.GetExecutions()) > 0 && resp.GetExecutions()[0].GetExecution().GetWorkflowId() == childID
+		ids := map[string]bool{}
+		for _, e := range resp.GetExecutions() {
+			ids[e.GetExecution().GetWorkflowId()] = true
+		}
+		return err == nil && ids[childID] && ids[rolloutID]
 	}, time.Minute, 500*time.Millisecond)
 
 	page := fmt.Sprintf("http://127.0.0.1:%d/namespaces/default/workflows?query=%s", uiPort, url.QueryEscape(query))
@@ -75,8 +81,8 @@ func TestWebUIFindsRolloutBySearchAttribute(t *testing.T) {
 	var dom string
 	require.Eventually(t, func() bool {
 		dom = headless(t, browser, "--dump-dom", page)
-		return strings.Contains(dom, childID)
-	}, time.Minute, time.Second, "the Web UI lists %s for %s", childID, query)
+		return strings.Contains(dom, childID) && strings.Contains(dom, rolloutID)
+	}, time.Minute, time.Second, "the Web UI lists %s and %s for %s", childID, rolloutID, query)
 	headless(t, browser, "--screenshot="+shot, "--window-size=1500,900", page)
 	st, err := os.Stat(shot)
 	require.NoError(t, err)

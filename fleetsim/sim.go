@@ -7,6 +7,7 @@
 //
 //	/mgs/{0,1}/...           MGS instance i (real path shapes below the prefix)
 //	/sled-agent/{sled}/...   the sled-agent of sled {sled}
+//	/nexus/{rack}/...        Nexus's lockstep API of rack {rack} (when the spec turns it on)
 //	/cnapi/ /sapi/ /imgapi/  datacenter APIs
 //	/kube/...                Kubernetes-style API root
 //	/faults                  fault injection
@@ -63,6 +64,14 @@ func New(ctx context.Context, env Env) (*Sim, error) {
 		}
 		s.domains = append(s.domains, d)
 		d.Mount(s.mux)
+	}
+	for _, d := range s.domains {
+		if l, ok := d.(domain.Linker); ok {
+			if err := l.Link(s.domains); err != nil {
+				_ = s.Close()
+				return nil, err
+			}
+		}
 	}
 	env.Faults.Mount(s.mux)
 	s.mux.HandleFunc("GET /truth", func(w http.ResponseWriter, _ *http.Request) {

@@ -5,6 +5,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/domain"
 	"github.com/fleetsaga/fleetsaga/fleetsim/machineapi"
 	"github.com/fleetsaga/fleetsaga/fleetsim/mgs"
+	"github.com/fleetsaga/fleetsaga/fleetsim/nexus"
 	"github.com/fleetsaga/fleetsaga/fleetsim/sled"
 )
 
@@ -16,5 +17,6 @@ func init() {
 		dc.New,
 		machineapi.New,
 		mgs.New,
+		nexus.New, // after sled and mgs: it links to them
 	}
 }

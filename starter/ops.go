@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -45,6 +47,8 @@ type statusView struct {
 	Progress   *workflows.Progress `json:"progress,omitempty"`
 	// GatePlan is the plan a rollout shows at its gate.
 	GatePlan *kinds.StagePlan `json:"gatePlan,omitempty"`
+	// FailedUpdates are a rollout's updates that failed in this run.
+	FailedUpdates []failedUpdate `json:"failedUpdates,omitempty"`
 }
 
 func statusCmd(a *app) *cobra.Command {
@@ -79,6 +83,9 @@ func statusCmd(a *app) *cobra.Command {
 				v.Progress = &p
 			}
 			v.GatePlan = gatePlan(ctx, c, args[0])
+			if v.FailedUpdates, err = rolloutFailures(ctx, c, args[0]); err != nil {
+				return a.temporalErr("list the rollout's failed updates", err)
+			}
 			if dbURL != "" {
 				if v.Attempts, err = ledgerAttempts(ctx, dbURL, args[0]); err != nil {
 					return err
@@ -92,18 +99,55 @@ func statusCmd(a *app) *cobra.Command {
 				if v.GatePlan != nil {
 					printStagePlan(w, *v.GatePlan)
 				}
-				for _, at := range v.Attempts {
-					fmt.Fprintf(w, "  attempt %d %s: %s %s %s\n", at.Attempt.Attempt, at.ID, at.State, at.Outcome, at.Error)
-					for _, e := range at.Events {
-						fmt.Fprintf(w, "    %s %-10s %-10s %s (%s)\n", e.At.Format(time.TimeOnly), e.Step, e.State, e.Message, e.Worker)
-					}
-				}
+				printFailures(w, v.FailedUpdates)
+				printAttempts(w, v.RunID, v.Attempts)
 			})
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&dbURL, "database-url", os.Getenv("DATABASE_URL"), "ledger PostgreSQL URL to show attempts and the event log (env DATABASE_URL)")
 	return cmd
+}
+
+// printAttempts prints the ledger's attempts grouped by the workflow run
+// that made them, this run first: attempt numbers count within one run, so
+// a rerun's "attempt 1" is not mistaken for this one's.
+func printAttempts(w io.Writer, thisRun string, attempts []attemptView) {
+	var runs []string
+	byRun := map[string][]attemptView{}
+	for _, at := range attempts {
+		if _, seen := byRun[at.RunID]; !seen {
+			runs = append(runs, at.RunID)
+		}
+		byRun[at.RunID] = append(byRun[at.RunID], at)
+	}
+	sort.SliceStable(runs, func(i, j int) bool { return runs[i] == thisRun && runs[j] != thisRun })
+	for _, run := range runs {
+		which := "an earlier run"
+		if run == thisRun {
+			which = "this run"
+		}
+		fmt.Fprintf(w, "  run %s (%s):\n", run, which)
+		for _, at := range byRun[run] {
+			fmt.Fprintf(w, "    attempt %d %s: %s\n", at.Attempt.Attempt, at.ID, attemptEnding(at.Attempt))
+			for _, e := range at.Events {
+				fmt.Fprintf(w, "      %s %-10s %-10s %s (%s)\n", e.At.Format(time.TimeOnly), e.Step, e.State, e.Message, e.Worker)
+			}
+		}
+	}
+}
+
+// attemptEnding is an attempt's state, its outcome where it says more
+// (not "failed failed" or "failed attempt failed"), and its error.
+func attemptEnding(at ledger.Attempt) string {
+	out := string(at.State)
+	if redundant := strings.TrimPrefix(at.Outcome, "attempt ") == string(at.State); at.Outcome != "" && !redundant {
+		out += " " + at.Outcome
+	}
+	if at.Error != "" {
+		out += ": " + at.Error
+	}
+	return out
 }
 
 type attemptView struct {
@@ -153,6 +197,9 @@ func listCmd(a *app) *cobra.Command {
 			}
 			if kind != "" && !knownKind(kind) {
 				return usageErr("unknown --kind %q", kind)
+			}
+			if err := checkListState(state, fromLedger); err != nil {
+				return err
 			}
 			if fromLedger {
 				if rollout != "" {
@@ -251,12 +298,27 @@ func (a *app) listLedger(ctx context.Context, dbURL string, f ledger.ListFilter)
 }
 
 func knownKind(k string) bool {
-	switch workflows.Kind(k) {
-	case workflows.KindSPFirmware, workflows.KindHostFlash, workflows.KindAgentInstall, workflows.KindAgentDrift,
-		workflows.KindBootImageBump, workflows.KindZoneExpunge, workflows.KindRollout:
-		return true
+	_, isKind := kinds.Kinds[workflows.Kind(k)]
+	return isKind || workflows.Kind(k) == workflows.KindRollout
+}
+
+// checkListState refuses a --state that no update can be in (a typo used
+// to list nothing, silently): the states of the Web UI's FleetsagaState, or
+// with --ledger the ledger's attempt states.
+func checkListState(state string, fromLedger bool) error {
+	if state == "" {
+		return nil
 	}
-	return false
+	states := []string{string(workflows.StateRunning), string(workflows.StatePaused), string(workflows.StateCompleted),
+		string(workflows.StateFailed), string(workflows.StateCancelled)}
+	if fromLedger {
+		states = []string{string(ledger.StatePending), string(ledger.StateRunning), string(ledger.StateCompleted),
+			string(ledger.StateFailed), string(ledger.StateCancelled)}
+	}
+	if !slices.Contains(states, state) {
+		return usageErr("unknown --state %q (one of %s)", state, strings.Join(states, ", "))
+	}
+	return nil
 }
 
 func cancelCmd(a *app) *cobra.Command {

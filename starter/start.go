@@ -87,6 +87,9 @@ func (a *app) startUpdate(cmd *cobra.Command, u update, f startFlags) error {
 	if err := a.checkOtherBusy(ctx, c, id, u); err != nil {
 		return err
 	}
+	if err := a.checkHeldByRollout(ctx, c, id, updateTargets(u)); err != nil {
+		return err
+	}
 	digest := requestDigest(u)
 	attached := false
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{

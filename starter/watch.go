@@ -147,6 +147,12 @@ func (a *app) outcome(ctx context.Context, c client.Client, id string, err error
 		return &exitError{exitCancelled, fmt.Errorf("%s was cancelled", id)}
 	}
 	a.printResult(ctx, c, id)
+	if fs, ferr := rolloutFailures(ctx, c, id); ferr == nil && len(fs) > 0 {
+		a.print(struct {
+			WorkflowID    string         `json:"workflowId"`
+			FailedUpdates []failedUpdate `json:"failedUpdates"`
+		}{id, fs}, func(w io.Writer) { printFailures(w, fs) })
+	}
 	return &exitError{exitFailed, fmt.Errorf("%s failed: %v", id, rootCause(err))}
 }
 

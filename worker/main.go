@@ -18,6 +18,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/internal/config"
 	"github.com/fleetsaga/fleetsaga/internal/logging"
+	"github.com/fleetsaga/fleetsaga/internal/urlfile"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workerapp"
 )
@@ -44,6 +45,7 @@ func newCommand() *cobra.Command {
 		fc          config.Fleet
 		dbURL       string
 		metricsAddr string
+		metricsFile string
 		identity    string
 		maxActs     int
 		stopTimeout time.Duration
@@ -105,6 +107,11 @@ func newCommand() *cobra.Command {
 				}
 				defer closeMetrics() //nolint:errcheck
 				log.Info().Str("addr", "http://"+addr+"/metrics").Msg("serving Prometheus metrics")
+				if metricsFile != "" {
+					if err := urlfile.Write(metricsFile, "http://"+addr+"/metrics"); err != nil {
+						return err
+					}
+				}
 			}
 
 			opts, err := tc.ClientOptions(logging.Temporal(log))
@@ -145,6 +152,7 @@ func newCommand() *cobra.Command {
 	fc.Bind(fs)
 	fs.StringVar(&dbURL, "database-url", os.Getenv("DATABASE_URL"), "ledger PostgreSQL URL (env DATABASE_URL)")
 	fs.StringVar(&metricsAddr, "metrics-listen", envOr("FLEETSAGA_METRICS_LISTEN", "127.0.0.1:9464"), "Prometheus /metrics address; empty disables (env FLEETSAGA_METRICS_LISTEN)")
+	fs.StringVar(&metricsFile, "metrics-url-file", "", "write the /metrics URL to this file once it listens (with --metrics-listen 127.0.0.1:0)")
 	fs.StringVar(&identity, "identity", fmt.Sprintf("%s:%d", hostname, os.Getpid()), "worker identity in Temporal and the ledger")
 	fs.IntVar(&maxActs, "max-concurrent-activities", 0, "bound on concurrent activity executions (0 = SDK default)")
 	fs.DurationVar(&stopTimeout, "stop-timeout", 20*time.Second, "on SIGTERM, how long running activities may finish before they are handed back")

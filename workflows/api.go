@@ -68,13 +68,19 @@ func SearchAttributes() []temporal.SearchAttributeKeyKeyword {
 }
 
 // StartAttributes are the search attributes a starter sets on a new update.
+// A rollout carries its own plan name as FleetsagaRollout too, so the one
+// filter that lists its children lists it (and its gate) with them.
 func StartAttributes(kind Kind, target, artifact string) temporal.SearchAttributes {
-	return temporal.NewSearchAttributes(
+	attrs := []temporal.SearchAttributeUpdate{
 		SAKind.ValueSet(string(kind)),
 		SATarget.ValueSet(target),
 		SAArtifact.ValueSet(artifact),
 		SAState.ValueSet(string(StateRunning)),
-	)
+	}
+	if name, isRollout := strings.CutPrefix(target, "plan/"); isRollout && kind == KindRollout {
+		attrs = append(attrs, SARollout.ValueSet(name))
+	}
+	return temporal.NewSearchAttributes(attrs...)
 }
 
 // State is an update's state as operators see it (search attribute and

@@ -30,6 +30,7 @@ import (
 func main() {
 	root := &cobra.Command{Use: "devstack", Short: "fleetsaga's embedded dev stack", SilenceUsage: true, SilenceErrors: true}
 	var o devstack.StackOptions
+	var logFormat string
 	bind := func(c *cobra.Command) {
 		c.Flags().StringVar(&o.Dir, "dir", ".stack", "state directory (PostgreSQL cluster, logs)")
 		c.Flags().StringVar(&o.BinDir, "bin", "bin", "directory with the worker and fleetsim binaries")
@@ -46,7 +47,7 @@ func main() {
 		Short: "bring the stack up, run CMD with DATABASE_URL/TEMPORAL_ADDRESS/FLEETSIM_URL set, tear it down",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCommand(cmd.Context(), o, args)
+			return runCommand(cmd.Context(), o, logFormat, args)
 		},
 	}
 	up := &cobra.Command{
@@ -61,6 +62,9 @@ func main() {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return downBackground(o.Dir) },
 	}
 	bind(run)
+	// run's output is read by people (make demo, make test): plain lines
+	// unless JSON is asked for.
+	run.Flags().StringVar(&logFormat, "log-format", string(logging.FormatConsole), "the stack's own log lines: console or json")
 	bind(up)
 	bind(serve)
 	down.Flags().StringVar(&o.Dir, "dir", ".stack", "state directory")
@@ -75,8 +79,11 @@ func main() {
 	}
 }
 
-func runCommand(ctx context.Context, o devstack.StackOptions, args []string) error {
-	log, _ := logging.New(os.Stderr, "info", logging.FormatAuto)
+func runCommand(ctx context.Context, o devstack.StackOptions, logFormat string, args []string) error {
+	log, err := logging.New(os.Stderr, "info", logging.Format(logFormat))
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	s, err := devstack.StartStack(ctx, o, log)
@@ -117,6 +124,12 @@ func upBackground(o devstack.StackOptions) error {
 	pidFile := filepath.Join(o.Dir, "devstack.pid")
 	if pid, err := readPid(pidFile); err == nil && syscall.Kill(pid, 0) == nil {
 		return fmt.Errorf("a stack is already running (pid %d); run 'make down' first", pid)
+	}
+	if o.UIPort != 0 {
+		// Said here, not only in the background stack's log.
+		if err := devstack.CheckPortFree(o.UIPort, "Temporal Web UI"); err != nil {
+			return err
+		}
 	}
 	_ = os.Remove(filepath.Join(o.Dir, "env"))
 	self, err := os.Executable()

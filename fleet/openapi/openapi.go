@@ -28,6 +28,8 @@ var specs embed.FS
 const (
 	MGS       = "mgs-openapi-3.0.0.json"
 	SledAgent = "sled-agent-openapi-48.0.0.json"
+	// NexusLockstep is Nexus's lockstep internal API (openapi/nexus-lockstep.json).
+	NexusLockstep = "nexus-lockstep-0.0.1.json"
 )
 
 // Contract is one API document, ready to check requests and responses.

@@ -52,5 +52,12 @@ type Domain interface {
 	Close() error
 }
 
+// Linker is a domain that plays an owner of other domains' devices (Nexus
+// over the sled-agents and MGS): once every domain is built, Link hands it
+// the others and it starts its background work.
+type Linker interface {
+	Link(others []Domain) error
+}
+
 // Constructor builds a domain.
 type Constructor func(ctx context.Context, env Env) (Domain, error)

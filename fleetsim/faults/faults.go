@@ -6,6 +6,7 @@ package faults
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -106,6 +107,9 @@ type Registry struct {
 	rng    *rand.Rand
 	nextID int
 	armed  []*Fault
+	// spent are faults that fired their Times and were disarmed: still
+	// reported by Fired, so a run can say what it went through.
+	spent []*Fault
 }
 
 // NewRegistry returns an empty registry whose random choices follow seed.
@@ -154,6 +158,21 @@ func (r *Registry) List() []Fault {
 	for _, f := range r.armed {
 		out = append(out, *f)
 	}
+	return out
+}
+
+// Fired returns copies of every fault that fired at least once, armed or
+// spent, in the order they were armed.
+func (r *Registry) Fired() []Fault {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Fault
+	for _, f := range append(append([]*Fault(nil), r.spent...), r.armed...) {
+		if f.Fired > 0 {
+			out = append(out, *f)
+		}
+	}
+	slices.SortFunc(out, func(a, b Fault) int { return a.ID - b.ID })
 	return out
 }
 
@@ -208,6 +227,7 @@ func (r *Registry) fire(f *Fault) {
 		for i, a := range r.armed {
 			if a == f {
 				r.armed = append(r.armed[:i], r.armed[i+1:]...)
+				r.spent = append(r.spent, f)
 				break
 			}
 		}

@@ -8,10 +8,15 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/httpx"
 )
 
-// Mount serves the fault endpoint: GET/POST/DELETE /faults, DELETE /faults/{id}.
+// Mount serves the fault endpoint: GET/POST/DELETE /faults, DELETE
+// /faults/{id}, and GET /faults/fired (every fault that fired, spent ones
+// included).
 func (r *Registry) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /faults", func(w http.ResponseWriter, _ *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, r.List())
+	})
+	mux.HandleFunc("GET /faults/fired", func(w http.ResponseWriter, _ *http.Request) {
+		httpx.WriteJSON(w, http.StatusOK, r.Fired())
 	})
 	mux.HandleFunc("POST /faults", func(w http.ResponseWriter, req *http.Request) {
 		var f Fault

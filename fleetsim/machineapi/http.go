@@ -435,6 +435,7 @@ func (s *Sim) afterMachineSetPatch(c *cluster, old, next *unstructured.Unstructu
 		c.event(fmt.Sprintf("machineset %s: replicas %d -> %d", next.GetName(), oldReplicas, newReplicas))
 		s.reconcileReplicas(c, next)
 	}
+	s.mcoSoon(c)
 }
 
 func asMap(v any) map[string]any {

@@ -82,6 +82,7 @@ type cluster struct {
 	stats  map[string]*MachineSetStats
 	seq    int
 	events []string
+	mco    mcoState
 }
 
 // MachineSetStats counts what happened to one MachineSet.
@@ -116,6 +117,7 @@ func (s *Sim) buildCluster(cs *spec.Cluster) (*cluster, error) {
 		objs:  map[string]map[string]*unstructured.Unstructured{},
 		known: knownImages(cs),
 		stats: map[string]*MachineSetStats{},
+		mco:   mcoState{hot: map[string]hotLoop{}, Patches: map[string]int{}, Refused: map[string]string{}},
 	}
 	golden := cs.GoldenStampedRelease
 	if golden == "" {
@@ -176,6 +178,7 @@ func (s *Sim) buildCluster(cs *spec.Cluster) (*cluster, error) {
 	if golden != cs.Release && cs.GoldenStampAfter.Duration > 0 {
 		s.after(cs.GoldenStampAfter.Duration, func() { s.stampGolden(c) })
 	}
+	s.mcoSoon(c)
 	return c, nil
 }
 
@@ -246,6 +249,7 @@ func (s *Sim) stampGolden(c *cluster) {
 	c.bump(u)
 	c.put(gvKey(fm.GVRConfigMaps), u)
 	c.event("golden record stamped for " + c.spec.Release)
+	s.mcoSoon(c)
 }
 
 // Name implements domain.Domain.

@@ -27,6 +27,16 @@ type ClusterTruth struct {
 	MachineSets map[string]MachineSetTruth `json:"machineSets"`
 	// Events is a short log of what happened (newest last).
 	Events []string `json:"events,omitempty"`
+	// MCO is the boot image controller's work (when the spec turns it on).
+	MCO *MCOTruth `json:"mco,omitempty"`
+}
+
+// MCOTruth is what the MCO's boot image controller did.
+type MCOTruth struct {
+	// Patches counts its patches per MachineSet.
+	Patches map[string]int `json:"patches"`
+	// Refused holds its hot-loop refusal per MachineSet.
+	Refused map[string]string `json:"refused,omitempty"`
 }
 
 // BootImageRecord is the recorded boot image version.
@@ -75,6 +85,16 @@ func (s *Sim) Snapshot() Truth {
 		c := s.clusters[name]
 		ct := ClusterTruth{Release: c.spec.Release, MachineSets: map[string]MachineSetTruth{}}
 		ct.Events = append([]string(nil), c.events...)
+		if c.spec.MCO {
+			mt := &MCOTruth{Patches: map[string]int{}, Refused: map[string]string{}}
+			for k, v := range c.mco.Patches {
+				mt.Patches[k] = v
+			}
+			for k, v := range c.mco.Refused {
+				mt.Refused[k] = v
+			}
+			ct.MCO = mt
+		}
 		if cv := c.get(gvKey(fm.GVRClusterVersions), "", fm.ClusterVersionName); cv != nil {
 			hist, _, _ := unstructured.NestedSlice(cv.Object, "status", "history")
 			if len(hist) > 0 {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -40,20 +39,8 @@ func rackSpec(t *testing.T, zoneKinds ...[]string) *spec.Spec {
 func rackSpecMode(t *testing.T, mode string, zoneKinds ...[]string) *spec.Spec {
 	t.Helper()
 	s := &spec.Spec{Seed: 7, SpeedUp: testSpeedUp, Timings: spec.DefaultTimings()}
-	rack := spec.Rack{ID: "rack-test", MGSSleds: []int{0, 1}, SledAgentMode: mode}
-	for i := 0; i < max(2, len(zoneKinds)); i++ {
-		sl := spec.Sled{
-			ID: uuid.New(), Cubby: i, Serial: fmt.Sprintf("BRM0000%02d", i), Part: "913-0000019",
-			SP: spec.SPFirmware{Active: "1.0.0", Inactive: "0.9.0"}, Host: spec.HostFlash{Slots: [2]string{"1.0.0", "0.9.0"}},
-			Generation: 3,
-		}
-		if i < len(zoneKinds) {
-			for _, k := range zoneKinds[i] {
-				sl.Zones = append(sl.Zones, spec.Zone{ID: uuid.New(), Kind: k})
-			}
-		}
-		rack.Sleds = append(rack.Sleds, sl)
-	}
+	rack := spec.SampleRack("rack-test", zoneKinds...)
+	rack.SledAgentMode = mode
 	s.Racks = []spec.Rack{rack}
 	require.NoError(t, s.Validate())
 	return s

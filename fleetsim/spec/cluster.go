@@ -48,6 +48,11 @@ type Cluster struct {
 	// (MachineConfiguration spec.managedBootImages); nil means All, which
 	// the operator resolves by default on the platforms fleetsim serves.
 	ManagedBootImages *BootImageOptIn `json:"managedBootImages,omitempty"`
+	// MCO turns on the machine-config operator's boot image controller
+	// (DOMAIN.md §I): it patches every opted-in MachineSet to the golden
+	// image and keeps it there. Off by default for now
+	// (fleetsim/DEVIATIONS.md).
+	MCO bool `json:"mco,omitempty"`
 }
 
 // BootImageOptIn is the MachineSet entry of spec.managedBootImages.

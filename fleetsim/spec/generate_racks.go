@@ -99,3 +99,24 @@ func GenerateRacks(nSleds int, seed int64) []Rack {
 	}
 	return []Rack{rack}
 }
+
+// SampleRack is a small rack for tests: sled i runs zoneKinds[i] (at least
+// two sleds, cubbies 0 and 1 run the MGS), every sled at generation 3 with
+// SP 1.0.0 (0.9.0 inactive) and host flash 1.0.0 / 0.9.0.
+func SampleRack(id string, zoneKinds ...[]string) Rack {
+	rack := Rack{ID: id, MGSSleds: []int{0, 1}}
+	for i := 0; i < max(2, len(zoneKinds)); i++ {
+		sl := Sled{
+			ID: uuid.New(), Cubby: i, Serial: fmt.Sprintf("BRM0000%02d", i), Part: "913-0000019",
+			SP: SPFirmware{Active: "1.0.0", Inactive: "0.9.0"}, Host: HostFlash{Slots: [2]string{"1.0.0", "0.9.0"}},
+			Generation: 3,
+		}
+		if i < len(zoneKinds) {
+			for _, k := range zoneKinds[i] {
+				sl.Zones = append(sl.Zones, Zone{ID: uuid.New(), Kind: k})
+			}
+		}
+		rack.Sleds = append(rack.Sleds, sl)
+	}
+	return rack
+}

@@ -25,6 +25,31 @@ type Rack struct {
 	// SledAgentMode is how the rack's sled-agents apply a config (see the
 	// SledAgent* constants). Empty means SledAgentLedgerFirst, today's.
 	SledAgentMode string `json:"sledAgentMode,omitempty"`
+	// Owners are the rack's other writers fleetsim plays (DOMAIN.md §I):
+	// Nexus's target blueprint, blueprint executor and MGS update driver.
+	// Every one is off by default for now (fleetsim/DEVIATIONS.md).
+	Owners RackOwners `json:"owners,omitempty"`
+}
+
+// RackOwners turns on the rack's owners of sled configs and SP updates
+// (package fleetsim/nexus).
+type RackOwners struct {
+	// Nexus serves the lockstep API subset (target blueprint view, set and
+	// enable; blueprint view and import) under /nexus/{rack}/, seeded with an
+	// enabled target blueprint made from the spec, as rack setup leaves it.
+	// The sleds' zones are then configured as that blueprint says (a
+	// filesystem pool, the install dataset image, host phase 2 "current
+	// contents"), so the executor's first push changes nothing.
+	Nexus bool `json:"nexus,omitempty"`
+	// Executor (needs Nexus): while the target is enabled, PUT every sled's
+	// config from the target every Timings.BlueprintExecutorInterval; the
+	// planner marks expunged zones ready for cleanup from inventory; sagas of
+	// expunged, ready Nexus zones go to a running Nexus of the same
+	// nexus_generation.
+	Executor bool `json:"executor,omitempty"`
+	// MGSUpdates (needs Nexus): Nexus's MGS update driver carries out the
+	// target's pending MGS updates of SP firmware.
+	MGSUpdates bool `json:"mgsUpdates,omitempty"`
 }
 
 // Sled-agent modes (DOMAIN.md §D and §H).
@@ -101,6 +126,9 @@ func validateRacks(racks []Rack) error {
 		default:
 			errs = append(errs, fmt.Errorf("rack %q: sledAgentMode %q is not %q or %q", r.ID, r.SledAgentMode,
 				SledAgentLedgerFirst, SledAgentRemoveBeforeLedger))
+		}
+		if (r.Owners.Executor || r.Owners.MGSUpdates) && !r.Owners.Nexus {
+			errs = append(errs, fmt.Errorf("rack %q: owners.executor and owners.mgsUpdates need owners.nexus", r.ID))
 		}
 		cubbies := map[int]bool{}
 		for si, s := range r.Sleds {

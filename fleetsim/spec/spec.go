@@ -45,6 +45,9 @@ type Timings struct {
 	NexusClaimInterval Duration `json:"nexusClaimInterval"`
 	// SagaRunTime is how long a claimed saga runs before it finishes.
 	SagaRunTime Duration `json:"sagaRunTime"`
+	// BlueprintExecutorInterval is how often Nexus's blueprint executor
+	// pushes the target's sled configs (Nexus: every 60 s).
+	BlueprintExecutorInterval Duration `json:"blueprintExecutorInterval"`
 }
 
 // Duration is a time.Duration written as "1.5s" in YAML.
@@ -70,15 +73,16 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // DefaultTimings are the real devices' orders of magnitude (DOMAIN.md).
 func DefaultTimings() Timings {
 	return Timings{
-		FlashBytesPerSecond:  256 << 10,
-		SPResetTime:          Duration{20 * time.Second},
-		HostBootTime:         Duration{3 * time.Minute},
-		Phase2BytesPerSecond: 167 << 10,
-		ZoneRemovalTime:      Duration{5 * time.Second},
-		AgentInstallTime:     Duration{45 * time.Second},
-		MachineBootTime:      Duration{4 * time.Minute},
-		NexusClaimInterval:   Duration{2 * time.Second},
-		SagaRunTime:          Duration{30 * time.Second},
+		FlashBytesPerSecond:       256 << 10,
+		SPResetTime:               Duration{20 * time.Second},
+		HostBootTime:              Duration{3 * time.Minute},
+		Phase2BytesPerSecond:      167 << 10,
+		ZoneRemovalTime:           Duration{5 * time.Second},
+		AgentInstallTime:          Duration{45 * time.Second},
+		MachineBootTime:           Duration{4 * time.Minute},
+		NexusClaimInterval:        Duration{2 * time.Second},
+		SagaRunTime:               Duration{30 * time.Second},
+		BlueprintExecutorInterval: Duration{60 * time.Second},
 	}
 }
 

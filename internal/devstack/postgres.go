@@ -4,6 +4,7 @@
 package devstack
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -147,17 +148,26 @@ func (pg *Postgres) initAndStart(ctx context.Context, owner *user.User) error {
 	if out, err := pg.run(ctx, owner, "initdb", "-D", dataDir, "-A", "trust", "-U", "postgres", "--no-sync"); err != nil {
 		return fmt.Errorf("initdb: %v: %s", err, lastLines(out, 5))
 	}
-	port, err := FreePort()
-	if err != nil {
-		return err
+	// A port picked free may be taken before the server binds it (tests
+	// start many stacks at once): a start that lost it tries another.
+	logPath := filepath.Join(pg.dir, "postgres.log")
+	for attempt := 1; ; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return err
+		}
+		pg.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300", port, pg.dir)
+		out, err := pg.run(ctx, owner, "pg_ctl", "-D", dataDir, "-o", opts, "-l", logPath, "-w", "-t", "60", "start")
+		if err == nil {
+			return nil
+		}
+		if log, _ := os.ReadFile(logPath); attempt < 3 && bytes.Contains(log, []byte("Address already in use")) {
+			_ = os.Truncate(logPath, 0)
+			continue
+		}
+		return fmt.Errorf("pg_ctl start: %v: %s (log: %s)", err, lastLines(out, 5), logPath)
 	}
-	pg.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300", port, pg.dir)
-	out, err := pg.run(ctx, owner, "pg_ctl", "-D", dataDir, "-o", opts, "-l", filepath.Join(pg.dir, "postgres.log"), "-w", "-t", "60", "start")
-	if err != nil {
-		return fmt.Errorf("pg_ctl start: %v: %s (log: %s)", err, lastLines(out, 5), filepath.Join(pg.dir, "postgres.log"))
-	}
-	return nil
 }
 
 // serverUser is who runs the private cluster: initdb refuses root, so as

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -83,6 +82,11 @@ func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Sta
 	if o.WorkerVersion == (WorkerVersion{}) {
 		o.WorkerVersion = defaultVersion(o.BinDir)
 	}
+	if o.UIPort != 0 {
+		if err := CheckPortFree(o.UIPort, "Temporal Web UI"); err != nil {
+			return nil, err
+		}
+	}
 	s := &Stack{opts: o, log: log}
 	defer func() {
 		if err != nil {
@@ -113,19 +117,10 @@ func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Sta
 	log.Info().Str("address", s.Temporal.FrontendHostPort()).Str("ui", s.UIURL).Str("stack", s.temporalKind()).Msg("Temporal up")
 
 	if o.FleetsimSpec != "" {
-		port, err := FreePort()
+		s.Fleetsim, s.FleetsimURL, err = StartFleetsim(ctx, o.Dir, s.Env(), filepath.Join(o.BinDir, "fleetsim"),
+			"--spec", o.FleetsimSpec, "--database-url", s.DatabaseURL)
 		if err != nil {
 			return nil, err
-		}
-		addr := "127.0.0.1:" + strconv.Itoa(port)
-		s.FleetsimURL = "http://" + addr
-		s.Fleetsim, err = StartProc(filepath.Join(o.Dir, "fleetsim.log"), s.Env(),
-			filepath.Join(o.BinDir, "fleetsim"), "--spec", o.FleetsimSpec, "--listen", addr, "--database-url", s.DatabaseURL)
-		if err != nil {
-			return nil, err
-		}
-		if err := WaitHTTP(ctx, s.FleetsimURL+"/healthz", 30*time.Second); err != nil {
-			return nil, fmt.Errorf("fleetsim did not come up (see %s): %w", filepath.Join(o.Dir, "fleetsim.log"), err)
 		}
 		log.Info().Str("url", s.FleetsimURL).Msg("fleetsim up")
 	}

@@ -40,11 +40,19 @@ func Load(path string) (kinds.RolloutInput, error) {
 	if err != nil {
 		return kinds.RolloutInput{}, fmt.Errorf("read plan: %w", err)
 	}
-	return Parse(b)
+	return ParseFile(path, b)
 }
 
-// Parse decodes and validates a plan.
-func Parse(b []byte) (kinds.RolloutInput, error) {
+// Parse decodes and validates a plan read from elsewhere than a file.
+func Parse(b []byte) (kinds.RolloutInput, error) { return ParseFile("", b) }
+
+// ParseFile decodes and validates a plan read from file; each error names
+// the file, line and stage to fix.
+func ParseFile(file string, b []byte) (kinds.RolloutInput, error) {
+	pos := readPositions(file, b)
+	if errs := pos.unknownKeys(b); len(errs) > 0 {
+		return kinds.RolloutInput{}, fmt.Errorf("invalid plan: %w", errors.Join(errs...))
+	}
 	var f File
 	if err := yaml.UnmarshalStrict(b, &f); err != nil {
 		return kinds.RolloutInput{}, fmt.Errorf("plan: %w", err)
@@ -65,7 +73,7 @@ func Parse(b []byte) (kinds.RolloutInput, error) {
 			}
 			u, err := decodeUpdate(info, raw)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("stages[%d] (%s) updates[%d]: %w", i, st.Name, j, err))
+				errs = append(errs, fmt.Errorf("%s: %w", pos.update(i, j, unknownField(err)), err))
 				undecoded[i] = true
 				continue
 			}
@@ -73,7 +81,9 @@ func Parse(b []byte) (kinds.RolloutInput, error) {
 		}
 		in.Stages = append(in.Stages, out)
 	}
-	errs = append(errs, in.ValidateDecoded(undecoded))
+	if err := in.ValidateDecoded(undecoded); err != nil {
+		errs = append(errs, pos.locateAll(err)...)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return in, fmt.Errorf("invalid plan: %w", err)
 	}

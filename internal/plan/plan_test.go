@@ -77,11 +77,11 @@ func TestParseReportsOneLinePerRealError(t *testing.T) {
 		want []string
 	}{
 		"unknown kind": {"name: x\nstages: [{name: s, kind: nope, concurrency: 1, updates: [{}]}]\n",
-			[]string{`invalid plan: stages[0] (s): unknown or unavailable kind "nope"`}},
+			[]string{`invalid plan: line 2: stage "s" (stages[0]): unknown or unavailable kind "nope"`}},
 		"unknown kind with exclusive": {"name: x\nstages: [{name: s, kind: nope, concurrency: 1, exclusive: [[a, b]], updates: [{}]}]\n",
-			[]string{`invalid plan: stages[0] (s): unknown or unavailable kind "nope"`}},
+			[]string{`invalid plan: line 2: stage "s" (stages[0]): unknown or unavailable kind "nope"`}},
 		"bad input and no concurrency": {"name: x\nstages: [{name: s, kind: bootimage-bump, concurrency: 0, updates: [{cluster: c, colour: red}]}]\n",
-			[]string{`invalid plan: stages[0] (s) updates[0]: bad input: json: unknown field "colour"`, "stages[0] (s): concurrency must be >= 1"}},
+			[]string{`invalid plan: line 2: stage "s" (stages[0]) updates[0]: bad input: json: unknown field "colour"`, `line 2: stage "s" (stages[0]): concurrency must be >= 1`}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml))
@@ -89,4 +89,34 @@ func TestParseReportsOneLinePerRealError(t *testing.T) {
 			require.Equal(t, tc.want, strings.Split(err.Error(), "\n"))
 		})
 	}
+}
+
+// Issue 28: a typo in a plan names the file, the line and the stage, where
+// it used to read "error unmarshaling JSON" with neither.
+func TestParseFileNamesFileLineAndStage(t *testing.T) {
+	plan := `name: q3
+stages:
+- name: sp
+  kind: sp-firmware
+  concurency: 2
+  updates:
+  - sp: {type: sled, slot: 0, serial: S0}
+    artifact: {version: 1.1.0, sha256: ` + sha + `, path: /a/sp.img}
+- name: cluster
+  kind: bootimage-bump
+  concurrency: 1
+  updates:
+  - cluster: prod
+  - cluster: test
+    settleIntervall: 1m
+`
+	_, err := ParseFile("q3.yaml", []byte(plan))
+	require.EqualError(t, err, `invalid plan: q3.yaml:5: stage "sp" (stages[0]): unknown field "concurency"`)
+
+	fixed := strings.Replace(plan, "concurency", "concurrency", 1)
+	_, err = ParseFile("q3.yaml", []byte(fixed))
+	require.EqualError(t, err, `invalid plan: q3.yaml:15: stage "cluster" (stages[1]) updates[1]: bad input: json: unknown field "settleIntervall"`)
+
+	_, err = ParseFile("q3.yaml", []byte(strings.Replace(fixed, "settleIntervall", "settleInterval", 1)+"- name: empty\n  kind: zone-expunge\n  concurrency: 1\n"))
+	require.EqualError(t, err, `invalid plan: q3.yaml:16: stage "empty" (stages[2]): no updates`)
 }

@@ -17,8 +17,9 @@ func contractCheck(t testing.TB) func(api, prefix string, h http.Handler) http.H
 	rep := &afterTestReporter{t: t}
 	t.Cleanup(rep.stop) // registered first: runs after fleetsim is closed
 	contracts := map[string]*openapi.Contract{
-		"mgs":        openapi.MustLoad(openapi.MGS),
-		"sled-agent": openapi.MustLoad(openapi.SledAgent),
+		"mgs":            openapi.MustLoad(openapi.MGS),
+		"sled-agent":     openapi.MustLoad(openapi.SledAgent),
+		"nexus-lockstep": openapi.MustLoad(openapi.NexusLockstep),
 	}
 	return func(api, prefix string, h http.Handler) http.Handler {
 		c := contracts[api]

@@ -16,6 +16,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/logging"
+	"github.com/fleetsaga/fleetsaga/internal/urlfile"
 )
 
 type usageError struct{ error }
@@ -36,6 +37,7 @@ func newRoot() *cobra.Command {
 	var (
 		specPath string
 		listen   string
+		urlFile  string
 		dbURL    string
 		speedUp  float64
 		seed     int64
@@ -76,6 +78,12 @@ func newRoot() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if urlFile != "" {
+				if err := urlfile.Write(urlFile, srv.URL); err != nil {
+					srv.Close()
+					return err
+				}
+			}
 			log.Info().Str("url", srv.URL).Int64("seed", s.Seed).Float64("speed_up", s.SpeedUp).Msg("fleetsim serving")
 			<-ctx.Done()
 			return srv.Close()
@@ -83,12 +91,13 @@ func newRoot() *cobra.Command {
 	}
 	f := root.Flags()
 	f.StringVar(&specPath, "spec", os.Getenv("FLEETSIM_SPEC"), "fleet spec YAML (env FLEETSIM_SPEC)")
-	f.StringVar(&listen, "listen", "127.0.0.1:8470", "listen address")
+	f.StringVar(&listen, "listen", "127.0.0.1:8470", "listen address (port 0: one the system picks; see --url-file)")
+	f.StringVar(&urlFile, "url-file", "", "write the URL fleetsim serves on to this file once it listens")
 	f.StringVar(&dbURL, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL for simulated Nexus sagas (env DATABASE_URL; empty disables Nexus simulation)")
 	f.Float64Var(&speedUp, "speed-up", 1, "override the spec's speed-up factor")
 	f.Int64Var(&seed, "seed", 0, "override the spec's seed")
 	f.StringVar(&logLevel, "log-level", "info", "log level")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newGen(), newArtifact())
+	root.AddCommand(newGen(), newArtifact(), newFaults())
 	return root
 }

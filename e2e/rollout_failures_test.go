@@ -1,0 +1,68 @@
+package e2e
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/devstack"
+)
+
+// Issue 28: a failed rollout said only "stage sp-firmware: 1 failed,
+// budget 0 (FailureBudgetExceeded)"; which update failed and why took a
+// `list` and a `status` of the child. watch, status and --json now name it.
+func TestFailedRolloutNamesItsFailedUpdateAndWhy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	s, err := spec.Generate(spec.GenerateOptions{Sleds: 4, Servers: 1, Seed: 5, SpeedUp: 30})
+	require.NoError(t, err)
+	stack := startStackOn(t, devstack.TemporalDev, s, 1, 0)
+	op := operator{t, stack}
+	img := spImage(t, "1.1.0")
+	b, err := os.ReadFile(img)
+	require.NoError(t, err)
+	sum := sha256.Sum256(b)
+	update := func(slot int, serial string) string {
+		return fmt.Sprintf("  - sp: {type: sled, slot: %d, serial: %s}\n    artifact: {version: 1.1.0, sha256: %s, path: %s}\n"+
+			"    timing: {pollInterval: 250ms, attemptDelay: 1s, resetRetryInterval: 1s}\n", slot, serial, hex.EncodeToString(sum[:]), img)
+	}
+	plan := "name: e2e-failing\nstages:\n- name: firmware\n  kind: sp-firmware\n  concurrency: 1\n  failureBudget: 0\n  updates:\n" +
+		update(1, "BRM-NOT-THIS-ONE")
+	path := filepath.Join(t.TempDir(), "plan.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(plan), 0o644))
+	id := "fleetsaga/rollout/plan/e2e-failing"
+
+	require.Equal(t, 0, op.run("rollout", path).code)
+	w := op.run("watch", id)
+	require.Equal(t, 1, w.code, "watch of a failed rollout: %s", w.stderr)
+	t.Logf("watch printed:\n%s%s", w.stdout, w.stderr)
+	require.Contains(t, w.stdout, "failed updates:")
+	require.Regexp(t, `sp-firmware +sp/sled/1 +failed +WrongDevice +\S`, w.stdout)
+
+	st := op.run("status", id)
+	require.Equal(t, 0, st.code, st.stderr)
+	require.Regexp(t, `sp-firmware +sp/sled/1 +failed +WrongDevice +\S`, st.stdout)
+
+	var v struct {
+		FailedUpdates []failedUpdateJSON `json:"failedUpdates"`
+	}
+	op.json(&v, "status", id)
+	require.Len(t, v.FailedUpdates, 1)
+	require.Equal(t, "sp/sled/1", v.FailedUpdates[0].Target)
+	require.Equal(t, "WrongDevice", v.FailedUpdates[0].Outcome)
+	require.Contains(t, v.FailedUpdates[0].Reason, "BRM-NOT-THIS-ONE", "the reason says what was wrong")
+	require.NotContains(t, v.FailedUpdates[0].Reason, "\n")
+}
+
+type failedUpdateJSON struct {
+	Target  string `json:"target"`
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason"`
+}
