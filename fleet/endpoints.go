@@ -30,9 +30,9 @@ type Endpoints struct {
 	// owner is known, and zone expunge writes sled configs itself (only
 	// right on a rack with no blueprint executor; docs/DEPLOYING.md).
 	NexusLockstep string `json:"nexusLockstep,omitempty"`
-	CNAPI   string `json:"cnapi"`
-	SAPI    string `json:"sapi"`
-	IMGAPI  string `json:"imgapi"`
+	CNAPI         string `json:"cnapi"`
+	SAPI          string `json:"sapi"`
+	IMGAPI        string `json:"imgapi"`
 	// Kube is a multi-cluster Kubernetes API root for the machine API
 	// ({Kube}/clusters/{name}).
 	Kube string `json:"kube"`
