@@ -251,10 +251,18 @@ type ZoneOwnerCleanupResult struct {
 func (a *ZoneActivities) AwaitOwnerCleanup(ctx context.Context, in ZoneOwnerCleanupInput) (ZoneOwnerCleanupResult, error) {
 	var out ZoneOwnerCleanupResult
 	every := max(in.PollInterval, 10*time.Millisecond)
-	var last string
+	// known are the expunged Nexus's sagas seen so far: those it held before
+	// its expunge became the target, and those still on it at each look
+	// (it claimed more until it was removed). Kept in the heartbeat, so a
+	// retry on another worker knows them too.
+	var hb ownerCleanupHeartbeat
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &hb)
+	}
+	hb.Known = union(hb.Known, in.Sagas)
 	for {
-		activity.RecordHeartbeat(ctx, last)
-		done, why, err := a.ownerCleanedUp(ctx, in, &out)
+		activity.RecordHeartbeat(ctx, hb)
+		done, why, err := a.ownerCleanedUp(ctx, in, &hb, &out)
 		if err != nil {
 			var app *temporal.ApplicationError
 			if errors.As(err, &app) && app.NonRetryable() {
@@ -265,11 +273,11 @@ func (a *ZoneActivities) AwaitOwnerCleanup(ctx context.Context, in ZoneOwnerClea
 		if done {
 			return out, nil
 		}
-		last = why
+		hb.Last = why
 		if time.Now().After(in.Deadline) {
 			return out, zoneFail(failure.OwnerCleanupTimedOut,
 				"Nexus did not finish zone %s's expunge by %s (last: %s); the expunge is in the target blueprint, running it again resumes the proof",
-				in.Zone, in.Deadline.Format(time.RFC3339), last)
+				in.Zone, in.Deadline.Format(time.RFC3339), hb.Last)
 		}
 		if err := activities.SleepCtx(ctx, every); err != nil {
 			return out, err
@@ -277,8 +285,31 @@ func (a *ZoneActivities) AwaitOwnerCleanup(ctx context.Context, in ZoneOwnerClea
 	}
 }
 
-// ownerCleanedUp is one look at the target and the saga table.
-func (a *ZoneActivities) ownerCleanedUp(ctx context.Context, in ZoneOwnerCleanupInput, out *ZoneOwnerCleanupResult) (bool, string, error) {
+// ownerCleanupHeartbeat is AwaitOwnerCleanup's heartbeat.
+type ownerCleanupHeartbeat struct {
+	Known []uuid.UUID `json:"known,omitempty"`
+	Last  string      `json:"last,omitempty"`
+}
+
+// union adds the IDs of b missing from a.
+func union(a, b []uuid.UUID) []uuid.UUID {
+	for _, id := range b {
+		if !slices.Contains(a, id) {
+			a = append(a, id)
+		}
+	}
+	return a
+}
+
+// ownerCleanedUp is one look at the saga table and the target.
+func (a *ZoneActivities) ownerCleanedUp(ctx context.Context, in ZoneOwnerCleanupInput, hb *ownerCleanupHeartbeat, out *ZoneOwnerCleanupResult) (bool, string, error) {
+	if in.Nexus && a.Nexus != nil {
+		still, err := a.Nexus.UnfinishedSagas(ctx, in.Zone)
+		if err != nil {
+			return false, "", err
+		}
+		hb.Known = union(hb.Known, still)
+	}
 	v, err := a.owner(ctx, in.Sled)
 	if err != nil {
 		return false, "", err
@@ -309,13 +340,13 @@ func (a *ZoneActivities) ownerCleanedUp(ctx context.Context, in ZoneOwnerCleanup
 		return false, fmt.Sprintf("%d unfinished sagas still on expunged Nexus %s (Nexus reassigns them)", left, in.Zone), nil
 	}
 	gen, _ := v.bp.NexusGenerationOf(in.Zone)
-	owners, err := a.Nexus.SagaOwners(ctx, in.Sagas)
+	owners, err := a.Nexus.SagaOwners(ctx, hb.Known)
 	if err != nil {
 		return false, "", err
 	}
 	count := map[uuid.UUID]int{}
 	out.SagasMoved = out.SagasMoved[:0]
-	for _, id := range in.Sagas {
+	for _, id := range hb.Known {
 		o, ok := owners[id]
 		if !ok || o.Sec == uuid.Nil || o.Sec == in.Zone {
 			continue
@@ -345,5 +376,5 @@ func (a *ZoneActivities) ownerCleanedUp(ctx context.Context, in ZoneOwnerCleanup
 	}
 	return true, "", a.event(ctx, in.AttemptID, "zone.owner.sagas", "", fmt.Sprintf(
 		"target blueprint %s has zone %s ready for cleanup; no unfinished saga left on it; Nexus moved %d of its %d sagas to Nexus of generation %d (%s)",
-		v.target.TargetID, in.Zone, len(out.SagasMoved), len(in.Sagas), gen, out.NewOwner))
+		v.target.TargetID, in.Zone, len(out.SagasMoved), len(hb.Known), gen, out.NewOwner))
 }

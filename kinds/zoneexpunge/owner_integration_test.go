@@ -54,6 +54,13 @@ func TestZoneExpungeThroughNexusOwner(t *testing.T) {
 		10*time.Second, 10*time.Millisecond)
 	first := nexusTruth(t, sim).Target.TargetID
 
+	// The dry run names the owner and the mode.
+	za := zoneexpunge.NewZoneActivities(env.Store, env.Endpoints(sim), nil, "test")
+	row, err := za.PlanZoneExpunge(context.Background(), zoneexpunge.ZonePrecheckInput{UpdateID: "dry", Sled: r.sledA, Zone: r.nexusA})
+	require.NoError(t, err)
+	assert.Contains(t, row.Reason, "mode owner (through target blueprint "+first.String()+")")
+	assert.Contains(t, row.Reason, "Nexus moves its sagas to another Nexus of that generation")
+
 	in := r.input()
 	in.Timing.OwnerTimeout = 2 * time.Minute
 	run := startZoneExpunge(t, env, in)
@@ -177,6 +184,10 @@ func TestZoneExpungeDirectStopsWhenAnotherWriterChangesTheConfig(t *testing.T) {
 	}, 20*time.Second, 10*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	row, err := zoneexpunge.NewZoneActivities(env.Store, env.Endpoints(sim), nil, "test").PlanZoneExpunge(ctx,
+		zoneexpunge.ZonePrecheckInput{UpdateID: "dry", Sled: r.sledA, Zone: r.nexusA})
+	require.NoError(t, err)
+	assert.Contains(t, row.Reason, "mode direct (fleetsaga writes the sled's config): no Nexus lockstep API answers")
 	other := sledagent.New(sledURL(t, ndb, r.sledA), nil)
 	inv, err := other.InventoryOf(ctx, r.sledA)
 	require.NoError(t, err)

@@ -76,7 +76,7 @@ func (w *zoneExpunge) recordIntent(ctx workflow.Context, pre ZonePrecheck) (ledg
 // other writer and it rebases past the sled's generation.
 func (w *zoneExpunge) removeZone(ctx workflow.Context, asOf uint64, resumed bool) (uint64, error) {
 	for {
-		w.life.Phase(ctx, ZonePhaseRemovingZone)
+		w.life.Phase(ctx, ZonePhaseRemovingZone, w.modeDetail())
 		deadline := workflow.Now(ctx).Add(w.timing.PutTimeout)
 		// A cancel waits for the PUT to stop, then asks the sled.
 		actx := workflow.WithActivityOptions(workflows.AwaitCancel(ctx), workflow.ActivityOptions{
@@ -147,7 +147,7 @@ const ownerStepTimeout = 10 * time.Minute
 // generation and the Nexus's unfinished sagas just before.
 func (w *zoneExpunge) expungeThroughOwner(ctx workflow.Context, asOf uint64) (uint64, []uuid.UUID, error) {
 	for {
-		w.life.Phase(ctx, ZonePhaseRemovingZone)
+		w.life.Phase(ctx, ZonePhaseRemovingZone, w.modeDetail())
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout:    ownerStepTimeout,
 			ScheduleToCloseTimeout: w.timing.PutTimeout + ownerStepTimeout,
@@ -178,7 +178,7 @@ func (w *zoneExpunge) expungeThroughOwner(ctx workflow.Context, asOf uint64) (ui
 // marks the zone ready for cleanup and (a Nexus zone) moves its sagas to a
 // Nexus of the same generation; the activity proves both.
 func (w *zoneExpunge) awaitOwner(ctx workflow.Context, asOf uint64, sagas []uuid.UUID) error {
-	w.life.Phase(ctx, ZonePhaseAwaitingOwner)
+	w.life.Phase(ctx, ZonePhaseAwaitingOwner, w.modeDetail())
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    w.timing.OwnerTimeout + 2*time.Minute,
 		ScheduleToCloseTimeout: w.timing.OwnerTimeout + 10*time.Minute,
@@ -303,6 +303,14 @@ func (w *zoneExpunge) commit(ctx workflow.Context) error {
 	}
 	w.result.Outcome, w.message = ZoneOutcomeExpunged, msg
 	return nil
+}
+
+// modeDetail is the Web UI's detail line: who writes the sled's config.
+func (w *zoneExpunge) modeDetail() string {
+	if w.result.Mode == "" {
+		return ""
+	}
+	return fmt.Sprintf("mode %s (%s)", w.result.Mode, w.result.ModeReason)
 }
 
 func (w *zoneExpunge) deviceOptions(ctx workflow.Context, summary string) workflow.Context {
