@@ -117,6 +117,12 @@ func (a *LedgerActivities) AppendEvent(ctx context.Context, e ledger.Event) erro
 // that current run still owns the attempt. A fresh start under the same
 // workflow ID is a new chain (another first run ID) and does not. A running
 // owner, or one Temporal cannot tell about, keeps the attempt.
+// ReleaseAbandoned releases busy's attempt when the workflow that recorded
+// it has closed without ending it (for another kind's ledger activities).
+func ReleaseAbandoned(ctx context.Context, a *LedgerActivities, busy *ledger.ErrTargetBusy) bool {
+	return a.releaseAbandoned(ctx, busy)
+}
+
 func (a *LedgerActivities) releaseAbandoned(ctx context.Context, busy *ledger.ErrTargetBusy) bool {
 	if a.Temporal == nil || busy.WorkflowID == "" {
 		return false
@@ -150,7 +156,7 @@ func (a *LedgerActivities) ownerClosed(ctx context.Context, busy *ledger.ErrTarg
 			return false, ""
 		default:
 			info := desc.GetWorkflowExecutionInfo()
-			if running(info.GetStatus()) {
+			if Running(info.GetStatus()) {
 				return false, ""
 			}
 			if info.GetFirstRunId() != "" {
@@ -169,7 +175,7 @@ func (a *LedgerActivities) ownerClosed(ctx context.Context, busy *ledger.ErrTarg
 	if err == nil {
 		info := cur.GetWorkflowExecutionInfo()
 		sameChain := busy.RunID == "" || info.GetFirstRunId() == chain || info.GetExecution().GetRunId() == busy.RunID
-		if sameChain && running(info.GetStatus()) {
+		if sameChain && Running(info.GetStatus()) {
 			return false, ""
 		}
 		if sameChain {
@@ -181,7 +187,7 @@ func (a *LedgerActivities) ownerClosed(ctx context.Context, busy *ledger.ErrTarg
 
 // running: the owner may still write the attempt (unspecified is treated as
 // running, to keep the attempt when Temporal cannot tell).
-func running(s enumspb.WorkflowExecutionStatus) bool {
+func Running(s enumspb.WorkflowExecutionStatus) bool {
 	return s == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || s == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED
 }
 
@@ -229,5 +235,5 @@ func (a *LedgerActivities) WorkflowRunning(ctx context.Context, id string) (bool
 	if err != nil {
 		return false, err
 	}
-	return running(desc.GetWorkflowExecutionInfo().GetStatus()), nil
+	return Running(desc.GetWorkflowExecutionInfo().GetStatus()), nil
 }

@@ -13,11 +13,11 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/client"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
 	"github.com/fleetsaga/fleetsaga/fleetsim/dc"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -47,9 +47,9 @@ func (agentDriver) deviceTime(s *spec.Spec) (time.Duration, string) { return age
 // concurrency p, as `starter agent-install --all --concurrency p` would.
 func (agentDriver) run(ctx context.Context, c client.Client, n, p int) (outcome, error) {
 	out := outcome{Mode: fmt.Sprintf("one AgentInstall, concurrency %d", p), Workflows: 1}
-	in := workflows.AgentInstallInput{
-		Agents:      []activities.AgentRequest{{Name: benchAgent}},
-		Selection:   activities.ServerSelection{All: true},
+	in := agents.AgentInstallInput{
+		Agents:      []agents.AgentRequest{{Name: benchAgent}},
+		Selection:   agents.ServerSelection{All: true},
 		Concurrency: p,
 	}
 	if err := in.Validate(); err != nil {
@@ -59,11 +59,11 @@ func (agentDriver) run(ctx context.Context, c client.Client, n, p int) (outcome,
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: workflows.WorkflowID(kind, in.Target()), TaskQueue: workflows.TaskQueue,
 		TypedSearchAttributes: workflows.StartAttributes(kind, in.Target(), in.ArtifactVersion()),
-	}, workflows.AgentInstall, in)
+	}, agents.AgentInstall, in)
 	if err != nil {
 		return out, err
 	}
-	var res workflows.AgentInstallResult
+	var res agents.AgentInstallResult
 	err = run.Get(ctx, &res)
 	out.Completed = res.Installed + res.Verified
 	out.Failed = res.Failed + res.NotStarted

@@ -21,6 +21,7 @@ import (
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -37,11 +38,11 @@ const maxPlanUpdates = 400
 // speed-up as the devices. Failure-detection bounds (heartbeat, progress
 // and takeover timeouts) keep their defaults: they cost nothing when all
 // goes well.
-func spTiming(speedUp float64) workflows.MGSTiming {
+func spTiming(speedUp float64) mgsupdate.MGSTiming {
 	scale := func(d time.Duration) time.Duration {
 		return max(time.Duration(float64(d)/speedUp), 10*time.Millisecond)
 	}
-	return workflows.MGSTiming{
+	return mgsupdate.MGSTiming{
 		PollInterval: scale(3 * time.Second),
 		AttemptDelay: scale(60 * time.Second),
 	}
@@ -52,7 +53,7 @@ type spDriver struct {
 
 	mu       sync.Mutex
 	image    []byte
-	artifact workflows.Artifact
+	artifact mgsupdate.Artifact
 	sleds    []spec.Sled
 	speedUp  float64
 }
@@ -98,7 +99,7 @@ func (d *spDriver) writeArtifact() error {
 	if err := os.WriteFile(path, d.image, 0o644); err != nil {
 		return err
 	}
-	d.artifact = workflows.Artifact{Version: spTargetVersion, SHA256: simmgs.SHA256Hex(d.image), Path: path}
+	d.artifact = mgsupdate.Artifact{Version: spTargetVersion, SHA256: simmgs.SHA256Hex(d.image), Path: path}
 	return nil
 }
 
@@ -106,9 +107,9 @@ func (d *spDriver) deviceTime(s *spec.Spec) (time.Duration, string) {
 	return spDeviceTime(s, int64(len(d.image)))
 }
 
-func (d *spDriver) input(s spec.Sled) workflows.SPFirmwareInput {
-	return workflows.SPFirmwareInput{
-		SP:       workflows.SPTarget{Type: mgs.SpTypeSled, Slot: uint16(s.Cubby), Serial: s.Serial, Part: s.Part},
+func (d *spDriver) input(s spec.Sled) mgsupdate.SPFirmwareInput {
+	return mgsupdate.SPFirmwareInput{
+		SP:       mgsupdate.SPTarget{Type: mgs.SpTypeSled, Slot: uint16(s.Cubby), Serial: s.Serial, Part: s.Part},
 		Artifact: d.artifact,
 		Timing:   spTiming(d.speedUp),
 	}
@@ -221,7 +222,7 @@ func (d *spDriver) runDirect(ctx context.Context, c client.Client, sleds []spec.
 			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 				ID: workflows.WorkflowID(workflows.KindSPFirmware, in.Target()), TaskQueue: workflows.TaskQueue,
 				TypedSearchAttributes: workflows.StartAttributes(workflows.KindSPFirmware, in.Target(), spTargetVersion),
-			}, workflows.SPFirmwareUpdate, in)
+			}, mgsupdate.SPFirmwareUpdate, in)
 			if err == nil {
 				err = run.Get(ctx, nil)
 			}

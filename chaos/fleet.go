@@ -13,7 +13,7 @@ import (
 	fmgs "github.com/fleetsaga/fleetsaga/fleet/mgs"
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
-	"github.com/fleetsaga/fleetsaga/workflows"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 )
 
 // Versions the chaos rollout installs (the generated fleet is one step
@@ -36,9 +36,9 @@ var platforms = []string{spec.PlatformAWS, spec.PlatformGCP, spec.PlatformAzure,
 type fleet struct {
 	spec      *spec.Spec
 	specPath  string
-	spImage   workflows.Artifact
-	hostP1    workflows.Artifact
-	hostP2    workflows.Artifact
+	spImage   mgsupdate.Artifact
+	hostP1    mgsupdate.Artifact
+	hostP2    mgsupdate.Artifact
 	agentNew  map[string]spec.Image // agent name → its new image
 	agentOld  map[string]spec.Image
 	clusterOf map[string]spec.Cluster
@@ -101,19 +101,19 @@ func newFleet(cfg Config, dir string) (*fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.spImage = workflows.Artifact{Version: spTargetVersion, SHA256: sum, Path: spPath}
+	f.spImage = mgsupdate.Artifact{Version: spTargetVersion, SHA256: sum, Path: spPath}
 	p2 := simmgs.MakePhase2Image(hostTargetVersion, phase2Size)
 	p2Path := filepath.Join(adir, "host-phase2-"+hostTargetVersion+".img")
 	if err := os.WriteFile(p2Path, p2, 0o644); err != nil {
 		return nil, err
 	}
-	f.hostP2 = workflows.Artifact{Version: hostTargetVersion, SHA256: simmgs.SHA256Hex(p2), Path: p2Path}
+	f.hostP2 = mgsupdate.Artifact{Version: hostTargetVersion, SHA256: simmgs.SHA256Hex(p2), Path: p2Path}
 	p1Path := filepath.Join(adir, "host-phase1-"+hostTargetVersion+".img")
 	p1sum, err := simmgs.WriteImageFile(p1Path, simmgs.ImageHeader{Component: simmgs.CompHost, Version: hostTargetVersion, Phase2: f.hostP2.SHA256}, hostImageSize)
 	if err != nil {
 		return nil, err
 	}
-	f.hostP1 = workflows.Artifact{Version: hostTargetVersion, SHA256: p1sum, Path: p1Path}
+	f.hostP1 = mgsupdate.Artifact{Version: hostTargetVersion, SHA256: p1sum, Path: p1Path}
 	return f, nil
 }
 
@@ -146,6 +146,6 @@ func pick(rng *rand.Rand, n, k int) []int {
 	return out
 }
 
-func spTarget(s spec.Sled) workflows.SPTarget {
-	return workflows.SPTarget{Type: fmgs.SpTypeSled, Slot: uint16(s.Cubby), Serial: s.Serial, Part: s.Part}
+func spTarget(s spec.Sled) mgsupdate.SPTarget {
+	return mgsupdate.SPTarget{Type: fmgs.SpTypeSled, Slot: uint16(s.Cubby), Serial: s.Serial, Part: s.Part}
 }

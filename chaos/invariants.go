@@ -13,6 +13,8 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/dc"
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -204,7 +206,7 @@ func checkSPs(e *evidence, iv *invariant) {
 		}
 		// SP firmware.
 		if contains(e.expect.spSleds, c) {
-			target := workflows.SPFirmwareTarget("sled", uint16(c))
+			target := mgsupdate.SPFirmwareTarget("sled", uint16(c))
 			a := e.latest(workflows.KindSPFirmware, target)
 			onTarget := sp.SP.Active.Version == spTargetVersion
 			switch {
@@ -223,7 +225,7 @@ func checkSPs(e *evidence, iv *invariant) {
 		booted := h.State == simmgs.HostRunning && h.Slots[h.BootedSlot].Version == hostTargetVersion &&
 			strings.EqualFold(h.BootedPhase2, e.fleet.hostP2.SHA256)
 		if contains(e.expect.hostSleds, c) {
-			target := workflows.HostFlashTarget(uint16(c))
+			target := mgsupdate.HostFlashTarget(uint16(c))
 			a := e.latest(workflows.KindHostFlash, target)
 			switch {
 			case a == nil:
@@ -301,7 +303,7 @@ func checkAgents(e *evidence, iv *invariant) {
 	before := serversByUUID(e.before)
 	for _, s := range e.after.DC.Servers {
 		iv.Checked++
-		target := workflows.ServerTarget(s.UUID)
+		target := agents.ServerTarget(s.UUID)
 		atts := e.byTarget[target]
 		actual, record, was := agentsByName(s.Agents), agentsByName(s.Record), agentsByName(before[s.UUID].Agents)
 		intent := map[string]uuid.UUID{}

@@ -14,6 +14,8 @@ import (
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/sled"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -59,28 +61,28 @@ func cleanEvidence() *evidence {
 		}
 		return m
 	}
-	agents := func(img uuid.UUID) []triton.Agent {
+	agentsAt := func(img uuid.UUID) []triton.Agent {
 		return []triton.Agent{{Name: "vm-agent", ImageUUID: img, UUID: tInst}}
 	}
 	before := &truth{
 		MGS:     simmgs.Truth{Racks: []simmgs.RackTruth{{SPs: []simmgs.SPTruth{spTruth("1.0.0")}}}},
 		Sled:    sled.Truth{Sleds: []sled.SledTruth{{ID: tSled, Zones: []sled.ZoneTruth{{ID: tZone, Kind: "nexus"}}}}},
-		DC:      dc.Truth{Servers: []dc.ServerTruth{{UUID: tServer, Agents: agents(tOldImg), Record: agents(tOldImg), Instances: []dc.InstanceTruth{{UUID: tInst, Service: "vm-agent", ImageUUID: tOldImg}}}}},
+		DC:      dc.Truth{Servers: []dc.ServerTruth{{UUID: tServer, Agents: agentsAt(tOldImg), Record: agentsAt(tOldImg), Instances: []dc.InstanceTruth{{UUID: tInst, Service: "vm-agent", ImageUUID: tOldImg}}}}},
 		Machine: simmachine.Truth{Clusters: map[string]simmachine.ClusterTruth{"c0": {MachineSets: machines("ami-old", 1)}}},
 	}
 	after := &truth{
 		MGS:  simmgs.Truth{Racks: []simmgs.RackTruth{{SPs: []simmgs.SPTruth{spTruth(spTargetVersion, delivery(tAttempt, t0, time.Second))}}}},
 		Sled: sled.Truth{Sleds: []sled.SledTruth{{ID: tSled}}, Nexus: []sled.NexusTruth{{ZoneID: tNexusOld, StoppedAt: &stopped, SagasCreated: 1}, {ZoneID: tNexusNew, Running: true}}},
-		DC: dc.Truth{Servers: []dc.ServerTruth{{UUID: tServer, Agents: agents(tNewImg), Record: agents(tNewImg), Instances: []dc.InstanceTruth{{UUID: tInst, Service: "vm-agent", ImageUUID: tNewImg}}}},
+		DC: dc.Truth{Servers: []dc.ServerTruth{{UUID: tServer, Agents: agentsAt(tNewImg), Record: agentsAt(tNewImg), Instances: []dc.InstanceTruth{{UUID: tInst, Service: "vm-agent", ImageUUID: tNewImg}}}},
 			Installs: []dc.InstallRecord{{ServerUUID: tServer, ImageUUID: tNewImg, Outcome: "complete"}}},
 		Machine: simmachine.Truth{Clusters: map[string]simmachine.ClusterTruth{"c0": {MachineSets: machines("ami-old", 1)}}},
 	}
-	spID := workflows.WorkflowID(workflows.KindSPFirmware, workflows.SPFirmwareTarget("sled", 3))
+	spID := workflows.WorkflowID(workflows.KindSPFirmware, mgsupdate.SPFirmwareTarget("sled", 3))
 	zoneID := workflows.WorkflowID(workflows.KindZoneExpunge, zoneexpunge.ZoneExpungeTarget(tZone))
 	bumpID := workflows.WorkflowID(workflows.KindBootImageBump, "cluster/c0")
 	sec := tNexusNew
 	return &evidence{
-		fleet: &fleet{hostP2: workflows.Artifact{SHA256: "p2"}, agentNew: map[string]spec.Image{"vm-agent": {UUID: tNewImg}},
+		fleet: &fleet{hostP2: mgsupdate.Artifact{SHA256: "p2"}, agentNew: map[string]spec.Image{"vm-agent": {UUID: tNewImg}},
 			clusterOf: map[string]spec.Cluster{"c0": cluster}},
 		expect: &expectations{spSleds: []int{3}, zones: []uuid.UUID{tZone}, agents: []string{"vm-agent"}, clusters: []string{"c0"},
 			offline: map[uuid.UUID]bool{}, canaryFailed: map[string]bool{"c0": true}, updateIDs: []string{spID, zoneID, bumpID}},
@@ -88,7 +90,7 @@ func cleanEvidence() *evidence {
 		attempts: []attempt{
 			{ID: tAttempt, UpdateID: spID, Attempt: 1, Kind: "sp-firmware", Target: "sp/sled/3", State: "completed"},
 			{ID: uuid.New(), UpdateID: zoneID, Attempt: 1, Kind: "zone-expunge", Target: "zone/" + tZone.String(), State: "completed"},
-			{ID: uuid.New(), UpdateID: "agent-srv", Attempt: 1, Kind: "agent-install", Target: workflows.ServerTarget(tServer), State: "completed"},
+			{ID: uuid.New(), UpdateID: "agent-srv", Attempt: 1, Kind: "agent-install", Target: agents.ServerTarget(tServer), State: "completed"},
 			{ID: uuid.New(), UpdateID: bumpID, Attempt: 1, Kind: "bootimage-bump", Target: "cluster/c0", State: "failed", Outcome: "CanaryFailed: 0 patched"},
 		},
 		sagas: map[uuid.UUID]*saga{tSaga: {ID: tSaga, State: "running", Sec: &sec, AdoptGen: 2, AdoptTime: &adopted, History: []sagaEvent{

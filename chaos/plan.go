@@ -10,10 +10,12 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
+	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -141,11 +143,11 @@ func update(in workflows.UpdateInput) (kinds.PlanUpdate, error) {
 
 // mgsTiming: the real pacing divided by the speed-up; failure detection
 // short enough that a killed worker's step moves on within seconds.
-func (b *planBuilder) mgsTiming(newVersion time.Duration) workflows.MGSTiming {
+func (b *planBuilder) mgsTiming(newVersion time.Duration) mgsupdate.MGSTiming {
 	scale := func(d time.Duration) time.Duration {
 		return max(time.Duration(float64(d)/b.cfg.SpeedUp), 20*time.Millisecond)
 	}
-	return workflows.MGSTiming{
+	return mgsupdate.MGSTiming{
 		PollInterval:       scale(3 * time.Second),
 		ProgressTimeout:    max(scale(240*time.Second), 3*time.Second),
 		TakeoverTimeout:    max(scale(240*time.Second), 3*time.Second),
@@ -187,7 +189,7 @@ func spFirmwareStage(b *planBuilder) (kinds.Stage, error) {
 	targets := map[int]string{}
 	for n, i := range idx {
 		s := sleds[i]
-		in := workflows.SPFirmwareInput{SP: spTarget(s), Artifact: b.fleet.spImage,
+		in := mgsupdate.SPFirmwareInput{SP: spTarget(s), Artifact: b.fleet.spImage,
 			Timing: b.mgsTiming(30 * time.Second)}
 		u, err := update(in)
 		if err != nil {
@@ -232,7 +234,7 @@ func hostFlashStage(b *planBuilder) (kinds.Stage, error) {
 	targets := map[int]string{}
 	for n, i := range idx {
 		s := sleds[i]
-		in := workflows.HostFlashInput{Sled: spTarget(s), Phase1: b.fleet.hostP1, Phase2: b.fleet.hostP2,
+		in := mgsupdate.HostFlashInput{Sled: spTarget(s), Phase1: b.fleet.hostP1, Phase2: b.fleet.hostP2,
 			Timing: b.mgsTiming(90 * time.Second)}
 		u, err := update(in)
 		if err != nil {
@@ -331,13 +333,13 @@ func agentInstallStage(b *planBuilder) (kinds.Stage, error) {
 	if len(servers) == 0 {
 		return st, nil
 	}
-	var reqs []activities.AgentRequest
+	var reqs []agents.AgentRequest
 	for _, name := range chaosAgents {
 		im, ok := b.fleet.agentNew[name]
 		if !ok {
 			return st, fmt.Errorf("the generated datacenter has no new image of %s", name)
 		}
-		reqs = append(reqs, activities.AgentRequest{Name: name, ImageUUID: im.UUID})
+		reqs = append(reqs, agents.AgentRequest{Name: name, ImageUUID: im.UUID})
 	}
 	b.expect.agents = chaosAgents
 	b.expect.servers = len(servers)
@@ -353,8 +355,8 @@ func agentInstallStage(b *planBuilder) (kinds.Stage, error) {
 		}
 		b.arm(faults.Fault{Kind: faults.TaskFailure, Target: target, Times: 1})
 	}
-	in := workflows.AgentInstallInput{
-		Agents: reqs, Selection: activities.ServerSelection{All: true},
+	in := agents.AgentInstallInput{
+		Agents: reqs, Selection: agents.ServerSelection{All: true},
 		Concurrency: max(2, b.cfg.Concurrency), MaxFailures: offline + len(servers)/4 + 2,
 		PollInterval: time.Second, StragglerCheck: 5 * time.Second,
 	}
@@ -372,7 +374,7 @@ func agentDriftStage(b *planBuilder) (kinds.Stage, error) {
 	if len(b.fleet.spec.Datacenter.Servers) == 0 {
 		return st, nil
 	}
-	in := workflows.AgentDriftInput{Agents: chaosAgents, Selection: activities.ServerSelection{All: true}, Repair: true,
+	in := agents.AgentDriftInput{Agents: chaosAgents, Selection: agents.ServerSelection{All: true}, Repair: true,
 		Concurrency: max(2, b.cfg.Concurrency), MaxFailures: len(b.fleet.spec.Datacenter.Servers), PollInterval: time.Second}
 	u, err := update(in)
 	if err != nil {
@@ -393,9 +395,9 @@ func bootImageStage(b *planBuilder) (kinds.Stage, error) {
 	machineSets := 0
 	for i, c := range clusters {
 		canary := c.Name + "-worker-a"
-		in := &workflows.BootImageBumpInput{
-			Cluster: c.Name, Selection: workflows.SelectAll, Skew: workflows.SkewAutomatic,
-			Canary:         &workflows.BootImageCanary{MachineSet: canary, Timeout: max(3*b.machineBoot(), 5*time.Second)},
+		in := &bootimage.BootImageBumpInput{
+			Cluster: c.Name, Selection: bootimage.SelectAll, Skew: bootimage.SkewAutomatic,
+			Canary:         &bootimage.BootImageCanary{MachineSet: canary, Timeout: max(3*b.machineBoot(), 5*time.Second)},
 			SettleInterval: 500 * time.Millisecond, PollInterval: 200 * time.Millisecond,
 			PreconditionTimeout: 2 * time.Minute,
 		}

@@ -16,10 +16,10 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -43,8 +43,8 @@ func TestWebUIFindsRolloutBySearchAttribute(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	img, _ := s.Datacenter.ImageFor("vm-agent", spec.GeneratedNewVersion)
-	in := workflows.AgentInstallInput{Agents: []activities.AgentRequest{{Name: "vm-agent", ImageUUID: img.UUID}},
-		Selection: activities.ServerSelection{All: true}}
+	in := agents.AgentInstallInput{Agents: []agents.AgentRequest{{Name: "vm-agent", ImageUUID: img.UUID}},
+		Selection: agents.ServerSelection{All: true}}
 	raw, err := json.Marshal(in)
 	require.NoError(t, err)
 	plan := kinds.RolloutInput{Name: "webui-e2e", Stages: []kinds.Stage{{Name: "agents", Kind: workflows.KindAgentInstall,

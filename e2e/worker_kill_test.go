@@ -14,11 +14,11 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleetsim/dc"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/buildid"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -77,16 +77,16 @@ func startAgentInstall(ctx context.Context, t *testing.T, c client.Client, s *sp
 	t.Helper()
 	newImage, ok := s.Datacenter.ImageFor("vm-agent", spec.GeneratedNewVersion)
 	require.True(t, ok)
-	in := workflows.AgentInstallInput{
-		Agents:       []activities.AgentRequest{{Name: "vm-agent", ImageUUID: newImage.UUID}},
-		Selection:    activities.ServerSelection{All: true},
+	in := agents.AgentInstallInput{
+		Agents:       []agents.AgentRequest{{Name: "vm-agent", ImageUUID: newImage.UUID}},
+		Selection:    agents.ServerSelection{All: true},
 		Concurrency:  3,
 		PollInterval: time.Second,
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: workflows.WorkflowID(workflows.KindAgentInstall, in.Target()), TaskQueue: workflows.TaskQueue,
 		TypedSearchAttributes: workflows.StartAttributes(workflows.KindAgentInstall, in.Target(), in.ArtifactVersion()),
-	}, workflows.AgentInstall, in)
+	}, agents.AgentInstall, in)
 	require.NoError(t, err)
 	return run, newImage
 }

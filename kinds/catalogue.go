@@ -6,6 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
+	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 	"go.temporal.io/sdk/workflow"
@@ -57,19 +60,19 @@ type KindInfo struct {
 // PUT and an inventory proof, a MachineSet patch settles before it is
 // rechecked.
 var Kinds = map[workflows.Kind]KindInfo{
-	workflows.KindSPFirmware: {Workflow: workflows.SPFirmwareUpdate, NewInput: func() workflows.UpdateInput { return &workflows.SPFirmwareInput{} },
-		Behavior: pinned, Plan: planOf(workflows.PlanSPFirmware), DeviceTime: 26 * time.Second},
-	workflows.KindHostFlash: {Workflow: workflows.HostBootFlashUpdate, NewInput: func() workflows.UpdateInput { return &workflows.HostFlashInput{} },
-		Behavior: pinned, Plan: planOf(workflows.PlanHostFlash), DeviceTime: 10 * time.Minute},
+	workflows.KindSPFirmware: {Workflow: mgsupdate.SPFirmwareUpdate, NewInput: func() workflows.UpdateInput { return &mgsupdate.SPFirmwareInput{} },
+		Behavior: pinned, Plan: planOf(mgsupdate.PlanSPFirmware), DeviceTime: 26 * time.Second},
+	workflows.KindHostFlash: {Workflow: mgsupdate.HostBootFlashUpdate, NewInput: func() workflows.UpdateInput { return &mgsupdate.HostFlashInput{} },
+		Behavior: pinned, Plan: planOf(mgsupdate.PlanHostFlash), DeviceTime: 10 * time.Minute},
 	workflows.KindZoneExpunge: {Workflow: zoneexpunge.ZoneExpunge, NewInput: func() workflows.UpdateInput { return &zoneexpunge.ZoneExpungeInput{} },
 		Behavior: pinned, Plan: planOf(zoneexpunge.PlanZoneExpunge), DeviceTime: time.Minute},
-	workflows.KindBootImageBump: {Workflow: workflows.BootImageBump, NewInput: func() workflows.UpdateInput { return &workflows.BootImageBumpInput{} },
-		Behavior: pinned, Plan: planOf(workflows.PlanBootImage), DeviceTime: 30 * time.Second},
-	workflows.KindAgentInstall: {Workflow: workflows.AgentInstall, NewInput: func() workflows.UpdateInput { return &workflows.AgentInstallInput{} },
-		Behavior: autoUpgrade, Children: []any{workflows.AgentInstallServer}, Plan: planOf(workflows.PlanAgentInstall),
+	workflows.KindBootImageBump: {Workflow: bootimage.BootImageBump, NewInput: func() workflows.UpdateInput { return &bootimage.BootImageBumpInput{} },
+		Behavior: pinned, Plan: planOf(bootimage.PlanBootImage), DeviceTime: 30 * time.Second},
+	workflows.KindAgentInstall: {Workflow: agents.AgentInstall, NewInput: func() workflows.UpdateInput { return &agents.AgentInstallInput{} },
+		Behavior: autoUpgrade, Children: []any{agents.AgentInstallServer}, Plan: planOf(agents.PlanAgentInstall),
 		DeviceTime: 45 * time.Second, Pausable: true, Agents: true},
-	workflows.KindAgentDrift: {Workflow: workflows.AgentDriftCheck, NewInput: func() workflows.UpdateInput { return &workflows.AgentDriftInput{} },
-		Behavior: autoUpgrade, Plan: planOf(workflows.PlanAgentDrift), DeviceTime: 45 * time.Second, Agents: true},
+	workflows.KindAgentDrift: {Workflow: agents.AgentDriftCheck, NewInput: func() workflows.UpdateInput { return &agents.AgentDriftInput{} },
+		Behavior: autoUpgrade, Plan: planOf(agents.PlanAgentDrift), DeviceTime: 45 * time.Second, Agents: true},
 }
 
 // Registration is one workflow a worker runs, with its behaviour.

@@ -3,6 +3,9 @@ package kinds
 import (
 	"testing"
 
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
+	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 	"github.com/stretchr/testify/assert"
@@ -22,8 +25,8 @@ func TestPausableTypesComeFromTheCatalogue(t *testing.T) {
 // Every kind a plan can name is in the catalogue, with an input of its own.
 func TestEveryKindIsInTheCatalogue(t *testing.T) {
 	for k, in := range map[workflows.Kind]workflows.UpdateInput{
-		workflows.KindSPFirmware: &workflows.SPFirmwareInput{}, workflows.KindHostFlash: &workflows.HostFlashInput{}, workflows.KindZoneExpunge: &zoneexpunge.ZoneExpungeInput{},
-		workflows.KindBootImageBump: &workflows.BootImageBumpInput{}, workflows.KindAgentInstall: &workflows.AgentInstallInput{}, workflows.KindAgentDrift: &workflows.AgentDriftInput{},
+		workflows.KindSPFirmware: &mgsupdate.SPFirmwareInput{}, workflows.KindHostFlash: &mgsupdate.HostFlashInput{}, workflows.KindZoneExpunge: &zoneexpunge.ZoneExpungeInput{},
+		workflows.KindBootImageBump: &bootimage.BootImageBumpInput{}, workflows.KindAgentInstall: &agents.AgentInstallInput{}, workflows.KindAgentDrift: &agents.AgentDriftInput{},
 	} {
 		info, ok := Kinds[k]
 		if assert.True(t, ok, k) {

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
-	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -32,8 +32,8 @@ func (s *serverFlags) bind(cmd *cobra.Command) {
 	f.StringSliceVar(&s.exclude, "exclude-server", nil, "servers never to touch, by UUID or hostname")
 }
 
-func (s *serverFlags) selection() (activities.ServerSelection, error) {
-	sel := activities.ServerSelection{All: s.all, Servers: s.servers}
+func (s *serverFlags) selection() (agents.ServerSelection, error) {
+	sel := agents.ServerSelection{All: s.all, Servers: s.servers}
 	for _, kv := range s.traits {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -51,11 +51,11 @@ func (s *serverFlags) selection() (activities.ServerSelection, error) {
 }
 
 // parseAgents turns NAME or NAME=IMAGE_UUID into requests.
-func parseAgents(specs []string) ([]activities.AgentRequest, error) {
-	var out []activities.AgentRequest
+func parseAgents(specs []string) ([]agents.AgentRequest, error) {
+	var out []agents.AgentRequest
 	for _, s := range specs {
 		name, img, pinned := strings.Cut(s, "=")
-		req := activities.AgentRequest{Name: strings.TrimSpace(name)}
+		req := agents.AgentRequest{Name: strings.TrimSpace(name)}
 		if req.Name == "" {
 			return nil, fmt.Errorf("--agent %q: want NAME or NAME=IMAGE_UUID", s)
 		}
@@ -73,11 +73,11 @@ func parseAgents(specs []string) ([]activities.AgentRequest, error) {
 
 func agentInstallCmd(a *app) *cobra.Command {
 	var (
-		sf       startFlags
-		srv      serverFlags
-		agents   []string
-		in       workflows.AgentInstallInput
-		straggle float64
+		sf        startFlags
+		srv       serverFlags
+		agentArgs []string
+		in        agents.AgentInstallInput
+		straggle  float64
 	)
 	cmd := &cobra.Command{
 		Use:   "agent-install --agent NAME[=IMAGE_UUID]... (--all | --servers LIST | --trait K=V)",
@@ -100,7 +100,7 @@ fleet-wide image moves only when every server of the datacenter runs it.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
-			if in.Agents, err = parseAgents(agents); err != nil {
+			if in.Agents, err = parseAgents(agentArgs); err != nil {
 				return usageErr("%v", err)
 			}
 			if in.Selection, err = srv.selection(); err != nil {
@@ -112,17 +112,17 @@ fleet-wide image moves only when every server of the datacenter runs it.`,
 				return usageErr("%v", err)
 			}
 			return a.startUpdate(cmd, update{Kind: workflows.KindAgentInstall, Target: in.Target(),
-				Artifact: in.ArtifactVersion(), Workflow: workflows.AgentInstall, Input: in}, sf)
+				Artifact: in.ArtifactVersion(), Workflow: agents.AgentInstall, Input: in}, sf)
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&agents, "agent", nil, "agent to install: NAME (newest image) or NAME=IMAGE_UUID (repeatable)")
+	f.StringArrayVar(&agentArgs, "agent", nil, "agent to install: NAME (newest image) or NAME=IMAGE_UUID (repeatable)")
 	f.BoolVar(&in.AllAgents, "all-agents", false, "every agent SAPI knows, at its newest image, where it runs (not marlin-agent unless named)")
 	f.StringSliceVar(&in.ExcludeAgents, "exclude-agent", nil, "agents never to touch (with --all-agents)")
-	f.IntVar(&in.Concurrency, "concurrency", workflows.DefaultAgentConcurrency, "servers installing at once")
+	f.IntVar(&in.Concurrency, "concurrency", agents.DefaultAgentConcurrency, "servers installing at once")
 	f.IntVar(&in.MaxFailures, "max-failures", 0, "failed servers tolerated before no new ones start (0: stop at the first)")
 	f.Float64Var(&in.MaxFailurePercent, "max-failure-percent", 0, "failure budget as a percent of the servers to install (instead of --max-failures)")
-	f.Float64Var(&straggle, "straggler-factor", workflows.DefaultStragglerFactor, "warn about servers slower than this × the median")
+	f.Float64Var(&straggle, "straggler-factor", agents.DefaultStragglerFactor, "warn about servers slower than this × the median")
 	f.DurationVar(&in.PollInterval, "poll", 5*time.Second, "cn-agent task wait between heartbeats")
 	srv.bind(cmd)
 	sf.bind(cmd)
@@ -133,7 +133,7 @@ func agentDriftCmd(a *app) *cobra.Command {
 	var (
 		sf  startFlags
 		srv serverFlags
-		in  workflows.AgentDriftInput
+		in  agents.AgentDriftInput
 	)
 	cmd := &cobra.Command{
 		Use:   "agent-drift (--all | --servers LIST | --trait K=V) [--agent NAME]... [--repair]",
@@ -164,13 +164,13 @@ runs again after the repair and reports what is left.`,
 				return usageErr("%v", err)
 			}
 			return a.startUpdate(cmd, update{Kind: workflows.KindAgentDrift, Target: in.Target(),
-				Artifact: in.ArtifactVersion(), Workflow: workflows.AgentDriftCheck, Input: in}, sf)
+				Artifact: in.ArtifactVersion(), Workflow: agents.AgentDriftCheck, Input: in}, sf)
 		},
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&in.Agents, "agent", nil, "agents to check (default: every agent SAPI knows)")
 	f.BoolVar(&in.Repair, "repair", false, "fix what can be fixed")
-	f.IntVar(&in.Concurrency, "concurrency", workflows.DefaultAgentConcurrency, "servers installing at once during a repair")
+	f.IntVar(&in.Concurrency, "concurrency", agents.DefaultAgentConcurrency, "servers installing at once during a repair")
 	f.IntVar(&in.MaxFailures, "max-failures", 0, "failure budget of a repair's installs")
 	f.Float64Var(&in.MaxFailurePercent, "max-failure-percent", 0, "failure budget as a percent (instead of --max-failures)")
 	f.DurationVar(&in.PollInterval, "poll", 5*time.Second, "cn-agent task wait between heartbeats")

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -12,7 +13,7 @@ func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
 		var (
 			sf            startFlags
-			in            workflows.BootImageBumpInput
+			in            bootimage.BootImageBumpInput
 			canary        bool
 			canaryMS      string
 			canaryTimeout time.Duration
@@ -39,13 +40,13 @@ run is restored (also on cancel).`,
 			Args: exactArgs(0),
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				if canary || canaryMS != "" || cmd.Flags().Changed("canary-timeout") {
-					in.Canary = &workflows.BootImageCanary{MachineSet: canaryMS, Timeout: canaryTimeout}
+					in.Canary = &bootimage.BootImageCanary{MachineSet: canaryMS, Timeout: canaryTimeout}
 				}
 				if err := in.Validate(); err != nil {
 					return usageErr("%v", err)
 				}
 				return a.startUpdate(cmd, update{Kind: workflows.KindBootImageBump, Target: in.Target(),
-					Artifact: in.ArtifactVersion(), Workflow: workflows.BootImageBump, Input: in}, sf)
+					Artifact: in.ArtifactVersion(), Workflow: bootimage.BootImageBump, Input: in}, sf)
 			},
 		}
 		f := cmd.Flags()

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -10,7 +11,7 @@ func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
 		var (
 			sf     startFlags
-			in     workflows.HostFlashInput
+			in     mgsupdate.HostFlashInput
 			sp     spFlags
 			p1, p2 artifactFlags
 		)
@@ -44,7 +45,7 @@ booted the new slot with the new phase 2; otherwise HostBootTimeout after
 					return usageErr("%v", err)
 				}
 				return a.startUpdate(cmd, update{Kind: workflows.KindHostFlash, Target: in.Target(), Artifact: in.Phase1.Version,
-					Workflow: workflows.HostBootFlashUpdate, Input: in}, sf)
+					Workflow: mgsupdate.HostBootFlashUpdate, Input: in}, sf)
 			},
 		}
 		f := cmd.Flags()

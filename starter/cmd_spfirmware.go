@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -19,7 +20,7 @@ func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
 		var (
 			sf  startFlags
-			in  workflows.SPFirmwareInput
+			in  mgsupdate.SPFirmwareInput
 			sp  spFlags
 			art artifactFlags
 		)
@@ -56,7 +57,7 @@ match a local file is refused (a URL needs --sha256).`,
 					return usageErr("%v", err)
 				}
 				return a.startUpdate(cmd, update{Kind: workflows.KindSPFirmware, Target: in.Target(), Artifact: in.Artifact.Version,
-					Workflow: workflows.SPFirmwareUpdate, Input: in}, sf)
+					Workflow: mgsupdate.SPFirmwareUpdate, Input: in}, sf)
 			},
 		}
 		f := cmd.Flags()
@@ -88,8 +89,8 @@ func (s *spFlags) bind(f *pflag.FlagSet, switches bool) {
 	f.StringVar(&s.part, "part", "", "the SP's expected part number (optional)")
 }
 
-func (s *spFlags) target() (workflows.SPTarget, error) {
-	t := workflows.SPTarget{Serial: s.serial, Part: s.part}
+func (s *spFlags) target() (mgsupdate.SPTarget, error) {
+	t := mgsupdate.SPTarget{Serial: s.serial, Part: s.part}
 	n := 0
 	for _, c := range []struct {
 		typ  mgs.SpType
@@ -130,8 +131,8 @@ func (a *artifactFlags) bind(f *pflag.FlagSet, name, what string) {
 	f.StringVar(&a.sha, sflag, "", what+": its SHA-256 (hex; default: computed from a local file)")
 }
 
-func (a *artifactFlags) artifact(flag string) (workflows.Artifact, error) {
-	out := workflows.Artifact{Version: a.version, SHA256: strings.ToLower(a.sha)}
+func (a *artifactFlags) artifact(flag string) (mgsupdate.Artifact, error) {
+	out := mgsupdate.Artifact{Version: a.version, SHA256: strings.ToLower(a.sha)}
 	if a.loc == "" {
 		return out, usageErr("%s is required", flag)
 	}
@@ -177,7 +178,7 @@ func fileSHA256(path string) (string, error) {
 }
 
 // bindMGSTiming adds the pacing flags of the MGS update kinds (0 = default).
-func bindMGSTiming(f *pflag.FlagSet, t *workflows.MGSTiming) {
+func bindMGSTiming(f *pflag.FlagSet, t *mgsupdate.MGSTiming) {
 	f.DurationVar(&t.PollInterval, "poll-interval", 0, "status poll interval (default 3s)")
 	f.DurationVar(&t.ProgressTimeout, "progress-timeout", 0, "abort and retry an update with no progress for this long (default 10m)")
 	f.DurationVar(&t.TakeoverTimeout, "takeover-timeout", 0, "take over a concurrent complete update nobody resets within this (default 10m)")

@@ -8,6 +8,9 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
+	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 )
 
@@ -18,28 +21,28 @@ func Register(r worker.Registry, d Deps) error {
 	// the Temporal client, it can release an attempt whose workflow was
 	// terminated or timed out.
 	la := &activities.LedgerActivities{Store: d.Ledger, Identity: d.Identity, Temporal: d.Temporal}
-	mgsActs := activities.NewMGSActivities(d.Fleet, d.HTTP, d.Ledger, d.Identity)
+	mgsActs := mgsupdate.NewMGSActivities(d.Fleet, d.HTTP, d.Ledger, d.Identity)
 	mgsActs.Ledger = la
 	acts := []any{
 		la,
 		&kinds.RolloutActivities{Store: d.Ledger, Temporal: d.Temporal},
 		zoneexpunge.NewZoneActivities(d.Ledger, d.Fleet, d.HTTP, d.Identity),
-		&activities.BootImageActivities{Kube: d.Fleet.KubeAccess(), HTTP: d.HTTP, Store: d.Ledger},
+		&bootimage.BootImageActivities{Kube: d.Fleet.KubeAccess(), HTTP: d.HTTP, Store: d.Ledger},
 		mgsActs,
 	}
-	agents := d.Fleet.CNAPI != ""
-	if agents {
-		a, err := activities.NewAgentActivities(d.Fleet, d.HTTP, d.Ledger, d.Identity)
+	withAgents := d.Fleet.CNAPI != ""
+	if withAgents {
+		a, err := agents.NewAgentActivities(d.Fleet, d.HTTP, d.Ledger, d.Identity)
 		if err != nil {
 			return fmt.Errorf("agent activities: %w", err)
 		}
-		acts = append(acts, a)
+		acts = append(acts, a, &agents.AgentLedgerActivities{Ledger: la})
 	}
 	for _, a := range acts {
 		r.RegisterActivity(a)
 	}
 	for _, e := range kinds.Registrations() {
-		if e.Agents && !agents {
+		if e.Agents && !withAgents {
 			continue
 		}
 		r.RegisterWorkflowWithOptions(e.Workflow, workflow.RegisterOptions{VersioningBehavior: e.Behavior})

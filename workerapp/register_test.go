@@ -9,8 +9,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/agents"
+	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
-	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 func funcName(f any) string { return runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name() }
@@ -36,9 +38,9 @@ func TestEveryKindIsRegisteredWithAVersioningBehavior(t *testing.T) {
 		f    any
 		want workflow.VersioningBehavior
 	}{
-		{workflows.SPFirmwareUpdate, pinned}, {workflows.HostBootFlashUpdate, pinned}, {zoneexpunge.ZoneExpunge, pinned},
-		{workflows.BootImageBump, pinned}, {workflows.AgentInstallServer, pinned},
-		{kinds.Rollout, auto}, {workflows.AgentInstall, auto}, {workflows.AgentDriftCheck, auto},
+		{mgsupdate.SPFirmwareUpdate, pinned}, {mgsupdate.HostBootFlashUpdate, pinned}, {zoneexpunge.ZoneExpunge, pinned},
+		{bootimage.BootImageBump, pinned}, {agents.AgentInstallServer, pinned},
+		{kinds.Rollout, auto}, {agents.AgentInstall, auto}, {agents.AgentDriftCheck, auto},
 	} {
 		require.Equal(t, c.want, behavior[funcName(c.f)], funcName(c.f))
 	}

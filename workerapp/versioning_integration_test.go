@@ -22,6 +22,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workerapp"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -43,7 +44,7 @@ func TestVersionedWorkerPinsDeviceUpdatesAndAutoUpgradesRollouts(t *testing.T) {
 	e.StartWorker(workerapp.Deps{Fleet: e.Endpoints(sim)})
 
 	cubby := 2
-	upd := spUpdate(t, s, cubby, workflows.MGSTiming{})
+	upd := spUpdate(t, s, cubby, mgsupdate.MGSTiming{})
 	in := kinds.RolloutInput{Name: "versioned-" + e.TaskQueue, Stages: []kinds.Stage{spStage(t, "sp", false, upd)}}
 	id := kinds.RolloutWorkflowID(in.Name)
 	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: e.TaskQueue}, kinds.Rollout, in)
@@ -77,17 +78,17 @@ func TestNewBuildWhileRolloutInFlight(t *testing.T) {
 	// A device update held mid-delivery on build-1: the SP stops making
 	// progress, and the progress timeout is far away.
 	armFault(t, sim, faults.Fault{Kind: faults.SPStuck, Target: "sp/sled/1", AfterPercent: 10})
-	held := spUpdate(t, s, 1, workflows.MGSTiming{ProgressTimeout: time.Hour})
+	held := spUpdate(t, s, 1, mgsupdate.MGSTiming{ProgressTimeout: time.Hour})
 	heldID := workflows.WorkflowID(workflows.KindSPFirmware, held.Target()) + "#" + e.TaskQueue
-	heldRun, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: heldID, TaskQueue: e.TaskQueue}, workflows.SPFirmwareUpdate, held)
+	heldRun, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: heldID, TaskQueue: e.TaskQueue}, mgsupdate.SPFirmwareUpdate, held)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		return phaseOf(ctx, e, heldID) == workflows.MGSPhaseUpdating
+		return phaseOf(ctx, e, heldID) == mgsupdate.MGSPhaseUpdating
 	}, 30*time.Second, 100*time.Millisecond, "the held update never started delivering")
 
 	in := kinds.RolloutInput{Name: "new-build-" + e.TaskQueue, Stages: []kinds.Stage{
-		spStage(t, "first", false, spUpdate(t, s, 2, workflows.MGSTiming{})),
-		spStage(t, "second", true, spUpdate(t, s, 3, workflows.MGSTiming{})),
+		spStage(t, "first", false, spUpdate(t, s, 2, mgsupdate.MGSTiming{})),
+		spStage(t, "second", true, spUpdate(t, s, 3, mgsupdate.MGSTiming{})),
 	}}
 	id := kinds.RolloutWorkflowID(in.Name)
 	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: e.TaskQueue}, kinds.Rollout, in)
@@ -197,20 +198,20 @@ func setCurrent(ctx context.Context, t *testing.T, e *testenv.Env, deployment, b
 }
 
 // spUpdate is an SP firmware update of a sled to 1.1.0.
-func spUpdate(t *testing.T, s *spec.Spec, cubby int, timing workflows.MGSTiming) workflows.SPFirmwareInput {
+func spUpdate(t *testing.T, s *spec.Spec, cubby int, timing mgsupdate.MGSTiming) mgsupdate.SPFirmwareInput {
 	path := filepath.Join(t.TempDir(), "sp-1.1.0.bin")
 	sum, err := simmgs.WriteImageFile(path, simmgs.ImageHeader{Component: simmgs.CompSP, Version: "1.1.0"}, 64<<10)
 	require.NoError(t, err)
 	timing.PollInterval, timing.ResetRetryInterval = 20*time.Millisecond, 300*time.Millisecond
 	timing.NewVersionTimeout, timing.AttemptDelay, timing.HeartbeatTimeout = 10*time.Second, 100*time.Millisecond, 3*time.Second
-	return workflows.SPFirmwareInput{
-		SP:       workflows.SPTarget{Type: fmgs.SpTypeSled, Slot: uint16(cubby), Serial: s.Racks[0].Sleds[cubby].Serial, Part: spec.GeneratedPart},
-		Artifact: workflows.Artifact{Version: "1.1.0", SHA256: sum, Path: path},
+	return mgsupdate.SPFirmwareInput{
+		SP:       mgsupdate.SPTarget{Type: fmgs.SpTypeSled, Slot: uint16(cubby), Serial: s.Racks[0].Sleds[cubby].Serial, Part: spec.GeneratedPart},
+		Artifact: mgsupdate.Artifact{Version: "1.1.0", SHA256: sum, Path: path},
 		Timing:   timing,
 	}
 }
 
-func spStage(t *testing.T, name string, approval bool, upd workflows.SPFirmwareInput) kinds.Stage {
+func spStage(t *testing.T, name string, approval bool, upd mgsupdate.SPFirmwareInput) kinds.Stage {
 	raw, err := json.Marshal(upd)
 	require.NoError(t, err)
 	return kinds.Stage{Name: name, Kind: workflows.KindSPFirmware, Concurrency: 1, Approval: approval,

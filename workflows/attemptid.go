@@ -17,7 +17,7 @@ var attemptNamespace = uuid.MustParse("5b0f3c1e-8f6a-4d2b-9c57-3e1f0a6d2b84")
 // in a re-run of a local activity whose workflow task was lost, and in a
 // run reset to any point, so a reset run finds its own attempt, in the
 // ledger and on the device, instead of taking it for a foreign one.
-func derivedID(ctx workflow.Context, name string) uuid.UUID {
+func DerivedID(ctx workflow.Context, name string) uuid.UUID {
 	info := workflow.GetInfo(ctx)
 	run := info.OriginalRunID
 	if run == "" { // the SDK's test environment sets none
@@ -31,5 +31,5 @@ func derivedID(ctx workflow.Context, name string) uuid.UUID {
 // IDs. It is the one generator of attempt IDs.
 func (l *Lifecycle) newAttemptID(ctx workflow.Context) uuid.UUID {
 	l.attemptIDs++
-	return derivedID(ctx, strconv.Itoa(l.attemptIDs))
+	return DerivedID(ctx, strconv.Itoa(l.attemptIDs))
 }

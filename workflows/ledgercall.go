@@ -22,7 +22,7 @@ const (
 // are idempotent by the IDs in their input, so the re-run of a local
 // activity whose workflow task was lost with its worker writes nothing
 // twice.
-func ledgerCall(ctx workflow.Context, activity, arg any) workflow.Future {
+func LedgerCall(ctx workflow.Context, activity, arg any) workflow.Future {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    ledgerWriteTimeout,
 		ScheduleToCloseTimeout: ledgerWriteBound,

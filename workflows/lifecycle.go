@@ -116,7 +116,7 @@ func (l *Lifecycle) RecordPhaseInLedger() {
 		if l.Attempt == nil {
 			return
 		}
-		_ = ledgerCall(ctx, ledgerActs.SetProgress, ledger.Progress{
+		_ = LedgerCall(ctx, LedgerActs.SetProgress, ledger.Progress{
 			AttemptID: l.Attempt.ID, Phase: string(p), Done: l.progress.Done, Total: l.progress.Total,
 		}).Get(ctx, nil)
 	}
@@ -125,18 +125,18 @@ func (l *Lifecycle) RecordPhaseInLedger() {
 // quietPhase moves the update to phase p for the progress query only: the
 // search attribute and the current details keep the previous phase (a
 // short pause, such as the MGS pause between attempts).
-func (l *Lifecycle) quietPhase(ctx workflow.Context, p Phase) {
+func (l *Lifecycle) QuietPhase(ctx workflow.Context, p Phase) {
 	l.progress.Phase, l.progress.PhaseSince = p, workflow.Now(ctx)
 }
 
 // freshAttempt is the ledger row of this update's attempt n on target, under
 // the run's next attempt ID.
 func (l *Lifecycle) FreshAttempt(ctx workflow.Context, n int, kind Kind, target, artifact string) ledger.Attempt {
-	return attemptFor(ctx, l.newAttemptID(ctx), n, kind, target, artifact)
+	return AttemptFor(ctx, l.newAttemptID(ctx), n, kind, target, artifact)
 }
 
 // attemptFor is the ledger row of this workflow run's attempt n on target.
-func attemptFor(ctx workflow.Context, id uuid.UUID, n int, kind Kind, target, artifact string) ledger.Attempt {
+func AttemptFor(ctx workflow.Context, id uuid.UUID, n int, kind Kind, target, artifact string) ledger.Attempt {
 	info := workflow.GetInfo(ctx)
 	return ledger.Attempt{ID: id, UpdateID: info.WorkflowExecution.ID, Attempt: n, Kind: string(kind),
 		Target: target, Artifact: artifact, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
@@ -150,7 +150,7 @@ func attemptFor(ctx workflow.Context, id uuid.UUID, n int, kind Kind, target, ar
 func (l *Lifecycle) RecordIntent(ctx workflow.Context, a ledger.Attempt) error {
 	for {
 		l.Attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, nil
-		err := l.intentWritten(l.writer.record(ctx, a))
+		err := l.intentWritten(l.writer.Record(ctx, a))
 		if !isAttemptEnded(err) {
 			return err
 		}
@@ -170,7 +170,7 @@ func (l *Lifecycle) skipEnded(ctx workflow.Context, a *ledger.Attempt) {
 // next attempt of the same update. A transitionWriter does both in one
 // write, so the target is never free between them; a cancel mid-write
 // leaves both in doubt, and the ending writes both again.
-func (l *Lifecycle) nextAttempt(ctx workflow.Context, a ledger.Attempt, why string) error {
+func (l *Lifecycle) NextAttempt(ctx workflow.Context, a ledger.Attempt, why string) error {
 	tw, oneWrite := l.writer.(transitionWriter)
 	if l.Attempt == nil || l.ended || !oneWrite {
 		l.endAttempt(ctx, ledger.StateFailed, "attempt failed", why)
@@ -179,7 +179,7 @@ func (l *Lifecycle) nextAttempt(ctx workflow.Context, a ledger.Attempt, why stri
 	prev := ledger.Finish{AttemptID: l.Attempt.ID, State: ledger.StateFailed, Outcome: "attempt failed", Error: why}
 	for {
 		l.Attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, &prev
-		err := l.intentWritten(tw.transition(ctx, activities.RecordAttemptInput{Finish: &prev, Next: &a}))
+		err := l.intentWritten(tw.Transition(ctx, activities.RecordAttemptInput{Finish: &prev, Next: &a}))
 		if !isAttemptEnded(err) {
 			return err
 		}
@@ -225,23 +225,23 @@ func (l *Lifecycle) AttemptID() uuid.UUID {
 // action is in flight still undoes it; the undo must therefore be safe when
 // the action never happened. A device action that the undo races must be
 // started with awaitCancel, so the undo runs after it stopped.
-func (l *Lifecycle) beforeAction(name string, undo func(ctx workflow.Context) error) {
+func (l *Lifecycle) BeforeAction(name string, undo func(ctx workflow.Context) error) {
 	l.saga.Add(name, undo)
 }
 
 // lastUndo registers a compensation that runs after every other one (a
 // sweep that relies on the others having run).
-func (l *Lifecycle) lastUndo(name string, undo func(ctx workflow.Context) error) {
+func (l *Lifecycle) LastUndo(name string, undo func(ctx workflow.Context) error) {
 	l.saga.AddLast(name, undo)
 }
 
 // nothingToUndo drops the registered compensations (the actions reached a
 // point where undoing them is no longer possible or wanted).
-func (l *Lifecycle) nothingToUndo() { l.saga = Saga{} }
+func (l *Lifecycle) NothingToUndo() { l.saga = Saga{} }
 
 // undone notes what a compensation did, for the ending's message (ledger
 // and progress).
-func (l *Lifecycle) undone(note string) { l.notes = append(l.notes, note) }
+func (l *Lifecycle) Undone(note string) { l.notes = append(l.notes, note) }
 
 // awaitCancel makes a cancel of the workflow wait until the activity has
 // stopped (or finished) before the workflow goes on to compensate it.
@@ -328,9 +328,9 @@ func (l *Lifecycle) endAttempt(ctx workflow.Context, s ledger.State, outcome, ms
 	var err error
 	for {
 		if l.prevEnd != nil {
-			err = l.writer.(transitionWriter).transition(ctx, activities.RecordAttemptInput{Finish: l.prevEnd, Next: l.Attempt, FinishNext: &f})
+			err = l.writer.(transitionWriter).Transition(ctx, activities.RecordAttemptInput{Finish: l.prevEnd, Next: l.Attempt, FinishNext: &f})
 		} else {
-			err = l.writer.end(ctx, *l.Attempt, l.recorded, f)
+			err = l.writer.End(ctx, *l.Attempt, l.recorded, f)
 		}
 		if l.recorded || !isAttemptEnded(err) {
 			break
@@ -350,36 +350,36 @@ func (l *Lifecycle) endAttempt(ctx workflow.Context, s ledger.State, outcome, ms
 // attemptWriter writes a kind's attempts to the ledger (ledgerWriter, or a
 // kind's own when its ending writes more than the attempt).
 type attemptWriter interface {
-	// record writes the intent (idempotent by ID).
-	record(ctx workflow.Context, a ledger.Attempt) error
-	// end ends attempt a with f; when recorded is false the intent write
+	// Record writes the intent (idempotent by ID).
+	Record(ctx workflow.Context, a ledger.Attempt) error
+	// End ends attempt a with f; when recorded is false the intent write
 	// was in doubt and a is written (idempotent by ID) and ended at once.
-	end(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error
+	End(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error
 }
 
 // transitionWriter is an attemptWriter that also writes attempt
 // transitions in one idempotent step (end the previous attempt, record the
 // next, end it at once; see activities.RecordAttemptInput).
 type transitionWriter interface {
-	transition(ctx workflow.Context, in activities.RecordAttemptInput) error
+	Transition(ctx workflow.Context, in activities.RecordAttemptInput) error
 }
 
-var ledgerActs *activities.LedgerActivities
+var LedgerActs *activities.LedgerActivities
 
 // ledgerWriter writes attempts through LedgerActivities.
 type LedgerWriter struct{}
 
-func (LedgerWriter) record(ctx workflow.Context, a ledger.Attempt) error {
-	return ledgerCall(ctx, ledgerActs.RecordIntent, a).Get(ctx, nil)
+func (LedgerWriter) Record(ctx workflow.Context, a ledger.Attempt) error {
+	return LedgerCall(ctx, LedgerActs.RecordIntent, a).Get(ctx, nil)
 }
 
-func (LedgerWriter) end(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error {
+func (LedgerWriter) End(ctx workflow.Context, a ledger.Attempt, recorded bool, f ledger.Finish) error {
 	if recorded {
-		return ledgerCall(ctx, ledgerActs.FinishAttempt, f).Get(ctx, nil)
+		return LedgerCall(ctx, LedgerActs.FinishAttempt, f).Get(ctx, nil)
 	}
-	return LedgerWriter{}.transition(ctx, activities.RecordAttemptInput{Next: &a, FinishNext: &f})
+	return LedgerWriter{}.Transition(ctx, activities.RecordAttemptInput{Next: &a, FinishNext: &f})
 }
 
-func (LedgerWriter) transition(ctx workflow.Context, in activities.RecordAttemptInput) error {
-	return ledgerCall(ctx, ledgerActs.RecordAttempt, in).Get(ctx, nil)
+func (LedgerWriter) Transition(ctx workflow.Context, in activities.RecordAttemptInput) error {
+	return LedgerCall(ctx, LedgerActs.RecordAttempt, in).Get(ctx, nil)
 }

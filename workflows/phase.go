@@ -36,8 +36,6 @@ func init() {
 		PhaseStarting, PhaseDone, PhaseAwaitingApproval, PhaseRunningStage, PhasePlanning, PhaseInstalling,
 		PhaseBudgetExceeded, PhaseContinuingAsNew, PhaseRecordingIntent, PhaseWaitingForTarget, PhaseCheckingServer,
 		PhaseRecordingAgents, PhaseCheckingDrift, PhaseRepairingIntents, PhaseCheckingAgain, PhaseRemovingOrphans,
-		MGSPhasePrecheck, MGSPhaseUpdating, MGSPhaseConcurrent, MGSPhasePostUpdate, MGSPhaseHostBoot,
-		MGSPhaseAttemptPause, MGSPhaseDone,
 	} {
 		knownPhases[p] = true
 	}
@@ -65,7 +63,6 @@ func Phases() []Phase {
 var filteredPhases = map[Phase]bool{
 	PhaseAwaitingApproval: true, PhaseRunningStage: true, PhasePlanning: true, PhaseInstalling: true,
 	PhaseBudgetExceeded: true, PhaseWaitingForTarget: true, PhaseCheckingDrift: true,
-	MGSPhaseUpdating: true, MGSPhaseConcurrent: true, MGSPhaseHostBoot: true,
 }
 
 // Filtered reports whether p is a phase operators filter by.

@@ -8,7 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fleetsaga/fleetsaga/workflows"
+	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 )
 
 const sha = "d3982a5654ce3f50b22acfa59dea84af84786f86b84615170c3fba4605a91336"
@@ -39,11 +40,11 @@ stages:
 	sp := in.Stages[0]
 	require.Equal(t, "sp/sled/0", sp.Updates[0].Target)
 	require.Equal(t, "1.1.0", sp.Updates[0].Artifact)
-	var spIn workflows.SPFirmwareInput
+	var spIn mgsupdate.SPFirmwareInput
 	require.NoError(t, json.Unmarshal(sp.Updates[0].Input, &spIn))
 	require.Equal(t, 2*time.Second, spIn.Timing.AttemptDelay)
 	require.Equal(t, 500*time.Millisecond, spIn.Timing.PollInterval)
-	var bi workflows.BootImageBumpInput
+	var bi bootimage.BootImageBumpInput
 	require.NoError(t, json.Unmarshal(in.Stages[1].Updates[0].Input, &bi))
 	require.Equal(t, time.Minute, bi.SettleInterval)
 	require.True(t, in.Stages[1].Approval)

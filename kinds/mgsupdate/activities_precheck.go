@@ -1,0 +1,162 @@
+package mgsupdate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
+	"github.com/fleetsaga/fleetsaga/fleet/mgs"
+)
+
+// PrecheckInput asks for everything a precheck needs, after verifying the
+// artifacts' digests (before anything touches a device).
+type PrecheckInput struct {
+	SP        mgs.SpIdentifier `json:"sp"`
+	Component string           `json:"component"`
+	Artifacts []ArtifactRef    `json:"artifacts"`
+}
+
+// SlotInfo is one firmware slot as the SP reports it.
+type SlotInfo struct {
+	Slot uint16 `json:"slot"`
+	// Valid: the slot's caboose reads (SP), or its hash does (host boot
+	// flash).
+	Valid bool `json:"valid"`
+	// Version is the caboose version ("" when !Valid; always "" for the
+	// host boot flash, which has no caboose).
+	Version string `json:"version,omitempty"`
+	// SHA256 is the slot's phase 1 hash (host boot flash only).
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// PrecheckResult is the SP's identity, its slots and its update status.
+type PrecheckResult struct {
+	Serial        string           `json:"serial"`
+	Model         string           `json:"model"`
+	Active        SlotInfo         `json:"active"`
+	Inactive      SlotInfo         `json:"inactive"`
+	Status        mgs.UpdateStatus `json:"status"`
+	ArtifactSizes []int64          `json:"artifactSizes"`
+}
+
+// MGSPrecheck verifies the artifacts, then reads the SP's identity, its
+// active and inactive slot versions (for host boot flash the active slot
+// and both slots' phase 1 hashes) and the component's update status,
+// through any MGS.
+func (a *MGSActivities) MGSPrecheck(ctx context.Context, in PrecheckInput) (PrecheckResult, error) {
+	var out PrecheckResult
+	for _, art := range in.Artifacts {
+		n, err := a.verifyArtifact(ctx, art)
+		if err != nil {
+			return out, err
+		}
+		out.ArtifactSizes = append(out.ArtifactSizes, n)
+	}
+	set, err := a.set()
+	if err != nil {
+		return out, err
+	}
+	st, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.SpState, error) { return c.SpState(ctx, in.SP) })
+	if err != nil {
+		return out, mgsErr(err, "read SP state")
+	}
+	out.Serial, out.Model = st.SerialNumber, st.Model
+	active, inactive := uint16(0), uint16(1)
+	if in.Component == mgs.ComponentHostBootFlash {
+		active, err = mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (uint16, error) {
+			return c.ActiveSlot(ctx, in.SP, in.Component)
+		})
+		if err != nil {
+			return out, mgsErr(err, "read active host boot flash slot")
+		}
+		if active > 1 {
+			return out, mgsFatal(failure.MGSRejected, "host boot flash active slot %d is not 0 or 1", active)
+		}
+		inactive = 1 - active
+	}
+	if in.Component == mgs.ComponentHostBootFlash {
+		// The host boot flash has no caboose: each slot is known by the
+		// hash of the phase 1 image it holds.
+		if out.Active, err = a.hostSlot(ctx, set, in.SP, active); err != nil {
+			return out, err
+		}
+		if out.Inactive, err = a.hostSlot(ctx, set, in.SP, inactive); err != nil {
+			return out, err
+		}
+	} else {
+		if out.Active, err = a.slot(ctx, set, in.SP, in.Component, active); err != nil {
+			return out, err
+		}
+		if out.Inactive, err = a.slot(ctx, set, in.SP, in.Component, inactive); err != nil {
+			return out, err
+		}
+	}
+	out.Status, err = mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.UpdateStatus, error) {
+		return c.UpdateStatus(ctx, in.SP, in.Component)
+	})
+	return out, mgsErr(err, "read update status")
+}
+
+// slot reads a slot's caboose. A slot without a valid image (normal for
+// the inactive slot after a reset mid-update) is an answer, not an error:
+// today's MGS says so only in a 503's message (mgs.CabooseInvalid).
+func (a *MGSActivities) slot(ctx context.Context, set *mgs.Set, sp mgs.SpIdentifier, comp string, slot uint16) (SlotInfo, error) {
+	cab, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.Caboose, error) {
+		return c.Caboose(ctx, sp, comp, slot)
+	})
+	if mgs.CabooseInvalid(err) {
+		return SlotInfo{Slot: slot}, nil
+	}
+	if err != nil {
+		return SlotInfo{}, mgsErr(err, fmt.Sprintf("read caboose of %s slot %d", comp, slot))
+	}
+	return SlotInfo{Slot: slot, Valid: true, Version: cab.Version}, nil
+}
+
+// hostSlot reads a host boot flash slot by its phase 1 hash.
+func (a *MGSActivities) hostSlot(ctx context.Context, set *mgs.Set, sp mgs.SpIdentifier, slot uint16) (SlotInfo, error) {
+	sum, err := a.hostSlotHash(ctx, set, sp, slot)
+	if err != nil {
+		return SlotInfo{}, err
+	}
+	return SlotInfo{Slot: slot, Valid: true, SHA256: sum}, nil
+}
+
+// hostSlotHash asks the SP to hash a host boot flash slot and waits for it.
+func (a *MGSActivities) hostSlotHash(ctx context.Context, set *mgs.Set, sp mgs.SpIdentifier, slot uint16) (string, error) {
+	deadline := time.Now().Add(2 * time.Minute)
+	started := false
+	for {
+		hs, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.HashStatus, error) {
+			return c.HashGet(ctx, sp, mgs.ComponentHostBootFlash, slot)
+		})
+		if err != nil {
+			return "", mgsErr(err, "read host flash slot hash")
+		}
+		switch hs.Status {
+		case mgs.HashHashed:
+			return hs.SHA256, nil
+		case mgs.HashNotCalculated:
+			if started && time.Now().After(deadline) {
+				return "", fmt.Errorf("host flash slot %d: hash was never calculated", slot)
+			}
+			if err := set.Do(ctx, func(ctx context.Context, c *mgs.Client) error {
+				return c.HashStart(ctx, sp, mgs.ComponentHostBootFlash, slot)
+			}); err != nil {
+				return "", mgsErr(err, "start host flash slot hash")
+			}
+			started = true
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("host flash slot %d: hashing did not finish within 2m", slot)
+		}
+		activity.RecordHeartbeat(ctx, "hashing")
+		if err := activities.SleepCtx(ctx, 50*time.Millisecond); err != nil {
+			return "", err
+		}
+	}
+}
