@@ -26,9 +26,12 @@ const (
 	MGSNotConfigured    = "MGSNotConfigured"
 	// MGSRejected: a 4xx answer or a malformed reply (type suffix
 	// ":<error_code>").
-	MGSRejected           = "MGSRejected"
-	HostBootTimeout       = "HostBootTimeout"
-	WrongDevice           = "WrongDevice"
+	MGSRejected     = "MGSRejected"
+	HostBootTimeout = "HostBootTimeout"
+	WrongDevice     = "WrongDevice"
+	// OwnedByNexus: the target blueprint has a pending MGS update for the
+	// device; Nexus's MGS update driver owns it (DOMAIN.md §I).
+	OwnedByNexus          = "OwnedByNexus"
 	WrongActiveVersion    = "WrongActiveVersion"
 	WrongInactiveVersion  = "WrongInactiveVersion"
 	WouldDowngrade        = "WouldDowngrade"

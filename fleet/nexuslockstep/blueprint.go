@@ -162,3 +162,15 @@ func (bp *Blueprint) ChildExpunging(id, sled, zone uuid.UUID, asOf uint64, creat
 	out, _ := child.MarshalJSON()
 	return ParseBlueprint(out)
 }
+
+// PendingUpdateFor is the target's pending MGS update of the device with
+// this baseboard (part "" matches any part), or nil: while one names it,
+// Nexus's MGS update driver owns the device.
+func (bp *Blueprint) PendingUpdateFor(serial, part string) *PendingMGSUpdate {
+	for i, u := range bp.PendingMGSUpdates {
+		if u.BaseboardID.SerialNumber == serial && (part == "" || u.BaseboardID.PartNumber == part) {
+			return &bp.PendingMGSUpdates[i]
+		}
+	}
+	return nil
+}

@@ -41,12 +41,16 @@ type PrecheckResult struct {
 	Inactive      SlotInfo         `json:"inactive"`
 	Status        mgs.UpdateStatus `json:"status"`
 	ArtifactSizes []int64          `json:"artifactSizes"`
+	// NexusUpdate is the target blueprint's pending MGS update for this
+	// device, if any: Nexus owns it, and fleetsaga does not update it.
+	NexusUpdate *NexusUpdate `json:"nexusUpdate,omitempty"`
 }
 
 // MGSPrecheck verifies the artifacts, then reads the SP's identity, its
 // active and inactive slot versions (for host boot flash the active slot
 // and both slots' phase 1 hashes) and the component's update status,
-// through any MGS.
+// through any MGS; and whether Nexus's target blueprint has a pending MGS
+// update for the device (its owner then).
 func (a *MGSActivities) MGSPrecheck(ctx context.Context, in PrecheckInput) (PrecheckResult, error) {
 	var out PrecheckResult
 	for _, art := range in.Artifacts {
@@ -65,6 +69,9 @@ func (a *MGSActivities) MGSPrecheck(ctx context.Context, in PrecheckInput) (Prec
 		return out, mgsErr(err, "read SP state")
 	}
 	out.Serial, out.Model = st.SerialNumber, st.Model
+	if out.NexusUpdate, err = a.owner.pendingUpdate(ctx, st.SerialNumber, st.Model); err != nil {
+		return out, err
+	}
 	active, inactive := uint16(0), uint16(1)
 	if in.Component == mgs.ComponentHostBootFlash {
 		active, err = mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (uint16, error) {
