@@ -531,9 +531,13 @@ func (a *ZoneActivities) ChooseSagaOwner(ctx context.Context, in ZoneOwnerInput)
 	if err != nil {
 		return uuid.Nil, err
 	}
+	sameGeneration, err := a.sameGenerationAs(ctx, in.Sled, in.Zone)
+	if err != nil {
+		return uuid.Nil, err
+	}
 	var live []uuid.UUID
 	for _, z := range zs {
-		if z.running && z.id != in.Zone && !expunged[z.id] {
+		if z.running && z.id != in.Zone && !expunged[z.id] && sameGeneration(z.id) {
 			live = append(live, z.id)
 		}
 	}

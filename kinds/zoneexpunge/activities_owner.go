@@ -378,3 +378,24 @@ func (a *ZoneActivities) ownerCleanedUp(ctx context.Context, in ZoneOwnerCleanup
 		"target blueprint %s has zone %s ready for cleanup; no unfinished saga left on it; Nexus moved %d of its %d sagas to Nexus of generation %d (%s)",
 		v.target.TargetID, in.Zone, len(out.SagasMoved), len(hb.Known), gen, out.NewOwner))
 }
+
+// sameGenerationAs tells which Nexus zones can run the sagas of zone: those
+// of its nexus_generation in the target blueprint (a disabled one too: it
+// still says which Nexus runs which generation). Without a blueprint, or
+// with zones it does not list, generations are unknown and every Nexus
+// counts (the rack has only one generation then).
+func (a *ZoneActivities) sameGenerationAs(ctx context.Context, sled, zone uuid.UUID) (func(uuid.UUID) bool, error) {
+	all := func(uuid.UUID) bool { return true }
+	v, err := a.owner(ctx, sled)
+	if err != nil || v.bp == nil {
+		return all, err
+	}
+	gen, ok := v.bp.NexusGenerationOf(zone)
+	if !ok {
+		return all, nil
+	}
+	return func(other uuid.UUID) bool {
+		g, ok := v.bp.NexusGenerationOf(other)
+		return !ok || g == gen
+	}, nil
+}

@@ -2,6 +2,7 @@ package zoneexpunge_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -212,4 +213,61 @@ func TestZoneExpungeDirectStopsWhenAnotherWriterChangesTheConfig(t *testing.T) {
 	active, err := env.Store.ActiveForTarget(ctx, r.input().Target())
 	require.NoError(t, err)
 	assert.Nil(t, active, "the attempt ended")
+}
+
+// The saga gate in direct mode (the target blueprint disabled, so no
+// executor owns the sled): the sagas of the expunged Nexus go only to a
+// Nexus of its nexus_generation, which the (disabled) target still names.
+// The only other Nexus is of another generation: nothing moves, and the
+// expunge fails saying so.
+func TestZoneExpungeDirectMovesSagasOnlyWithinTheirGeneration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: PostgreSQL + Temporal + fleetsim")
+	}
+	env := testenv.New(t)
+	r := newZXRack(t, 0, spec.SledAgentLedgerFirst)
+	r.spec.Racks[0].Owners = spec.RackOwners{Nexus: true}
+	require.NoError(t, r.spec.Validate())
+	sim := env.StartFleetsim(r.spec)
+	env.StartWorker(workerapp.Deps{Fleet: env.Endpoints(sim)})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	// A target, disabled, in which Nexus B runs generation 2.
+	lc := nexuslockstep.New(sim.URL+"/nexus/"+r.spec.Racks[0].ID, nil)
+	tg, err := lc.Target(ctx)
+	require.NoError(t, err)
+	bp, err := lc.Blueprint(ctx, tg.TargetID)
+	require.NoError(t, err)
+	raw, err := json.Marshal(bp)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(raw, &m))
+	id := uuid.New()
+	m["id"], m["parent_blueprint_id"] = id.String(), tg.TargetID.String()
+	for _, s := range m["sleds"].(map[string]any) {
+		if z, ok := s.(map[string]any)["zones"].(map[string]any)[r.nexusB.String()]; ok {
+			z.(map[string]any)["zone_type"].(map[string]any)["nexus_generation"] = 2
+		}
+	}
+	raw, err = json.Marshal(m)
+	require.NoError(t, err)
+	child, err := nexuslockstep.ParseBlueprint(raw)
+	require.NoError(t, err)
+	require.NoError(t, lc.Import(ctx, child))
+	_, err = lc.SetTarget(ctx, id, false)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return nexusOf(sledTruth(t, sim), r.nexusA).SagasClaimed >= 3 },
+		10*time.Second, 10*time.Millisecond)
+
+	run := startZoneExpunge(t, env, r.input())
+	var res zoneexpunge.ZoneExpungeResult
+	err = run.Get(ctx, &res)
+	require.Error(t, err)
+	var app *temporal.ApplicationError
+	require.True(t, errors.As(err, &app), "%v", err)
+	assert.Equal(t, failure.NoLiveNexus, app.Type())
+	moved, err := env.Store.ReassignedSagas(ctx, r.nexusA)
+	require.NoError(t, err)
+	assert.Empty(t, moved, "a saga moved to a Nexus of another generation")
 }
