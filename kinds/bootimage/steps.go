@@ -71,6 +71,17 @@ const (
 	ownerFleetsaga = "fleetsaga"
 )
 
+// ownerDetail is the Web UI's detail line: who writes the boot images.
+func ownerDetail(owner string, managed int) string {
+	switch owner {
+	case ownerMCO:
+		return fmt.Sprintf("owner mco: the MCO patches the %d MachineSets it manages, fleetsaga does not", managed)
+	case ownerFleetsaga:
+		return "owner fleetsaga: no boot image controller resolved the opt-in"
+	}
+	return ""
+}
+
 // awaitMCO waits for the MCO to bring the MachineSets it manages to the
 // golden image (the operator asked: AwaitMCO); the ones it does not are
 // failed members. fleetsaga only reads them.
@@ -110,7 +121,7 @@ func (b *bootImageBump) failMember(name, reason, detail string) {
 
 // reconcileAll reconciles the plans with bounded concurrency.
 func (b *bootImageBump) reconcileAll(ctx workflow.Context, plans []machineapi.Plan) {
-	b.life.Phase(ctx, bumpPhasePatching)
+	b.life.Phase(ctx, bumpPhasePatching, ownerDetail(b.result.Owner, len(b.result.MCOManaged)))
 	running := 0
 	wg := workflow.NewWaitGroup(ctx)
 	for _, p := range plans {
