@@ -23,7 +23,9 @@ type ZoneExpungeInput struct {
 	// rack's sleds come from Nexus's sled table (Sled is always included);
 	// this is needed only without a Nexus database.
 	RackSleds []uuid.UUID `json:"rackSleds,omitempty"`
-	// NewOwner optionally names the Nexus zone that adopts the sagas.
+	// NewOwner optionally names the Nexus zone that adopts the sagas
+	// (direct mode only: in owner mode Nexus chooses, and fleetsaga proves
+	// its choice is of the same nexus_generation).
 	NewOwner uuid.UUID         `json:"newOwner,omitzero"`
 	Timing   ZoneExpungeTiming `json:"timing,omitzero"`
 }
