@@ -109,6 +109,12 @@ func (a *LedgerActivities) AppendEvent(ctx context.Context, e ledger.Event) erro
 	return a.Store.AppendEvent(ctx, e)
 }
 
+// ReleaseAbandoned releases busy's attempt when the workflow that recorded
+// it has closed without ending it (for another kind's ledger activities).
+func ReleaseAbandoned(ctx context.Context, a *LedgerActivities, busy *ledger.ErrTargetBusy) bool {
+	return a.releaseAbandoned(ctx, busy)
+}
+
 // releaseAbandoned ends the active attempt of busy when its owner no longer
 // runs: a terminated or timed-out workflow never ran its compensations or
 // its ledger writes, and its attempt would otherwise block the target
@@ -117,12 +123,6 @@ func (a *LedgerActivities) AppendEvent(ctx context.Context, e ledger.Event) erro
 // that current run still owns the attempt. A fresh start under the same
 // workflow ID is a new chain (another first run ID) and does not. A running
 // owner, or one Temporal cannot tell about, keeps the attempt.
-// ReleaseAbandoned releases busy's attempt when the workflow that recorded
-// it has closed without ending it (for another kind's ledger activities).
-func ReleaseAbandoned(ctx context.Context, a *LedgerActivities, busy *ledger.ErrTargetBusy) bool {
-	return a.releaseAbandoned(ctx, busy)
-}
-
 func (a *LedgerActivities) releaseAbandoned(ctx context.Context, busy *ledger.ErrTargetBusy) bool {
 	if a.Temporal == nil || busy.WorkflowID == "" {
 		return false
@@ -185,7 +185,7 @@ func (a *LedgerActivities) ownerClosed(ctx context.Context, busy *ledger.ErrTarg
 	return true, "workflow " + busy.WorkflowID + " run " + busy.RunID + " " + ended
 }
 
-// running: the owner may still write the attempt (unspecified is treated as
+// Running: the owner may still write the attempt (unspecified is treated as
 // running, to keep the attempt when Temporal cannot tell).
 func Running(s enumspb.WorkflowExecutionStatus) bool {
 	return s == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || s == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED

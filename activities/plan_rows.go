@@ -57,7 +57,7 @@ func RefusalReason(err error) (reason string, fatal bool) {
 	return ae.Type() + ": " + ae.Message(), ae.NonRetryable()
 }
 
-// refuseRow turns a non-retryable error of a precheck into the refusal it
+// RefuseRow turns a non-retryable error of a precheck into the refusal it
 // means. Other errors are returned (the activity is retried).
 func RefuseRow(row PlanRow, err error) (PlanRow, error) {
 	reason, fatal := RefusalReason(err)

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// sleepCtx waits d or until ctx ends (a poll loop's pause that a cancelled
+// SleepCtx waits d or until ctx ends (a poll loop's pause that a cancelled
 // or timed-out activity leaves at once).
 func SleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

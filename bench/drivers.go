@@ -32,7 +32,7 @@ var SupportedKinds = []workflows.Kind{workflows.KindSPFirmware, workflows.KindAg
 
 func newDriver(k workflows.Kind, cfg *Config) (driver, error) {
 	if _, ok := kinds.Kinds[k]; !ok {
-		return nil, fmt.Errorf("kind %s is not registered in workflows.Kinds (not landed yet?)", k)
+		return nil, fmt.Errorf("kind %s is not registered in kinds.Kinds (not landed yet?)", k)
 	}
 	switch k {
 	case workflows.KindSPFirmware:

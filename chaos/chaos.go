@@ -5,7 +5,7 @@
 // dev server on a persistent database file, or with Config.Temporal the real
 // server on that PostgreSQL; fleetsim, worker processes),
 // starts one rollout plan with a stage for every update kind registered in
-// workflows.Kinds, and meanwhile SIGKILLs random workers (restarting them),
+// kinds.Kinds, and meanwhile SIGKILLs random workers (restarting them),
 // restarts PostgreSQL and the Temporal server, and arms random fleetsim
 // faults. Everything random follows the seed, which is printed so a failure
 // can be replayed. At the end it checks invariants against fleetsim's truth

@@ -22,12 +22,12 @@ import (
 
 // A stage builder makes the chaos rollout's stage for one update kind from
 // the fleet, and arms that kind's device faults (seeded) before the rollout
-// starts. Every kind in workflows.Kinds must have one: a kind that lands
+// starts. Every kind in kinds.Kinds must have one: a kind that lands
 // without a builder makes the run refuse to start, so it gets wired here.
 type stageBuilder func(b *planBuilder) (kinds.Stage, error)
 
 // stageOrder is the order of the rollout's stages (kinds missing from
-// workflows.Kinds are left out).
+// kinds.Kinds are left out).
 var stageOrder = []struct {
 	kind  workflows.Kind
 	build stageBuilder
@@ -120,7 +120,7 @@ func buildPlan(cfg Config, f *fleet) (kinds.RolloutInput, []faults.Fault, *expec
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return in, nil, nil, fmt.Errorf("update kind(s) %s are registered in workflows.Kinds but the chaos rollout has no stage for them: add a builder to chaos/plan.go", strings.Join(missing, ", "))
+		return in, nil, nil, fmt.Errorf("update kind(s) %s are registered in kinds.Kinds but the chaos rollout has no stage for them: add a builder to chaos/plan.go", strings.Join(missing, ", "))
 	}
 	if err := in.Validate(); err != nil {
 		return in, nil, nil, fmt.Errorf("chaos plan: %w", err)

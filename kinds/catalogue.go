@@ -1,8 +1,10 @@
 package kinds
 
 import (
+	"maps"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,11 +89,9 @@ type Registration struct {
 // read-only run that must not move between builds).
 func Registrations() []Registration {
 	out := []Registration{{Workflow: Rollout, Behavior: autoUpgrade}, {Workflow: DryRun, Behavior: pinned}}
-	for _, k := range kindOrder {
-		info, ok := Kinds[k]
-		if !ok {
-			continue
-		}
+	// Kinds is a map: registrations list the kinds in name order.
+	for _, k := range slices.Sorted(maps.Keys(Kinds)) {
+		info := Kinds[k]
 		out = append(out, Registration{Workflow: info.Workflow, Behavior: info.Behavior, Agents: info.Agents})
 		for _, c := range info.Children {
 			out = append(out, Registration{Workflow: c, Behavior: pinned, Agents: info.Agents})
@@ -99,9 +99,6 @@ func Registrations() []Registration {
 	}
 	return out
 }
-
-// kindOrder is the order registrations list the kinds in (Kinds is a map).
-var kindOrder = []workflows.Kind{workflows.KindSPFirmware, workflows.KindHostFlash, workflows.KindZoneExpunge, workflows.KindBootImageBump, workflows.KindAgentInstall, workflows.KindAgentDrift}
 
 // planOf adapts a kind's typed dry run to the catalogue's.
 func planOf[I any, P interface {

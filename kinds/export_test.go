@@ -1,6 +1,6 @@
 package kinds
 
-// Test hooks for the external test package (workflows_test), whose
+// Test hooks for the external test package (kinds_test), whose
 // integration tests use the real stack.
 var (
 	TestUpdate  = testUpdate

@@ -14,7 +14,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 )
 
-// Register registers every workflow (workflows.Registrations: the
+// Register registers every workflow (kinds.Registrations: the
 // catalogue of kinds) and every activity on r. Endpoints without a CNAPI leave the agent kinds unregistered.
 func Register(r worker.Registry, d Deps) error {
 	// One ledger activity for every path that records intent: built with

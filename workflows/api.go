@@ -95,7 +95,7 @@ const (
 	StateCancelled State = "cancelled"
 )
 
-// setSearchState publishes the state and phase to the Web UI: the phase,
+// SetSearchState publishes the state and phase to the Web UI: the phase,
 // one of a closed set, as the FleetsagaPhase search attribute; free text
 // (detail) only in the workflow's current details. Failing to upsert must
 // not fail the update, so the error is only logged.
@@ -127,13 +127,13 @@ func setCurrentDetails(ctx workflow.Context, state State, phase Phase, detail ..
 
 // Retry policies, chosen per kind of activity.
 var (
-	// ledgerRetry: the database may restart; keep trying for a long while.
+	// LedgerRetry: the database may restart; keep trying for a long while.
 	LedgerRetry = &temporal.RetryPolicy{
 		InitialInterval:    500 * time.Millisecond,
 		BackoffCoefficient: 2,
 		MaximumInterval:    30 * time.Second,
 	}
-	// deviceRetry: device/API calls; non-retryable errors are typed by the
+	// DeviceRetry: device/API calls; non-retryable errors are typed by the
 	// activities (the catalogue: package failure).
 	DeviceRetry = &temporal.RetryPolicy{
 		InitialInterval:    time.Second,
@@ -142,7 +142,7 @@ var (
 	}
 )
 
-// ledgerOptions are the activity options for ledger writes.
+// LedgerOptions are the activity options for ledger writes.
 func LedgerOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		// A ledger write takes milliseconds; a short timeout bounds how long

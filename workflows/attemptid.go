@@ -10,7 +10,7 @@ import (
 // attemptNamespace scopes the attempt IDs fleetsaga derives.
 var attemptNamespace = uuid.MustParse("5b0f3c1e-8f6a-4d2b-9c57-3e1f0a6d2b84")
 
-// derivedID is a UUID named by the workflow ID, the run's original run ID
+// DerivedID is a UUID named by the workflow ID, the run's original run ID
 // and name. The original run ID is the one thing about a run that a reset
 // does not change (the run ID does, while the reset run replays), and a
 // continue-as-new does: the same name gives the same ID in every replay,

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// listenPauseResume applies the operator's pause and resume signals with
+// ListenPauseResume applies the operator's pause and resume signals with
 // setPaused until the workflow ends. Fan-outs and rollouts use it: running
 // steps finish, no new ones start while paused.
 func ListenPauseResume(ctx workflow.Context, setPaused func(workflow.Context, bool)) {

@@ -18,7 +18,7 @@ const (
 	ledgerWriteBound = 30 * time.Minute
 )
 
-// ledgerCall runs a ledger activity as a local activity. Ledger activities
+// LedgerCall runs a ledger activity as a local activity. Ledger activities
 // are idempotent by the IDs in their input, so the re-run of a local
 // activity whose workflow task was lost with its worker writes nothing
 // twice.

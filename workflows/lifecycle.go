@@ -12,7 +12,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
-// lifecycle is what every update kind shares, so that a kind's workflow
+// Lifecycle is what every update kind shares, so that a kind's workflow
 // keeps only its steps:
 //   - the phase, one typed value for the progress query, the ledger and the
 //     Web UI;
@@ -27,7 +27,7 @@ type Lifecycle struct {
 	progress *Progress
 	writer   attemptWriter
 
-	// attempt is the current ledger attempt: recorded, or being recorded
+	// Attempt is the current ledger attempt: recorded, or being recorded
 	// (recorded false) until its write returns. A cancel stops the wait for
 	// the write, not the write, so the ending ends an attempt whose write is
 	// in doubt by writing and ending it in one idempotent step.
@@ -50,7 +50,7 @@ type Lifecycle struct {
 	attemptIDs int
 }
 
-// newLifecycle starts an update's lifecycle: the progress query answers
+// NewLifecycle starts an update's lifecycle: the progress query answers
 // query() (the kind's Progress or a struct embedding it) and the Web UI
 // shows the first phase (none yet when first is "": the first phase()
 // publishes it; for a kind that has nothing to show until its intent). The
@@ -75,7 +75,7 @@ func NewLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attem
 	return l, nil
 }
 
-// phase moves the update to phase p (detail is free text for the Web UI's
+// Phase moves the update to phase p (detail is free text for the Web UI's
 // current details, never the search attribute). It reports whether the
 // phase changed.
 func (l *Lifecycle) Phase(ctx workflow.Context, p Phase, detail ...string) bool {
@@ -90,7 +90,7 @@ func (l *Lifecycle) Phase(ctx workflow.Context, p Phase, detail ...string) bool 
 	return true
 }
 
-// step announces phase p with new detail, published even when the phase
+// Step announces phase p with new detail, published even when the phase
 // is unchanged (the next item of the same phase: an agent, a straggler).
 func (l *Lifecycle) Step(ctx workflow.Context, p Phase, detail ...string) {
 	if l.Phase(ctx, p, detail...) {
@@ -109,7 +109,7 @@ func (l *Lifecycle) show(ctx workflow.Context, p Phase, detail ...string) {
 	SetSearchState(ctx, l.progress.State, p, detail...)
 }
 
-// recordPhaseInLedger makes each phase change also the current ledger
+// RecordPhaseInLedger makes each phase change also the current ledger
 // attempt's progress (for a kind whose ledger rows show the phase).
 func (l *Lifecycle) RecordPhaseInLedger() {
 	l.onPhase = func(ctx workflow.Context, p Phase) {
@@ -122,27 +122,27 @@ func (l *Lifecycle) RecordPhaseInLedger() {
 	}
 }
 
-// quietPhase moves the update to phase p for the progress query only: the
+// QuietPhase moves the update to phase p for the progress query only: the
 // search attribute and the current details keep the previous phase (a
 // short pause, such as the MGS pause between attempts).
 func (l *Lifecycle) QuietPhase(ctx workflow.Context, p Phase) {
 	l.progress.Phase, l.progress.PhaseSince = p, workflow.Now(ctx)
 }
 
-// freshAttempt is the ledger row of this update's attempt n on target, under
+// FreshAttempt is the ledger row of this update's attempt n on target, under
 // the run's next attempt ID.
 func (l *Lifecycle) FreshAttempt(ctx workflow.Context, n int, kind Kind, target, artifact string) ledger.Attempt {
 	return AttemptFor(ctx, l.newAttemptID(ctx), n, kind, target, artifact)
 }
 
-// attemptFor is the ledger row of this workflow run's attempt n on target.
+// AttemptFor is the ledger row of this workflow run's attempt n on target.
 func AttemptFor(ctx workflow.Context, id uuid.UUID, n int, kind Kind, target, artifact string) ledger.Attempt {
 	info := workflow.GetInfo(ctx)
 	return ledger.Attempt{ID: id, UpdateID: info.WorkflowExecution.ID, Attempt: n, Kind: string(kind),
 		Target: target, Artifact: artifact, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
 }
 
-// recordIntent writes attempt a before any device is touched. A target busy
+// RecordIntent writes attempt a before any device is touched. A target busy
 // with another update is a non-retryable TargetBusy error and leaves nothing
 // of ours to end. An attempt that already ended (the run was reset to
 // before its end) is recorded again under the next attempt ID; one still
@@ -166,7 +166,7 @@ func (l *Lifecycle) skipEnded(ctx workflow.Context, a *ledger.Attempt) {
 	a.Attempt++
 }
 
-// nextAttempt ends the current attempt as failed (why) and records a, the
+// NextAttempt ends the current attempt as failed (why) and records a, the
 // next attempt of the same update. A transitionWriter does both in one
 // write, so the target is never free between them; a cancel mid-write
 // leaves both in doubt, and the ending writes both again.
@@ -198,7 +198,7 @@ func (l *Lifecycle) intentWritten(err error) error {
 	return err
 }
 
-// unwrittenAttempt makes a the current attempt without writing it: the
+// UnwrittenAttempt makes a the current attempt without writing it: the
 // ending writes and ends it in one step, so an update that ends before it
 // recorded an intent (no change needed, a failed precheck) still leaves
 // its row.
@@ -206,13 +206,13 @@ func (l *Lifecycle) UnwrittenAttempt(a ledger.Attempt) {
 	l.Attempt, l.recorded, l.ended, l.prevEnd = &a, false, false, nil
 }
 
-// adoptAttempt makes an attempt already in the ledger (a resumed update's)
+// AdoptAttempt makes an attempt already in the ledger (a resumed update's)
 // the current one.
 func (l *Lifecycle) AdoptAttempt(a ledger.Attempt) {
 	l.Attempt, l.recorded, l.ended, l.prevEnd = &a, true, false, nil
 }
 
-// attemptID is the current attempt's ID (uuid.Nil: none).
+// AttemptID is the current attempt's ID (uuid.Nil: none).
 func (l *Lifecycle) AttemptID() uuid.UUID {
 	if l.Attempt == nil {
 		return uuid.Nil
@@ -220,7 +220,7 @@ func (l *Lifecycle) AttemptID() uuid.UUID {
 	return l.Attempt.ID
 }
 
-// beforeAction registers the compensation of an action the workflow is
+// BeforeAction registers the compensation of an action the workflow is
 // about to take. It is registered first so that a cancel arriving while the
 // action is in flight still undoes it; the undo must therefore be safe when
 // the action never happened. A device action that the undo races must be
@@ -229,27 +229,27 @@ func (l *Lifecycle) BeforeAction(name string, undo func(ctx workflow.Context) er
 	l.saga.Add(name, undo)
 }
 
-// lastUndo registers a compensation that runs after every other one (a
+// LastUndo registers a compensation that runs after every other one (a
 // sweep that relies on the others having run).
 func (l *Lifecycle) LastUndo(name string, undo func(ctx workflow.Context) error) {
 	l.saga.AddLast(name, undo)
 }
 
-// nothingToUndo drops the registered compensations (the actions reached a
+// NothingToUndo drops the registered compensations (the actions reached a
 // point where undoing them is no longer possible or wanted).
 func (l *Lifecycle) NothingToUndo() { l.saga = Saga{} }
 
-// undone notes what a compensation did, for the ending's message (ledger
+// Undone notes what a compensation did, for the ending's message (ledger
 // and progress).
 func (l *Lifecycle) Undone(note string) { l.notes = append(l.notes, note) }
 
-// awaitCancel makes a cancel of the workflow wait until the activity has
+// AwaitCancel makes a cancel of the workflow wait until the activity has
 // stopped (or finished) before the workflow goes on to compensate it.
 func AwaitCancel(ctx workflow.Context) workflow.Context {
 	return workflow.WithWaitForCancellation(ctx, true)
 }
 
-// isCancel is the one cancel detection: the error is a cancellation, or the
+// IsCancel is the one cancel detection: the error is a cancellation, or the
 // workflow was asked to cancel.
 func IsCancel(ctx workflow.Context, err error) bool {
 	return temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled)
@@ -275,7 +275,7 @@ type Ending struct {
 	FailedOutcome string
 }
 
-// end ends the update: on success with ok; on failure or cancel it runs the
+// End ends the update: on success with ok; on failure or cancel it runs the
 // compensations on a disconnected context, ends the ledger attempt as failed
 // or cancelled, and returns err (a cancellation as a CanceledError). Every
 // path ends the attempt, also one whose intent write was in doubt.
@@ -366,7 +366,7 @@ type transitionWriter interface {
 
 var LedgerActs *activities.LedgerActivities
 
-// ledgerWriter writes attempts through LedgerActivities.
+// LedgerWriter writes attempts through LedgerActivities.
 type LedgerWriter struct{}
 
 func (LedgerWriter) Record(ctx workflow.Context, a ledger.Attempt) error {

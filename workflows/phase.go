@@ -8,7 +8,7 @@ package workflows
 type Phase string
 
 // Phases shared by the fan-outs and the rollout. Each device kind names its
-// own phases beside its workflow (MGSPhase…, ZonePhase…, bumpPhase…; they declare them with DeclarePhases).
+// own phases in its package's contract and adds them with DeclarePhases.
 const (
 	PhaseStarting         Phase = "starting"
 	PhaseDone             Phase = "done"

@@ -12,7 +12,7 @@ import (
 // PlanRow is one row of a dry run (see activities.PlanRow).
 type PlanRow = activities.PlanRow
 
-// updatePlan is one update's dry run: its rows, and what the estimate
+// UpdatePlan is one update's dry run: its rows, and what the estimate
 // needs (how many devices it changes at once, how long one takes).
 type UpdatePlan struct {
 	Rows   []PlanRow
@@ -20,7 +20,7 @@ type UpdatePlan struct {
 	Device time.Duration // one device's change (KindInfo.DeviceTime)
 }
 
-// duration is how long the update's changes take at its own concurrency.
+// Duration is how long the update's changes take at its own concurrency.
 func (p UpdatePlan) Duration(changes int) time.Duration {
 	if changes == 0 {
 		return 0
@@ -29,7 +29,7 @@ func (p UpdatePlan) Duration(changes int) time.Duration {
 	return time.Duration((changes+inner-1)/inner) * p.Device
 }
 
-// planOptions: a dry run reads; a device that does not answer after a few
+// PlanOptions: a dry run reads; a device that does not answer after a few
 // tries is reported, not waited for.
 func PlanOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -41,13 +41,13 @@ func PlanOptions(ctx workflow.Context, summary string) workflow.Context {
 	})
 }
 
-// unreadable is the row of a target whose precheck failed after its
+// Unreadable is the row of a target whose precheck failed after its
 // retries: a refusal (the update would not get further either).
 func Unreadable(row PlanRow, err error) []PlanRow {
 	return []PlanRow{Refusal(row, err)}
 }
 
-// refusal fills a row's refusal from a precheck's error.
+// Refusal fills a row's refusal from a precheck's error.
 func Refusal(row PlanRow, err error) PlanRow {
 	reason, fatal := activities.RefusalReason(err)
 	if !fatal {
