@@ -51,6 +51,9 @@ type Config struct {
 
 	// Fleet and plan size.
 	Sleds, SPUpdates, HostUpdates, Zones, Servers, Clusters int
+	// Owners turns on the rack's and clusters' other owners in fleetsim
+	// (Nexus's lockstep API, executor and MGS driver; the MCO; issue 27).
+	Owners bool
 	// Concurrency of each rollout stage.
 	Concurrency int
 	// SpeedUp divides the device timings.

@@ -74,6 +74,15 @@ func newFleet(cfg Config, dir string) (*fleet, error) {
 		s.Clusters = append(s.Clusters, c)
 		f.clusterOf[c.Name] = c
 	}
+	if cfg.Owners {
+		for i := range s.Racks {
+			s.Racks[i].Owners = spec.RackOwners{Nexus: true, Executor: true, MGSUpdates: true}
+		}
+		for i := range s.Clusters {
+			s.Clusters[i].MCO = true
+			f.clusterOf[s.Clusters[i].Name] = s.Clusters[i]
+		}
+	}
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("chaos fleet spec: %w", err)
 	}

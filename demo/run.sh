@@ -50,8 +50,8 @@ bin/fleetsim faults
 echo "-- sp/sled/3's SP reset while our image was delivered: that attempt was lost, and a new"
 echo "   attempt (a new update ID, never the same one sent twice) completed. The ledger:"
 $starter status fleetsaga/sp-firmware/sp/sled/3 | grep -E '^ +attempt ' || true
-echo "-- the Nexus zone's removal failed twice: the expunge asked again until inventory proved the"
-echo "   zone gone, and only then moved its sagas (the ledger's record, below)."
+echo "-- the Nexus zone's removal failed twice: the expunge waited until inventory proved the zone"
+echo "   gone, and only then were its sagas moved (the ledger's record, below, says by whom)."
 
 echo
 echo "== every update of the rollout (Temporal visibility):"

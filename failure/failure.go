@@ -38,9 +38,12 @@ const (
 	MGSNotConfigured = "MGSNotConfigured"
 	// MGSRejected: a 4xx answer or a malformed reply (type suffix
 	// ":<error_code>").
-	MGSRejected           = "MGSRejected"
-	HostBootTimeout       = "HostBootTimeout"
-	WrongDevice           = "WrongDevice"
+	MGSRejected     = "MGSRejected"
+	HostBootTimeout = "HostBootTimeout"
+	WrongDevice     = "WrongDevice"
+	// OwnedByNexus: the target blueprint has a pending MGS update for the
+	// device; Nexus's MGS update driver owns it (DOMAIN.md §I).
+	OwnedByNexus          = "OwnedByNexus"
 	WrongActiveVersion    = "WrongActiveVersion"
 	WrongInactiveVersion  = "WrongInactiveVersion"
 	WouldDowngrade        = "WouldDowngrade"
@@ -106,6 +109,25 @@ const (
 	// still has the zone (the device is the truth: no success over it).
 	ExpungeConflict = "ExpungeConflict"
 	TooManyRebases  = "TooManyRebases"
+	// ConfigChangedUnderExpunge (direct mode, no enabled target blueprint):
+	// another writer ledgered a sled config with the zone while fleetsaga
+	// was writing it; fleetsaga stops instead of fighting it.
+	ConfigChangedUnderExpunge = "ConfigChangedUnderExpunge"
+	// NexusLockstepRejected: Nexus's lockstep API refused a request that
+	// retrying cannot change.
+	NexusLockstepRejected = "NexusLockstepRejected"
+	// TargetMovedTooOften (owner mode): the target blueprint kept moving
+	// under the expunge's child blueprint past the rebase bound.
+	TargetMovedTooOften = "TargetMovedTooOften"
+	// TargetDisabled (owner mode): the target blueprint was disabled while
+	// the expunge went through it; fleetsaga does not write behind it.
+	TargetDisabled = "TargetDisabled"
+	// OwnerCleanupTimedOut (owner mode): Nexus did not mark the zone ready
+	// for cleanup, or did not move its sagas, within the bound.
+	OwnerCleanupTimedOut = "OwnerCleanupTimedOut"
+	// SagaWrongGeneration: a saga of the expunged Nexus is now owned by a
+	// Nexus of another nexus_generation, which cannot run it.
+	SagaWrongGeneration = "SagaWrongGeneration"
 )
 
 // Rollout gates (issue 29).

@@ -24,9 +24,15 @@ type Endpoints struct {
 	// NexusDB is the URL of Nexus's database: the saga and sled tables
 	// (database omicron on a real rack).
 	NexusDB string `json:"nexusDB"`
-	CNAPI   string `json:"cnapi"`
-	SAPI    string `json:"sapi"`
-	IMGAPI  string `json:"imgapi"`
+	// NexusLockstep is Nexus's lockstep API (the owner of sled configs
+	// through the target blueprint, DOMAIN.md §I); "{rack}" in it, if any,
+	// is replaced by the sled's rack_id from Nexus's sled table. Empty: no
+	// owner is known, and zone expunge writes sled configs itself (only
+	// right on a rack with no blueprint executor; docs/DEPLOYING.md).
+	NexusLockstep string `json:"nexusLockstep,omitempty"`
+	CNAPI         string `json:"cnapi"`
+	SAPI          string `json:"sapi"`
+	IMGAPI        string `json:"imgapi"`
 	// Kube is a multi-cluster Kubernetes API root for the machine API
 	// ({Kube}/clusters/{name}).
 	Kube string `json:"kube"`
@@ -60,6 +66,10 @@ func FromFleetsim(base, nexusDB string) Endpoints {
 	}
 	if nexusDB == "" {
 		e.SledAgent = base + "/sled-agent/{sled}"
+	} else {
+		// fleetsim serves each rack's Nexus (when its spec has one) under
+		// its rack_id too; the rack comes from the sled table.
+		e.NexusLockstep = base + "/nexus/{rack}"
 	}
 	return e
 }
@@ -91,6 +101,12 @@ func (e Endpoints) SledAgentURL(sled string) string {
 	return strings.ReplaceAll(e.SledAgent, "{sled}", sled)
 }
 
+// NexusLockstepURL is the lockstep API of the rack with this rack_id ("":
+// none configured).
+func (e Endpoints) NexusLockstepURL(rack string) string {
+	return strings.ReplaceAll(e.NexusLockstep, "{rack}", rack)
+}
+
 // Validate checks that every configured URL parses as http(s).
 func (e Endpoints) Validate() error {
 	var errs []error
@@ -111,6 +127,7 @@ func (e Endpoints) Validate() error {
 		check(fmt.Sprintf("mgs[%d]", i), m)
 	}
 	check("sled-agent", e.SledAgent)
+	check("nexus-lockstep", strings.ReplaceAll(e.NexusLockstep, "{rack}", "x"))
 	check("cnapi", e.CNAPI)
 	check("sapi", e.SAPI)
 	check("imgapi", e.IMGAPI)

@@ -28,7 +28,11 @@ spec.managedBootImages, as the machine-config operator resolved it: All,
 Partial by label selector, or None) whose official boot image differs from
 the golden one (JSON merge patch with its resourceVersion). Owned, Windows, custom-image,
 unsupported-OS-stream and unknown-arch MachineSets are skipped and counted; a
-RHEL major mismatch is refused. A MachineSet another actor keeps reverting is
+RHEL major mismatch is refused. Where the machine-config operator resolved
+the opt-in in its status, its boot image controller owns those MachineSets:
+the bump never patches them, reports them (ManagedByMCO) and, with
+--await-mco, waits for the MCO to bring them to the golden image (bounded by
+--precondition-timeout) and fails the ones it does not. A MachineSet another actor keeps reverting is
 reported after the same patch was applied 3 times. The boot image version
 record, the skew mode and the Upgradeable condition are the machine-config
 operator's: the bump reports the skew from the operator's record and writes
@@ -59,6 +63,7 @@ run is restored (also on cancel).`,
 		f.DurationVar(&in.PreconditionTimeout, "precondition-timeout", 30*time.Minute, "how long to wait for an upgrade to finish and the golden record to be stamped")
 		f.DurationVar(&in.SettleInterval, "settle", 10*time.Second, "how long after a patch to look for another actor reverting it")
 		f.IntVar(&in.HotLoopLimit, "hot-loop-limit", 3, "patches of the same image before a reverting actor is reported")
+		f.BoolVar(&in.AwaitMCO, "await-mco", false, "wait for the MCO to reconcile the MachineSets it manages, and fail those it does not")
 		sf.bind(cmd)
 		return cmd
 	})

@@ -28,6 +28,15 @@ type OptIn struct {
 	Source string `json:"source"`
 }
 
+// OptInSourceStatus is OptIn.Source when the machine-config operator
+// resolved the opt-in itself: its boot image controller is active and owns
+// the MachineSets the opt-in selects (DOMAIN.md §I).
+const OptInSourceStatus = "status.managedBootImagesStatus"
+
+// ManagedByMCO reports whether the MCO's boot image controller manages the
+// selected MachineSets (the operator resolved an opt-in other than None).
+func (o OptIn) ManagedByMCO() bool { return o.Source == OptInSourceStatus && o.Mode != OptInNone }
+
 // BootImageOptIn reads MachineConfiguration "cluster": the machine manager
 // entry for machinesets.machine.openshift.io, from the operator's resolved
 // status when it has one (the controller acts on the status, not the spec),

@@ -28,13 +28,16 @@ func (h *harness) patchMC(sub, body string) {
 // The opt-in is read from the operator's resolved status first, then from
 // the spec; no machinesets entry is None; a bad mode is malformed.
 func TestBootImageOptInFromMachineConfiguration(t *testing.T) {
-	h := start(t, spec.SampleCluster("c1", spec.PlatformAWS, false))
+	c1 := spec.SampleCluster("c1", spec.PlatformAWS, false)
+	c1.MCO = true // the operator resolves the opt-in in its status
+	h := start(t, c1)
 	c := h.client("c1")
 	ctx := context.Background()
 
 	o, err := c.BootImageOptIn(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, machineapi.OptIn{Mode: "All", Source: "status.managedBootImagesStatus"}, o)
+	assert.True(t, o.ManagedByMCO())
 
 	// The spec says Partial (matchExpressions), the status is not resolved yet.
 	h.patchMC("/status", `{"status":{"managedBootImagesStatus":null}}`)
@@ -45,6 +48,7 @@ func TestBootImageOptInFromMachineConfiguration(t *testing.T) {
 	o, err = c.BootImageOptIn(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, machineapi.OptIn{Mode: "Partial", Selector: "fleetsaga.io/pool in (a)", Source: "spec.managedBootImages"}, o)
+	assert.False(t, o.ManagedByMCO(), "no controller resolved it")
 	sets, _, err := c.ListMachineSets(ctx, o.Selector)
 	require.NoError(t, err)
 	require.Len(t, sets, 1)

@@ -36,6 +36,11 @@ const (
 	ReasonNoGoldenImage       Reason = "NoGoldenImage"
 	ReasonRHELMajorMismatch   Reason = "RHELMajorMismatch"
 	ReasonMalformed           Reason = "MalformedProviderSpec"
+	// ReasonManagedByMCO: the MCO's boot image controller owns the
+	// MachineSet (the cluster opted it in, and the operator resolved the
+	// opt-in in MachineConfiguration status.managedBootImagesStatus); it
+	// patches it itself, and a second writer's patches are undone.
+	ReasonManagedByMCO Reason = "ManagedByMCO"
 )
 
 // GoldenGCPProject is the project official RHCOS GCP images live in.

@@ -17,7 +17,7 @@ import (
 	"slices"
 
 	"github.com/google/uuid"
-	_ "github.com/lib/pq" // PostgreSQL driver
+	"github.com/lib/pq"
 )
 
 // DefaultTable is the saga table, resolved by the connection's database
@@ -162,6 +162,42 @@ func (d *DB) UnfinishedSagas(ctx context.Context, sec uuid.UUID) ([]uuid.UUID, e
 		out = append(out, id)
 	}
 	return out, rows.Err()
+}
+
+// SagaOwners returns each given saga's current_sec (uuid.Nil: none) and
+// whether it is unfinished. Sagas not in the table are left out.
+func (d *DB) SagaOwners(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]SagaOwner, error) {
+	out := map[uuid.UUID]SagaOwner{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	strs := make([]string, len(ids))
+	for i, id := range ids {
+		strs[i] = id.String()
+	}
+	rows, err := d.db.QueryContext(ctx, fmt.Sprintf(
+		`SELECT id, current_sec, %s FROM %s WHERE id = ANY($1::uuid[])`, unfinished, d.table), pq.Array(strs))
+	if err != nil {
+		return nil, fmt.Errorf("nexusdb: saga owners: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id uuid.UUID
+		var sec uuid.NullUUID
+		var o SagaOwner
+		if err := rows.Scan(&id, &sec, &o.Unfinished); err != nil {
+			return nil, fmt.Errorf("nexusdb: saga owners: %w", err)
+		}
+		o.Sec = sec.UUID
+		out[id] = o
+	}
+	return out, rows.Err()
+}
+
+// SagaOwner is a saga's current owner.
+type SagaOwner struct {
+	Sec        uuid.UUID
+	Unfinished bool
 }
 
 func sortUUIDs(ids []uuid.UUID) {

@@ -63,6 +63,19 @@ func (d *DB) Sled(ctx context.Context, id uuid.UUID) (Sled, error) {
 	return s, nil
 }
 
+// SledBySerial reads the sled (not deleted) with this baseboard serial.
+func (d *DB) SledBySerial(ctx context.Context, serial string) (Sled, error) {
+	s, err := scanSled(d.db.QueryRowContext(ctx, fmt.Sprintf(
+		`SELECT %s FROM %s WHERE serial_number = $1 AND time_deleted IS NULL`, sledColumns, d.sleds), serial))
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, fmt.Errorf("%w: serial %s", ErrNoSuchSled, serial)
+	}
+	if err != nil {
+		return s, fmt.Errorf("nexusdb: sled with serial %s: %w", serial, err)
+	}
+	return s, nil
+}
+
 // RackSleds lists the sleds (not deleted) of the rack that sled is in, in
 // ID order, sled included.
 func (d *DB) RackSleds(ctx context.Context, sled uuid.UUID) ([]Sled, error) {

@@ -160,7 +160,9 @@ func (c *cluster) goldenMachineSet(ms *unstructured.Unstructured, golden string)
 	}
 	g := *m
 	g.BootRelease, g.CustomImage = golden, ""
-	want := providerSpec(c.spec, &g, c.install)
+	// Through JSON: providerSpec builds Go ints, which unstructured's
+	// helpers cannot copy (they panic).
+	want := jsonValue(providerSpec(c.spec, &g, c.install))
 	cur := providerSpecValue(ms)
 	next := ms.DeepCopy()
 	value := providerSpecValue(next)
@@ -213,4 +215,18 @@ func (c *cluster) setMCODegraded(msg string) {
 	_ = unstructured.SetNestedSlice(mc.Object, conds, "status", "conditions")
 	c.bump(mc)
 	c.put(gvKey(fm.GVRMachineConfigurations), mc)
+}
+
+// jsonValue is v as JSON decodes it (numbers int64 or float64, as
+// unstructured expects).
+func jsonValue(v map[string]any) map[string]any {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return v
+	}
+	return out
 }

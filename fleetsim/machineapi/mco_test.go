@@ -98,3 +98,24 @@ func TestMCOOffByDefault(t *testing.T) {
 	b, _ := c.ReleaseImages(spec.SampleInstallRelease)
 	assert.Equal(t, b.Images["amd64"].AWS[spec.DefaultRegion(spec.PlatformAWS)], tr.Clusters["c1"].MachineSets["c1-worker-a"].Image)
 }
+
+// The MCO patches a GCP MachineSet too (its boot disk image); it used to
+// crash fleetsim (the golden providerSpec carried Go ints that unstructured
+// cannot copy), found by chaos with the owners on.
+func TestMCOPatchesAGCPMachineSet(t *testing.T) {
+	c := spec.SampleCluster("c1", spec.PlatformGCP, false)
+	c.MCO = true
+	url := start(t, c)
+	require.Eventually(t, func() bool {
+		var tr machineapi.Truth
+		resp, err := http.Get(url + "/truth/machineapi")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		if json.NewDecoder(resp.Body).Decode(&tr) != nil || tr.Clusters["c1"].MCO == nil {
+			return false
+		}
+		return tr.Clusters["c1"].MCO.Patches["c1-worker-a"] == 1
+	}, 5*time.Second, 5*time.Millisecond, "the MCO patched the GCP MachineSet")
+}

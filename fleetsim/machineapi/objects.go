@@ -185,14 +185,12 @@ func infrastructure(c *spec.Cluster) map[string]any {
 
 func machineConfiguration(c *spec.Cluster, install string) map[string]any {
 	b, _ := c.ReleaseImages(install)
-	return map[string]any{
+	mc := map[string]any{
 		"apiVersion": "operator.openshift.io/v1", "kind": "MachineConfiguration",
 		"metadata": map[string]any{"name": fm.MachineConfigurationName, "uid": uidFor(c.Name, "machineconfiguration")},
 		"spec": map[string]any{"managementState": "Managed",
 			"managedBootImages": map[string]any{"machineManagers": []any{optInEntry(c.ManagedBootImages)}}},
 		"status": map[string]any{
-			// The operator's resolution of the spec (here: the same).
-			"managedBootImagesStatus": map[string]any{"machineManagers": []any{optInEntry(c.ManagedBootImages)}},
 			"bootImageSkewEnforcementStatus": map[string]any{
 				"mode":      "Automatic",
 				"automatic": map[string]any{"ocpVersion": install, "rhcosVersion": b.OSVersion},
@@ -203,6 +201,14 @@ func machineConfiguration(c *spec.Cluster, install string) map[string]any {
 			}},
 		},
 	}
+	if c.MCO {
+		// The operator's resolution of the spec (here: the same). Only an
+		// MCO whose boot image controller manages the platform writes it;
+		// without it (spec mco off) the opt-in is only the admin's spec.
+		status := mc["status"].(map[string]any)
+		status["managedBootImagesStatus"] = map[string]any{"machineManagers": []any{optInEntry(c.ManagedBootImages)}}
+	}
+	return mc
 }
 
 // optInEntry is the machinesets entry of managedBootImages.machineManagers.

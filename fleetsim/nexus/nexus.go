@@ -21,6 +21,8 @@
 //   - the MGS update driver (mgsupdates.go): it carries out the target's
 //     pending SP updates through the rack's MGS.
 //
+// Each rack's API is also under /nexus/{rack_id}/ (the sled table's rack_id).
+//
 // GET /truth/nexus reports per rack the target, the blueprints, every push
 // and its answer, the planner's changes, saga reassignments and MGS updates.
 package nexus
@@ -223,9 +225,13 @@ func (d *Domain) Name() string { return Name }
 // /nexus/{rack}/.
 func (d *Domain) Mount(mux *http.ServeMux) {
 	for _, r := range d.racks {
-		prefix := "/nexus/" + r.spec.ID
-		mux.Handle(prefix+"/", d.env.Wrap("nexus-lockstep", prefix,
-			http.StripPrefix(prefix, d.env.Faults.Middleware("nexus-lockstep", r.handler()))))
+		// By name, and by the rack_id the sled table records (how a client
+		// that starts from a sled finds its rack's Nexus).
+		for _, name := range []string{r.spec.ID, sled.RackUUID(r.spec.ID).String()} {
+			prefix := "/nexus/" + name
+			mux.Handle(prefix+"/", d.env.Wrap("nexus-lockstep", prefix,
+				http.StripPrefix(prefix, d.env.Faults.Middleware("nexus-lockstep", r.handler()))))
+		}
 	}
 	mux.HandleFunc("GET /truth/"+Name, func(w http.ResponseWriter, _ *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, d.Truth())

@@ -205,10 +205,12 @@ type Fleet struct {
 	MGS       string
 	SledAgent string
 	NexusDB   string
-	CNAPI     string
-	SAPI      string
-	IMGAPI    string
-	Kube      string
+	// NexusLockstep: see fleet.Endpoints.NexusLockstep.
+	NexusLockstep string
+	CNAPI         string
+	SAPI          string
+	IMGAPI        string
+	Kube          string
 	// Kubeconfig and KubeInCluster: see fleet.Endpoints.
 	Kubeconfig    string
 	KubeInCluster string
@@ -221,6 +223,7 @@ func (f *Fleet) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.MGS, "mgs", env("FLEETSAGA_MGS_URLS", ""), "comma-separated MGS base URLs (env FLEETSAGA_MGS_URLS)")
 	fs.StringVar(&f.SledAgent, "sled-agent", env("FLEETSAGA_SLED_AGENT_URL", ""), "sled-agent URL template with {sled}; only for a fleetsim without a database: otherwise sled-agents are found at the ip:port in Nexus's sled table (env FLEETSAGA_SLED_AGENT_URL)")
 	fs.StringVar(&f.NexusDB, "nexus-db-url", env("NEXUS_DATABASE_URL", ""), "Nexus's database (saga and sled tables; a rack's CockroachDB database omicron) (env NEXUS_DATABASE_URL)")
+	fs.StringVar(&f.NexusLockstep, "nexus-lockstep", env("FLEETSAGA_NEXUS_LOCKSTEP_URL", ""), "Nexus's lockstep API (the target blueprint, owner of sled configs and SP updates); {rack} is replaced by the sled's rack_id from the sled table. Unset: no owner is known, zone expunge writes sled configs itself (env FLEETSAGA_NEXUS_LOCKSTEP_URL)")
 	fs.StringVar(&f.CNAPI, "cnapi", env("FLEETSAGA_CNAPI_URL", ""), "CNAPI base URL (env FLEETSAGA_CNAPI_URL)")
 	fs.StringVar(&f.SAPI, "sapi", env("FLEETSAGA_SAPI_URL", ""), "SAPI base URL (env FLEETSAGA_SAPI_URL)")
 	fs.StringVar(&f.IMGAPI, "imgapi", env("FLEETSAGA_IMGAPI_URL", ""), "IMGAPI base URL (env FLEETSAGA_IMGAPI_URL)")
@@ -249,6 +252,7 @@ func (f *Fleet) Endpoints() (fleet.Endpoints, error) {
 	if f.Fleetsim == "" { // with --fleetsim, FromFleetsim pointed it at fleetsim's schema
 		set(&e.NexusDB, f.NexusDB)
 	}
+	set(&e.NexusLockstep, f.NexusLockstep)
 	set(&e.CNAPI, f.CNAPI)
 	set(&e.SAPI, f.SAPI)
 	set(&e.IMGAPI, f.IMGAPI)

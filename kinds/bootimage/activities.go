@@ -200,6 +200,13 @@ type BootImagePlanResult struct {
 	Plans []machineapi.Plan `json:"plans"`
 	// OptIn is the selection that was applied.
 	OptIn machineapi.OptIn `json:"optIn"`
+	// MCOManaged are the selected MachineSets the MCO's boot image
+	// controller owns (OptIn.ManagedByMCO): planned Skip (ManagedByMCO)
+	// when they differ from the golden image, never patched by fleetsaga.
+	MCOManaged []string `json:"mcoManaged,omitempty"`
+	// MCO: the MCO's boot image controller owns the selection (decided
+	// here, not by the workflow, so histories of earlier runs replay).
+	MCO bool `json:"mco,omitempty"`
 }
 
 // PlanBootImages lists the selected MachineSets and decides for each.
@@ -239,9 +246,23 @@ func (a *BootImageActivities) PlanBootImages(ctx context.Context, in BootImagePl
 		// A bad selector is the operator's error, not a transient one.
 		return out, temporal.NewNonRetryableApplicationError(err.Error(), failure.BootImageInvalid, err)
 	}
+	mco := in.FromCluster && out.OptIn.ManagedByMCO()
+	out.MCO = mco
 	for _, ms := range sets {
-		out.Plans = append(out.Plans, machineapi.PlanMachineSet(ms, golden, known, st))
+		p := machineapi.PlanMachineSet(ms, golden, known, st)
+		if mco && (p.Action == machineapi.ActionPatch || p.Action == machineapi.ActionUpToDate) {
+			// The MCO enrolls what the opt-in selects and it does not skip
+			// (the same skips as PlanMachineSet's): its MachineSet.
+			out.MCOManaged = append(out.MCOManaged, p.MachineSet)
+			if p.Action == machineapi.ActionPatch {
+				p.Action, p.Reason = machineapi.ActionSkip, machineapi.ReasonManagedByMCO
+				p.Detail = fmt.Sprintf("the MCO's boot image controller patches it to %s itself (MachineConfiguration %s, %s)",
+					p.Desired.Ref(), out.OptIn.Source, out.OptIn.Mode)
+			}
+		}
+		out.Plans = append(out.Plans, p)
 	}
+	sort.Strings(out.MCOManaged)
 	for name, perr := range bad {
 		out.Plans = append(out.Plans, machineapi.Plan{MachineSet: name, Action: machineapi.ActionRefuse, Reason: machineapi.ReasonMalformed, Detail: perr.Error()})
 	}

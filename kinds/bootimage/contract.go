@@ -51,6 +51,11 @@ type BootImageBumpInput struct {
 	// HotLoopLimit is how many times the same patch is applied before the
 	// MachineSet is reported as reverted by another actor (default 3).
 	HotLoopLimit int `json:"hotLoopLimit,omitempty"`
+	// AwaitMCO: wait (bounded by PreconditionTimeout) for the MCO's boot
+	// image controller to bring the MachineSets it manages to the golden
+	// image, and fail the ones it does not. Without it they are reported
+	// (MCOManaged) and left to the MCO. fleetsaga never patches them.
+	AwaitMCO bool `json:"awaitMCO,omitempty"`
 }
 
 // BootImageCanary is the optional canary scale-up.
@@ -174,6 +179,14 @@ type BootImageBumpResult struct {
 	HotLoop []string `json:"hotLoop,omitempty"`
 	// OptIn is the cluster's MachineConfiguration opt-in the run applied.
 	OptIn *machineapi.OptIn `json:"optIn,omitempty"`
+	// Owner says who writes the selected MachineSets' boot images: "mco"
+	// (the MCO's boot image controller; fleetsaga reports and verifies) or
+	// "fleetsaga" (no controller resolved the opt-in; fleetsaga patches).
+	Owner string `json:"owner,omitempty"`
+	// MCOManaged are the MachineSets the MCO owns (never patched by
+	// fleetsaga); MCOReconciled those AwaitMCO saw at the golden image.
+	MCOManaged    []string `json:"mcoManaged,omitempty"`
+	MCOReconciled []string `json:"mcoReconciled,omitempty"`
 	// BootImageVersion is the cluster's boot image version after the run.
 	BootImageVersion string                 `json:"bootImageVersion,omitempty"`
 	Skew             SkewVerdict            `json:"skew"`
@@ -222,13 +235,16 @@ const (
 	bumpPhaseCanary        workflows.Phase = "Canary"
 	bumpPhaseRollingBack   workflows.Phase = "RollingBack"
 	bumpPhaseSkew          workflows.Phase = "SkewEnforcement"
-	bumpPhaseDone          workflows.Phase = "Done"
+	// bumpPhaseAwaitingMCO: the operator asked to wait for the MCO to
+	// reconcile the MachineSets it manages.
+	bumpPhaseAwaitingMCO workflows.Phase = "AwaitingMCO"
+	bumpPhaseDone        workflows.Phase = "Done"
 )
 
 func init() {
-	workflows.DeclarePhases([]workflows.Phase{bumpPhasePreconditions, bumpPhasePlanning, bumpPhasePatching, bumpPhaseCanary, bumpPhaseRollingBack,
-		bumpPhaseSkew, bumpPhaseDone},
-		bumpPhasePreconditions, bumpPhasePatching, bumpPhaseCanary, bumpPhaseRollingBack, bumpPhaseSkew)
+	workflows.DeclarePhases([]workflows.Phase{bumpPhasePreconditions, bumpPhasePlanning, bumpPhasePatching, bumpPhaseAwaitingMCO, bumpPhaseCanary,
+		bumpPhaseRollingBack, bumpPhaseSkew, bumpPhaseDone},
+		bumpPhasePreconditions, bumpPhasePatching, bumpPhaseAwaitingMCO, bumpPhaseCanary, bumpPhaseRollingBack, bumpPhaseSkew)
 }
 
 // Failure reasons beyond the plan's.

@@ -47,6 +47,14 @@ func (b *bootImageBump) plan(ctx workflow.Context) ([]machineapi.Plan, error) {
 	}
 	b.in.Selection, b.in.Selector = res.OptIn.Mode, res.OptIn.Selector
 	b.result.OptIn = &res.OptIn
+	b.result.MCOManaged = res.MCOManaged
+	b.result.Owner = ownerFleetsaga
+	if res.MCO {
+		b.result.Owner = ownerMCO
+		b.event(ctx, "owner", "running", fmt.Sprintf(
+			"the MCO's boot image controller owns the opted-in MachineSets (MachineConfiguration %s, %s): fleetsaga reports them and does not patch them (%d: %s)",
+			res.OptIn.Source, res.OptIn.Mode, len(res.MCOManaged), strings.Join(res.MCOManaged, ", ")))
+	}
 	b.progress.Total = int64(len(res.Plans))
 	counts := map[machineapi.Action]int{}
 	for _, p := range res.Plans {
@@ -55,6 +63,45 @@ func (b *bootImageBump) plan(ctx workflow.Context) ([]machineapi.Plan, error) {
 	b.event(ctx, "plan", "running", fmt.Sprintf("%d selected: %d to patch, %d up to date, %d skipped, %d refused",
 		len(res.Plans), counts[machineapi.ActionPatch], counts[machineapi.ActionUpToDate], counts[machineapi.ActionSkip], counts[machineapi.ActionRefuse]))
 	return res.Plans, nil
+}
+
+// Who writes the selected MachineSets' boot images (BootImageBumpResult.Owner).
+const (
+	ownerMCO       = "mco"
+	ownerFleetsaga = "fleetsaga"
+)
+
+// ownerDetail is the Web UI's detail line: who writes the boot images.
+func ownerDetail(owner string, managed int) string {
+	switch owner {
+	case ownerMCO:
+		return fmt.Sprintf("owner mco: the MCO patches the %d MachineSets it manages, fleetsaga does not", managed)
+	case ownerFleetsaga:
+		return "owner fleetsaga: no boot image controller resolved the opt-in"
+	}
+	return ""
+}
+
+// awaitMCO waits for the MCO to bring the MachineSets it manages to the
+// golden image (the operator asked: AwaitMCO); the ones it does not are
+// failed members. fleetsaga only reads them.
+func (b *bootImageBump) awaitMCO(ctx workflow.Context) error {
+	b.life.Phase(ctx, bumpPhaseAwaitingMCO, fmt.Sprintf("%d MachineSets the MCO manages", len(b.result.MCOManaged)))
+	var a *BootImageActivities
+	var res BootImageAwaitMCOResult
+	actx := bumpWaitOptions(ctx, b.in.PreconditionTimeout, "wait for the MCO to patch "+strings.Join(b.result.MCOManaged, ", "))
+	if err := workflow.ExecuteActivity(actx, a.AwaitMCOBootImages, BootImageAwaitMCOInput{
+		Cluster: b.in.Cluster, Release: b.snap.Release, MachineSets: b.result.MCOManaged,
+		Deadline: workflow.Now(ctx).Add(b.in.PreconditionTimeout), PollInterval: b.in.PollInterval,
+	}).Get(ctx, &res); err != nil {
+		return err
+	}
+	b.result.MCOReconciled = res.Reconciled
+	for _, m := range res.NotReconciled {
+		b.result.Failed = append(b.result.Failed, m)
+	}
+	b.event(ctx, "mco", "running", fmt.Sprintf("the MCO reconciled %d of %d MachineSets it manages", len(res.Reconciled), len(b.result.MCOManaged)))
+	return nil
 }
 
 func (b *bootImageBump) done(kind string) {
@@ -74,7 +121,7 @@ func (b *bootImageBump) failMember(name, reason, detail string) {
 
 // reconcileAll reconciles the plans with bounded concurrency.
 func (b *bootImageBump) reconcileAll(ctx workflow.Context, plans []machineapi.Plan) {
-	b.life.Phase(ctx, bumpPhasePatching)
+	b.life.Phase(ctx, bumpPhasePatching, ownerDetail(b.result.Owner, len(b.result.MCOManaged)))
 	running := 0
 	wg := workflow.NewWaitGroup(ctx)
 	for _, p := range plans {

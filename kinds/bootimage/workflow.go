@@ -114,6 +114,14 @@ func (b *bootImageBump) run(ctx workflow.Context) (BootImageBumpResult, error) {
 	if ctx.Err() != nil {
 		return b.cancelled(ctx)
 	}
+	if b.in.AwaitMCO && len(b.result.MCOManaged) > 0 {
+		if err := b.awaitMCO(ctx); err != nil {
+			if ctx.Err() != nil {
+				return b.cancelled(ctx)
+			}
+			return b.fail(ctx, "Failed", err)
+		}
+	}
 	if b.in.Canary != nil {
 		ok, err := b.canary(ctx)
 		if ctx.Err() != nil {

@@ -33,11 +33,13 @@ type MGSActivities struct {
 	Identity string
 	// Ledger records attempts; the worker builds it with its Temporal client so an abandoned attempt is released.
 	Ledger *activities.LedgerActivities
+	// owner finds a pending Nexus MGS update for a device (zero: none known).
+	owner ownerLookup
 }
 
 // NewMGSActivities builds the activities from the fleet endpoints.
 func NewMGSActivities(ep fleet.Endpoints, hc *http.Client, store *ledger.Store, identity string) *MGSActivities {
-	a := &MGSActivities{HTTP: hc, Store: store, Identity: identity}
+	a := &MGSActivities{HTTP: hc, Store: store, Identity: identity, owner: newOwnerLookup(ep, hc)}
 	if len(ep.MGS) > 0 {
 		a.MGS, _ = mgs.NewSet(ep.MGS, hc)
 	}

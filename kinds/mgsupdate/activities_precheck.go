@@ -48,13 +48,17 @@ type PrecheckResult struct {
 	// header's SHA-256 (the recovery upload's answer, host-phase2-progress's
 	// image_id). The artifact's own SHA-256 is its ID at sled-agent.
 	Phase2ID string `json:"phase2Id,omitempty"`
+	// NexusUpdate is the target blueprint's pending MGS update for this
+	// device, if any: Nexus owns it, and fleetsaga does not update it.
+	NexusUpdate *NexusUpdate `json:"nexusUpdate,omitempty"`
 }
 
 // MGSPrecheck verifies the artifacts (a phase 2 image by its header too),
 // then reads the SP's identity, its
 // active and inactive slot versions (for host boot flash the active slot
 // and both slots' phase 1 hashes) and the component's update status,
-// through any MGS.
+// through any MGS; and whether Nexus's target blueprint has a pending MGS
+// update for the device (its owner then).
 func (a *MGSActivities) MGSPrecheck(ctx context.Context, in PrecheckInput) (PrecheckResult, error) {
 	var out PrecheckResult
 	for i, art := range in.Artifacts {
@@ -81,6 +85,9 @@ func (a *MGSActivities) MGSPrecheck(ctx context.Context, in PrecheckInput) (Prec
 		return out, mgsErr(err, "read SP state")
 	}
 	out.Serial, out.Model = st.SerialNumber, st.Model
+	if out.NexusUpdate, err = a.owner.pendingUpdate(ctx, st.SerialNumber, st.Model); err != nil {
+		return out, err
+	}
 	active, inactive := uint16(0), uint16(1)
 	if in.Component == mgs.ComponentHostBootFlash {
 		active, err = mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (uint16, error) {

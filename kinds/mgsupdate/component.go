@@ -88,12 +88,13 @@ func (u *mgsUpdate) readDevice(ctx workflow.Context, arts []Artifact) (PrecheckR
 	return pre, err
 }
 
-// checkIdentity fails the update when the SP is not the one named.
+// checkIdentity fails the update when the SP is not the one named, or when
+// Nexus's MGS update driver owns it (checkOwner).
 func checkIdentity(want SPTarget, pre PrecheckResult) error {
 	if pre.Serial != want.Serial || (want.Part != "" && pre.Model != want.Part) {
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("SP %s is serial %q part %q, expected serial %q part %q", want.id(), pre.Serial, pre.Model, want.Serial, want.Part),
 			failure.WrongDevice, nil)
 	}
-	return nil
+	return checkOwner(want, pre)
 }

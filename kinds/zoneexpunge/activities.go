@@ -119,6 +119,17 @@ type ZonePrecheck struct {
 	// OtherNexus are the in-service Nexus zones left after this expunge
 	// (Nexus zones only).
 	OtherNexus []uuid.UUID `json:"otherNexus,omitempty"`
+	// Mode is who writes the sled's config (ModeOwner, ModeDirect) and
+	// ModeReason why. In owner mode LedgeredGeneration is the larger of the
+	// sled's and the target blueprint's generation for it.
+	Mode       string `json:"mode,omitempty"`
+	ModeReason string `json:"modeReason,omitempty"`
+	// TargetID, BlueprintGeneration, NexusGeneration (owner mode): the
+	// target blueprint, its generation for the sled, and the zone's
+	// nexus_generation (Nexus zones).
+	TargetID            uuid.UUID `json:"targetId,omitzero"`
+	BlueprintGeneration uint64    `json:"blueprintGeneration,omitempty"`
+	NexusGeneration     uint64    `json:"nexusGeneration,omitempty"`
 }
 
 // PrecheckZoneExpunge is step 1: the sled and zone exist, whether the zone
@@ -156,6 +167,10 @@ func (a *ZoneActivities) PrecheckZoneExpunge(ctx context.Context, in ZonePrechec
 	}
 	if out.Kind == "" {
 		return out, zoneFail(failure.ZoneNotFound, "sled %s: zone %s is running but in no config; its kind is unknown", in.Sled, in.Zone)
+	}
+
+	if err := a.ownerPrecheck(ctx, in, &out); err != nil {
+		return out, err
 	}
 
 	attempts, err := a.Store.Attempts(ctx, in.UpdateID)
@@ -272,6 +287,9 @@ type ZoneIntentInput struct {
 	Zone         uuid.UUID `json:"zone"`
 	Kind         string    `json:"kind"`
 	ExpungedAsOf uint64    `json:"expungedAsOf"`
+	// Mode and ModeReason go to the event log with the intent.
+	Mode       string `json:"mode,omitempty"`
+	ModeReason string `json:"modeReason,omitempty"`
 }
 
 // RecordZoneExpungeIntent is step 2: the zone's disposition becomes
@@ -284,8 +302,11 @@ func (a *ZoneActivities) RecordZoneExpungeIntent(ctx context.Context, in ZoneInt
 	if err != nil {
 		return ledger.ZoneDisposition{}, err
 	}
-	return *z, a.event(ctx, in.AttemptID, "zone.expunged", "", fmt.Sprintf(
-		"zone %s (%s) on sled %s expunged as of sled config generation %d", in.Zone, z.Kind, in.Sled, z.ExpungedAsOf))
+	msg := fmt.Sprintf("zone %s (%s) on sled %s expunged as of sled config generation %d", in.Zone, z.Kind, in.Sled, z.ExpungedAsOf)
+	if in.Mode != "" {
+		msg += fmt.Sprintf("; mode %s: %s", in.Mode, in.ModeReason)
+	}
+	return *z, a.event(ctx, in.AttemptID, "zone.expunged", "", msg)
 }
 
 // ZoneRebaseInput moves an expunge to a newer generation.
@@ -515,9 +536,13 @@ func (a *ZoneActivities) ChooseSagaOwner(ctx context.Context, in ZoneOwnerInput)
 	if err != nil {
 		return uuid.Nil, err
 	}
+	sameGeneration, err := a.sameGenerationAs(ctx, in.Sled, in.Zone)
+	if err != nil {
+		return uuid.Nil, err
+	}
 	var live []uuid.UUID
 	for _, z := range zs {
-		if z.running && z.id != in.Zone && !expunged[z.id] {
+		if z.running && z.id != in.Zone && !expunged[z.id] && sameGeneration(z.id) {
 			live = append(live, z.id)
 		}
 	}

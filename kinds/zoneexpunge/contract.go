@@ -23,7 +23,9 @@ type ZoneExpungeInput struct {
 	// rack's sleds come from Nexus's sled table (Sled is always included);
 	// this is needed only without a Nexus database.
 	RackSleds []uuid.UUID `json:"rackSleds,omitempty"`
-	// NewOwner optionally names the Nexus zone that adopts the sagas.
+	// NewOwner optionally names the Nexus zone that adopts the sagas
+	// (direct mode only: in owner mode Nexus chooses, and fleetsaga proves
+	// its choice is of the same nexus_generation).
 	NewOwner uuid.UUID         `json:"newOwner,omitzero"`
 	Timing   ZoneExpungeTiming `json:"timing,omitzero"`
 }
@@ -44,6 +46,11 @@ type ZoneExpungeTiming struct {
 	// HeartbeatTimeout: how soon a dead worker's device step is retried
 	// elsewhere (default 30 s).
 	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
+	// OwnerTimeout bounds, in owner mode, the wait for Nexus to mark the
+	// zone ready for cleanup and move its sagas (default 30 min: Nexus's
+	// planner needs a fresh inventory collection, and its executor runs
+	// every 60 s, a few rounds each).
+	OwnerTimeout time.Duration `json:"ownerTimeout,omitempty"`
 }
 
 func (t ZoneExpungeTiming) withDefaults() ZoneExpungeTiming {
@@ -58,6 +65,7 @@ func (t ZoneExpungeTiming) withDefaults() ZoneExpungeTiming {
 	def(&t.PollInterval, time.Second)
 	def(&t.ProofTimeout, 10*time.Minute)
 	def(&t.HeartbeatTimeout, 30*time.Second)
+	def(&t.OwnerTimeout, 30*time.Minute)
 	return t
 }
 
@@ -88,7 +96,7 @@ func (in ZoneExpungeInput) Validate() error {
 		errs = append(errs, errors.New("zone-expunge: newOwner cannot be the zone being expunged"))
 	}
 	t := in.Timing
-	for _, d := range []time.Duration{t.PutTimeout, t.RetryInitial, t.RetryMax, t.PollInterval, t.ProofTimeout, t.HeartbeatTimeout} {
+	for _, d := range []time.Duration{t.PutTimeout, t.RetryInitial, t.RetryMax, t.PollInterval, t.ProofTimeout, t.HeartbeatTimeout, t.OwnerTimeout} {
 		if d < 0 {
 			errs = append(errs, errors.New("zone-expunge: timings must not be negative"))
 			break
@@ -97,12 +105,29 @@ func (in ZoneExpungeInput) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Who writes the sled's config for this expunge (DOMAIN.md §I), decided by
+// the precheck and recorded in the ledger, the result and the progress.
+const (
+	// ModeOwner: an enabled target blueprint owns the sled's config, and
+	// Nexus's executor writes it. The expunge is a child of the target with
+	// the zone expunged, made the target; Nexus removes the zone, marks it
+	// ready for cleanup and moves its sagas; fleetsaga proves all of it.
+	ModeOwner = "owner"
+	// ModeDirect: no enabled target blueprint covers the sled (or no Nexus
+	// lockstep API is configured): fleetsaga writes the config itself and
+	// moves the sagas, and stops if another writer moves the sled on.
+	ModeDirect = "direct"
+)
+
 // Zone expunge phases, in order (progress query, search attribute, ledger).
 const (
-	ZonePhaseValidating        workflows.Phase = "validating"
-	ZonePhaseRecordingIntent   workflows.Phase = "recording-intent"
-	ZonePhaseRemovingZone      workflows.Phase = "removing-zone"
-	ZonePhaseRebasing          workflows.Phase = "rebasing"
+	ZonePhaseValidating      workflows.Phase = "validating"
+	ZonePhaseRecordingIntent workflows.Phase = "recording-intent"
+	ZonePhaseRemovingZone    workflows.Phase = "removing-zone"
+	ZonePhaseRebasing        workflows.Phase = "rebasing"
+	// ZonePhaseAwaitingOwner (owner mode): Nexus marks the zone ready for
+	// cleanup and moves its sagas; fleetsaga waits and proves it.
+	ZonePhaseAwaitingOwner     workflows.Phase = "awaiting-owner"
 	ZonePhaseAwaitingInventory workflows.Phase = "awaiting-inventory-proof"
 	ZonePhaseReassigningSagas  workflows.Phase = "reassigning-sagas"
 	ZonePhaseVerifyingSagas    workflows.Phase = "verifying-sagas"
@@ -112,8 +137,8 @@ const (
 
 func init() {
 	workflows.DeclarePhases([]workflows.Phase{ZonePhaseValidating, ZonePhaseRecordingIntent, ZonePhaseRemovingZone, ZonePhaseRebasing,
-		ZonePhaseAwaitingInventory, ZonePhaseReassigningSagas, ZonePhaseVerifyingSagas, ZonePhaseCommitting, ZonePhaseDone},
-		ZonePhaseRemovingZone, ZonePhaseAwaitingInventory, ZonePhaseReassigningSagas, ZonePhaseVerifyingSagas)
+		ZonePhaseAwaitingInventory, ZonePhaseAwaitingOwner, ZonePhaseReassigningSagas, ZonePhaseVerifyingSagas, ZonePhaseCommitting, ZonePhaseDone},
+		ZonePhaseRemovingZone, ZonePhaseAwaitingInventory, ZonePhaseAwaitingOwner, ZonePhaseReassigningSagas, ZonePhaseVerifyingSagas)
 }
 
 // Zone expunge outcomes.
@@ -140,7 +165,13 @@ const (
 
 // ZoneExpungeResult says how the expunge ended.
 type ZoneExpungeResult struct {
-	Outcome      string    `json:"outcome"`
+	Outcome string `json:"outcome"`
+	// Mode is who wrote the sled's config (ModeOwner, ModeDirect), and
+	// ModeReason why.
+	Mode       string `json:"mode,omitempty"`
+	ModeReason string `json:"modeReason,omitempty"`
+	// Blueprint is, in owner mode, the target blueprint that expunged the zone.
+	Blueprint    uuid.UUID `json:"blueprint,omitzero"`
 	Sled         uuid.UUID `json:"sled"`
 	Zone         uuid.UUID `json:"zone"`
 	Kind         string    `json:"kind"`
@@ -161,6 +192,8 @@ type ZoneExpungeResult struct {
 type ZoneExpungeProgress struct {
 	workflows.Progress
 	ZoneKind     string    `json:"zoneKind,omitempty"`
+	Mode         string    `json:"mode,omitempty"`
+	ModeReason   string    `json:"modeReason,omitempty"`
 	ExpungedAsOf uint64    `json:"expungedAsOf,omitempty"`
 	NewOwner     uuid.UUID `json:"newOwner,omitzero"`
 }

@@ -3,6 +3,8 @@ package zoneexpunge
 import (
 	"context"
 	"fmt"
+	"strings"
+
 	"github.com/fleetsaga/fleetsaga/activities"
 )
 
@@ -36,7 +38,17 @@ func (a *ZoneActivities) PlanZoneExpunge(ctx context.Context, in ZonePrecheckInp
 		row.Action = activities.PlanUpdate
 		if len(pre.OtherNexus) > 0 {
 			row.Reason = fmt.Sprintf("Nexus: its sagas move to one of %d other in-service Nexus zones", len(pre.OtherNexus))
+			if pre.Mode == ModeOwner {
+				row.Reason = fmt.Sprintf("Nexus (nexus_generation %d): Nexus moves its sagas to another Nexus of that generation", pre.NexusGeneration)
+			}
 		}
+	}
+	if pre.Mode != "" {
+		who := "fleetsaga writes the sled's config"
+		if pre.Mode == ModeOwner {
+			who = "through target blueprint " + pre.TargetID.String()
+		}
+		row.Reason = strings.TrimPrefix(strings.Join([]string{row.Reason, fmt.Sprintf("mode %s (%s): %s", pre.Mode, who, pre.ModeReason)}, "; "), "; ")
 	}
 	return row, nil
 }

@@ -29,6 +29,8 @@ func (w *zoneExpunge) validate(ctx workflow.Context) (ZonePrecheck, error) {
 		return pre, err
 	}
 	w.result.Kind, w.progress.ZoneKind = pre.Kind, pre.Kind
+	w.result.Mode, w.result.ModeReason = pre.Mode, pre.ModeReason
+	w.progress.Mode, w.progress.ModeReason = pre.Mode, pre.ModeReason
 	return pre, nil
 }
 
@@ -57,6 +59,7 @@ func (w *zoneExpunge) recordIntent(ctx workflow.Context, pre ZonePrecheck) (ledg
 	var disp ledger.ZoneDisposition
 	err := workflow.ExecuteActivity(workflows.LedgerOptions(ctx), zxActs.RecordZoneExpungeIntent, ZoneIntentInput{
 		AttemptID: w.life.AttemptID(), Sled: w.in.Sled, Zone: w.in.Zone, Kind: pre.Kind, ExpungedAsOf: pre.LedgeredGeneration + 1,
+		Mode: pre.Mode, ModeReason: pre.ModeReason,
 	}).Get(ctx, &disp)
 	if err != nil {
 		return disp, err
@@ -65,11 +68,15 @@ func (w *zoneExpunge) recordIntent(ctx workflow.Context, pre ZonePrecheck) (ledg
 	return disp, nil
 }
 
-// removeZone is step 3: PUT the config without the zone until the sled
-// ledgers it; rebase when the sled moved on with the zone still in.
-func (w *zoneExpunge) removeZone(ctx workflow.Context, asOf uint64) (uint64, error) {
+// removeZone is step 3 in direct mode: PUT the config without the zone
+// until the sled ledgers it. A sled that moved on with the zone still in
+// has another writer: the expunge stops with that reason instead of
+// fighting it, except once in a resumed expunge (resumed: the ledger had
+// its intent), where the operator ran it again after dealing with the
+// other writer and it rebases past the sled's generation.
+func (w *zoneExpunge) removeZone(ctx workflow.Context, asOf uint64, resumed bool) (uint64, error) {
 	for {
-		w.life.Phase(ctx, ZonePhaseRemovingZone)
+		w.life.Phase(ctx, ZonePhaseRemovingZone, w.modeDetail())
 		deadline := workflow.Now(ctx).Add(w.timing.PutTimeout)
 		// A cancel waits for the PUT to stop, then asks the sled.
 		actx := workflow.WithActivityOptions(workflows.AwaitCancel(ctx), workflow.ActivityOptions{
@@ -92,26 +99,103 @@ func (w *zoneExpunge) removeZone(ctx workflow.Context, asOf uint64) (uint64, err
 		if !errors.As(err, &appErr) || appErr.Type() != failure.StaleGeneration {
 			return asOf, err
 		}
-		var ledgered uint64
-		if derr := appErr.Details(&ledgered); derr != nil {
-			return asOf, fmt.Errorf("stale generation without details: %w", err)
-		}
-		if w.result.Rebases >= maxZoneRebases {
+		if !resumed || w.result.Rebases > 0 {
 			return asOf, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-				"sled %s moved on %d times while expunging zone %s; giving up (resumable)", w.in.Sled, w.result.Rebases, w.in.Zone),
-				failure.TooManyRebases, err)
+				"another writer changed sled %s's config while fleetsaga was writing it directly (no enabled target blueprint owns it): %s; "+
+					"stopped instead of fighting it. Find that writer; running the expunge again then rebases onto the sled's generation",
+				w.in.Sled, appErr.Error()), failure.ConfigChangedUnderExpunge, err)
 		}
-		w.life.Phase(ctx, ZonePhaseRebasing)
-		var disp ledger.ZoneDisposition
-		if err := workflow.ExecuteActivity(workflows.LedgerOptions(ctx), zxActs.RebaseZoneExpunge, ZoneRebaseInput{
-			AttemptID: w.life.AttemptID(), Zone: w.in.Zone, From: asOf, To: ledgered + 1,
-		}).Get(ctx, &disp); err != nil {
+		if asOf, err = w.rebaseLedger(ctx, asOf, appErr); err != nil {
 			return asOf, err
 		}
-		w.result.Rebases++
-		asOf = disp.ExpungedAsOf
-		w.result.ExpungedAsOf, w.progress.ExpungedAsOf = asOf, asOf
 	}
+}
+
+// rebaseLedger moves the ledger's expunge past the generation a
+// StaleGeneration error names (bounded by maxZoneRebases).
+func (w *zoneExpunge) rebaseLedger(ctx workflow.Context, asOf uint64, stale *temporal.ApplicationError) (uint64, error) {
+	var ledgered uint64
+	if derr := stale.Details(&ledgered); derr != nil {
+		return asOf, fmt.Errorf("stale generation without details: %w", stale)
+	}
+	if w.result.Rebases >= maxZoneRebases {
+		return asOf, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"sled %s moved on %d times while expunging zone %s; giving up (resumable)", w.in.Sled, w.result.Rebases, w.in.Zone),
+			failure.TooManyRebases, stale)
+	}
+	w.life.Phase(ctx, ZonePhaseRebasing)
+	var disp ledger.ZoneDisposition
+	if err := workflow.ExecuteActivity(workflows.LedgerOptions(ctx), zxActs.RebaseZoneExpunge, ZoneRebaseInput{
+		AttemptID: w.life.AttemptID(), Zone: w.in.Zone, From: asOf, To: ledgered + 1,
+	}).Get(ctx, &disp); err != nil {
+		return asOf, err
+	}
+	w.result.Rebases++
+	asOf = disp.ExpungedAsOf
+	w.result.ExpungedAsOf, w.progress.ExpungedAsOf = asOf, asOf
+	return asOf, nil
+}
+
+// ownerStepTimeout bounds one ExpungeThroughBlueprint: a few lockstep
+// calls per try (each bounded by the worker's 30 s HTTP timeout), up to
+// maxTargetRebases tries.
+const ownerStepTimeout = 10 * time.Minute
+
+// expungeThroughOwner is step 3 in owner mode: the expunge becomes the
+// target blueprint, a child of the current one; a target whose sled moved
+// past the ledger's generation rebases the ledger (bounded). It returns the
+// generation and the Nexus's unfinished sagas just before.
+func (w *zoneExpunge) expungeThroughOwner(ctx workflow.Context, asOf uint64) (uint64, []uuid.UUID, error) {
+	for {
+		w.life.Phase(ctx, ZonePhaseRemovingZone, w.modeDetail())
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout:    ownerStepTimeout,
+			ScheduleToCloseTimeout: w.timing.PutTimeout + ownerStepTimeout,
+			HeartbeatTimeout:       w.timing.HeartbeatTimeout,
+			RetryPolicy:            workflows.DeviceRetry,
+			Summary:                fmt.Sprintf("make a child of the target blueprint expunging zone %s as of sled generation %d the target", w.in.Zone, asOf),
+		})
+		var res ZoneBlueprintResult
+		err := workflow.ExecuteActivity(actx, zxActs.ExpungeThroughBlueprint, ZoneBlueprintInput{
+			AttemptID: w.life.AttemptID(), Sled: w.in.Sled, Zone: w.in.Zone, ExpungedAsOf: asOf,
+		}).Get(ctx, &res)
+		if err == nil {
+			w.result.Blueprint = res.TargetID
+			w.result.Rebases += res.Rebases
+			return asOf, res.Sagas, nil
+		}
+		var appErr *temporal.ApplicationError
+		if !errors.As(err, &appErr) || appErr.Type() != failure.StaleGeneration {
+			return asOf, nil, err
+		}
+		if asOf, err = w.rebaseLedger(ctx, asOf, appErr); err != nil {
+			return asOf, nil, err
+		}
+	}
+}
+
+// awaitOwner is step 5 in owner mode, after the inventory proof: Nexus
+// marks the zone ready for cleanup and (a Nexus zone) moves its sagas to a
+// Nexus of the same generation; the activity proves both.
+func (w *zoneExpunge) awaitOwner(ctx workflow.Context, asOf uint64, sagas []uuid.UUID) error {
+	w.life.Phase(ctx, ZonePhaseAwaitingOwner, w.modeDetail())
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    w.timing.OwnerTimeout + 2*time.Minute,
+		ScheduleToCloseTimeout: w.timing.OwnerTimeout + 10*time.Minute,
+		HeartbeatTimeout:       w.timing.HeartbeatTimeout,
+		RetryPolicy:            workflows.DeviceRetry,
+		Summary:                fmt.Sprintf("wait for Nexus: zone %s ready for cleanup in the target blueprint, its sagas moved", w.in.Zone),
+	})
+	var res ZoneOwnerCleanupResult
+	if err := workflow.ExecuteActivity(actx, zxActs.AwaitOwnerCleanup, ZoneOwnerCleanupInput{
+		AttemptID: w.life.AttemptID(), Sled: w.in.Sled, Zone: w.in.Zone, Nexus: w.result.Kind == sledagent.ZoneTypeNexus,
+		ExpungedAsOf: asOf, Sagas: sagas, Deadline: workflow.Now(ctx).Add(w.timing.OwnerTimeout), PollInterval: w.timing.PollInterval,
+	}).Get(ctx, &res); err != nil {
+		return err
+	}
+	w.result.Blueprint = res.TargetID
+	w.result.NewOwner, w.progress.NewOwner = res.NewOwner, res.NewOwner
+	return nil
 }
 
 // awaitInventoryProof is step 4; the activity marks ready_for_cleanup.
@@ -208,11 +292,25 @@ func (w *zoneExpunge) commit(ctx workflow.Context) error {
 	w.progress.Done = int64(disp.SagasMoved)
 	w.progress.Total = int64(disp.SagasMoved)
 	msg := fmt.Sprintf("zone %s (%s) expunged as of sled generation %d", w.in.Zone, w.result.Kind, w.result.ExpungedAsOf)
-	if w.result.Kind == sledagent.ZoneTypeNexus {
+	switch {
+	case w.result.Mode == ModeOwner:
+		msg += fmt.Sprintf(" through target blueprint %s (Nexus owns the sled's config)", w.result.Blueprint)
+		if w.result.Kind == sledagent.ZoneTypeNexus {
+			msg += fmt.Sprintf("; Nexus moved %d of its sagas to Nexus %s of the same generation", disp.SagasMoved, w.result.NewOwner)
+		}
+	case w.result.Kind == sledagent.ZoneTypeNexus:
 		msg += fmt.Sprintf("; %d sagas moved to Nexus %s", disp.SagasMoved, w.result.NewOwner)
 	}
 	w.result.Outcome, w.message = ZoneOutcomeExpunged, msg
 	return nil
+}
+
+// modeDetail is the Web UI's detail line: who writes the sled's config.
+func (w *zoneExpunge) modeDetail() string {
+	if w.result.Mode == "" {
+		return ""
+	}
+	return fmt.Sprintf("mode %s (%s)", w.result.Mode, w.result.ModeReason)
 }
 
 func (w *zoneExpunge) deviceOptions(ctx workflow.Context, summary string) workflow.Context {

@@ -3,6 +3,7 @@ package zoneexpunge
 import (
 	"fmt"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -13,7 +14,10 @@ import (
 
 // ZoneExpunge removes a zone from its sled and, for a Nexus zone, moves its
 // unfinished sagas to a live Nexus only once inventory proves it gone
-// (DESIGN.md §3.5). It is resumable: run again for the same zone, it picks
+// (DESIGN.md §3.5). Where an enabled target blueprint owns the sled's
+// config (ModeOwner, DOMAIN.md §I), the expunge is a child of the target
+// that Nexus carries out, and fleetsaga proves it; elsewhere (ModeDirect)
+// fleetsaga writes the config and moves the sagas itself. It is resumable: run again for the same zone, it picks
 // up from the ledger's record.
 //
 // Cancel: before the sled ledgered the config without the zone, a cancel
@@ -75,9 +79,23 @@ func (w *zoneExpunge) run(ctx workflow.Context) (ZoneExpungeResult, error) {
 	if err != nil {
 		return w.end(ctx, err)
 	}
-	asOf, err := w.removeZone(ctx, disp.ExpungedAsOf)
-	if err != nil && !w.removedDespiteCancel(ctx, asOf, err) {
-		return w.end(ctx, err)
+	owner := pre.Mode == ModeOwner
+	var asOf uint64
+	var sagas []uuid.UUID
+	if owner {
+		// Once the child blueprint may be the target, Nexus removes the
+		// zone whatever the workflow does: the step is not cancellable.
+		octx, ocancel := workflow.NewDisconnectedContext(ctx)
+		asOf, sagas, err = w.expungeThroughOwner(octx, disp.ExpungedAsOf)
+		ocancel()
+		if err != nil {
+			return w.end(ctx, err)
+		}
+	} else {
+		asOf, err = w.removeZone(ctx, disp.ExpungedAsOf, pre.Existing != nil)
+		if err != nil && !w.removedDespiteCancel(ctx, asOf, err) {
+			return w.end(ctx, err)
+		}
 	}
 	// The sled removed the zone: from here on the expunge is finished even
 	// if the operator cancels (see ZoneExpunge).
@@ -86,7 +104,12 @@ func (w *zoneExpunge) run(ctx workflow.Context) (ZoneExpungeResult, error) {
 	if err := w.awaitInventoryProof(sctx, asOf); err != nil {
 		return w.end(sctx, err)
 	}
-	if w.result.Kind == sledagent.ZoneTypeNexus {
+	switch {
+	case owner:
+		if err := w.awaitOwner(sctx, asOf, sagas); err != nil {
+			return w.end(sctx, err)
+		}
+	case w.result.Kind == sledagent.ZoneTypeNexus:
 		if err := w.reassignSagas(sctx); err != nil {
 			return w.end(sctx, err)
 		}

@@ -213,8 +213,84 @@ func staleErr(gen uint64) error {
 	return temporal.NewNonRetryableApplicationError("stale", failure.StaleGeneration, nil, gen)
 }
 
-func TestZoneExpungeRebasesOnStaleGeneration(t *testing.T) {
+// Direct mode (no enabled target blueprint): a sled another writer moved on
+// with the zone still in stops the expunge with that reason; it never
+// fights the other writer.
+func TestZoneExpungeDirectStopsWhenAnotherWriterMovesTheSled(t *testing.T) {
 	x := newZXTest(t, "nexus")
+	x.on(x.za.PutConfigWithoutZone, func(_ context.Context, in ZonePutInput) (ZonePutResult, error) {
+		return ZonePutResult{}, staleErr(7)
+	})
+	_, err := x.run()
+	require.Error(t, err)
+	assert.Equal(t, failure.ConfigChangedUnderExpunge, errType(err))
+	assert.Contains(t, err.Error(), "another writer changed sled "+zxSled.String()+"'s config")
+	assert.NotContains(t, x.steps(), "RebaseZoneExpunge")
+	assert.NotContains(t, x.steps(), "AwaitZoneGone")
+	require.Len(t, x.finishes, 1)
+	assert.Equal(t, ledger.StateFailed, x.finishes[0].State)
+}
+
+// Owner mode: the expunge goes through the target blueprint and Nexus moves
+// the sagas; fleetsaga proves it and never writes the saga table.
+func TestZoneExpungeOwnerModeGoesThroughTheBlueprint(t *testing.T) {
+	x := newZXTest(t, "nexus")
+	bp := uuid.MustParse("55555555-5555-4555-8555-555555555555")
+	x.on(x.za.PrecheckZoneExpunge, func(_ context.Context, in ZonePrecheckInput) (ZonePrecheck, error) {
+		return ZonePrecheck{Kind: "nexus", LedgeredGeneration: 3, InConfig: true, Present: true, NextAttempt: 1,
+			Mode: ModeOwner, ModeReason: "enabled target", TargetID: bp, NexusGeneration: 1}, nil
+	})
+	var through ZoneBlueprintInput
+	x.on(x.za.ExpungeThroughBlueprint, func(_ context.Context, in ZoneBlueprintInput) (ZoneBlueprintResult, error) {
+		through = in
+		return ZoneBlueprintResult{TargetID: bp, Sagas: zxSagas}, nil
+	})
+	var cleanup ZoneOwnerCleanupInput
+	x.on(x.za.AwaitOwnerCleanup, func(_ context.Context, in ZoneOwnerCleanupInput) (ZoneOwnerCleanupResult, error) {
+		cleanup = in
+		return ZoneOwnerCleanupResult{TargetID: bp, SagasMoved: zxSagas, NewOwner: zxOwner}, nil
+	})
+	res, err := x.run()
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"PrecheckZoneExpunge", "RecordIntent", "RecordZoneExpungeIntent", "ExpungeThroughBlueprint", "AwaitZoneGone",
+		"AwaitOwnerCleanup", "CommitZoneExpunge", "FinishAttempt",
+	}, x.steps(), "no config PUT, no saga write by fleetsaga; Nexus's work proven after the inventory proof")
+	assert.Equal(t, uint64(4), through.ExpungedAsOf)
+	assert.Equal(t, zxSagas, cleanup.Sagas)
+	assert.True(t, cleanup.Nexus)
+	assert.Equal(t, ModeOwner, res.Mode)
+	assert.Equal(t, bp, res.Blueprint)
+	assert.Equal(t, zxOwner, res.NewOwner)
+	p := x.progress()
+	assert.Equal(t, ModeOwner, p.Mode)
+	assert.Contains(t, p.Message, "through target blueprint "+bp.String())
+}
+
+// Owner mode: a target blueprint that moved the sled past the ledger's
+// generation rebases the ledger, bounded.
+func TestZoneExpungeOwnerGivesUpAfterTooManyRebases(t *testing.T) {
+	x := newZXTest(t, "crucible")
+	x.on(x.za.PrecheckZoneExpunge, func(_ context.Context, in ZonePrecheckInput) (ZonePrecheck, error) {
+		return ZonePrecheck{Kind: "crucible", LedgeredGeneration: 3, InConfig: true, Present: true, NextAttempt: 1, Mode: ModeOwner}, nil
+	})
+	x.on(x.za.ExpungeThroughBlueprint, func(_ context.Context, in ZoneBlueprintInput) (ZoneBlueprintResult, error) {
+		return ZoneBlueprintResult{}, staleErr(in.ExpungedAsOf + 1)
+	})
+	_, err := x.run()
+	require.Error(t, err)
+	assert.Equal(t, failure.TooManyRebases, errType(err))
+	assert.NotContains(t, x.steps(), "AwaitZoneGone")
+}
+
+// A resumed direct-mode expunge (the operator ran it again after dealing
+// with the other writer) rebases once past the sled's generation.
+func TestZoneExpungeResumedRebasesOnStaleGeneration(t *testing.T) {
+	x := newZXTest(t, "nexus")
+	x.on(x.za.PrecheckZoneExpunge, func(_ context.Context, in ZonePrecheckInput) (ZonePrecheck, error) {
+		return ZonePrecheck{Kind: "nexus", LedgeredGeneration: 3, InConfig: true, Present: true, NextAttempt: 2,
+			Existing: &ledger.ZoneDisposition{ZoneID: zxZone, SledID: zxSled, Kind: "nexus", ExpungedAsOf: 4}}, nil
+	})
 	var puts []uint64
 	var rebase ZoneRebaseInput
 	x.on(x.za.PutConfigWithoutZone, func(_ context.Context, in ZonePutInput) (ZonePutResult, error) {
@@ -241,21 +317,6 @@ func TestZoneExpungeRebasesOnStaleGeneration(t *testing.T) {
 	assert.Equal(t, uint64(8), awaited)
 	assert.Equal(t, 1, res.Rebases)
 	assert.Equal(t, uint64(8), res.ExpungedAsOf)
-}
-
-func TestZoneExpungeGivesUpAfterTooManyRebases(t *testing.T) {
-	x := newZXTest(t, "nexus")
-	gen := uint64(4)
-	x.on(x.za.PutConfigWithoutZone, func(_ context.Context, in ZonePutInput) (ZonePutResult, error) {
-		gen = in.ExpungedAsOf + 1
-		return ZonePutResult{}, staleErr(gen)
-	})
-	_, err := x.run()
-	require.Error(t, err)
-	assert.Equal(t, failure.TooManyRebases, errType(err))
-	assert.NotContains(t, x.steps(), "AwaitZoneGone")
-	require.Len(t, x.finishes, 1)
-	assert.Equal(t, ledger.StateFailed, x.finishes[0].State)
 }
 
 // Every error of a device step ends the attempt as failed, and no later

@@ -1,0 +1,207 @@
+// Package nexuslockstep is the client of the part of Nexus's lockstep API
+// (nexus-lockstep-0.0.1.json) fleetsaga uses to work through the owner of
+// sled configs (DOMAIN.md §I): the target blueprint (view, set), a blueprint
+// (view, import). The API is not versioned (no api-version header).
+//
+// A blueprint is kept as the JSON Nexus sent: fleetsaga edits only a sled's
+// generation and one zone's disposition, and every field it does not know
+// goes back unchanged.
+package nexuslockstep
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// maxResponseBytes bounds what the client reads (a blueprint of a full rack
+// is a few hundred KiB).
+const maxResponseBytes = 16 << 20
+
+// Error codes Nexus answers that the client tells apart.
+const (
+	// CodeInvalidRequest on POST /deployment/blueprints/target: the
+	// blueprint's parent is not the current target (the target moved on).
+	CodeInvalidRequest = "InvalidRequest"
+	// CodeObjectNotFound: no such blueprint.
+	CodeObjectNotFound = "ObjectNotFound"
+)
+
+// Error is a non-2xx answer (dropshot error body).
+type Error struct {
+	Op         string
+	StatusCode int
+	ErrorCode  string
+	Message    string
+}
+
+func (e *Error) Error() string {
+	code := e.ErrorCode
+	if code == "" {
+		code = http.StatusText(e.StatusCode)
+	}
+	return fmt.Sprintf("nexus lockstep %s: %d %s: %s", e.Op, e.StatusCode, code, e.Message)
+}
+
+// ErrBadResponse wraps a 2xx answer whose body does not match the API.
+var ErrBadResponse = errors.New("nexus lockstep: malformed response")
+
+// The one place that classifies this client's errors.
+
+// IsRetryable: transport failures, 5xx, 429 and 408 may succeed unchanged;
+// other 4xx answers, a cancelled context and a malformed answer do not.
+func IsRetryable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrBadResponse) {
+		return false
+	}
+	var he *Error
+	if errors.As(err, &he) {
+		return he.StatusCode >= 500 || he.StatusCode == http.StatusTooManyRequests || he.StatusCode == http.StatusRequestTimeout
+	}
+	return true
+}
+
+// IsTargetMoved: making a blueprint the target was refused because its
+// parent is no longer the current target (rebase onto the new one).
+func IsTargetMoved(err error) bool {
+	var he *Error
+	return errors.As(err, &he) && he.StatusCode == http.StatusBadRequest && he.ErrorCode == CodeInvalidRequest &&
+		strings.Contains(he.Message, "is not the current target blueprint")
+}
+
+// IsNotFound: the blueprint does not exist (404 ObjectNotFound).
+func IsNotFound(err error) bool {
+	var he *Error
+	return errors.As(err, &he) && he.StatusCode == http.StatusNotFound && he.ErrorCode == CodeObjectNotFound
+}
+
+// IsNoLockstepAPI: the endpoint answers 404 without a Nexus error code to
+// the target's view, which every Nexus serves: no Nexus owns this rack's
+// sled configs there.
+func IsNoLockstepAPI(err error) bool {
+	var he *Error
+	return errors.As(err, &he) && he.StatusCode == http.StatusNotFound && he.ErrorCode != CodeObjectNotFound
+}
+
+// Target is BlueprintTarget.
+type Target struct {
+	TargetID       uuid.UUID `json:"target_id"`
+	Enabled        bool      `json:"enabled"`
+	TimeMadeTarget time.Time `json:"time_made_target"`
+}
+
+// Client talks to one rack's Nexus lockstep API.
+type Client struct {
+	base string
+	http *http.Client
+}
+
+// New returns a client for the lockstep API at baseURL; hc nil means
+// http.DefaultClient.
+func New(baseURL string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), http: hc}
+}
+
+// Target reads the current target (GET /deployment/blueprints/target).
+func (c *Client) Target(ctx context.Context) (Target, error) {
+	var t Target
+	if err := c.do(ctx, http.MethodGet, "/deployment/blueprints/target", nil, &t); err != nil {
+		return t, err
+	}
+	if t.TargetID == uuid.Nil {
+		return t, fmt.Errorf("%w: target without target_id", ErrBadResponse)
+	}
+	return t, nil
+}
+
+// Blueprint reads one blueprint (GET /deployment/blueprints/all/{id}).
+func (c *Client) Blueprint(ctx context.Context, id uuid.UUID) (*Blueprint, error) {
+	var raw json.RawMessage
+	if err := c.do(ctx, http.MethodGet, "/deployment/blueprints/all/"+id.String(), nil, &raw); err != nil {
+		return nil, err
+	}
+	bp, err := ParseBlueprint(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadResponse, err)
+	}
+	if bp.ID != id {
+		return nil, fmt.Errorf("%w: asked for blueprint %s, got %s", ErrBadResponse, id, bp.ID)
+	}
+	return bp, nil
+}
+
+// Import stores a blueprint (POST /deployment/blueprints/import → 204); it
+// does not make it the target. A second import of the same ID fails in
+// Nexus's database (500): after a lost answer, read the blueprint back.
+func (c *Client) Import(ctx context.Context, bp *Blueprint) error {
+	body, err := json.Marshal(bp)
+	if err != nil {
+		return fmt.Errorf("nexus lockstep import: encode: %w", err)
+	}
+	return c.do(ctx, http.MethodPost, "/deployment/blueprints/import", body, nil)
+}
+
+// SetTarget makes a blueprint the target (POST /deployment/blueprints/target).
+// Nexus accepts only a child of the current target (IsTargetMoved otherwise).
+func (c *Client) SetTarget(ctx context.Context, id uuid.UUID, enabled bool) (Target, error) {
+	body, _ := json.Marshal(map[string]any{"target_id": id, "enabled": enabled})
+	var t Target
+	err := c.do(ctx, http.MethodPost, "/deployment/blueprints/target", body, &t)
+	return t, err
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
+	op := method + " " + path
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return fmt.Errorf("nexus lockstep %s: %w", op, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("nexus lockstep %s: %w", op, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return fmt.Errorf("nexus lockstep %s: read answer: %w", op, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		he := &Error{Op: op, StatusCode: resp.StatusCode}
+		var eb struct {
+			ErrorCode string `json:"error_code"`
+			Message   string `json:"message"`
+		}
+		if json.Unmarshal(raw, &eb) == nil && eb.Message != "" {
+			he.ErrorCode, he.Message = eb.ErrorCode, eb.Message
+		} else {
+			he.Message = strings.TrimSpace(string(raw[:min(len(raw), 200)]))
+		}
+		return he
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrBadResponse, op, err)
+	}
+	return nil
+}

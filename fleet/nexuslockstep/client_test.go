@@ -1,0 +1,78 @@
+package nexuslockstep_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsaga/fleetsaga/fleet/nexuslockstep"
+	"github.com/fleetsaga/fleetsaga/fleet/openapi"
+	"github.com/fleetsaga/fleetsaga/fleetsim"
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+)
+
+// The client's traffic with fleetsim's Nexus follows the vendored lockstep
+// document (requests and answers), and its errors are classified: a child
+// expunging a zone is imported and made the target; a child of the old
+// target is refused as "target moved"; an unknown blueprint is not found;
+// a rack without a Nexus has no lockstep API.
+func TestClientTrafficFollowsOpenAPI(t *testing.T) {
+	ctx := context.Background()
+	rack := spec.SampleRack("r", []string{"internal_ntp", "nexus"}, []string{"nexus"})
+	rack.Owners = spec.RackOwners{Nexus: true}
+	bare := spec.SampleRack("bare")
+	s := &spec.Spec{Seed: 1, SpeedUp: 100, Timings: spec.DefaultTimings(), Racks: []spec.Rack{rack, bare}}
+	require.NoError(t, s.Validate())
+	srv, err := fleetsim.Start(ctx, fleetsim.Env{Spec: s, Faults: faults.NewRegistry(1), Log: zerolog.Nop()}, "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	tr := &openapi.Transport{Contract: openapi.MustLoad(openapi.NexusLockstep), Prefix: "/nexus/r", Rep: t, Responses: true}
+	c := nexuslockstep.New(srv.URL+"/nexus/r", &http.Client{Transport: tr, Timeout: 10 * time.Second})
+
+	target, err := c.Target(ctx)
+	require.NoError(t, err)
+	assert.True(t, target.Enabled)
+	bp, err := c.Blueprint(ctx, target.TargetID)
+	require.NoError(t, err)
+	sled, zone := rack.Sleds[0].ID, rack.Sleds[0].Zones[1].ID
+	gen, ok := bp.NexusGenerationOf(zone)
+	require.True(t, ok)
+	assert.Equal(t, uint64(1), gen)
+
+	child, err := bp.ChildExpunging(uuid.New(), sled, zone, 4, "fleetsaga", "expunge", time.Now())
+	require.NoError(t, err)
+	require.NoError(t, c.Import(ctx, child))
+	next, err := c.SetTarget(ctx, child.ID, true)
+	require.NoError(t, err)
+	assert.Equal(t, child.ID, next.TargetID)
+	got, err := c.Blueprint(ctx, child.ID)
+	require.NoError(t, err)
+	z, ok := got.Zone(sled, zone)
+	require.True(t, ok)
+	assert.Equal(t, nexuslockstep.Disposition{Kind: nexuslockstep.Expunged, AsOfGeneration: 4}, z.Disposition)
+	assert.Equal(t, uint64(4), got.Sleds[sled].SledAgentGeneration)
+	assert.Equal(t, bp.ID, *got.ParentBlueprintID)
+	other, _ := got.Zone(rack.Sleds[1].ID, rack.Sleds[1].Zones[0].ID)
+	assert.Equal(t, nexuslockstep.InService, other.Disposition.Kind, "the rest of the blueprint unchanged")
+
+	// A second child of the old target: the target moved on.
+	sibling, err := bp.ChildExpunging(uuid.New(), sled, zone, 4, "fleetsaga", "late", time.Now())
+	require.NoError(t, err)
+	require.NoError(t, c.Import(ctx, sibling))
+	_, err = c.SetTarget(ctx, sibling.ID, true)
+	assert.True(t, nexuslockstep.IsTargetMoved(err), "%v", err)
+	assert.False(t, nexuslockstep.IsRetryable(err))
+
+	_, err = c.Blueprint(ctx, uuid.New())
+	assert.True(t, nexuslockstep.IsNotFound(err), "%v", err)
+
+	_, err = nexuslockstep.New(srv.URL+"/nexus/bare", nil).Target(ctx)
+	assert.True(t, nexuslockstep.IsNoLockstepAPI(err), "%v", err)
+}

@@ -1,0 +1,103 @@
+package mgsupdate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/fleetsaga/fleetsaga/failure"
+	"github.com/fleetsaga/fleetsaga/fleet"
+	"github.com/fleetsaga/fleetsaga/fleet/nexusdb"
+	"github.com/fleetsaga/fleetsaga/fleet/nexuslockstep"
+)
+
+// NexusUpdate is a pending MGS update the target blueprint has for a device:
+// Nexus's MGS update driver owns that device (DOMAIN.md §I).
+type NexusUpdate struct {
+	Blueprint       uuid.UUID `json:"blueprint"`
+	Enabled         bool      `json:"enabled"`
+	Component       string    `json:"component"`
+	ArtifactVersion string    `json:"artifactVersion"`
+}
+
+// ownerLookup finds a device's pending Nexus update. The zero value (no
+// lockstep endpoint) knows no owner.
+type ownerLookup struct {
+	url  string
+	http *http.Client
+	db   *nexusdb.DB // the sled table, for "{rack}" in url
+}
+
+func newOwnerLookup(ep fleet.Endpoints, hc *http.Client) ownerLookup {
+	o := ownerLookup{url: ep.NexusLockstep, http: hc}
+	if strings.Contains(o.url, "{rack}") && ep.NexusDB != "" {
+		o.db, _ = nexusdb.Open(ep.NexusDB) // lazy: no connection until used
+	}
+	return o
+}
+
+// pendingUpdate reads the target blueprint of the device's rack (found by
+// its baseboard serial in the sled table when the endpoint names {rack}).
+// No endpoint, or no lockstep API there, is no owner; other errors are
+// retried (no update starts while the owner is unknown).
+func (o ownerLookup) pendingUpdate(ctx context.Context, serial, part string) (*NexusUpdate, error) {
+	if o.url == "" {
+		return nil, nil
+	}
+	rack := ""
+	if strings.Contains(o.url, "{rack}") {
+		if o.db == nil {
+			return nil, mgsFatal(failure.NexusDBNotConfigured, "the Nexus lockstep endpoint names {rack}: the sled table (fleet endpoint nexusDB) is needed to find the rack of SP %s", serial)
+		}
+		s, err := o.db.SledBySerial(ctx, serial)
+		if errors.Is(err, nexusdb.ErrNoSuchSled) {
+			return nil, nil // not a sled (no sled row): no blueprint covers it here
+		}
+		if err != nil {
+			return nil, err
+		}
+		rack = s.RackID.String()
+	}
+	c := nexuslockstep.New(strings.ReplaceAll(o.url, "{rack}", rack), o.http)
+	t, err := c.Target(ctx)
+	if nexuslockstep.IsNoLockstepAPI(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, lockstepErr(err)
+	}
+	bp, err := c.Blueprint(ctx, t.TargetID)
+	if err != nil {
+		return nil, lockstepErr(err)
+	}
+	u := bp.PendingUpdateFor(serial, part)
+	if u == nil {
+		return nil, nil
+	}
+	return &NexusUpdate{Blueprint: t.TargetID, Enabled: t.Enabled, Component: u.Component(), ArtifactVersion: u.ArtifactVersion}, nil
+}
+
+// lockstepErr: retryable lockstep errors stay plain, others are typed.
+func lockstepErr(err error) error {
+	if err == nil || nexuslockstep.IsRetryable(err) {
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), failure.NexusLockstepRejected, err)
+}
+
+// checkOwner refuses a device Nexus's MGS update driver owns.
+func checkOwner(want SPTarget, pre PrecheckResult) error {
+	u := pre.NexusUpdate
+	if u == nil {
+		return nil
+	}
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+		"SP %s (serial %s) belongs to Nexus: target blueprint %s has a pending MGS update of its %s to %s, which Nexus's MGS update driver carries out; "+
+			"refusing to update it (let Nexus finish, or take the update out of the target blueprint)",
+		want.id(), pre.Serial, u.Blueprint, u.Component, u.ArtifactVersion), failure.OwnedByNexus, nil)
+}
