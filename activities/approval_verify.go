@@ -30,6 +30,11 @@ type VerifyApprovalInput struct {
 	// Starter is the principal who started the rollout (VerifyStart's
 	// answer; "" when the start was not signed), for four eyes.
 	Starter string `json:"starter,omitempty"`
+	// By and Reason are what the approver typed: a worker with no keyring
+	// records them for an unsigned approval (a signed one records the
+	// keyring's principal and the signed reason).
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // VerifyApprovalResult is an approval that counts.
@@ -48,6 +53,9 @@ type VerifyApprovalResult struct {
 // after its write, it answers as the first time.
 func (a *ApprovalActivities) VerifyApproval(ctx context.Context, in VerifyApprovalInput) (VerifyApprovalResult, error) {
 	in.Gate.Decision = approval.DecisionApprove
+	if !a.Keyring.Configured() {
+		return a.acceptUnsigned(ctx, in)
+	}
 	v, needed, retry, err := a.Keyring.Check(ctx, in.Signed, in.Gate, in.Policy, in.Starter, ledgerHistory{a.Store})
 	if err != nil {
 		return VerifyApprovalResult{}, refusal(ctx, in.Gate, err)
@@ -65,6 +73,26 @@ func (a *ApprovalActivities) VerifyApproval(ctx context.Context, in VerifyApprov
 	return VerifyApprovalResult{Principal: v.Principal, Reason: v.Statement.Reason, Needed: needed}, nil
 }
 
+// acceptUnsigned is VerifyApproval on a worker with no keyring: nothing
+// can be proved, so an approval is recorded as typed, method "unsigned"
+// (a signature sent along is not checked, nor stored), and only at a gate
+// whose policy is the default one: counting distinct approvers, four eyes
+// or an allowed list over typed names would only look like a control.
+func (a *ApprovalActivities) acceptUnsigned(ctx context.Context, in VerifyApprovalInput) (VerifyApprovalResult, error) {
+	if p := in.Policy; p.Approvers > 1 || p.FourEyes || len(p.Allowed) > 0 {
+		return VerifyApprovalResult{}, refusal(ctx, in.Gate, &approval.Refusal{Reason: approval.ReasonNoKeyring,
+			Msg: "this stage's policy needs verified approvers, and the worker has no approval signers configured (--approval-allowed-signers, --approval-oidc-issuer)"})
+	}
+	activity.GetLogger(ctx).Warn("approval accepted UNSIGNED: the worker has no approval keyring, so who approved is not proved",
+		"rollout", in.Gate.Rollout, "stage", in.Gate.Stage, "by", in.By, "signature sent", in.Signed.SSHSig != "" || in.Signed.IDToken != "")
+	err := a.Store.RecordApproval(ctx, ledger.Approval{Rollout: in.Gate.Rollout, Stage: in.Gate.Stage, By: in.By, Reason: in.Reason,
+		PlanDigest: in.Gate.PlanDigest, Method: ledger.MethodUnsigned})
+	if err != nil {
+		return VerifyApprovalResult{}, err
+	}
+	return VerifyApprovalResult{Principal: approval.Principal{Name: in.By, Method: approval.MethodUnsigned}, Reason: in.Reason}, nil
+}
+
 // VerifyStartInput is the signature `starter rollout` sent with a plan.
 type VerifyStartInput struct {
 	Rollout string `json:"rollout"` // the rollout's workflow ID
@@ -79,8 +107,15 @@ type VerifyStartInput struct {
 
 // VerifyStart checks who started a rollout and with which plan, records
 // it in the ledger (stage "start:<run ID>"), and returns the principal
-// (the starter four eyes excludes). A refusal is as VerifyApproval's.
+// (the starter four eyes excludes). A refusal is as VerifyApproval's; a
+// worker with no keyring verifies nothing and answers no principal.
 func (a *ApprovalActivities) VerifyStart(ctx context.Context, in VerifyStartInput) (approval.Principal, error) {
+	if !a.Keyring.Configured() {
+		// Nothing to check against: the start counts as unsigned (its
+		// starter unknown), as the starter's ssh-agent may sign by default.
+		activity.GetLogger(ctx).Warn("rollout start not verified: the worker has no approval keyring", "rollout", in.Rollout)
+		return approval.Principal{}, nil
+	}
 	gate := approval.Gate{Rollout: in.Rollout, PlanDigest: in.PlanDigest, Decision: approval.DecisionStart}
 	stage := startStagePrefix + in.RunID
 	v, _, retry, err := a.Keyring.Check(ctx, in.Signed, gate, approval.Policy{}, "", startHistory{ledgerHistory{a.Store}, stage})

@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -20,12 +21,12 @@ import (
 // approval of the plan shown lets the stage run.
 func TestRolloutRefusesAnApprovalNotBoundToThePlanAtTheGate(t *testing.T) {
 	env := newRolloutEnv(t)
-	var recorded []ledger.Approval
-	var ra *RolloutActivities
-	env.OnActivity(ra.RecordApproval, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, ap ledger.Approval) error {
-			recorded = append(recorded, ap)
-			return nil
+	var recorded []activities.VerifyApprovalInput
+	var aa *activities.ApprovalActivities
+	env.OnActivity(aa.VerifyApproval, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.VerifyApprovalInput) (activities.VerifyApprovalResult, error) {
+			recorded = append(recorded, in)
+			return activities.VerifyApprovalResult{Principal: approval.Principal{Name: in.By}}, nil
 		})
 	in := RolloutInput{Name: "bound", Stages: []Stage{
 		{Name: "canary", Kind: kindTest, Concurrency: 1, Approval: true, Updates: updates(testInput{Name: "a", Take: time.Minute})},
@@ -65,7 +66,7 @@ func TestRolloutRefusesAnApprovalNotBoundToThePlanAtTheGate(t *testing.T) {
 	require.NotContains(t, refused, "carol")
 	require.Len(t, recorded, 2)
 	require.Equal(t, []string{"alice", "carol"}, []string{recorded[0].By, recorded[1].By})
-	require.Equal(t, []string{canary.Digest, rest.Digest}, []string{recorded[0].PlanDigest, recorded[1].PlanDigest})
+	require.Equal(t, []string{canary.Digest, rest.Digest}, []string{recorded[0].Gate.PlanDigest, recorded[1].Gate.PlanDigest})
 	require.Len(t, spans, 2)
 }
 

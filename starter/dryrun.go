@@ -113,6 +113,13 @@ func printStagePlan(w io.Writer, st kinds.StagePlan) {
 		fmt.Fprint(w, ", waits for approval")
 	}
 	fmt.Fprintf(w, "; %d to change, %d refused, about %s; digest %s\n", st.Changes, st.Refused, st.Estimate.Round(time.Second), shortDigest(st.Digest))
+	if st.StillNeeded != "" {
+		fmt.Fprintf(w, "still needed: %s", st.StillNeeded)
+		if len(st.ApprovedBy) > 0 {
+			fmt.Fprintf(w, " (approved so far by %s)", strings.Join(st.ApprovedBy, ", "))
+		}
+		fmt.Fprintln(w)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ORDER\tTARGET\tDEVICE\tCURRENT\tDESIRED\tACTION\tREASON")
 	for _, r := range st.Rows {
