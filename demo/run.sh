@@ -25,11 +25,13 @@ fi
 $starter rollout demo/plan.yaml
 
 # Play the operator: watch until the gate (it prints the stage's plan),
-# approve that plan (the ledger records its digest), watch to the end.
+# approve that plan, signed with the demo operator's key (devstack
+# --demo-signer made it and exported FLEETSAGA_SIGN_KEY; the workers
+# refuse unsigned approvals), watch to the end.
 status=0
 if $starter watch "$id" --until-gate; then
-  echo "== gate reached: approving the host OS stage's plan (above)"
-  $starter approve "$id" --by demo --reason "SP firmware stage healthy"
+  echo "== gate reached: approving the host OS stage's plan (above), signed with ${FLEETSAGA_SIGN_KEY:-(no key)}"
+  $starter approve "$id" --by demo-operator --reason "SP firmware stage healthy"
   $starter watch "$id" || status=$?
 else
   status=$?
@@ -52,6 +54,10 @@ echo "   attempt (a new update ID, never the same one sent twice) completed. The
 $starter status fleetsaga/sp-firmware/sp/sled/3 | grep -E '^ +attempt ' || true
 echo "-- the Nexus zone's removal failed twice: the expunge asked again until inventory proved the"
 echo "   zone gone, and only then moved its sagas (the ledger's record, below)."
+
+echo
+echo "== the audit trail: every ledger row chained, every signature checked against the demo's allowed_signers:"
+$starter audit verify --allowed-signers "${FLEETSAGA_APPROVAL_ALLOWED_SIGNERS:-}" || status=$?
 
 echo
 echo "== every update of the rollout (Temporal visibility):"
