@@ -35,6 +35,11 @@ type VerifyApprovalInput struct {
 	// keyring's principal and the signed reason).
 	By     string `json:"by,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// RunID is the rollout run's original run ID: the ledger keys a gate's
+	// approvals by stage and run ("<stage>@run:<run ID>"), as a plan's
+	// name, and so its rollout's workflow ID, is reused by its later runs.
+	// "": keyed by the stage alone.
+	RunID string `json:"runId,omitempty"`
 }
 
 // VerifyApprovalResult is an approval that counts.
@@ -56,12 +61,13 @@ func (a *ApprovalActivities) VerifyApproval(ctx context.Context, in VerifyApprov
 	if !a.Keyring.Configured() {
 		return a.acceptUnsigned(ctx, in)
 	}
-	v, needed, retry, err := a.Keyring.Check(ctx, in.Signed, in.Gate, in.Policy, in.Starter, ledgerHistory{a.Store})
+	key := gateStageKey(in.Gate.Stage, in.RunID)
+	v, needed, retry, err := a.Keyring.Check(ctx, in.Signed, in.Gate, in.Policy, in.Starter, keyedHistory{ledgerHistory{a.Store}, key, in.Gate.Stage})
 	if err != nil {
 		return VerifyApprovalResult{}, refusal(ctx, in.Gate, err)
 	}
 	if !retry {
-		if err := a.Store.RecordApproval(ctx, approvalRow(in.Gate.Stage, v)); err != nil {
+		if err := a.Store.RecordApproval(ctx, approvalRow(key, v)); err != nil {
 			if errors.Is(err, ledger.ErrReplayed) { // another approval took the key meanwhile
 				return VerifyApprovalResult{}, refusal(ctx, in.Gate, &approval.Refusal{Reason: approval.ReasonReplayed, Msg: "this signed approval was used before: sign a new one"})
 			}
@@ -85,7 +91,7 @@ func (a *ApprovalActivities) acceptUnsigned(ctx context.Context, in VerifyApprov
 	}
 	activity.GetLogger(ctx).Warn("approval accepted UNSIGNED: the worker has no approval keyring, so who approved is not proved",
 		"rollout", in.Gate.Rollout, "stage", in.Gate.Stage, "by", in.By, "signature sent", in.Signed.SSHSig != "" || in.Signed.IDToken != "")
-	err := a.Store.RecordApproval(ctx, ledger.Approval{Rollout: in.Gate.Rollout, Stage: in.Gate.Stage, By: in.By, Reason: in.Reason,
+	err := a.Store.RecordApproval(ctx, ledger.Approval{Rollout: in.Gate.Rollout, Stage: gateStageKey(in.Gate.Stage, in.RunID), By: in.By, Reason: in.Reason,
 		PlanDigest: in.Gate.PlanDigest, Method: ledger.MethodUnsigned})
 	if err != nil {
 		return VerifyApprovalResult{}, err
@@ -118,7 +124,7 @@ func (a *ApprovalActivities) VerifyStart(ctx context.Context, in VerifyStartInpu
 	}
 	gate := approval.Gate{Rollout: in.Rollout, PlanDigest: in.PlanDigest, Decision: approval.DecisionStart}
 	stage := startStagePrefix + in.RunID
-	v, _, retry, err := a.Keyring.Check(ctx, in.Signed, gate, approval.Policy{}, "", startHistory{ledgerHistory{a.Store}, stage})
+	v, _, retry, err := a.Keyring.Check(ctx, in.Signed, gate, approval.Policy{}, "", keyedHistory{ledgerHistory{a.Store}, stage, ""})
 	if err != nil {
 		return approval.Principal{}, refusal(ctx, gate, err)
 	}
@@ -179,22 +185,37 @@ func (h ledgerHistory) Approvers(ctx context.Context, g approval.Gate) ([]string
 	return out, nil
 }
 
-// startHistory keys a start's replay check by its ledger stage, so a
-// retried VerifyStart is a retry, not a replay.
-type startHistory struct {
+// keyedHistory answers for one gate whose ledger stage is key (a gate's
+// "<stage>@run:<run ID>", a start's "start:<run ID>"): an approval recorded
+// under key is this gate's (a retry, not a replay), and only the
+// approvals under key count.
+type keyedHistory struct {
 	ledgerHistory
-	stage string
+	key, stage string
 }
 
-func (h startHistory) Used(ctx context.Context, key string) (*approval.Use, error) {
-	u, err := h.ledgerHistory.Used(ctx, key)
-	if u != nil && u.Stage == h.stage {
-		u.Stage = "" // the gate of a start has no stage
+func (h keyedHistory) Used(ctx context.Context, replayKey string) (*approval.Use, error) {
+	u, err := h.ledgerHistory.Used(ctx, replayKey)
+	if u != nil && u.Stage == h.key {
+		u.Stage = h.stage
 	}
 	return u, err
 }
 
-func (startHistory) Approvers(context.Context, approval.Gate) ([]string, error) { return nil, nil }
+func (h keyedHistory) Approvers(ctx context.Context, g approval.Gate) ([]string, error) {
+	g.Stage = h.key
+	return h.ledgerHistory.Approvers(ctx, g)
+}
+
+// runSep joins a gate's stage and its run in the ledger's stage column.
+const runSep = "@run:"
+
+func gateStageKey(stage, runID string) string {
+	if runID == "" {
+		return stage
+	}
+	return stage + runSep + runID
+}
 
 // startStagePrefix marks a start in the ledger's rollout_approval: its
 // stage is "start:<run ID>".
@@ -205,7 +226,11 @@ func StoredApprovalGate(a ledger.Approval) approval.Gate {
 	if strings.HasPrefix(a.Stage, startStagePrefix) {
 		return approval.Gate{Rollout: a.Rollout, PlanDigest: a.PlanDigest, Decision: approval.DecisionStart}
 	}
-	return approval.Gate{Rollout: a.Rollout, Stage: a.Stage, PlanDigest: a.PlanDigest, Decision: approval.DecisionApprove}
+	stage := a.Stage
+	if i := strings.LastIndex(stage, runSep); i >= 0 {
+		stage = stage[:i]
+	}
+	return approval.Gate{Rollout: a.Rollout, Stage: stage, PlanDigest: a.PlanDigest, Decision: approval.DecisionApprove}
 }
 
 // CheckStoredApproval re-checks a ledger approval's signature and

@@ -106,7 +106,7 @@ func (r *rollout) verifyApproval(ctx workflow.Context, ap workflows.Approval) er
 	p := r.policy(stage)
 	in := activities.VerifyApprovalInput{
 		Gate:   approval.Gate{Rollout: workflow.GetInfo(ctx).WorkflowExecution.ID, Stage: stage, PlanDigest: shown.Digest, Decision: approval.DecisionApprove},
-		Policy: p, Starter: r.starter, By: ap.By, Reason: ap.Reason,
+		Policy: p, Starter: r.starter, By: ap.By, Reason: ap.Reason, RunID: workflow.GetInfo(ctx).OriginalRunID,
 	}
 	if ap.Signed != nil {
 		in.Signed = *ap.Signed

@@ -62,7 +62,7 @@ func TestRolloutOnRealServerRecordsApproval(t *testing.T) {
 	approvals, err := env.Store.Approvals(ctx, id)
 	require.NoError(t, err)
 	require.Len(t, approvals, 1)
-	require.Equal(t, "second", approvals[0].Stage)
+	require.Equal(t, "second", activities.StoredApprovalGate(approvals[0]).Stage)
 	require.Equal(t, "alice", approvals[0].By)
 	require.Equal(t, "first stage healthy", approvals[0].Reason)
 	require.Equal(t, ledger.MethodUnsigned, approvals[0].Method)

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/approval/approvaltest"
 	"github.com/fleetsaga/fleetsaga/failure"
@@ -128,12 +129,13 @@ func TestRolloutSignedApprovalsOnRealServer(t *testing.T) {
 	require.Len(t, got, 4)
 	var who []string
 	for _, a := range got[1:] {
-		who = append(who, a.Stage+" "+a.Principal)
+		require.Equal(t, activities.StoredApprovalGate(a).Stage+"@run:"+run.GetRunID(), a.Stage, "keyed by stage and run")
+		who = append(who, activities.StoredApprovalGate(a).Stage+" "+a.Principal)
 		require.Equal(t, "ssh", a.Method)
 		require.Equal(t, ssh.FingerprintSHA256(keys[a.Principal].PublicKey()), a.KeyFingerprint)
 		require.Contains(t, a.Signature, "BEGIN SSH SIGNATURE")
 		require.NoError(t, approval.VerifyStored(nil, approval.Method(a.Method), a.Payload, a.Signature, a.KeyFingerprint,
-			approval.Gate{Rollout: id, Stage: a.Stage, PlanDigest: a.PlanDigest, Decision: approval.DecisionApprove}))
+			activities.StoredApprovalGate(a)))
 	}
 	require.Equal(t, []string{"one alice", "two alice", "two bob"}, who)
 	require.Equal(t, one.Digest, got[1].PlanDigest)
@@ -186,4 +188,48 @@ func gateNow(ctx context.Context, t *testing.T, env *testenv.Env, id string) *ki
 		return nil
 	}
 	return sp
+}
+
+// A plan's later run reuses its rollout's workflow ID, and its gate may
+// show the very plan of the earlier run: alice, who approved it then,
+// approves it again, and the ledger keeps both approvals, each under its
+// run.
+func TestRolloutApprovalsAreKeptPerRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	env := testenv.New(t)
+	alice := approvaltest.Key(t)
+	keyring, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, map[string]ssh.Signer{"alice": alice})})
+	require.NoError(t, err)
+	startRolloutWorkerWith(t, env, keyring)
+	in := kinds.RolloutInput{Name: "rerun", Stages: []kinds.Stage{
+		{Name: "one", Kind: kinds.KindTest, Concurrency: 1, Approval: true, Updates: kinds.TestUpdates(kinds.TestInput{Name: "rerun", Take: time.Second})},
+	}}
+	id := kinds.RolloutWorkflowID(in.Name)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var runs, digests []string
+	for range 2 {
+		run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: env.TaskQueue}, kinds.Rollout, in)
+		require.NoError(t, err)
+		gate := awaitGate(ctx, t, env, id, "one")
+		s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Stage: "one", PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
+			"reviewed", time.Now()), alice)
+		h, err := env.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
+			Args:         []any{workflows.Approval{By: "alice", Reason: "reviewed", Stage: "one", PlanDigest: gate.Digest, Signed: &s}},
+			WaitForStage: client.WorkflowUpdateStageCompleted})
+		require.NoError(t, err)
+		require.NoError(t, h.Get(ctx, nil), "alice approves the same plan in the plan's next run")
+		require.NoError(t, run.Get(ctx, nil))
+		runs, digests = append(runs, run.GetRunID()), append(digests, gate.Digest)
+	}
+	require.Equal(t, digests[0], digests[1], "both runs showed the same plan")
+	got, err := env.Store.Approvals(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	for i, a := range got {
+		require.Equal(t, "one@run:"+runs[i], a.Stage)
+		require.Equal(t, "alice", a.Principal)
+	}
 }
