@@ -56,6 +56,10 @@ echo "-- the Nexus zone's removal failed twice: the expunge asked again until in
 echo "   zone gone, and only then moved its sagas (the ledger's record, below)."
 
 echo
+echo "== who approved (the ledger, with the key that signed):"
+$starter status "$id" | sed -n '/approvals (ledger)/,/^  [a-z]/p' | grep -E '^ {4}' || true
+
+echo
 echo "== the audit trail: every ledger row chained, every signature checked against the demo's allowed_signers:"
 $starter audit verify --allowed-signers "${FLEETSAGA_APPROVAL_ALLOWED_SIGNERS:-}" || status=$?
 

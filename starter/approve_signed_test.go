@@ -101,4 +101,9 @@ stages:
 	}
 	r = runStarter(t, vars, "audit", "verify")
 	require.Equal(t, exitOK, r.code, r.stderr)
+	r = runStarter(t, vars, "status", id)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "approvals (ledger):")
+	require.Contains(t, r.stdout, ": alice (ssh "+got[0].KeyFingerprint+`) "cmon plan reviewed"`)
+	require.Contains(t, r.stdout, ": bob (ssh "+got[1].KeyFingerprint+`) "cmon plan reviewed too"`)
 }

@@ -25,7 +25,12 @@ type DemoSigner struct {
 // MakeDemoSigner writes a fresh demo key and its allowed_signers file
 // under dir/operator (a new key each start: the ledger starts afresh too).
 func MakeDemoSigner(dir string) (DemoSigner, error) {
-	d := filepath.Join(dir, "operator")
+	// Absolute: the paths go to the workers and, through the stack's env
+	// file, to commands run from anywhere.
+	d, err := filepath.Abs(filepath.Join(dir, "operator"))
+	if err != nil {
+		return DemoSigner{}, err
+	}
 	if err := os.MkdirAll(d, 0o700); err != nil {
 		return DemoSigner{}, err
 	}
