@@ -30,7 +30,18 @@ $starter rollout demo/plan.yaml
 # refuse unsigned approvals), watch to the end.
 status=0
 if $starter watch "$id" --until-gate; then
-  echo "== gate reached: approving the host OS stage's plan (above), signed with ${FLEETSAGA_SIGN_KEY:-(no key)}"
+  if [ -n "${FLEETSAGA_APPROVAL_ALLOWED_SIGNERS:-}" ]; then
+    echo "== an unsigned approval (no key at hand): the workers refuse it, and nothing is approved"
+    unsigned=0
+    FLEETSAGA_SIGN_KEY= SSH_AUTH_SOCK= $starter approve "$id" --by mallory --reason "looks fine" >.stack/demo/unsigned.txt 2>&1 || unsigned=$?
+    tail -1 .stack/demo/unsigned.txt
+    if [ "$unsigned" -ne 1 ]; then
+      echo "== demo: the unsigned approval was not refused (exit $unsigned)"
+      status=1
+    fi
+  fi
+  key=${FLEETSAGA_SIGN_KEY:-(no key)}
+  echo "== gate reached: approving the host OS stage's plan (above), signed with ${key#"$PWD"/}"
   $starter approve "$id" --by demo-operator --reason "SP firmware stage healthy"
   $starter watch "$id" || status=$?
 else

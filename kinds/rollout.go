@@ -160,7 +160,7 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 					r.skip(st.Name, u) // nothing started
 				}
 			}
-			return r.result, r.end(ctx, err, "start refused: "+err.Error())
+			return r.result, r.end(ctx, err, "start not verified: "+err.Error())
 		}
 	}
 	for _, st := range r.in.Stages {
