@@ -118,13 +118,13 @@ lint: $(WFCHECK)
 # STACK=cluster runs it on the real Temporal server on PostgreSQL.
 demo: $(STACK_TOOLS_$(STACK)) build
 	bin/devstack run --temporal $(STACK) --dir .stack/demo --ui-port $(UI_PORT) --workers 2 --database fleetsaga_demo \
-	  --fleetsim-spec fleetsim/specs/demo.yaml -- demo/run.sh
+	  --demo-signer --fleetsim-spec fleetsim/specs/demo.yaml -- demo/run.sh
 
 # Keep the stack running for interactive use (Web UI on :$(UI_PORT)).
 # STACK=cluster: the real Temporal server on PostgreSQL instead.
 up: $(STACK_TOOLS_$(STACK)) build
 	bin/devstack up --temporal $(STACK) --dir .stack/up --ui-port $(UI_PORT) --workers 2 --persist --database fleetsaga_up \
-	  --fleetsim-spec fleetsim/specs/demo.yaml
+	  --demo-signer --fleetsim-spec fleetsim/specs/demo.yaml
 
 down: bin/devstack
 	bin/devstack down --dir .stack/up

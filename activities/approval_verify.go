@@ -30,6 +30,16 @@ type VerifyApprovalInput struct {
 	// Starter is the principal who started the rollout (VerifyStart's
 	// answer; "" when the start was not signed), for four eyes.
 	Starter string `json:"starter,omitempty"`
+	// By and Reason are what the approver typed: a worker with no keyring
+	// records them for an unsigned approval (a signed one records the
+	// keyring's principal and the signed reason).
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// RunID is the rollout run's original run ID: the ledger keys a gate's
+	// approvals by stage and run ("<stage>@run:<run ID>"), as a plan's
+	// name, and so its rollout's workflow ID, is reused by its later runs.
+	// "": keyed by the stage alone.
+	RunID string `json:"runId,omitempty"`
 }
 
 // VerifyApprovalResult is an approval that counts.
@@ -48,12 +58,16 @@ type VerifyApprovalResult struct {
 // after its write, it answers as the first time.
 func (a *ApprovalActivities) VerifyApproval(ctx context.Context, in VerifyApprovalInput) (VerifyApprovalResult, error) {
 	in.Gate.Decision = approval.DecisionApprove
-	v, needed, retry, err := a.Keyring.Check(ctx, in.Signed, in.Gate, in.Policy, in.Starter, ledgerHistory{a.Store})
+	if !a.Keyring.Configured() {
+		return a.acceptUnsigned(ctx, in)
+	}
+	key := gateStageKey(in.Gate.Stage, in.RunID)
+	v, needed, retry, err := a.Keyring.Check(ctx, in.Signed, in.Gate, in.Policy, in.Starter, keyedHistory{ledgerHistory{a.Store}, key, in.Gate.Stage})
 	if err != nil {
 		return VerifyApprovalResult{}, refusal(ctx, in.Gate, err)
 	}
 	if !retry {
-		if err := a.Store.RecordApproval(ctx, approvalRow(in.Gate.Stage, v)); err != nil {
+		if err := a.Store.RecordApproval(ctx, approvalRow(key, v)); err != nil {
 			if errors.Is(err, ledger.ErrReplayed) { // another approval took the key meanwhile
 				return VerifyApprovalResult{}, refusal(ctx, in.Gate, &approval.Refusal{Reason: approval.ReasonReplayed, Msg: "this signed approval was used before: sign a new one"})
 			}
@@ -63,6 +77,26 @@ func (a *ApprovalActivities) VerifyApproval(ctx context.Context, in VerifyApprov
 	activity.GetLogger(ctx).Info("approval accepted", "rollout", in.Gate.Rollout, "stage", in.Gate.Stage,
 		"principal", v.Principal.Name, "key", v.Principal.KeyFingerprint, "still needed", needed.String())
 	return VerifyApprovalResult{Principal: v.Principal, Reason: v.Statement.Reason, Needed: needed}, nil
+}
+
+// acceptUnsigned is VerifyApproval on a worker with no keyring: nothing
+// can be proved, so an approval is recorded as typed, method "unsigned"
+// (a signature sent along is not checked, nor stored), and only at a gate
+// whose policy is the default one: counting distinct approvers, four eyes
+// or an allowed list over typed names would only look like a control.
+func (a *ApprovalActivities) acceptUnsigned(ctx context.Context, in VerifyApprovalInput) (VerifyApprovalResult, error) {
+	if p := in.Policy; p.Approvers > 1 || p.FourEyes || len(p.Allowed) > 0 {
+		return VerifyApprovalResult{}, refusal(ctx, in.Gate, &approval.Refusal{Reason: approval.ReasonNoKeyring,
+			Msg: "this stage's policy needs verified approvers, and the worker has no approval signers configured (--approval-allowed-signers, --approval-oidc-issuer)"})
+	}
+	activity.GetLogger(ctx).Warn("approval accepted UNSIGNED: the worker has no approval keyring, so who approved is not proved",
+		"rollout", in.Gate.Rollout, "stage", in.Gate.Stage, "by", in.By, "signature sent", in.Signed.SSHSig != "" || in.Signed.IDToken != "")
+	err := a.Store.RecordApproval(ctx, ledger.Approval{Rollout: in.Gate.Rollout, Stage: gateStageKey(in.Gate.Stage, in.RunID), By: in.By, Reason: in.Reason,
+		PlanDigest: in.Gate.PlanDigest, Method: ledger.MethodUnsigned})
+	if err != nil {
+		return VerifyApprovalResult{}, err
+	}
+	return VerifyApprovalResult{Principal: approval.Principal{Name: in.By, Method: approval.MethodUnsigned}, Reason: in.Reason}, nil
 }
 
 // VerifyStartInput is the signature `starter rollout` sent with a plan.
@@ -79,11 +113,18 @@ type VerifyStartInput struct {
 
 // VerifyStart checks who started a rollout and with which plan, records
 // it in the ledger (stage "start:<run ID>"), and returns the principal
-// (the starter four eyes excludes). A refusal is as VerifyApproval's.
+// (the starter four eyes excludes). A refusal is as VerifyApproval's; a
+// worker with no keyring verifies nothing and answers no principal.
 func (a *ApprovalActivities) VerifyStart(ctx context.Context, in VerifyStartInput) (approval.Principal, error) {
+	if !a.Keyring.Configured() {
+		// Nothing to check against: the start counts as unsigned (its
+		// starter unknown), as the starter's ssh-agent may sign by default.
+		activity.GetLogger(ctx).Warn("rollout start not verified: the worker has no approval keyring", "rollout", in.Rollout)
+		return approval.Principal{}, nil
+	}
 	gate := approval.Gate{Rollout: in.Rollout, PlanDigest: in.PlanDigest, Decision: approval.DecisionStart}
 	stage := startStagePrefix + in.RunID
-	v, _, retry, err := a.Keyring.Check(ctx, in.Signed, gate, approval.Policy{}, "", startHistory{ledgerHistory{a.Store}, stage})
+	v, _, retry, err := a.Keyring.Check(ctx, in.Signed, gate, approval.Policy{}, "", keyedHistory{ledgerHistory{a.Store}, stage, ""})
 	if err != nil {
 		return approval.Principal{}, refusal(ctx, gate, err)
 	}
@@ -144,22 +185,37 @@ func (h ledgerHistory) Approvers(ctx context.Context, g approval.Gate) ([]string
 	return out, nil
 }
 
-// startHistory keys a start's replay check by its ledger stage, so a
-// retried VerifyStart is a retry, not a replay.
-type startHistory struct {
+// keyedHistory answers for one gate whose ledger stage is key (a gate's
+// "<stage>@run:<run ID>", a start's "start:<run ID>"): an approval recorded
+// under key is this gate's (a retry, not a replay), and only the
+// approvals under key count.
+type keyedHistory struct {
 	ledgerHistory
-	stage string
+	key, stage string
 }
 
-func (h startHistory) Used(ctx context.Context, key string) (*approval.Use, error) {
-	u, err := h.ledgerHistory.Used(ctx, key)
-	if u != nil && u.Stage == h.stage {
-		u.Stage = "" // the gate of a start has no stage
+func (h keyedHistory) Used(ctx context.Context, replayKey string) (*approval.Use, error) {
+	u, err := h.ledgerHistory.Used(ctx, replayKey)
+	if u != nil && u.Stage == h.key {
+		u.Stage = h.stage
 	}
 	return u, err
 }
 
-func (startHistory) Approvers(context.Context, approval.Gate) ([]string, error) { return nil, nil }
+func (h keyedHistory) Approvers(ctx context.Context, g approval.Gate) ([]string, error) {
+	g.Stage = h.key
+	return h.ledgerHistory.Approvers(ctx, g)
+}
+
+// runSep joins a gate's stage and its run in the ledger's stage column.
+const runSep = "@run:"
+
+func gateStageKey(stage, runID string) string {
+	if runID == "" {
+		return stage
+	}
+	return stage + runSep + runID
+}
 
 // startStagePrefix marks a start in the ledger's rollout_approval: its
 // stage is "start:<run ID>".
@@ -170,7 +226,11 @@ func StoredApprovalGate(a ledger.Approval) approval.Gate {
 	if strings.HasPrefix(a.Stage, startStagePrefix) {
 		return approval.Gate{Rollout: a.Rollout, PlanDigest: a.PlanDigest, Decision: approval.DecisionStart}
 	}
-	return approval.Gate{Rollout: a.Rollout, Stage: a.Stage, PlanDigest: a.PlanDigest, Decision: approval.DecisionApprove}
+	stage := a.Stage
+	if i := strings.LastIndex(stage, runSep); i >= 0 {
+		stage = stage[:i]
+	}
+	return approval.Gate{Rollout: a.Rollout, Stage: stage, PlanDigest: a.PlanDigest, Decision: approval.DecisionApprove}
 }
 
 // CheckStoredApproval re-checks a ledger approval's signature and

@@ -175,3 +175,52 @@ func TestVerifyStartOnTheLedger(t *testing.T) {
 	require.Equal(t, digest, rows[0].PlanDigest)
 	require.Equal(t, activities.StoredApprovalGate(rows[0]).Decision, approval.DecisionStart)
 }
+
+// A worker with no keyring verifies nothing: it accepts an approval at a
+// default gate as typed, recorded as method "unsigned" with no principal
+// (a signature sent along is neither checked nor kept), refuses a gate
+// whose policy asks for more (NoKeyring), and answers a signed start with
+// no principal. The audit check skips what holds no signature.
+func TestVerifyApprovalWithoutAKeyringAcceptsUnsignedAtDefaultGatesOnly(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	keyring, err := approval.LoadKeyring(approval.KeyringConfig{})
+	require.NoError(t, err)
+	require.False(t, keyring.Configured())
+	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
+	var ts testsuite.WorkflowTestSuite
+	ae := ts.NewTestActivityEnvironment()
+	ae.RegisterActivity(acts)
+	rollout := "fleetsaga/rollout/plan/nokeys"
+	gate := approval.Gate{Rollout: rollout, Stage: "canary", PlanDigest: strings.Repeat("e5", 32)}
+	somebody := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: rollout, Stage: "canary", PlanDigest: gate.PlanDigest, Decision: approval.DecisionApprove},
+		"ok", time.Now()), approvaltest.Key(t))
+
+	_, err = ae.ExecuteActivity(acts.VerifyApproval, activities.VerifyApprovalInput{Gate: gate, Policy: approval.Policy{Approvers: 2}, By: "alice", Reason: "ok"})
+	require.ErrorContains(t, err, string(approval.ReasonNoKeyring))
+	rows, err := env.Store.Approvals(ctx, rollout)
+	require.NoError(t, err)
+	require.Empty(t, rows, "a refused approval records nothing")
+
+	v, err := ae.ExecuteActivity(acts.VerifyApproval, activities.VerifyApprovalInput{Gate: gate, Signed: somebody, Policy: approval.Policy{Approvers: 1}, By: "alice", Reason: "canary healthy"})
+	require.NoError(t, err)
+	var res activities.VerifyApprovalResult
+	require.NoError(t, v.Get(&res))
+	require.Equal(t, approval.Principal{Name: "alice", Method: approval.MethodUnsigned}, res.Principal)
+	require.True(t, res.Needed.Open())
+	rows, err = env.Store.Approvals(ctx, rollout)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.Equal(t, []string{"alice", "canary healthy", ledger.MethodUnsigned, "", "", gate.PlanDigest},
+		[]string{rows[0].By, rows[0].Reason, rows[0].Method, rows[0].Principal, rows[0].Signature, rows[0].PlanDigest})
+
+	v, err = ae.ExecuteActivity(acts.VerifyStart, activities.VerifyStartInput{Rollout: rollout, RunID: "run-1", PlanDigest: gate.PlanDigest, Signed: somebody})
+	require.NoError(t, err)
+	var starter approval.Principal
+	require.NoError(t, v.Get(&starter))
+	require.Empty(t, starter.Name, "nothing proves who started it")
+
+	audit, err := env.Store.VerifyAudit(ctx, activities.CheckStoredApproval(nil))
+	require.NoError(t, err)
+	require.Zero(t, audit.Signatures)
+}

@@ -43,10 +43,11 @@ func (c KeyringConfig) Configured() bool { return c.AllowedSigners != "" || c.OI
 
 // Keyring is the loaded configuration Verify checks against.
 type Keyring struct {
-	signers AllowedSigners
-	oidc    *oidcSigners
-	maxAge  time.Duration
-	now     func() time.Time
+	configured bool // a signers file or an issuer was given
+	signers    AllowedSigners
+	oidc       *oidcSigners
+	maxAge     time.Duration
+	now        func() time.Time
 }
 
 // AllowedSigners is a parsed allowed_signers file.
@@ -61,7 +62,7 @@ type allowedSigner struct {
 // LoadKeyring reads the allowed_signers file; the OIDC provider is
 // discovered on first use, so a worker starts while the provider is down.
 func LoadKeyring(c KeyringConfig) (*Keyring, error) {
-	k := &Keyring{maxAge: c.MaxAge, now: time.Now}
+	k := &Keyring{configured: c.Configured(), maxAge: c.MaxAge, now: time.Now}
 	if k.maxAge <= 0 {
 		k.maxAge = DefaultMaxAge
 	}
@@ -82,6 +83,11 @@ func LoadKeyring(c KeyringConfig) (*Keyring, error) {
 	}
 	return k, nil
 }
+
+// Configured reports whether the worker was given signers: a worker
+// without any accepts unsigned approvals (and only those a default gate
+// takes), one with them refuses every unsigned approval.
+func (k *Keyring) Configured() bool { return k != nil && k.configured }
 
 // WithClock returns the keyring reading time from now (tests).
 func (k *Keyring) WithClock(now func() time.Time) *Keyring {

@@ -19,6 +19,9 @@ type Method string
 const (
 	MethodSSH  Method = "ssh"
 	MethodOIDC Method = "oidc"
+	// MethodUnsigned marks an approval a worker with no keyring accepted
+	// without proof: its name is as the approver typed it.
+	MethodUnsigned Method = "unsigned"
 )
 
 // Gate is what a statement must be for: the rollout, stage and plan the

@@ -25,11 +25,24 @@ fi
 $starter rollout demo/plan.yaml
 
 # Play the operator: watch until the gate (it prints the stage's plan),
-# approve that plan (the ledger records its digest), watch to the end.
+# approve that plan, signed with the demo operator's key (devstack
+# --demo-signer made it and exported FLEETSAGA_SIGN_KEY; the workers
+# refuse unsigned approvals), watch to the end.
 status=0
 if $starter watch "$id" --until-gate; then
-  echo "== gate reached: approving the host OS stage's plan (above)"
-  $starter approve "$id" --by demo --reason "SP firmware stage healthy"
+  if [ -n "${FLEETSAGA_APPROVAL_ALLOWED_SIGNERS:-}" ]; then
+    echo "== an unsigned approval (no key at hand): the workers refuse it, and nothing is approved"
+    unsigned=0
+    FLEETSAGA_SIGN_KEY= SSH_AUTH_SOCK= $starter approve "$id" --by mallory --reason "looks fine" >.stack/demo/unsigned.txt 2>&1 || unsigned=$?
+    tail -1 .stack/demo/unsigned.txt
+    if [ "$unsigned" -ne 1 ]; then
+      echo "== demo: the unsigned approval was not refused (exit $unsigned)"
+      status=1
+    fi
+  fi
+  key=${FLEETSAGA_SIGN_KEY:-(no key)}
+  echo "== gate reached: approving the host OS stage's plan (above), signed with ${key#"$PWD"/}"
+  $starter approve "$id" --by demo-operator --reason "SP firmware stage healthy"
   $starter watch "$id" || status=$?
 else
   status=$?
@@ -52,6 +65,14 @@ echo "   attempt (a new update ID, never the same one sent twice) completed. The
 $starter status fleetsaga/sp-firmware/sp/sled/3 | grep -E '^ +attempt ' || true
 echo "-- the Nexus zone's removal failed twice: the expunge waited until inventory proved the zone"
 echo "   gone, and only then were its sagas moved (the ledger's record, below, says by whom)."
+
+echo
+echo "== who approved (the ledger, with the key that signed):"
+$starter status "$id" | sed -n '/approvals (ledger)/,/^  [a-z]/p' | grep -E '^ {4}' || true
+
+echo
+echo "== the audit trail: every ledger row chained, every signature checked against the demo's allowed_signers:"
+$starter audit verify --allowed-signers "${FLEETSAGA_APPROVAL_ALLOWED_SIGNERS:-}" || status=$?
 
 echo
 echo "== every update of the rollout (Temporal visibility):"

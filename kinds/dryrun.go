@@ -37,6 +37,12 @@ type StagePlan struct {
 	EstimateBasis string        `json:"estimateBasis,omitempty"`
 	// Digest identifies the rows: an approval binds to it.
 	Digest string `json:"digest"`
+	// StillNeeded says, at a rollout's gate, what the gate needs before it
+	// opens ("2 more approvals, not by alice"), and ApprovedBy who
+	// approved it so far. Empty in a dry run, and before any approval on
+	// a gate that verifies none.
+	StillNeeded string   `json:"stillNeeded,omitempty"`
+	ApprovedBy  []string `json:"approvedBy,omitempty"`
 }
 
 // PlanResult is a dry run of a plan (or of one update, as a one-stage plan).

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -20,6 +21,11 @@ import (
 type RolloutInput struct {
 	Name   string  `json:"name"`
 	Stages []Stage `json:"stages"`
+	// StartSignature is the starter's signature over the plan's digest
+	// (approval.DigestJSON of this input without it): the rollout verifies
+	// it first (VerifyStart), and its principal is the starter four eyes
+	// excludes. nil: an unsigned start.
+	StartSignature *approval.Signed `json:"startSignature,omitempty"`
 }
 
 // Stage is one step of a plan: updates of one kind.
@@ -30,6 +36,9 @@ type Stage struct {
 	Concurrency int `json:"concurrency"`
 	// Approval makes the rollout wait for `starter approve` before the stage.
 	Approval bool `json:"approval,omitempty"`
+	// ApprovalPolicy is what the gate needs (distinct approvers, four
+	// eyes, who may approve); nil: one approver, any allowed signer.
+	ApprovalPolicy *approval.Policy `json:"approvalPolicy,omitempty"`
 	// FailureBudget is how many updates may fail before the stage stops
 	// starting new ones (0: the first failure stops it).
 	FailureBudget int `json:"failureBudget,omitempty"`
@@ -98,6 +107,10 @@ type rollout struct {
 	approval *workflows.Approval // the approval received for gate
 	result   RolloutResult
 	running  map[string]bool // targets running now
+
+	version   workflow.Version // signedApprovalsChange's: 1 verifies signatures
+	starter   string           // who signed the start (VerifyStart; "" unsigned)
+	approvers []string         // principals whose approvals count at the current gate
 }
 
 func (r *rollout) setup(ctx workflow.Context) error {
@@ -106,6 +119,7 @@ func (r *rollout) setup(ctx workflow.Context) error {
 	}
 	r.running = map[string]bool{}
 	r.result.Name = r.in.Name
+	r.version = workflow.GetVersion(ctx, signedApprovalsChange, workflow.DefaultVersion, 1)
 	total := 0
 	for _, st := range r.in.Stages {
 		total += len(st.Updates)
@@ -123,6 +137,9 @@ func (r *rollout) setup(ctx workflow.Context) error {
 	}
 	workflows.ListenPauseResume(ctx, r.setPaused)
 	return workflow.SetUpdateHandlerWithOptions(ctx, workflows.ApproveUpdate, func(ctx workflow.Context, ap workflows.Approval) error {
+		if r.verifiesSignatures() {
+			return r.verifyApproval(ctx, ap)
+		}
 		return r.recordApproval(ctx, ap)
 	}, workflow.UpdateHandlerOptions{Validator: func(ap workflows.Approval) error {
 		if r.gate == "" {
@@ -136,6 +153,16 @@ func (r *rollout) setup(ctx workflow.Context) error {
 }
 
 func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
+	if r.verifiesSignatures() {
+		if err := r.verifyStart(ctx); err != nil {
+			for _, st := range r.in.Stages {
+				for _, u := range st.Updates {
+					r.skip(st.Name, u) // nothing started
+				}
+			}
+			return r.result, r.end(ctx, err, "start not verified: "+err.Error())
+		}
+	}
 	for _, st := range r.in.Stages {
 		if st.Approval {
 			if err := r.awaitApproval(ctx, st); err != nil {
@@ -176,10 +203,13 @@ func (r *rollout) awaitApproval(ctx workflow.Context, st Stage) error {
 		return err
 	}
 	r.approved = r.gatePlan
-	r.gate, r.approval, r.gatePlan = "", nil, nil
+	r.gate, r.approval, r.gatePlan, r.approvers = "", nil, nil, nil
 	return nil
 }
 
+// recordApproval is the approve update's handler in rollouts started
+// before signedApprovalsChange: it records the approval as typed and
+// opens the gate.
 func (r *rollout) recordApproval(ctx workflow.Context, ap workflows.Approval) error {
 	stage := r.gate
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{

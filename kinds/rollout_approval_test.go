@@ -7,9 +7,12 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/approval"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -20,12 +23,12 @@ import (
 // approval of the plan shown lets the stage run.
 func TestRolloutRefusesAnApprovalNotBoundToThePlanAtTheGate(t *testing.T) {
 	env := newRolloutEnv(t)
-	var recorded []ledger.Approval
-	var ra *RolloutActivities
-	env.OnActivity(ra.RecordApproval, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, ap ledger.Approval) error {
-			recorded = append(recorded, ap)
-			return nil
+	var recorded []activities.VerifyApprovalInput
+	var aa *activities.ApprovalActivities
+	env.OnActivity(aa.VerifyApproval, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.VerifyApprovalInput) (activities.VerifyApprovalResult, error) {
+			recorded = append(recorded, in)
+			return activities.VerifyApprovalResult{Principal: approval.Principal{Name: in.By}}, nil
 		})
 	in := RolloutInput{Name: "bound", Stages: []Stage{
 		{Name: "canary", Kind: kindTest, Concurrency: 1, Approval: true, Updates: updates(testInput{Name: "a", Take: time.Minute})},
@@ -65,7 +68,7 @@ func TestRolloutRefusesAnApprovalNotBoundToThePlanAtTheGate(t *testing.T) {
 	require.NotContains(t, refused, "carol")
 	require.Len(t, recorded, 2)
 	require.Equal(t, []string{"alice", "carol"}, []string{recorded[0].By, recorded[1].By})
-	require.Equal(t, []string{canary.Digest, rest.Digest}, []string{recorded[0].PlanDigest, recorded[1].PlanDigest})
+	require.Equal(t, []string{canary.Digest, rest.Digest}, []string{recorded[0].Gate.PlanDigest, recorded[1].Gate.PlanDigest})
 	require.Len(t, spans, 2)
 }
 
@@ -79,4 +82,62 @@ func gatePlanNow(t *testing.T, env *testsuite.TestWorkflowEnvironment) StagePlan
 	require.NoError(t, v.Get(&sp))
 	require.NotNil(t, sp, "the rollout shows no plan at its gate")
 	return *sp
+}
+
+// At a gate that needs two approvers, the rollout counts distinct
+// principals the worker verified: a refusal goes back to its approver
+// with its reason and counts nothing, the same principal twice counts
+// once, and the gate shows what it still needs until the second one.
+func TestRolloutGateOpensOnceItsPolicyHasItsApprovers(t *testing.T) {
+	env := newRolloutEnv(t)
+	var aa *activities.ApprovalActivities
+	env.OnActivity(aa.VerifyApproval, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.VerifyApprovalInput) (activities.VerifyApprovalResult, error) {
+			if in.By == "mallory" {
+				return activities.VerifyApprovalResult{}, temporal.NewNonRetryableApplicationError("approval refused (UnknownKey): key SHA256:x is not an allowed signer",
+					failure.ApprovalRefused, nil, string(approval.ReasonUnknownKey))
+			}
+			require.Equal(t, approval.Policy{Approvers: 2}, in.Policy)
+			return activities.VerifyApprovalResult{Principal: approval.Principal{Name: in.By}}, nil
+		})
+	in := RolloutInput{Name: "two", Stages: []Stage{
+		{Name: "canary", Kind: kindTest, Concurrency: 1, Approval: true, ApprovalPolicy: &approval.Policy{Approvers: 2},
+			Updates: updates(testInput{Name: "a", Take: time.Minute})},
+	}}
+	outcome := map[string]error{}
+	approve := func(id, by string) {
+		sp := gatePlanNow(t, env)
+		env.UpdateWorkflow(workflows.ApproveUpdate, id, &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("%s rejected: %v", id, err) }, OnAccept: func() {},
+			OnComplete: func(_ any, err error) { outcome[id] = err },
+		}, workflows.Approval{By: by, Reason: "reviewed", Stage: sp.Stage, PlanDigest: sp.Digest})
+	}
+	var shown []string
+	env.RegisterDelayedCallback(func() {
+		shown = append(shown, gatePlanNow(t, env).StillNeeded)
+		approve("mallory", "mallory")
+		approve("alice", "alice")
+		approve("alice again", "alice")
+	}, time.Hour)
+	env.RegisterDelayedCallback(func() {
+		shown = append(shown, gatePlanNow(t, env).StillNeeded)
+		approve("bob", "bob")
+	}, 2*time.Hour)
+	began := env.Now()
+	env.ExecuteWorkflow(Rollout, in)
+	require.NoError(t, env.GetWorkflowError())
+
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, outcome["mallory"], &app)
+	require.Equal(t, failure.ApprovalRefused, app.Type())
+	require.Equal(t, "approval refused (UnknownKey): key SHA256:x is not an allowed signer", app.Message(), "the refusal's own sentence")
+	var reason string
+	require.NoError(t, app.Details(&reason))
+	require.Equal(t, string(approval.ReasonUnknownKey), reason)
+	for _, id := range []string{"alice", "alice again", "bob"} {
+		require.NoError(t, outcome[id], id)
+	}
+	require.Equal(t, []string{"2 more approvals", "1 more approval, not by alice"}, shown)
+	require.Len(t, spans, 1)
+	require.False(t, spans[0].start.Before(began.Add(2*time.Hour)), "the stage must not start before the second approver")
 }

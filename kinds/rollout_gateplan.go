@@ -29,8 +29,25 @@ const OutcomeTargetClaimed = "TargetClaimed"
 // query (starter status, starter approve) and the Web UI's current details.
 func (r *rollout) showGatePlan(ctx workflow.Context, st Stage) {
 	sp := planStage(ctx, st, nil) // the catalogue's device times: a running rollout's commands stay as they were
+	if r.verifiesSignatures() {
+		sp.StillNeeded = r.policy(st.Name).StillNeeded(r.starter, nil).String()
+	}
 	r.gatePlan = &sp
-	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** — %s: stage %s\n\n%s", r.progress.State, workflows.PhaseAwaitingApproval, st.Name, gatePlanDetails(sp)))
+	workflow.SetCurrentDetails(ctx, gateDetails(r.progress.State, st.Name, sp))
+}
+
+// gateDetails is the Web UI's current details at a gate: the stage, its
+// plan, and what the gate still needs.
+func gateDetails(state workflows.State, stage string, sp StagePlan) string {
+	s := fmt.Sprintf("**%s** — %s: stage %s\n\n%s", state, workflows.PhaseAwaitingApproval, stage, gatePlanDetails(sp))
+	if sp.StillNeeded != "" {
+		s += "\nStill needed: " + sp.StillNeeded
+		if len(sp.ApprovedBy) > 0 {
+			s += " (approved so far by " + strings.Join(sp.ApprovedBy, ", ") + ")"
+		}
+		s += "\n"
+	}
+	return s
 }
 
 // gatePlanDetails is a gate's plan as Markdown for the Web UI: what will

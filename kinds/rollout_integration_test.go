@@ -12,14 +12,18 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // A rollout with an approval gate on a real Temporal server and a real
-// ledger: the approval is recorded with who and why, and both stages ran.
+// ledger, on a worker with no keyring: the unsigned approval is recorded
+// with who and why, method "unsigned", and both stages ran.
 // With FLEETSAGA_RECORD_HISTORIES=1 its history is saved for the replay test.
 func TestRolloutOnRealServerRecordsApproval(t *testing.T) {
 	if testing.Short() {
@@ -58,21 +62,34 @@ func TestRolloutOnRealServerRecordsApproval(t *testing.T) {
 	approvals, err := env.Store.Approvals(ctx, id)
 	require.NoError(t, err)
 	require.Len(t, approvals, 1)
-	require.Equal(t, "second", approvals[0].Stage)
+	require.Equal(t, "second", activities.StoredApprovalGate(approvals[0]).Stage)
 	require.Equal(t, "alice", approvals[0].By)
 	require.Equal(t, "first stage healthy", approvals[0].Reason)
+	require.Equal(t, ledger.MethodUnsigned, approvals[0].Method)
+	require.Empty(t, approvals[0].Principal, "nothing proved who approved")
 
-	replay.Record(t, env.Client, id, run.GetRunID(), "testdata/histories/rollout-approval.json")
+	// rollout-approval.json is this run recorded before signedApprovalsChange.
+	replay.Record(t, env.Client, id, run.GetRunID(), "testdata/histories/rollout-approval-unsigned.json")
 }
 
 // startRolloutWorker runs a worker with the rollout and its stand-in update
 // on the test's task queue until the test ends.
 func startRolloutWorker(t *testing.T, env *testenv.Env) {
 	t.Helper()
+	noKeyring, err := approval.LoadKeyring(approval.KeyringConfig{})
+	require.NoError(t, err)
+	startRolloutWorkerWith(t, env, noKeyring)
+}
+
+// startRolloutWorkerWith is startRolloutWorker whose approvals are
+// checked against keyring.
+func startRolloutWorkerWith(t *testing.T, env *testenv.Env, keyring *approval.Keyring) {
+	t.Helper()
 	w := worker.New(env.Client, env.TaskQueue, worker.Options{})
 	w.RegisterWorkflow(kinds.Rollout)
 	w.RegisterWorkflow(kinds.TestUpdate)
 	w.RegisterActivity(&kinds.RolloutActivities{Store: env.Store})
+	w.RegisterActivity(&activities.ApprovalActivities{Store: env.Store, Keyring: keyring})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 }
@@ -118,5 +135,6 @@ func TestRolloutCancelOnRealServerWaitsAndEndsCancelled(t *testing.T) {
 	require.NoError(t, err)
 	sa := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
 	require.Contains(t, string(sa[workflows.SAState.GetName()].GetData()), string(workflows.StateCancelled))
-	replay.Record(t, env.Client, id, run.GetRunID(), "testdata/histories/rollout-cancel.json")
+	// rollout-cancel.json is this run recorded before signedApprovalsChange.
+	replay.Record(t, env.Client, id, run.GetRunID(), "testdata/histories/rollout-cancel-marked.json")
 }

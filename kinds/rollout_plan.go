@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+
+	"github.com/fleetsaga/fleetsaga/approval"
 )
 
 var planName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
@@ -40,6 +42,13 @@ func (in RolloutInput) ValidateDecoded(undecoded map[int]bool) error {
 		}
 		if st.Concurrency < 1 {
 			errs = append(errs, fmt.Errorf("%s: concurrency must be >= 1", where))
+		}
+		if st.ApprovalPolicy != nil && !st.Approval {
+			errs = append(errs, fmt.Errorf("%s: an approval policy needs a gate (approval: true)", where))
+		} else if st.ApprovalPolicy != nil {
+			if err := st.ApprovalPolicy.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: approval: %w", where, err))
+			}
 		}
 		if st.FailureBudget < 0 {
 			errs = append(errs, fmt.Errorf("%s: failureBudget must be >= 0", where))
@@ -78,4 +87,14 @@ func (in RolloutInput) ValidateDecoded(undecoded map[int]bool) error {
 		errs = append(errs, fmt.Errorf("plan has %d updates; at most %d per rollout (split it, or use a fan-out kind)", total, maxRolloutUpdates))
 	}
 	return errors.Join(errs...)
+}
+
+// StartDigest is the digest `starter rollout` signs and the rollout
+// verifies: approval.DigestJSON of the plan without its signature.
+func (in RolloutInput) StartDigest() (string, error) {
+	in.StartSignature = nil
+	// The digest of a struct's JSON depends on its values alone (json
+	// sorts map keys; workflowcheck flags the reflection it uses).
+	//workflowcheck:ignore
+	return approval.DigestJSON(in)
 }

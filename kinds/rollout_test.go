@@ -14,8 +14,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/failure"
-	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -85,6 +86,7 @@ func newRolloutEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env.RegisterWorkflow(Rollout)
 	env.RegisterWorkflow(testUpdate)
 	env.RegisterActivity(&RolloutActivities{})
+	env.RegisterActivity(&activities.ApprovalActivities{})
 	spans = nil
 	return env
 }
@@ -132,11 +134,11 @@ func TestRolloutKeepsConcurrencyAndExclusiveGroups(t *testing.T) {
 func TestRolloutWaitsForApprovalAndRecordsIt(t *testing.T) {
 	env := newRolloutEnv(t)
 	var recorded []string
-	var ra *RolloutActivities
-	env.OnActivity(ra.RecordApproval, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, ap ledger.Approval) error {
-			recorded = append(recorded, fmt.Sprint(ap))
-			return nil
+	var aa *activities.ApprovalActivities
+	env.OnActivity(aa.VerifyApproval, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.VerifyApprovalInput) (activities.VerifyApprovalResult, error) {
+			recorded = append(recorded, fmt.Sprint(in))
+			return activities.VerifyApprovalResult{Principal: approval.Principal{Name: in.By}}, nil
 		})
 	in := RolloutInput{Name: "r2", Stages: []Stage{
 		{Name: "first", Kind: kindTest, Concurrency: 1, Updates: updates(testInput{Name: "a", Take: time.Minute})},

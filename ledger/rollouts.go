@@ -24,7 +24,7 @@ type Approval struct {
 
 	// Who signed, proved (issue 29); empty for unsigned approvals.
 	Principal      string `json:"principal,omitempty"`
-	Method         string `json:"method,omitempty"`         // "ssh" or "oidc"
+	Method         string `json:"method,omitempty"`         // "ssh", "oidc", or MethodUnsigned
 	KeyFingerprint string `json:"keyFingerprint,omitempty"` // SSH SHA256:…, or OIDC issuer#subject
 	Signature      string `json:"signature,omitempty"`      // armored SSHSIG ("" for OIDC)
 	Payload        string `json:"payload,omitempty"`        // the statement, exactly as signed
@@ -35,6 +35,11 @@ type Approval struct {
 	PrevHash string `json:"prevHash,omitempty"`
 	Hash     string `json:"hash,omitempty"`
 }
+
+// MethodUnsigned is the Method of an approval a worker with no keyring
+// accepted without a signature (approval.MethodUnsigned): nothing to
+// re-check, its By is as typed.
+const MethodUnsigned = "unsigned"
 
 // ErrReplayed is an approval whose replay key the ledger holds already.
 var ErrReplayed = errors.New("ledger: this approval's nonce was used before")

@@ -41,9 +41,11 @@ reason, time and a nonce, made with --sign-key (a private key file, or the
 your identity provider's OIDC ID token. The worker's VerifyApproval checks
 it against the worker's allowed signers and the gate's policy (how many
 distinct approvers, four eyes, who may approve) and refuses an unsigned,
-unknown, expired, replayed or misdirected one (README "Known gaps": the
-rollout's gate does not call it yet). With no key at hand the approval goes
-unsigned.
+unknown, expired, replayed or misdirected one (exit 1, with the reason);
+a refused approval changes nothing. A gate that needs several approvers
+stays closed until they all approved: starter status shows what it still
+needs. With no key at hand the approval goes unsigned, which only a worker
+with no keyring accepts (README, "Approvals").
 
 The ledger records who (the principal the worker's keyring names, its key
 fingerprint and the signature), why and the plan's digest. When the stage
@@ -81,7 +83,7 @@ touched (outcome PlanDrift).`,
 // the workflow's refusal says why. The signature binds the gate's full
 // digest, and only when the plan approved is the one the gate shows.
 func approveShownPlan(ctx context.Context, c client.Client, id string, ap workflows.Approval, sf signFlags) error {
-	send := signedApproval{Approval: ap}
+	send := ap
 	if sp := awaitGatePlan(ctx, c, id); sp != nil {
 		fmt.Fprintf(os.Stderr, "stage %s's plan at the gate: %s\n", sp.Stage, shortDigest(sp.Digest))
 		send.Stage = sp.Stage

@@ -10,9 +10,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workerapp"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -89,8 +91,9 @@ stages:
 	approvals, err := env.Store.Approvals(ctx, id)
 	require.NoError(t, err)
 	require.Len(t, approvals, 2, "bob's approval approved nothing")
+	stage := func(a ledger.Approval) string { return activities.StoredApprovalGate(a).Stage }
 	require.Equal(t, []string{"cmon alice " + cmon.Digest, "firewaller carol " + fw.Digest},
-		[]string{approvals[0].Stage + " " + approvals[0].By + " " + approvals[0].PlanDigest, approvals[1].Stage + " " + approvals[1].By + " " + approvals[1].PlanDigest})
+		[]string{stage(approvals[0]) + " " + approvals[0].By + " " + approvals[0].PlanDigest, stage(approvals[1]) + " " + approvals[1].By + " " + approvals[1].PlanDigest})
 }
 
 // gateShows waits until the rollout shows stage's plan at its gate.

@@ -35,7 +35,7 @@ which plan, and a gate with four eyes refuses that person's approval.`,
 				}
 				u := update{Kind: workflows.KindRollout, Target: "plan/" + in.Name, Workflow: kinds.Rollout, Input: in}
 				if !sf.dryRun {
-					digest, err := approval.DigestJSON(in)
+					digest, err := in.StartDigest()
 					if err != nil {
 						return err
 					}
@@ -43,7 +43,9 @@ which plan, and a gate with four eyes refuses that person's approval.`,
 					if err != nil {
 						return err
 					}
-					u.Arg = signedRollout{RolloutInput: in, StartSignature: signed}
+					withSig := in // the request digest stays the plan's (update.Arg)
+					withSig.StartSignature = signed
+					u.Arg = withSig
 				}
 				return a.startUpdate(cmd, u, sf)
 			},

@@ -125,6 +125,13 @@ func printStagePlan(w io.Writer, st kinds.StagePlan) {
 	if st.EstimateBasis != "" {
 		fmt.Fprintf(w, "estimate: %s\n", st.EstimateBasis)
 	}
+	if st.StillNeeded != "" {
+		fmt.Fprintf(w, "still needed: %s", st.StillNeeded)
+		if len(st.ApprovedBy) > 0 {
+			fmt.Fprintf(w, " (approved so far by %s)", strings.Join(st.ApprovedBy, ", "))
+		}
+		fmt.Fprintln(w)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ORDER\tTARGET\tDEVICE\tCURRENT\tDESIRED\tACTION\tREASON")
 	for _, r := range st.Rows {

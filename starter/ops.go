@@ -49,6 +49,9 @@ type statusView struct {
 	GatePlan *kinds.StagePlan `json:"gatePlan,omitempty"`
 	// FailedUpdates are a rollout's updates that failed in this run.
 	FailedUpdates []failedUpdate `json:"failedUpdates,omitempty"`
+	// Approvals are the ledger's approvals of a rollout (every run's: the
+	// stage names its run) and its signed starts, with who proved them.
+	Approvals []ledger.Approval `json:"approvals,omitempty"`
 }
 
 func statusCmd(a *app) *cobra.Command {
@@ -91,6 +94,11 @@ func statusCmd(a *app) *cobra.Command {
 					return err
 				}
 			}
+			if kind, _, _ := workflows.ParseWorkflowID(args[0]); kind == workflows.KindRollout && store != nil {
+				if v.Approvals, err = store.Approvals(ctx, args[0]); err != nil {
+					return err
+				}
+			}
 			a.print(v, func(w io.Writer) {
 				fmt.Fprintf(w, "%s (run %s): %s since %s\n", v.WorkflowID, v.RunID, v.Status, v.Started.Format(time.RFC3339))
 				if v.Progress != nil {
@@ -100,6 +108,7 @@ func statusCmd(a *app) *cobra.Command {
 					printStagePlan(w, *v.GatePlan)
 				}
 				printFailures(w, v.FailedUpdates)
+				printApprovals(w, v.Approvals)
 				printAttempts(w, v.RunID, v.Attempts)
 			})
 			return nil
@@ -112,6 +121,29 @@ func statusCmd(a *app) *cobra.Command {
 // printAttempts prints the ledger's attempts grouped by the workflow run
 // that made them, this run first: attempt numbers count within one run, so
 // a rerun's "attempt 1" is not mistaken for this one's.
+// printApprovals lists a rollout's approvals as the ledger proves them:
+// who (the keyring's principal, or the typed name of an unsigned one),
+// how, with which key, and why.
+func printApprovals(w io.Writer, approvals []ledger.Approval) {
+	if len(approvals) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "  approvals (ledger):")
+	for _, a := range approvals {
+		who, how := a.Principal, a.Method
+		if who == "" {
+			who = a.By
+		}
+		if how == "" {
+			how = "unverified" // recorded before approvals were signed
+		}
+		if a.KeyFingerprint != "" {
+			how += " " + a.KeyFingerprint
+		}
+		fmt.Fprintf(w, "    %s %s: %s (%s) %q\n", a.At.Local().Format("15:04:05"), a.Stage, who, how, a.Reason)
+	}
+}
+
 func printAttempts(w io.Writer, thisRun string, attempts []attemptView) {
 	var runs []string
 	byRun := map[string][]attemptView{}

@@ -13,8 +13,6 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/fleetsaga/fleetsaga/approval"
-	"github.com/fleetsaga/fleetsaga/kinds"
-	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // signFlags choose how the operator signs what they approve or start:
@@ -114,23 +112,6 @@ func (f signFlags) signer() (ssh.Signer, error) {
 		fps = append(fps, ssh.FingerprintSHA256(s.PublicKey()))
 	}
 	return nil, usageErr("ssh-agent holds %d keys (%s): choose one with --sign-key KEY.pub", len(signers), strings.Join(fps, ", "))
-}
-
-// signedApproval is the approval `starter approve` sends: the workflow's
-// Approval and its signature, under "signed" (the field the workflow's
-// Approval takes once the gate verifies signatures; until then the
-// workflow ignores it).
-type signedApproval struct {
-	workflows.Approval
-	Signed *approval.Signed `json:"signed,omitempty"`
-}
-
-// signedRollout is the plan `starter rollout` sends: the RolloutInput and
-// the signature of its digest (approval.DigestJSON of the input without
-// it), under "startSignature".
-type signedRollout struct {
-	kinds.RolloutInput
-	StartSignature *approval.Signed `json:"startSignature,omitempty"`
 }
 
 // signStatement signs, or says on stderr why the statement goes unsigned.

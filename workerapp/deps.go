@@ -26,7 +26,8 @@ type Deps struct {
 	// Temporal is the worker's own client (set by Run), for activities that
 	// must ask Temporal about other workflows.
 	Temporal client.Client
-	// Keyring is who may sign starts and approvals (empty: every signed
-	// approval is refused, ReasonNoKeyring).
+	// Keyring is who may sign starts and approvals (nil or unconfigured:
+	// unsigned approvals are accepted at default gates and recorded as
+	// "unsigned"; README, "Approvals").
 	Keyring *approval.Keyring
 }

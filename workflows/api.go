@@ -11,6 +11,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/fleetsaga/fleetsaga/approval"
 )
 
 // TaskQueue is the default task queue the workers poll.
@@ -171,6 +173,11 @@ type Approval struct {
 	// without a digest, or for another stage or plan, is refused.
 	Stage      string `json:"stage,omitempty"`
 	PlanDigest string `json:"planDigest,omitempty"`
+	// Signed is the approver's signature over the gate's stage and full
+	// digest (starter approve signs with the operator's key): the worker's
+	// VerifyApproval checks it. nil: unsigned, accepted only by a worker
+	// with no keyring (README, "Approvals").
+	Signed *approval.Signed `json:"signed,omitempty"`
 }
 
 // UpdateInput is what every update kind's input provides, so plans and the

@@ -5,6 +5,7 @@ package approvaltest
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/pem"
 	"fmt"
 	"maps"
 	"os"
@@ -28,6 +29,21 @@ func Key(t testing.TB) ssh.Signer {
 	s, err := ssh.NewSignerFromKey(priv)
 	require.NoError(t, err)
 	return s
+}
+
+// KeyFile is a fresh ed25519 SSH key written as an unencrypted OpenSSH
+// private key file in dir (what `starter --sign-key` reads).
+func KeyFile(t testing.TB, dir, name string) (ssh.Signer, string) {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	block, err := ssh.MarshalPrivateKey(priv, name)
+	require.NoError(t, err)
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(block), 0o600))
+	s, err := ssh.NewSignerFromKey(priv)
+	require.NoError(t, err)
+	return s, path
 }
 
 // AllowedSigners writes an allowed_signers file naming each principal's

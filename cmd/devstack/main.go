@@ -37,6 +37,7 @@ func main() {
 		c.Flags().IntVar(&o.UIPort, "ui-port", 8233, "Temporal Web UI port (0 = none)")
 		c.Flags().StringVar(&o.FleetsimSpec, "fleetsim-spec", "", "start fleetsim with this spec")
 		c.Flags().IntVar(&o.Workers, "workers", 0, "worker processes to start")
+		c.Flags().BoolVar(&o.DemoSigner, "demo-signer", false, "make a demo operator's SSH key and allowed_signers in the state directory: workers verify approvals against it, commands sign with it (FLEETSAGA_SIGN_KEY)")
 		c.Flags().BoolVar(&o.Prometheus, "prometheus", false, "start Prometheus (Debian's) scraping fleetsim's device health, for health checks")
 		c.Flags().StringVar(&o.Temporal, "temporal", devstack.TemporalDev,
 			"Temporal to run: dev (the CLI's dev server, SQLite) or cluster (the real server on the stack's PostgreSQL)")
@@ -144,7 +145,7 @@ func upBackground(o devstack.StackOptions) error {
 	}
 	cmd := exec.Command(self, "serve", "--dir", o.Dir, "--bin", o.BinDir, "--ui-port", strconv.Itoa(o.UIPort),
 		"--fleetsim-spec", o.FleetsimSpec, "--workers", strconv.Itoa(o.Workers), "--persist="+strconv.FormatBool(o.PersistTemporal),
-		"--database", o.Database, "--temporal", o.Temporal)
+		"--database", o.Database, "--temporal", o.Temporal, "--demo-signer="+strconv.FormatBool(o.DemoSigner))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

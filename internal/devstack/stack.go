@@ -44,6 +44,11 @@ type StackOptions struct {
 	// Prometheus starts a Prometheus scraping fleetsim's device health, for
 	// a rollout's health checks (needs FleetsimSpec).
 	Prometheus bool
+	// DemoSigner makes a demo operator's SSH key and an allowed_signers
+	// file naming it (MakeDemoSigner): the workers refuse unsigned
+	// approvals and verify signed ones against it, and commands run
+	// against the stack sign with the key (FLEETSAGA_SIGN_KEY).
+	DemoSigner bool
 	// Database is the stack's own database on the server, dropped and
 	// created afresh at every start: the simulated fleet starts fresh too,
 	// and a ledger kept from an earlier run would disagree with it. Empty
@@ -61,6 +66,8 @@ type Stack struct {
 	UIURL       string
 	FleetsimURL string
 	Fleetsim    *Proc
+	// Signer is the demo operator's key, when DemoSigner asked for one.
+	Signer *DemoSigner
 	// PrometheusURL is set when the stack runs a Prometheus.
 	PrometheusURL string
 	Prometheus    *Proc
@@ -83,6 +90,9 @@ func (s *Stack) Env() []string {
 	if s.PrometheusURL != "" {
 		env = append(env, "FLEETSAGA_PROMETHEUS_URL="+s.PrometheusURL)
 	}
+	if s.Signer != nil {
+		env = append(env, "FLEETSAGA_APPROVAL_ALLOWED_SIGNERS="+s.Signer.AllowedSigners, "FLEETSAGA_SIGN_KEY="+s.Signer.Key)
+	}
 	return env
 }
 
@@ -104,6 +114,13 @@ func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Sta
 	}()
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
+	}
+	if o.DemoSigner {
+		ds, err := MakeDemoSigner(o.Dir)
+		if err != nil {
+			return nil, err
+		}
+		s.Signer = &ds
 	}
 	if s.PG, err = FindOrStartPostgres(ctx, filepath.Join(o.Dir, "pg"), log); err != nil {
 		return nil, err

@@ -68,17 +68,17 @@ func TestApprovalPolicies(t *testing.T) {
 func TestPlanDigestSurvivesTheTripThroughTemporal(t *testing.T) {
 	in, err := plan.Parse([]byte(fmt.Sprintf(gatedPlan, "approval: {approvers: 2}", "true", "{approvers: 1}")))
 	require.NoError(t, err)
-	signedDigest, err := approval.DigestJSON(in)
+	require.NotNil(t, in.Stages[0].ApprovalPolicy, "the digest covers the policies")
+	signedDigest, err := in.StartDigest()
 	require.NoError(t, err)
-	sent := struct {
-		kinds.RolloutInput
-		StartSignature *approval.Signed `json:"startSignature,omitempty"`
-	}{in, &approval.Signed{Payload: "{}", SSHSig: "sig"}}
+	sent := in
+	sent.StartSignature = &approval.Signed{Payload: "{}", SSHSig: "sig"}
 	payload, err := converter.GetDefaultDataConverter().ToPayload(sent)
 	require.NoError(t, err)
 	var got kinds.RolloutInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(payload, &got))
-	again, err := approval.DigestJSON(got)
+	require.NotNil(t, got.StartSignature)
+	again, err := got.StartDigest()
 	require.NoError(t, err)
 	require.Equal(t, signedDigest, again)
 }

@@ -75,7 +75,7 @@ func ParseFileWithPolicies(file string, b []byte) (kinds.RolloutInput, []*approv
 	undecoded := map[int]bool{}
 	for i, st := range f.Stages {
 		out := kinds.Stage{Name: st.Name, Kind: st.Kind, Concurrency: st.Concurrency, Approval: st.Approval.Gate,
-			FailureBudget: st.FailureBudget, Exclusive: st.Exclusive}
+			ApprovalPolicy: policies[i], FailureBudget: st.FailureBudget, Exclusive: st.Exclusive}
 		info, known := kinds.Kinds[st.Kind]
 		undecoded[i] = !known
 		for j, raw := range st.Updates {
