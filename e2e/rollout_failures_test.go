@@ -1,11 +1,6 @@
 package e2e
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -26,17 +21,8 @@ func TestFailedRolloutNamesItsFailedUpdateAndWhy(t *testing.T) {
 	stack := startStackOn(t, devstack.TemporalDev, s, 1, 0)
 	op := operator{t, stack}
 	img := spImage(t, "1.1.0")
-	b, err := os.ReadFile(img)
-	require.NoError(t, err)
-	sum := sha256.Sum256(b)
-	update := func(slot int, serial string) string {
-		return fmt.Sprintf("  - sp: {type: sled, slot: %d, serial: %s}\n    artifact: {version: 1.1.0, sha256: %s, path: %s}\n"+
-			"    timing: {pollInterval: 250ms, attemptDelay: 1s, resetRetryInterval: 1s}\n", slot, serial, hex.EncodeToString(sum[:]), img)
-	}
-	plan := "name: e2e-failing\nstages:\n- name: firmware\n  kind: sp-firmware\n  concurrency: 1\n  failureBudget: 0\n  updates:\n" +
-		update(1, "BRM-NOT-THIS-ONE")
-	path := filepath.Join(t.TempDir(), "plan.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(plan), 0o644))
+	path := writePlan(t, "e2e-failing", "- name: firmware\n  kind: sp-firmware\n  concurrency: 1\n  failureBudget: 0\n  updates:\n"+
+		spPlanUpdate(t, img, 1, "BRM-NOT-THIS-ONE"))
 	id := "fleetsaga/rollout/plan/e2e-failing"
 
 	require.Equal(t, 0, op.run("rollout", path).code)

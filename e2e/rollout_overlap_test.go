@@ -1,11 +1,6 @@
 package e2e
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -29,26 +24,15 @@ func TestSecondRolloutOverTheSameTargetsIsRefusedBeforeItStarts(t *testing.T) {
 	stack := startStackOn(t, devstack.TemporalDev, s, 1, 0)
 	op := operator{t, stack}
 	img := spImage(t, "1.1.0")
-	b, err := os.ReadFile(img)
-	require.NoError(t, err)
-	sum := sha256.Sum256(b)
-	update := func(slot int) string {
-		return fmt.Sprintf("  - sp: {type: sled, slot: %d, serial: %s}\n    artifact: {version: 1.1.0, sha256: %s, path: %s}\n",
-			slot, s.Racks[0].Sleds[slot].Serial, hex.EncodeToString(sum[:]), img)
-	}
-	writePlan := func(name, stages string) string {
-		path := filepath.Join(t.TempDir(), name+".yaml")
-		require.NoError(t, os.WriteFile(path, []byte("name: "+name+"\nstages:\n"+stages), 0o644))
-		return path
-	}
+	update := func(slot int) string { return spPlanUpdate(t, img, slot, s.Racks[0].Sleds[slot].Serial) }
 	// The first rollout's stage 1 never finishes (a stuck SP): sled 2, in
 	// its stage 2, is held but not started.
 	op.arm(faults.Fault{Kind: faults.SPStuck, Target: "sp/sled/1", AfterPercent: 30})
-	first := writePlan("first", "- name: one\n  kind: sp-firmware\n  concurrency: 1\n  updates:\n"+update(1)+
+	first := writePlan(t, "first", "- name: one\n  kind: sp-firmware\n  concurrency: 1\n  updates:\n"+update(1)+
 		"- name: two\n  kind: sp-firmware\n  concurrency: 1\n  updates:\n"+update(2))
 	require.Equal(t, 0, op.run("rollout", first).code)
 
-	second := op.run("rollout", writePlan("second", "- name: s\n  kind: sp-firmware\n  concurrency: 1\n  updates:\n"+update(2)+update(3)))
+	second := op.run("rollout", writePlan(t, "second", "- name: s\n  kind: sp-firmware\n  concurrency: 1\n  updates:\n"+update(2)+update(3)))
 	require.Equal(t, 2, second.code, "a second rollout over a held target: %s", second.stderr)
 	require.Equal(t, 1, strings.Count(second.stderr, "starter: "), "one error line: %s", second.stderr)
 	require.Contains(t, second.stderr, "target sp/sled/2 is held by the running rollout fleetsaga/rollout/plan/first")
