@@ -47,6 +47,9 @@ const (
 	WrongActiveVersion    = "WrongActiveVersion"
 	WrongInactiveVersion  = "WrongInactiveVersion"
 	WouldDowngrade        = "WouldDowngrade"
+	// ImageRefused: the SP refused the image itself (it is for another
+	// board): every attempt would be refused the same way.
+	ImageRefused = "ImageRefused"
 	ConcurrentDowngrade   = "ConcurrentDowngradePending"
 	AttemptsExhausted     = "AttemptsExhausted"
 	UnexpectedWaitOutcome = "UnexpectedWaitOutcome"

@@ -43,6 +43,27 @@ func CabooseInvalid(err error) bool {
 	return false
 }
 
+// ArchiveRefused reports whether an ambiguous start answer is the SP
+// refusing our archive for good: it is for another board. MGS checks the
+// board before it prepares anything and says so only in the message of a
+// 503 UpdateFailed (management-gateway-service gateway-sp-comms
+// error.rs, `BoardMismatch`: "board mismatch: SP is X but archive is for
+// Y"); sending the same archive again can only be refused again.
+func ArchiveRefused(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == CodeUpdateFailed && strings.Contains(e.Message, "board mismatch")
+}
+
+// MessageOf is an MGS error reply's own message (the error's text when it
+// is not one).
+func MessageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Message != "" {
+		return e.Message
+	}
+	return err.Error()
+}
+
 // Verdict is what the SP's update status says about our update after a
 // request about it got an ambiguous answer (or none).
 type Verdict string

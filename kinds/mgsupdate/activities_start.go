@@ -184,6 +184,14 @@ func (a *MGSActivities) startUpdate(ctx context.Context, in StartUpdateInput, n 
 			out.Busy, out.Current = true, cur
 			return out, a.recordRefused(ctx, in.UpdateID, n, "the SP is busy with update "+cur.String()+": ours was not taken")
 		}
+		if mgs.ArchiveRefused(err) {
+			// The SP holds nothing of ours (re-read above): it refused the
+			// image itself, and would refuse it at every attempt.
+			if rerr := a.recordRefused(ctx, in.UpdateID, n, "the SP refused the image for good"); rerr != nil {
+				return out, rerr
+			}
+			return out, mgsFatal(failure.ImageRefused, "the SP refused the image: %s", mgs.MessageOf(err))
+		}
 		other, berr := a.otherComponentBusy(ctx, set, in.SP, in.Component)
 		if berr != nil {
 			return out, berr

@@ -217,6 +217,29 @@ func TestSPFirmwareAgainstFleetsimNeverRollsBack(t *testing.T) {
 	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/sp-firmware-would-downgrade.json")
 }
 
+// Issue 26: an SP image for another board is refused by the SP itself
+// (503 UpdateFailed "board mismatch"): the update ends ImageRefused after
+// one attempt, where it used to re-send the image for hours.
+func TestSPFirmwareImageForAnotherBoardEndsInOneAttempt(t *testing.T) {
+	st := newMGSStack(t)
+	in := st.spInput(2, "1.1.0")
+	path := filepath.Join(st.dir, "sp-sidecar.bin")
+	sum, err := simmgs.WriteImageFile(path, simmgs.ImageHeader{Component: simmgs.CompSP, Version: "1.1.0", Board: "sidecar-b"}, 256<<10)
+	require.NoError(t, err)
+	in.Artifact = mgsupdate.Artifact{Version: "1.1.0", SHA256: sum, Path: path}
+	run := st.startWF(workflows.KindSPFirmware, in, mgsupdate.SPFirmwareUpdate)
+	_, err = st.result(run)
+	var ae *temporal.ApplicationError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, failure.ImageRefused, ae.Type())
+	assert.Contains(t, ae.Error(), "board mismatch")
+	assert.Empty(t, st.truth(2).Deliveries, "nothing delivered")
+	atts, err := st.env.Store.Attempts(context.Background(), run.GetID())
+	require.NoError(t, err)
+	require.Len(t, atts, 1, "one attempt")
+	assert.Equal(t, ledger.StateFailed, atts[0].State)
+}
+
 func TestSPFirmwareAgainstFleetsimDeviceFaults(t *testing.T) {
 	cases := []struct {
 		name    string
