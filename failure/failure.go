@@ -43,13 +43,13 @@ const (
 	WrongDevice     = "WrongDevice"
 	// OwnedByNexus: the target blueprint has a pending MGS update for the
 	// device; Nexus's MGS update driver owns it (DOMAIN.md §I).
-	OwnedByNexus          = "OwnedByNexus"
-	WrongActiveVersion    = "WrongActiveVersion"
-	WrongInactiveVersion  = "WrongInactiveVersion"
-	WouldDowngrade        = "WouldDowngrade"
+	OwnedByNexus         = "OwnedByNexus"
+	WrongActiveVersion   = "WrongActiveVersion"
+	WrongInactiveVersion = "WrongInactiveVersion"
+	WouldDowngrade       = "WouldDowngrade"
 	// ImageRefused: the SP refused the image itself (it is for another
 	// board): every attempt would be refused the same way.
-	ImageRefused = "ImageRefused"
+	ImageRefused          = "ImageRefused"
 	ConcurrentDowngrade   = "ConcurrentDowngradePending"
 	AttemptsExhausted     = "AttemptsExhausted"
 	UnexpectedWaitOutcome = "UnexpectedWaitOutcome"
