@@ -238,6 +238,7 @@ func TestSPFirmwareImageForAnotherBoardEndsInOneAttempt(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, atts, 1, "one attempt")
 	assert.Equal(t, ledger.StateFailed, atts[0].State)
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/sp-firmware-image-refused.json")
 }
 
 func TestSPFirmwareAgainstFleetsimDeviceFaults(t *testing.T) {

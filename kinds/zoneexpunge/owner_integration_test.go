@@ -20,6 +20,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim"
 	"github.com/fleetsaga/fleetsaga/fleetsim/nexus"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/ledger"
@@ -69,6 +70,7 @@ func TestZoneExpungeThroughNexusOwner(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	require.NoError(t, run.Get(ctx, &res))
+	replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/zone-expunge-through-nexus-owner.json")
 
 	assert.Equal(t, zoneexpunge.ZoneOutcomeExpunged, res.Outcome)
 	assert.Equal(t, zoneexpunge.ModeOwner, res.Mode)
