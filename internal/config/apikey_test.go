@@ -3,6 +3,8 @@ package config_test
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -81,4 +83,71 @@ func TestTemporalAPIKeyTurnsTLSOn(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, opts.ConnectionOptions.TLS, "TLS with the system's CAs")
 	require.NotNil(t, opts.Credentials)
+}
+
+// --temporal-api-key-file's token reaches the server as a bearer token and
+// is read again for the next call: a token refreshed in the file (a JWT
+// before it expires) is what the next call sends.
+func TestTemporalAPIKeyFileIsReadForEveryCall(t *testing.T) {
+	front, addr := startHeaderFront(t)
+	t.Setenv("TEMPORAL_CONFIG_FILE", t.TempDir()+"/none.toml")
+	t.Setenv("TEMPORAL_ADDRESS", addr)
+	t.Setenv("TEMPORAL_TLS", "false")
+	file := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(file, []byte("jwt-one\n"), 0o600))
+
+	var tc config.Temporal
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	tc.Bind(fs)
+	require.NoError(t, fs.Parse([]string{"--temporal-api-key-file", file}))
+	require.NoError(t, tc.Validate())
+	opts, err := tc.ClientOptions(logging.Temporal(zerolog.Nop()))
+	require.NoError(t, err)
+	require.True(t, opts.ConnectionOptions.TLSDisabled, "TEMPORAL_TLS=false keeps TLS off")
+	dial := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := client.DialContext(ctx, opts)
+		require.Error(t, err, "the stand-in answers Unavailable")
+	}
+	dial()
+	require.NoError(t, os.WriteFile(file, []byte("jwt-two"), 0o600))
+	dial()
+	front.mu.Lock()
+	defer front.mu.Unlock()
+	require.Contains(t, front.auth, "Bearer jwt-one")
+	require.Contains(t, front.auth, "Bearer jwt-two")
+}
+
+// A key file turns TLS on as an API key does; an empty or unreadable one,
+// or one beside TEMPORAL_API_KEY, is one clear line that quotes no key.
+func TestTemporalAPIKeyFileIsChecked(t *testing.T) {
+	t.Setenv("TEMPORAL_CONFIG_FILE", t.TempDir()+"/none.toml")
+	dir := t.TempDir()
+	good := filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(good, []byte("secret-jwt"), 0o600))
+	parse := func(file string) (config.Temporal, error) {
+		var tc config.Temporal
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		tc.Bind(fs)
+		require.NoError(t, fs.Parse([]string{"--temporal-api-key-file", file}))
+		return tc, tc.Validate()
+	}
+	tc, err := parse(good)
+	require.NoError(t, err)
+	opts, err := tc.ClientOptions(logging.Temporal(zerolog.Nop()))
+	require.NoError(t, err)
+	require.NotNil(t, opts.ConnectionOptions.TLS, "TLS with the system's CAs")
+
+	empty := filepath.Join(dir, "empty")
+	require.NoError(t, os.WriteFile(empty, []byte("\n"), 0o600))
+	_, err = parse(empty)
+	require.ErrorContains(t, err, "want one API key or token")
+	_, err = parse(filepath.Join(dir, "missing"))
+	require.ErrorContains(t, err, "--temporal-api-key-file")
+
+	t.Setenv("TEMPORAL_API_KEY", "secret-key-3")
+	_, err = parse(good)
+	require.ErrorContains(t, err, "give one")
+	require.NotContains(t, err.Error(), "secret")
 }

@@ -5,6 +5,7 @@
 package config
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -45,9 +46,16 @@ type Temporal struct {
 	// it stays out of process listings) is sent as a bearer token, and
 	// turns TLS on unless TLS is explicitly disabled.
 	APIKey string
+	// APIKeyFile holds the API key or a JWT the server's claim mapper
+	// reads (DEPLOYING.md, "Who may act"), read again for every call, so
+	// a token a sidecar refreshes before it expires keeps a long-running
+	// worker in. Like an API key it turns TLS on unless TLS is disabled.
+	APIKeyFile string
 	// TLS: TLS with the system's CAs when no --tls-* file is given
 	// (TEMPORAL_TLS=true, a profile's tls table, or an API key).
 	TLS bool
+	// tlsDisabled: TLS explicitly off (TEMPORAL_TLS=false, the profile).
+	tlsDisabled bool
 	// profileErr is a broken Temporal config profile, reported by Validate.
 	profileErr error
 }
@@ -73,7 +81,9 @@ func (t *Temporal) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&t.TLSKey, "tls-key", tlsCfg.ClientKeyPath, "client key for mTLS (env TEMPORAL_TLS_CLIENT_KEY_PATH)")
 	fs.StringVar(&t.TLSCA, "tls-ca", tlsCfg.ServerCACertPath, "CA that signed the server certificate (env TEMPORAL_TLS_SERVER_CA_CERT_PATH)")
 	fs.StringVar(&t.ServerName, "tls-server-name", tlsCfg.ServerName, "expected server name in its certificate (env TEMPORAL_TLS_SERVER_NAME)")
+	fs.StringVar(&t.APIKeyFile, "temporal-api-key-file", env("FLEETSAGA_TEMPORAL_API_KEY_FILE", ""), "file holding the API key or JWT sent to Temporal as a bearer token, re-read for every call (env FLEETSAGA_TEMPORAL_API_KEY_FILE)")
 	t.APIKey = prof.APIKey
+	t.tlsDisabled = tlsCfg.Disabled
 	// As the SDK's envconfig decides: a tls table (or TEMPORAL_TLS=true)
 	// turns TLS on, and so does an API key, unless TLS is disabled.
 	t.TLS = (prof.TLS != nil || prof.APIKey != "") && !tlsCfg.Disabled
@@ -99,6 +109,14 @@ func (t *Temporal) Validate() error {
 	}
 	if t.TaskQueue == "" {
 		return errors.New("--task-queue must not be empty")
+	}
+	if t.APIKeyFile != "" {
+		if t.APIKey != "" {
+			return errors.New("an API key from TEMPORAL_API_KEY (or the profile) and --temporal-api-key-file: give one")
+		}
+		if _, err := readAPIKey(t.APIKeyFile); err != nil {
+			return err
+		}
 	}
 	if (t.TLSCert == "") != (t.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key must be given together")
@@ -132,10 +150,16 @@ func ValidateHostPort(addr string) error {
 // ClientOptions builds the SDK client options, loading TLS material.
 func (t *Temporal) ClientOptions(logger tlog.Logger) (client.Options, error) {
 	opts := client.Options{HostPort: t.Address, Namespace: t.Namespace, Logger: logger}
-	if t.APIKey != "" {
+	useTLS := t.TLS
+	switch {
+	case t.APIKey != "":
 		opts.Credentials = client.NewAPIKeyStaticCredentials(t.APIKey)
+	case t.APIKeyFile != "":
+		path := t.APIKeyFile
+		opts.Credentials = client.NewAPIKeyDynamicCredentials(func(context.Context) (string, error) { return readAPIKey(path) })
+		useTLS = useTLS || !t.tlsDisabled
 	}
-	if t.TLSCert == "" && t.TLSCA == "" && !t.TLS {
+	if t.TLSCert == "" && t.TLSCA == "" && !useTLS {
 		// Said explicitly: the SDK otherwise turns TLS on for an API key.
 		opts.ConnectionOptions.TLSDisabled = true
 		return opts, nil
@@ -161,6 +185,20 @@ func (t *Temporal) ClientOptions(logger tlog.Logger) (client.Options, error) {
 	}
 	opts.ConnectionOptions.TLS = tc
 	return opts, nil
+}
+
+// readAPIKey reads an API key file. Its errors name the file, never what
+// is in it.
+func readAPIKey(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--temporal-api-key-file: %v", err)
+	}
+	key := strings.TrimSpace(string(b))
+	if key == "" || strings.ContainsAny(key, " \t\r\n") {
+		return "", fmt.Errorf("--temporal-api-key-file %s: want one API key or token, alone in the file", path)
+	}
+	return key, nil
 }
 
 // Logging is the log settings.
