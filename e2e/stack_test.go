@@ -72,6 +72,13 @@ func startStack(t *testing.T, s *spec.Spec, workers, uiPort int) *devstack.Stack
 // devstack.TemporalCluster).
 func startStackOn(t *testing.T, temporal string, s *spec.Spec, workers, uiPort int) *devstack.Stack {
 	t.Helper()
+	return startStackWith(t, s, devstack.StackOptions{Temporal: temporal, Workers: workers, UIPort: uiPort})
+}
+
+// startStackWith brings up a stack with the given fleet and options (its
+// directory, binaries and database are the test's own).
+func startStackWith(t *testing.T, s *spec.Spec, o devstack.StackOptions) *devstack.Stack {
+	t.Helper()
 	dir := t.TempDir()
 	b, err := yaml.Marshal(s)
 	require.NoError(t, err)
@@ -79,18 +86,22 @@ func startStackOn(t *testing.T, temporal string, s *spec.Spec, workers, uiPort i
 	require.NoError(t, os.WriteFile(specPath, b, 0o644))
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	database := "e2e_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
-	stack, err := devstack.StartStack(context.Background(), devstack.StackOptions{
-		Dir: dir, BinDir: binaries(t), UIPort: uiPort, FleetsimSpec: specPath, Workers: workers, Temporal: temporal,
-		Database: database,
-	}, log)
+	o.Dir, o.BinDir, o.FleetsimSpec, o.Database = dir, binaries(t), specPath, database
+	logs := func() {
+		for _, f := range []string{"worker-0.log", "worker-1.log", "fleetsim.log", "temporal.out", "temporal.log"} {
+			if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
+				t.Logf("---- %s (tail) ----\n%s", f, tail(string(b), 3000))
+			}
+		}
+	}
+	stack, err := devstack.StartStack(context.Background(), o, log)
+	if err != nil {
+		logs()
+	}
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, f := range []string{"worker-0.log", "worker-1.log", "fleetsim.log", "temporal.out"} {
-				if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
-					t.Logf("---- %s (tail) ----\n%s", f, tail(string(b), 3000))
-				}
-			}
+			logs()
 		}
 		stack.Stop()
 		// The stack's databases (the cluster's two beside the ledger's) on

@@ -32,8 +32,14 @@ type cliResult struct {
 
 func (o operator) run(args ...string) cliResult {
 	o.t.Helper()
+	return o.runWith(nil, args...)
+}
+
+// runWith runs starter with env added to the stack's.
+func (o operator) runWith(env []string, args ...string) cliResult {
+	o.t.Helper()
 	cmd := exec.Command(filepath.Join(binaries(o.t), "starter"), args...)
-	cmd.Env = append(os.Environ(), o.stack.Env()...)
+	cmd.Env = append(append(os.Environ(), o.stack.Env()...), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -63,6 +63,8 @@ type ClusterOptions struct {
 	// <prefix>_temporal_visibility, dropped and set up afresh at Start.
 	DatabasePrefix string
 	UIPort         int // 0 = no Web UI
+	// Auth turns the server's authorization on (nil: off, anyone may act).
+	Auth *TemporalAuth
 }
 
 // ClusterServer is the real Temporal server (all four services in one
@@ -82,7 +84,15 @@ type ClusterServer struct {
 // attributes.
 func StartCluster(ctx context.Context, o ClusterOptions, log zerolog.Logger) (_ *ClusterServer, err error) {
 	c := &ClusterServer{opts: o, log: log}
-	if c.bin, err = toolBinary(log, serverTool); err != nil {
+	if o.Auth != nil {
+		if err := o.Auth.validate(); err != nil {
+			return nil, err
+		}
+		if o.UIPort != 0 {
+			return nil, errors.New("the cluster's Web UI has no token to present: run it without authorization")
+		}
+	}
+	if c.bin, err = toolBinary(log, o.Auth.serverTool()); err != nil {
 		return nil, err
 	}
 	if o.UIPort != 0 {
@@ -95,7 +105,7 @@ func StartCluster(ctx context.Context, o ClusterOptions, log zerolog.Logger) (_ 
 		return nil, err
 	}
 	cfg := ServerConfig{DB: db, Database: o.DatabasePrefix + "_temporal", Visibility: o.DatabasePrefix + "_temporal_visibility",
-		LogFile: filepath.Join(o.Dir, "temporal.log")}
+		LogFile: filepath.Join(o.Dir, "temporal.log"), Auth: o.Auth}
 	if err := c.setUpSchema(ctx, db, cfg); err != nil {
 		return nil, err
 	}
@@ -168,8 +178,14 @@ func (c *ClusterServer) setUpSchema(ctx context.Context, db SQLServer, cfg Serve
 // start runs the server process and waits until its frontend serves.
 func (c *ClusterServer) start(ctx context.Context) error {
 	var err error
-	c.server, err = StartProc(filepath.Join(c.opts.Dir, "temporal.out"), nil, c.bin,
-		"--root", c.opts.Dir, "--config", "config", "--env", serverConfigEnv, "--allow-no-auth", "start")
+	args := []string{"--root", c.opts.Dir, "--config", "config", "--env", serverConfigEnv, "--allow-no-auth", "start"}
+	if c.opts.Auth != nil {
+		// The internal frontend too: the server's system workers reach it
+		// without a token (server config, publicClient).
+		args = append(args, "--service", "frontend", "--service", "internal-frontend", "--service", "history",
+			"--service", "matching", "--service", "worker")
+	}
+	c.server, err = StartProc(filepath.Join(c.opts.Dir, "temporal.out"), nil, c.bin, args...)
 	if err != nil {
 		return err
 	}
@@ -207,7 +223,8 @@ func (c *ClusterServer) waitServing(ctx context.Context) error {
 
 func (c *ClusterServer) dial(namespace string) (client.Client, error) {
 	return client.Dial(client.Options{HostPort: c.FrontendHostPort(), Namespace: namespace,
-		Logger: logging.Temporal(c.log.Level(zerolog.ErrorLevel))})
+		Logger: logging.Temporal(c.log.Level(zerolog.ErrorLevel)), Credentials: c.opts.Auth.credentials(),
+		ConnectionOptions: client.ConnectionOptions{TLSDisabled: true}}) // plain gRPC on loopback, token or not
 }
 
 // register creates the default namespace and adds fleetsaga's search

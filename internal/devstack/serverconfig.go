@@ -30,9 +30,13 @@ type ServerConfig struct {
 	History, HistoryMembership                 int
 	Matching, MatchingMembership               int
 	Worker, WorkerMembership                   int
-	Metrics                                    int
-	LogFile                                    string
-	DynamicConfigFile                          string
+	// The internal frontend, with Auth only.
+	InternalFrontend, InternalFrontendHTTP, InternalFrontendMembership int
+	Metrics                                                            int
+	LogFile                                                            string
+	DynamicConfigFile                                                  string
+	// Auth is the server's authorization (nil: none).
+	Auth *TemporalAuth
 }
 
 // SQLServer is a PostgreSQL server as the Temporal server and its schema
@@ -136,6 +140,15 @@ persistence:
 {{- end}}
 
 global:
+{{- with .Auth}}
+  authorization:
+    jwtKeyProvider:
+      keySourceURIs: ["{{.JWKSURL}}"]
+      refreshInterval: 1m
+    permissionsClaimName: permissions
+    authorizer: {{.Authorizer}}
+    claimMapper: default
+{{- end}}
   membership:
     maxJoinDuration: 30s
     broadcastAddress: 127.0.0.1
@@ -154,6 +167,10 @@ services:
     rpc: {grpcPort: {{.Matching}}, membershipPort: {{.MatchingMembership}}, bindOnLocalHost: true}
   worker:
     rpc: {grpcPort: {{.Worker}}, membershipPort: {{.WorkerMembership}}, bindOnLocalHost: true}
+{{- if .Auth}}
+  internal-frontend:
+    rpc: {grpcPort: {{.InternalFrontend}}, httpPort: {{.InternalFrontendHTTP}}, membershipPort: {{.InternalFrontendMembership}}, bindOnLocalHost: true}
+{{- end}}
 
 clusterMetadata:
   enableGlobalNamespace: false
@@ -232,12 +249,14 @@ func WriteUIConfig(dir string, frontend, port int) error {
 
 // choosePorts picks a free port for every listener.
 func (c *ServerConfig) choosePorts() (err error) {
-	for _, p := range []*int{&c.Frontend, &c.FrontendHTTP, &c.History, &c.Matching, &c.Worker, &c.Metrics} {
+	for _, p := range []*int{&c.Frontend, &c.FrontendHTTP, &c.History, &c.Matching, &c.Worker, &c.Metrics,
+		&c.InternalFrontend, &c.InternalFrontendHTTP} {
 		if *p, err = FreePort(); err != nil {
 			return err
 		}
 	}
-	for _, p := range []*int{&c.FrontendMembership, &c.HistoryMembership, &c.MatchingMembership, &c.WorkerMembership} {
+	for _, p := range []*int{&c.FrontendMembership, &c.HistoryMembership, &c.MatchingMembership, &c.WorkerMembership,
+		&c.InternalFrontendMembership} {
 		if *p, err = freeMembershipPort(); err != nil {
 			return err
 		}

@@ -72,3 +72,44 @@ func TestMembershipPortFitsTheServersSmallint(t *testing.T) {
 		require.Less(t, p, 32768)
 	}
 }
+
+// With authorization the config turns on the server's JWT claim mapper
+// and the named authorizer over the identity provider's JWKS, and adds
+// the internal frontend the server's own system workers use without a
+// token; without it, neither is there.
+func TestWriteServerConfigWithAuthorization(t *testing.T) {
+	type written struct {
+		Global struct {
+			Authorization struct {
+				JWTKeyProvider struct{ KeySourceURIs []string }
+				PermissionsClaimName, Authorizer, ClaimMapper string
+			}
+		}
+		Services map[string]struct {
+			RPC struct{ GrpcPort, MembershipPort int }
+		}
+	}
+	read := func(cfg ServerConfig) written {
+		dir := t.TempDir()
+		require.NoError(t, WriteServerConfig(dir, cfg))
+		b, err := os.ReadFile(filepath.Join(dir, "config", serverConfigEnv+".yaml"))
+		require.NoError(t, err)
+		var got written
+		require.NoError(t, yaml.Unmarshal(b, &got), string(b))
+		return got
+	}
+	cfg := ServerConfig{DB: SQLServer{Host: "127.0.0.1", Port: "5432"}, Database: "x", Visibility: "y"}
+	require.NoError(t, cfg.choosePorts())
+	plain := read(cfg)
+	require.Empty(t, plain.Global.Authorization.Authorizer)
+	require.NotContains(t, plain.Services, "internal-frontend")
+
+	cfg.Auth = &TemporalAuth{JWKSURL: "http://127.0.0.1:9/jwks", Authorizer: AuthorizerFleetsaga, AdminToken: "t"}
+	got := read(cfg)
+	require.Equal(t, []string{"http://127.0.0.1:9/jwks"}, got.Global.Authorization.JWTKeyProvider.KeySourceURIs)
+	require.Equal(t, "fleetsaga", got.Global.Authorization.Authorizer)
+	require.Equal(t, "default", got.Global.Authorization.ClaimMapper)
+	require.Equal(t, "permissions", got.Global.Authorization.PermissionsClaimName)
+	require.Equal(t, cfg.InternalFrontend, got.Services["internal-frontend"].RPC.GrpcPort)
+	require.Less(t, got.Services["internal-frontend"].RPC.MembershipPort, 32768)
+}

@@ -54,6 +54,10 @@ type StackOptions struct {
 	// and a ledger kept from an earlier run would disagree with it. Empty
 	// uses the named server's database as it is (tests make their own).
 	Database string
+	// TemporalAuth turns on the cluster's authorization (TemporalCluster
+	// only): the workers present TemporalAuth.WorkerToken, and a command
+	// run against the stack must present its own token.
+	TemporalAuth *TemporalAuth
 }
 
 // Stack is a running dev stack.
@@ -178,7 +182,8 @@ func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Sta
 func (s *Stack) makeCurrent(ctx context.Context, v WorkerVersion) error {
 	start := time.Now()
 	c, err := client.DialContext(ctx, client.Options{HostPort: s.Temporal.FrontendHostPort(), Namespace: "default",
-		Logger: logging.Temporal(s.log.Level(zerolog.WarnLevel))})
+		Logger: logging.Temporal(s.log.Level(zerolog.WarnLevel)), Credentials: s.opts.TemporalAuth.credentials(),
+		ConnectionOptions: client.ConnectionOptions{TLSDisabled: true}})
 	if err != nil {
 		return fmt.Errorf("dial Temporal: %w", err)
 	}
@@ -194,8 +199,12 @@ func (s *Stack) makeCurrent(ctx context.Context, v WorkerVersion) error {
 func (s *Stack) startWorker(i int) (*Proc, error) {
 	args := append([]string{"--identity", fmt.Sprintf("worker-%d", i),
 		"--metrics-listen", "127.0.0.1:0", "--log-format", "json"}, s.versions[i].args()...)
-	return StartProc(filepath.Join(s.opts.Dir, fmt.Sprintf("worker-%d.log", i)), s.Env(),
-		filepath.Join(s.opts.BinDir, "worker"), args...)
+	tokenArgs, tokenEnv, err := s.opts.TemporalAuth.writeWorkerToken(s.opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return StartProc(filepath.Join(s.opts.Dir, fmt.Sprintf("worker-%d.log", i)), append(s.Env(), tokenEnv...),
+		filepath.Join(s.opts.BinDir, "worker"), append(args, tokenArgs...)...)
 }
 
 // RestartWorker SIGKILLs worker i (if running) and starts it again.

@@ -22,6 +22,9 @@ func (s *Stack) temporalKind() string {
 func (s *Stack) startTemporal(ctx context.Context) error {
 	switch s.temporalKind() {
 	case TemporalDev:
+		if s.opts.TemporalAuth != nil {
+			return errors.New("Temporal authorization is the cluster stack's (the dev server has no authorizer to configure)")
+		}
 		tlog, err := os.Create(filepath.Join(s.opts.Dir, "temporal.log"))
 		if err != nil {
 			return err
@@ -45,7 +48,8 @@ func (s *Stack) startTemporal(ctx context.Context) error {
 		if prefix == "" {
 			prefix = "fleetsaga"
 		}
-		srv, err := StartCluster(ctx, ClusterOptions{Dir: s.opts.Dir, AdminURL: s.PG.URL, DatabasePrefix: prefix, UIPort: s.opts.UIPort}, s.log)
+		srv, err := StartCluster(ctx, ClusterOptions{Dir: s.opts.Dir, AdminURL: s.PG.URL, DatabasePrefix: prefix, UIPort: s.opts.UIPort,
+			Auth: s.opts.TemporalAuth}, s.log)
 		if err != nil {
 			return err
 		}
