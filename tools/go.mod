@@ -11,6 +11,7 @@ require (
 	go.temporal.io/api v1.53.0
 	go.temporal.io/sdk/contrib/tools/workflowcheck v0.6.0
 	go.temporal.io/server v1.29.1
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (
@@ -174,7 +175,6 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/validator.v2 v2.0.1 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
 	modernc.org/gc/v3 v3.0.0 // indirect
 	modernc.org/libc v1.55.3 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
