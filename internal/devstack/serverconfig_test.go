@@ -81,7 +81,7 @@ func TestWriteServerConfigWithAuthorization(t *testing.T) {
 	type written struct {
 		Global struct {
 			Authorization struct {
-				JWTKeyProvider struct{ KeySourceURIs []string }
+				JWTKeyProvider                                struct{ KeySourceURIs []string }
 				PermissionsClaimName, Authorizer, ClaimMapper string
 			}
 		}
