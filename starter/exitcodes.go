@@ -46,7 +46,7 @@ func (a *app) temporalErr(what string, err error) error {
 	var line error
 	switch code {
 	case exitUnauthorised:
-		line = fmt.Errorf("%s: Temporal at %s refused access to namespace %s (%s): check the client certificate or API key and the namespace's permissions",
+		line = fmt.Errorf("%s: Temporal at %s refused access to namespace %s (%s): check the client certificate, API key or --temporal-api-key-file token and its permissions on the namespace",
 			what, a.temporal.Address, a.temporal.Namespace, msg)
 	case exitUnreachable:
 		line = fmt.Errorf("%s: Temporal at %s is unreachable: %s", what, a.temporal.Address, msg)

@@ -29,9 +29,9 @@ func TestTemporalErrorsExitWithWhatWentWrong(t *testing.T) {
 		line string
 	}{
 		{"permission denied", serviceerror.NewPermissionDenied("Request unauthorized.", ""), exitUnauthorised,
-			"start fleetsaga/rollout/plan/q3: Temporal at temporal.example:7233 refused access to namespace fleet (Request unauthorized.): check the client certificate or API key and the namespace's permissions"},
+			"start fleetsaga/rollout/plan/q3: Temporal at temporal.example:7233 refused access to namespace fleet (Request unauthorized.): check the client certificate, API key or --temporal-api-key-file token and its permissions on the namespace"},
 		{"unauthenticated, as gRPC returns it", serviceerror.FromStatus(status.New(codes.Unauthenticated, "invalid API key")), exitUnauthorised,
-			"start fleetsaga/rollout/plan/q3: Temporal at temporal.example:7233 refused access to namespace fleet (invalid API key): check the client certificate or API key and the namespace's permissions"},
+			"start fleetsaga/rollout/plan/q3: Temporal at temporal.example:7233 refused access to namespace fleet (invalid API key): check the client certificate, API key or --temporal-api-key-file token and its permissions on the namespace"},
 		{"invalid argument", serviceerror.NewInvalidArgument("WorkflowId length exceeds limit."), exitUsage,
 			"start fleetsaga/rollout/plan/q3: Temporal refused the request as invalid: WorkflowId length exceeds limit."},
 		{"namespace not found", serviceerror.NewNamespaceNotFound("fleet"), exitUsage,
