@@ -58,6 +58,9 @@ type StackOptions struct {
 	// only): the workers present TemporalAuth.WorkerToken, and a command
 	// run against the stack must present its own token.
 	TemporalAuth *TemporalAuth
+	// WorkerEnv is added to the workers' environment (e.g. their approval
+	// keyring's FLEETSAGA_APPROVAL_* settings).
+	WorkerEnv []string
 }
 
 // Stack is a running dev stack.
@@ -203,7 +206,7 @@ func (s *Stack) startWorker(i int) (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return StartProc(filepath.Join(s.opts.Dir, fmt.Sprintf("worker-%d.log", i)), append(s.Env(), tokenEnv...),
+	return StartProc(filepath.Join(s.opts.Dir, fmt.Sprintf("worker-%d.log", i)), append(append(s.Env(), s.opts.WorkerEnv...), tokenEnv...),
 		filepath.Join(s.opts.BinDir, "worker"), append(args, tokenArgs...)...)
 }
 
