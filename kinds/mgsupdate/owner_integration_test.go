@@ -15,6 +15,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/nexuslockstep"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -68,6 +69,7 @@ func TestSPFirmwareRefusesADeviceNexusIsUpdating(t *testing.T) {
 	run := st.startWF(workflows.KindSPFirmware, st.spInput(2, "1.1.0"), mgsupdate.SPFirmwareUpdate)
 	_, err := st.result(run)
 	require.Error(t, err)
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/sp-firmware-owned-by-nexus.json")
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app), "%v", err)
 	assert.Equal(t, failure.OwnedByNexus, app.Type())

@@ -201,6 +201,7 @@ func TestZoneExpungeDirectStopsWhenAnotherWriterChangesTheConfig(t *testing.T) {
 	var res zoneexpunge.ZoneExpungeResult
 	err = run.Get(ctx, &res)
 	require.Error(t, err)
+	replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/zone-expunge-direct-config-changed.json")
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app), "%v", err)
 	assert.Equal(t, failure.ConfigChangedUnderExpunge, app.Type())
