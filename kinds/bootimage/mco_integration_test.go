@@ -22,7 +22,7 @@ import (
 // tripped (no second writer).
 func TestBumpLeavesMCOManagedMachineSetsToTheMCO(t *testing.T) {
 	c := spec.SampleCluster("c1", spec.PlatformAWS, false)
-	c.MCO = true
+	c.MCO = spec.On() // today's default, said here
 	c.Upgrading = true
 	c.UpgradeCompletesAfter = spec.Duration{Duration: 20 * time.Minute} // 1 s
 	c.GoldenStampedRelease = spec.SampleMidRelease

@@ -62,7 +62,7 @@ func withPendingNexusUpdate(t *testing.T, st *mgsStack, cubby int) uuid.UUID {
 // refused with the owner named, before anything is sent to the SP, and the
 // dry run's precheck shows the owner. Another sled's SP updates as usual.
 func TestSPFirmwareRefusesADeviceNexusIsUpdating(t *testing.T) {
-	st := newMGSStack(t, func(s *spec.Spec) { s.Racks[0].Owners = spec.RackOwners{Nexus: true} })
+	st := newMGSStack(t, func(s *spec.Spec) { s.Racks[0].Owners = spec.RackOwners{Executor: spec.Off(), MGSUpdates: spec.Off()} })
 	bp := withPendingNexusUpdate(t, st, 2)
 	before := st.truth(2)
 

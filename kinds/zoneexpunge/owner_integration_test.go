@@ -48,7 +48,7 @@ func TestZoneExpungeThroughNexusOwner(t *testing.T) {
 	}
 	env := testenv.New(t)
 	r := newZXRack(t, 2, spec.SledAgentLedgerFirst)
-	r.spec.Racks[0].Owners = spec.RackOwners{Nexus: true, Executor: true}
+	r.spec.Racks[0].Owners = spec.RackOwners{} // today's rack: every owner on
 	require.NoError(t, r.spec.Validate())
 	sim := env.StartFleetsim(r.spec)
 	env.StartWorker(workerapp.Deps{Fleet: env.Endpoints(sim)})
@@ -229,7 +229,7 @@ func TestZoneExpungeDirectMovesSagasOnlyWithinTheirGeneration(t *testing.T) {
 	}
 	env := testenv.New(t)
 	r := newZXRack(t, 0, spec.SledAgentLedgerFirst)
-	r.spec.Racks[0].Owners = spec.RackOwners{Nexus: true}
+	r.spec.Racks[0].Owners = spec.RackOwners{Executor: spec.Off(), MGSUpdates: spec.Off()} // Nexus's API, no executor
 	require.NoError(t, r.spec.Validate())
 	sim := env.StartFleetsim(r.spec)
 	env.StartWorker(workerapp.Deps{Fleet: env.Endpoints(sim)})
