@@ -51,9 +51,10 @@ type Config struct {
 
 	// Fleet and plan size.
 	Sleds, SPUpdates, HostUpdates, Zones, Servers, Clusters int
-	// Owners turns on the rack's and clusters' other owners in fleetsim
-	// (Nexus's lockstep API, executor and MGS driver; the MCO; issue 27).
-	Owners bool
+	// NoOwners turns off the rack's and clusters' other owners in fleetsim
+	// (Nexus's lockstep API, executor and MGS driver; the MCO; issue 27),
+	// which are on by default as on a real rack and cluster.
+	NoOwners bool
 	// Concurrency of each rollout stage.
 	Concurrency int
 	// SpeedUp divides the device timings.

@@ -74,12 +74,12 @@ func newFleet(cfg Config, dir string) (*fleet, error) {
 		s.Clusters = append(s.Clusters, c)
 		f.clusterOf[c.Name] = c
 	}
-	if cfg.Owners {
+	if cfg.NoOwners {
 		for i := range s.Racks {
-			s.Racks[i].Owners = spec.RackOwners{Nexus: true, Executor: true, MGSUpdates: true}
+			s.Racks[i].Owners = spec.NoOwners()
 		}
 		for i := range s.Clusters {
-			s.Clusters[i].MCO = true
+			s.Clusters[i].MCO = spec.Off()
 			f.clusterOf[s.Clusters[i].Name] = s.Clusters[i]
 		}
 	}

@@ -413,7 +413,7 @@ func bootImageStage(b *planBuilder) (kinds.Stage, error) {
 			// must be restored.
 			b.arm(faults.Fault{Kind: faults.MachineBootFailure, Target: "machineset/" + c.Name + "/" + canary})
 			b.expect.canaryFailed[c.Name] = true
-		} else if !b.cfg.Owners {
+		} else if b.cfg.NoOwners {
 			// With the owners on the MCO owns these MachineSets and the bump
 			// never patches them: faults on its patches could not fire.
 			b.arm(faults.Fault{Kind: faults.PatchConflict, Target: "machineset/" + c.Name + "/" + c.Name + "-worker-b", Times: 1})

@@ -137,6 +137,9 @@ func (r *rollout) setup(ctx workflow.Context) error {
 	}
 	workflows.ListenPauseResume(ctx, r.setPaused)
 	return workflow.SetUpdateHandlerWithOptions(ctx, workflows.ApproveUpdate, func(ctx workflow.Context, ap workflows.Approval) error {
+		if err := r.awaitGatePlan(ctx, ap); err != nil {
+			return err
+		}
 		if r.verifiesSignatures() {
 			return r.verifyApproval(ctx, ap)
 		}
@@ -148,8 +151,28 @@ func (r *rollout) setup(ctx workflow.Context) error {
 		if ap.By == "" || ap.Reason == "" {
 			return fmt.Errorf("an approval needs who (by) and why (reason)")
 		}
+		if r.gatePlan == nil {
+			return nil // the handler waits for the plan, then checks the digest
+		}
 		return r.checkApprovedDigest(ap)
 	}})
+}
+
+// awaitGatePlan holds an approval that arrived while the gate was still
+// planning until the plan is shown, then checks it against that plan. An
+// approval a reset re-applies lands there: refused, it would be lost
+// from the reset run while the ledger keeps it (issue 25).
+func (r *rollout) awaitGatePlan(ctx workflow.Context, ap workflows.Approval) error {
+	if r.gatePlan != nil {
+		return nil // the validator checked it
+	}
+	if err := workflow.Await(ctx, func() bool { return r.gatePlan != nil || r.gate == "" }); err != nil {
+		return err
+	}
+	if r.gate == "" {
+		return fmt.Errorf("rollout %s is not waiting for an approval", r.in.Name)
+	}
+	return r.checkApprovedDigest(ap)
 }
 
 func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {

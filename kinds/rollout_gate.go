@@ -85,6 +85,41 @@ func (r *rollout) verifyStart(ctx workflow.Context) error {
 	return nil
 }
 
+// gateApprovalsFromLedgerChange marks the rollouts whose gate reads back
+// the approvals already recorded for it (GateApprovals) before it waits:
+// a reset to a point before the gate replays the history without the
+// approvals given after that point, while the ledger, keyed by the
+// original run ID that a reset keeps, still holds them and refuses the
+// same approver again. Without this the reset run's gate could need more
+// approvers than the plan has (issue 25). The DefaultVersion branch may go
+// as signedApprovalsChange's does.
+const gateApprovalsFromLedgerChange = "gate-approvals-from-ledger"
+
+// countRecordedApprovals adds the approvers the ledger already holds for
+// stage's gate and plan to the ones counted here. The ledger unreadable
+// past verifyRetryBound leaves the count as it is: the gate then needs
+// more approvals than were given, never fewer.
+func (r *rollout) countRecordedApprovals(ctx workflow.Context, stage, digest string) {
+	if workflow.GetVersion(ctx, gateApprovalsFromLedgerChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	in := activities.GateApprovalsInput{
+		Gate:  approval.Gate{Rollout: workflow.GetInfo(ctx).WorkflowExecution.ID, Stage: stage, PlanDigest: digest, Decision: approval.DecisionApprove},
+		RunID: workflow.GetInfo(ctx).OriginalRunID,
+	}
+	var a *activities.ApprovalActivities
+	var recorded []string
+	if err := workflow.ExecuteActivity(verifyOptions(ctx, "read the approvals of stage "+stage+" already in the ledger"), a.GateApprovals, in).Get(ctx, &recorded); err != nil {
+		workflow.GetLogger(ctx).Warn("could not read the gate's recorded approvals; counting only those given from now", "stage", stage, "error", err)
+		return
+	}
+	for _, who := range recorded {
+		if !slices.Contains(r.approvers, who) {
+			r.approvers = append(r.approvers, who)
+		}
+	}
+}
+
 // policy is what stage's gate needs.
 func (r *rollout) policy(stage string) approval.Policy {
 	for _, st := range r.in.Stages {

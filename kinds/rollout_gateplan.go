@@ -29,11 +29,19 @@ const OutcomeTargetClaimed = "TargetClaimed"
 // query (starter status, starter approve) and the Web UI's current details.
 func (r *rollout) showGatePlan(ctx workflow.Context, st Stage) {
 	sp := planStage(ctx, st, nil) // the catalogue's device times: a running rollout's commands stay as they were
-	if r.verifiesSignatures() {
-		sp.StillNeeded = r.policy(st.Name).StillNeeded(r.starter, nil).String()
+	if !r.verifiesSignatures() {
+		r.gatePlan = &sp
+		workflow.SetCurrentDetails(ctx, gateDetails(r.progress.State, st.Name, sp))
+		return
 	}
+	r.countRecordedApprovals(ctx, st.Name, sp.Digest)
 	r.gatePlan = &sp
-	workflow.SetCurrentDetails(ctx, gateDetails(r.progress.State, st.Name, sp))
+	needed := r.policy(st.Name).StillNeeded(r.starter, r.approvers)
+	if needed.Open() {
+		r.approval = &workflows.Approval{By: strings.Join(r.approvers, ", "), Reason: "approved before the rollout was reset (ledger)",
+			Stage: st.Name, PlanDigest: sp.Digest}
+	}
+	r.showNeeded(ctx, needed)
 }
 
 // gateDetails is the Web UI's current details at a gate: the stage, its

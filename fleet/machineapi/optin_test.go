@@ -29,7 +29,7 @@ func (h *harness) patchMC(sub, body string) {
 // the spec; no machinesets entry is None; a bad mode is malformed.
 func TestBootImageOptInFromMachineConfiguration(t *testing.T) {
 	c1 := spec.SampleCluster("c1", spec.PlatformAWS, false)
-	c1.MCO = true // the operator resolves the opt-in in its status
+	c1.MCO = spec.On() // the operator resolves the opt-in in its status
 	h := start(t, c1)
 	c := h.client("c1")
 	ctx := context.Background()

@@ -26,8 +26,9 @@ import (
 func TestClientTrafficFollowsOpenAPI(t *testing.T) {
 	ctx := context.Background()
 	rack := spec.SampleRack("r", []string{"internal_ntp", "nexus"}, []string{"nexus"})
-	rack.Owners = spec.RackOwners{Nexus: true}
+	rack.Owners = spec.RackOwners{Executor: spec.Off(), MGSUpdates: spec.Off()}
 	bare := spec.SampleRack("bare")
+	bare.Owners = spec.NoOwners()
 	s := &spec.Spec{Seed: 1, SpeedUp: 100, Timings: spec.DefaultTimings(), Racks: []spec.Rack{rack, bare}}
 	require.NoError(t, s.Validate())
 	srv, err := fleetsim.Start(ctx, fleetsim.Env{Spec: s, Faults: faults.NewRegistry(1), Log: zerolog.Nop()}, "127.0.0.1:0")

@@ -22,6 +22,13 @@ import (
 
 func start(t *testing.T, clusters ...spec.Cluster) string {
 	t.Helper()
+	for i := range clusters {
+		// These tests patch MachineSets themselves: the MCO, on by
+		// default, is off unless a test turns it on.
+		if clusters[i].MCO == nil {
+			clusters[i].MCO = spec.Off()
+		}
+	}
 	s := &spec.Spec{Seed: 1, SpeedUp: 2400, Timings: spec.DefaultTimings(), Clusters: clusters}
 	require.NoError(t, s.Validate())
 	srv, err := fleetsim.Start(context.Background(), fleetsim.Env{Spec: s, Faults: faults.NewRegistry(1), Log: zerolog.Nop()}, "127.0.0.1:0")

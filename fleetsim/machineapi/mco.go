@@ -54,7 +54,7 @@ type hotLoop struct {
 
 // mcoSoon schedules a reconcile of c. Caller holds s.mu (or constructs).
 func (s *Sim) mcoSoon(c *cluster) {
-	if !c.spec.MCO || c.mco.pending {
+	if !c.spec.MCOOn() || c.mco.pending {
 		return
 	}
 	c.mco.pending = true

@@ -24,7 +24,6 @@ import (
 func TestMCOKeepsOptedInMachineSetsAtTheGoldenImage(t *testing.T) {
 	c := spec.SampleCluster("c1", spec.PlatformAWS, false)
 	c.ManagedBootImages = &spec.BootImageOptIn{Mode: "Partial", MatchLabels: map[string]string{"fleetsaga.io/pool": "a"}}
-	c.MCO = true
 	s := &spec.Spec{Seed: 1, SpeedUp: 2400, Timings: spec.DefaultTimings(), Clusters: []spec.Cluster{c}}
 	require.NoError(t, s.Validate())
 	srv, err := fleetsim.Start(context.Background(), fleetsim.Env{Spec: s, Faults: faults.NewRegistry(1), Log: zerolog.Nop()}, "127.0.0.1:0")
@@ -83,10 +82,12 @@ func TestMCOKeepsOptedInMachineSetsAtTheGoldenImage(t *testing.T) {
 	assert.Contains(t, string(body), `"type":"BootImageUpdateDegraded"`)
 }
 
-// Off (the spec's default) no MCO runs: an opted-in MachineSet keeps the
+// Turned off (mco: false) no MCO runs: an opted-in MachineSet keeps the
 // image it was installed with.
-func TestMCOOffByDefault(t *testing.T) {
-	url := start(t, spec.SampleCluster("c1", spec.PlatformAWS, false))
+func TestMCOTurnedOff(t *testing.T) {
+	off := spec.SampleCluster("c1", spec.PlatformAWS, false)
+	off.MCO = spec.Off()
+	url := start(t, off)
 	time.Sleep(20 * time.Millisecond)
 	var tr machineapi.Truth
 	resp, err := http.Get(url + "/truth/machineapi")
@@ -104,7 +105,7 @@ func TestMCOOffByDefault(t *testing.T) {
 // cannot copy), found by chaos with the owners on.
 func TestMCOPatchesAGCPMachineSet(t *testing.T) {
 	c := spec.SampleCluster("c1", spec.PlatformGCP, false)
-	c.MCO = true
+	c.MCO = spec.On()
 	url := start(t, c)
 	require.Eventually(t, func() bool {
 		var tr machineapi.Truth

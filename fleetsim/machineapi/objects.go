@@ -201,7 +201,7 @@ func machineConfiguration(c *spec.Cluster, install string) map[string]any {
 			}},
 		},
 	}
-	if c.MCO {
+	if c.MCOOn() {
 		// The operator's resolution of the spec (here: the same). Only an
 		// MCO whose boot image controller manages the platform writes it;
 		// without it (spec mco off) the opt-in is only the admin's spec.

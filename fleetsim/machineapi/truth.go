@@ -85,7 +85,7 @@ func (s *Sim) Snapshot() Truth {
 		c := s.clusters[name]
 		ct := ClusterTruth{Release: c.spec.Release, MachineSets: map[string]MachineSetTruth{}}
 		ct.Events = append([]string(nil), c.events...)
-		if c.spec.MCO {
+		if c.spec.MCOOn() {
 			mt := &MCOTruth{Patches: map[string]int{}, Refused: map[string]string{}}
 			for k, v := range c.mco.Patches {
 				mt.Patches[k] = v

@@ -62,11 +62,11 @@ func (r *rack) tick(ctx context.Context) {
 	if !target.Enabled || bp == nil {
 		return
 	}
-	if r.spec.Owners.Executor {
+	if r.spec.Owners.ExecutorOn() {
 		r.pushAll(ctx, bp)
 		r.reassignSagas(ctx, bp)
 	}
-	if r.spec.Owners.MGSUpdates {
+	if r.spec.Owners.MGSUpdatesOn() {
 		r.driveMGSUpdates(bp)
 	}
 	r.plan(ctx)
@@ -141,7 +141,7 @@ func (r *rack) plan(ctx context.Context) {
 	target, bp := r.current()
 	next := bp.child("")
 	var changes []string
-	if r.spec.Owners.Executor {
+	if r.spec.Owners.ExecutorOn() {
 		for sid, s := range next.Sleds {
 			var inv *sledagent.Inventory
 			for zid, z := range s.Zones {
@@ -165,7 +165,7 @@ func (r *rack) plan(ctx context.Context) {
 			}
 		}
 	}
-	if r.spec.Owners.MGSUpdates {
+	if r.spec.Owners.MGSUpdatesOn() {
 		kept := next.PendingMGSUpdates.ByBaseboard[:0]
 		for _, u := range next.PendingMGSUpdates.ByBaseboard {
 			if r.mgsUpdateDone(u) {

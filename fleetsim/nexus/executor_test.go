@@ -113,7 +113,7 @@ func TestPlannerMarksExpungedZoneReadyForCleanupFromInventory(t *testing.T) {
 // running Nexus of the same nexus_generation, never to one of another.
 func TestSagasOfExpungedNexusMoveOnlyToSameGenerationNexus(t *testing.T) {
 	url, db := sagaDB(t)
-	s := rackSpec(t, spec.RackOwners{Nexus: true, Executor: true}, []string{"nexus"}, []string{"nexus"}, []string{"nexus"})
+	s := rackSpec(t, spec.RackOwners{MGSUpdates: spec.Off()}, []string{"nexus"}, []string{"nexus"}, []string{"nexus"})
 	s.Timings.SagaRunTime = spec.Duration{Duration: 24 * time.Hour} // claimed sagas stay unfinished
 	// The other generation's Nexus (C, sled 2) sorts first, so a
 	// reassignment that ignored the generation would pick it.
@@ -165,7 +165,7 @@ func TestSagasOfExpungedNexusMoveOnlyToSameGenerationNexus(t *testing.T) {
 // crucibleRack runs the executor over a rack whose sled 0 has an NTP and a
 // crucible zone and sled 1 a Nexus; it returns sled 0's sled-agent.
 func crucibleRack(t *testing.T) (*spec.Spec, *fleetsim.Server, *lockstepClient, *sledagent.Client) {
-	s := rackSpec(t, spec.RackOwners{Nexus: true, Executor: true}, []string{"internal_ntp", "crucible"}, []string{"nexus"})
+	s := rackSpec(t, spec.RackOwners{MGSUpdates: spec.Off()}, []string{"internal_ntp", "crucible"}, []string{"nexus"})
 	srv := startSim(t, s, "")
 	return s, srv, newLockstep(t, srv), sledClient(t, srv, s.Racks[0].Sleds[0].ID)
 }
@@ -228,7 +228,7 @@ func TestExecutorIdleWhileTargetDisabled(t *testing.T) {
 // without it.
 func TestOwnersNeedNexus(t *testing.T) {
 	rack := spec.SampleRack(rackID)
-	rack.Owners = spec.RackOwners{Executor: true}
+	rack.Owners = spec.RackOwners{Nexus: spec.Off(), Executor: spec.On()}
 	s := &spec.Spec{Seed: 1, SpeedUp: 1, Timings: spec.DefaultTimings(), Racks: []spec.Rack{rack}}
 	assert.ErrorContains(t, s.Validate(), "owners.executor and owners.mgsUpdates need owners.nexus")
 }

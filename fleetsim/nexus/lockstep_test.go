@@ -16,7 +16,7 @@ import (
 // setup's, enabled; a target must be an imported child of the current one;
 // only the current target can be enabled or disabled.
 func TestLockstepTargetViewSetEnableAndImport(t *testing.T) {
-	s := rackSpec(t, spec.RackOwners{Nexus: true}, []string{"internal_ntp", "nexus"}, []string{"nexus", "boundary_ntp"})
+	s := rackSpec(t, spec.RackOwners{Executor: spec.Off(), MGSUpdates: spec.Off()}, []string{"internal_ntp", "nexus"}, []string{"nexus", "boundary_ntp"})
 	srv := startSim(t, s, "")
 	c := newLockstep(t, srv)
 
@@ -87,10 +87,10 @@ func TestLockstepTargetViewSetEnableAndImport(t *testing.T) {
 	assert.Empty(t, eb.ErrorCode)
 }
 
-// With the owners off (the spec's default) there is no Nexus: nothing is
-// served under /nexus/ and nothing writes the sleds' configs.
-func TestOwnersOffByDefault(t *testing.T) {
-	s := rackSpec(t, spec.RackOwners{}, []string{"nexus"})
+// With the owners turned off there is no Nexus: nothing is served under
+// /nexus/ and nothing writes the sleds' configs.
+func TestOwnersTurnedOff(t *testing.T) {
+	s := rackSpec(t, spec.NoOwners(), []string{"nexus"})
 	srv := startSim(t, s, "")
 	resp, err := http.Get(srv.URL + "/nexus/" + rackID + "/deployment/blueprints/target")
 	require.NoError(t, err)

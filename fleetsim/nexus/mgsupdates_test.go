@@ -22,7 +22,7 @@ import (
 // start in flight, then the SP runs the new version, and the planner drops
 // the pending update.
 func TestPendingMGSUpdateIsCarriedOutThroughMGS(t *testing.T) {
-	s := rackSpec(t, spec.RackOwners{Nexus: true, MGSUpdates: true}, []string{"internal_ntp"})
+	s := rackSpec(t, spec.RackOwners{Executor: spec.Off()}, []string{"internal_ntp"})
 	srv := startSim(t, s, "")
 	c := newLockstep(t, srv)
 	sl := s.Racks[0].Sleds[0]

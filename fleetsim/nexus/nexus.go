@@ -115,7 +115,7 @@ func New(_ context.Context, env domain.Env) (domain.Domain, error) {
 		http: &http.Client{Timeout: sledAgentTimeout},
 	}
 	for i, r := range env.Spec.Racks {
-		if r.Owners.Nexus {
+		if r.Owners.NexusOn() {
 			d.racks = append(d.racks, &rack{d: d, index: i, spec: r, blueprints: map[uuid.UUID]*Blueprint{}, pushes: map[uuid.UUID]Push{}})
 		}
 	}
@@ -156,7 +156,7 @@ func (d *Domain) Link(others []domain.Domain) error {
 		r.blueprints[bp.ID] = bp
 		r.target = Target{TargetID: bp.ID, Enabled: true, TimeMadeTarget: time.Now().UTC()}
 		r.history = append(r.history, r.target)
-		if r.spec.Owners.Executor || r.spec.Owners.MGSUpdates {
+		if r.spec.Owners.ExecutorOn() || r.spec.Owners.MGSUpdatesOn() {
 			d.wg.Add(1)
 			go func() {
 				defer d.wg.Done()

@@ -38,7 +38,7 @@ func (d *Domain) Snapshot() Truth {
 		rt := RackTruth{
 			Rack: r.spec.ID, Target: r.target, Targets: append([]Target{}, r.history...),
 			Blueprints: make([]uuid.UUID, 0, len(r.blueprints)),
-			Executor:   r.spec.Owners.Executor, MGSUpdates: r.spec.Owners.MGSUpdates,
+			Executor:   r.spec.Owners.ExecutorOn(), MGSUpdates: r.spec.Owners.MGSUpdatesOn(),
 			PushCount: r.pushCount, Pushes: make(map[uuid.UUID]Push, len(r.pushes)),
 			Planned: append([]string{}, r.planned...), Sagas: append([]Reassignment{}, r.sagas...),
 			Updates: append([]MGSUpdate{}, r.updates...),

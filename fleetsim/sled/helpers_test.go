@@ -41,6 +41,9 @@ func rackSpecMode(t *testing.T, mode string, zoneKinds ...[]string) *spec.Spec {
 	s := &spec.Spec{Seed: 7, SpeedUp: testSpeedUp, Timings: spec.DefaultTimings()}
 	rack := spec.SampleRack("rack-test", zoneKinds...)
 	rack.SledAgentMode = mode
+	// The sled-agent alone: no Nexus writes the sleds' configs (its
+	// owners, on by default, are fleetsim/nexus's tests).
+	rack.Owners = spec.NoOwners()
 	s.Racks = []spec.Rack{rack}
 	require.NoError(t, s.Validate())
 	return s

@@ -135,7 +135,7 @@ func NewDomain(ctx context.Context, env domain.Env) (*Domain, error) {
 				zones = append(zones, sledagent.OmicronZoneConfig{ID: z.ID, ZoneType: zoneType(z.Kind, z.ID, i)})
 			}
 			cfg := sledagent.NewSledConfig(uint64(s.Generation), zones...)
-			if rack.Owners.Nexus {
+			if rack.Owners.NexusOn() {
 				cfg = blueprintShaped(cfg)
 			}
 			sa := &sledAgent{

@@ -48,12 +48,15 @@ type Cluster struct {
 	// (MachineConfiguration spec.managedBootImages); nil means All, which
 	// the operator resolves by default on the platforms fleetsim serves.
 	ManagedBootImages *BootImageOptIn `json:"managedBootImages,omitempty"`
-	// MCO turns on the machine-config operator's boot image controller
+	// MCO is the machine-config operator's boot image controller
 	// (DOMAIN.md §I): it patches every opted-in MachineSet to the golden
-	// image and keeps it there. Off by default for now
-	// (fleetsim/DEVIATIONS.md).
-	MCO bool `json:"mco,omitempty"`
+	// image and keeps it there. On unless false (fleetsim/DEVIATIONS.md):
+	// off, no operator writes MachineSets and none is managed.
+	MCO *bool `json:"mco,omitempty"`
 }
+
+// MCOOn says whether the MCO's boot image controller runs.
+func (c Cluster) MCOOn() bool { return on(c.MCO) }
 
 // BootImageOptIn is the MachineSet entry of spec.managedBootImages.
 type BootImageOptIn struct {

@@ -27,30 +27,55 @@ type Rack struct {
 	SledAgentMode string `json:"sledAgentMode,omitempty"`
 	// Owners are the rack's other writers fleetsim plays (DOMAIN.md §I):
 	// Nexus's target blueprint, blueprint executor and MGS update driver.
-	// Every one is off by default for now (fleetsim/DEVIATIONS.md).
+	// Every one is on unless the spec turns it off, as on a real rack
+	// (fleetsim/DEVIATIONS.md).
 	Owners RackOwners `json:"owners,omitempty"`
 }
 
-// RackOwners turns on the rack's owners of sled configs and SP updates
-// (package fleetsim/nexus).
+// RackOwners are the rack's owners of sled configs and SP updates
+// (package fleetsim/nexus). Each is on when unset (nil) or true; false
+// turns it off (an owner off is a deviation from today's rack).
 type RackOwners struct {
 	// Nexus serves the lockstep API subset (target blueprint view, set and
 	// enable; blueprint view and import) under /nexus/{rack}/, seeded with an
 	// enabled target blueprint made from the spec, as rack setup leaves it.
 	// The sleds' zones are then configured as that blueprint says (a
 	// filesystem pool, the install dataset image, host phase 2 "current
-	// contents"), so the executor's first push changes nothing.
-	Nexus bool `json:"nexus,omitempty"`
+	// contents"), so the executor's first push changes nothing. Off: no
+	// lockstep API (fleetsaga's zone expunge runs in direct mode), and the
+	// executor and MGS driver are off too.
+	Nexus *bool `json:"nexus,omitempty"`
 	// Executor (needs Nexus): while the target is enabled, PUT every sled's
 	// config from the target every Timings.BlueprintExecutorInterval; the
 	// planner marks expunged zones ready for cleanup from inventory; sagas of
 	// expunged, ready Nexus zones go to a running Nexus of the same
 	// nexus_generation.
-	Executor bool `json:"executor,omitempty"`
+	Executor *bool `json:"executor,omitempty"`
 	// MGSUpdates (needs Nexus): Nexus's MGS update driver carries out the
 	// target's pending MGS updates of SP firmware.
-	MGSUpdates bool `json:"mgsUpdates,omitempty"`
+	MGSUpdates *bool `json:"mgsUpdates,omitempty"`
 }
+
+// NexusOn says whether Nexus's lockstep API and target blueprint are played.
+func (o RackOwners) NexusOn() bool { return on(o.Nexus) }
+
+// ExecutorOn says whether the blueprint executor and planner run.
+func (o RackOwners) ExecutorOn() bool { return o.NexusOn() && on(o.Executor) }
+
+// MGSUpdatesOn says whether Nexus's MGS update driver runs.
+func (o RackOwners) MGSUpdatesOn() bool { return o.NexusOn() && on(o.MGSUpdates) }
+
+// NoOwners is a rack without Nexus's owners: fleetsaga alone writes its
+// sleds' configs and SP updates (zone expunge in direct mode).
+func NoOwners() RackOwners { return RackOwners{Nexus: Off(), Executor: Off(), MGSUpdates: Off()} }
+
+// Off turns an owner off in a spec written in Go.
+func Off() *bool { b := false; return &b }
+
+// On turns an owner on explicitly (nil is on too).
+func On() *bool { b := true; return &b }
+
+func on(b *bool) bool { return b == nil || *b }
 
 // Sled-agent modes (DOMAIN.md §D and §H).
 const (
@@ -110,6 +135,8 @@ type Zone struct {
 // ZoneKindNexus is the zone kind whose sagas must be reassigned on expunge.
 const ZoneKindNexus = "nexus"
 
+func isTrue(b *bool) bool { return b != nil && *b }
+
 func validateRacks(racks []Rack) error {
 	var errs []error
 	sleds := map[uuid.UUID]bool{}
@@ -127,7 +154,7 @@ func validateRacks(racks []Rack) error {
 			errs = append(errs, fmt.Errorf("rack %q: sledAgentMode %q is not %q or %q", r.ID, r.SledAgentMode,
 				SledAgentLedgerFirst, SledAgentRemoveBeforeLedger))
 		}
-		if (r.Owners.Executor || r.Owners.MGSUpdates) && !r.Owners.Nexus {
+		if (isTrue(r.Owners.Executor) || isTrue(r.Owners.MGSUpdates)) && !r.Owners.NexusOn() {
 			errs = append(errs, fmt.Errorf("rack %q: owners.executor and owners.mgsUpdates need owners.nexus", r.ID))
 		}
 		cubbies := map[int]bool{}

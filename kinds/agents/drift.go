@@ -266,6 +266,11 @@ func (d *driftCheck) install(ctx workflow.Context, g repairGroup) error {
 	})
 	var out AgentInstallResult
 	err := workflow.ExecuteChildWorkflow(cctx, AgentInstall, install).Get(ctx, &out)
+	if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+		if adopted, ok, aerr := d.adoptInstall(ctx, run.WorkflowID); ok {
+			out, err = adopted, aerr // started by this check before an operator reset it
+		}
+	}
 	run.Outcome, run.Installed, run.Failed = out.Outcome, out.Installed+out.Verified, out.Failed
 	if err != nil {
 		run.Error = err.Error()

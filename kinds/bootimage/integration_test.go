@@ -42,6 +42,13 @@ func setup(t *testing.T, clusters ...spec.Cluster) *bumpEnv {
 	return &bumpEnv{Env: env, sim: env.StartFleetsim(s)}
 }
 
+// unmanaged turns the cluster's MCO (on by default) off: no operator owns
+// its MachineSets, so the bump patches the opted-in ones itself.
+func unmanaged(c spec.Cluster) spec.Cluster {
+	c.MCO = spec.Off()
+	return c
+}
+
 func (e *bumpEnv) worker() (stop func()) {
 	return e.StartWorker(workerapp.Deps{Fleet: e.Endpoints(e.sim)})
 }
@@ -108,7 +115,7 @@ var install = spec.SampleBootImages()[0]
 // stamped, patches both MachineSets, proves the image with a canary that
 // joins and goes away again, records the boot image version.
 func TestBumpHappyPathWithCanary(t *testing.T) {
-	c := spec.SampleCluster("c1", spec.PlatformAWS, false)
+	c := unmanaged(spec.SampleCluster("c1", spec.PlatformAWS, false))
 	c.Upgrading = true
 	// Long enough that a loaded machine still starts the bump before the
 	// upgrade ends (0.5 s flaked under make test's load).
@@ -156,9 +163,9 @@ func TestBumpHappyPathWithCanary(t *testing.T) {
 // that MachineSet is patched, whatever the input says, and the operator's
 // status (boot image record, Upgradeable) stays as it was.
 func TestBumpOptInFromMachineConfiguration(t *testing.T) {
-	c := spec.SampleCluster("c1", spec.PlatformAWS, false)
+	c := unmanaged(spec.SampleCluster("c1", spec.PlatformAWS, false))
 	c.ManagedBootImages = &spec.BootImageOptIn{Mode: "Partial", MatchLabels: map[string]string{"fleetsaga.io/pool": "a"}}
-	off := spec.SampleCluster("c2", spec.PlatformAWS, false)
+	off := unmanaged(spec.SampleCluster("c2", spec.PlatformAWS, false))
 	off.ManagedBootImages = &spec.BootImageOptIn{Mode: "None"}
 	e := setup(t, c, off)
 	e.worker()
@@ -190,7 +197,7 @@ func TestBumpOptInFromMachineConfiguration(t *testing.T) {
 // Another actor reverts one MachineSet after every patch: the hot-loop guard
 // stops after 3 patches and reports it; nothing is recorded.
 func TestBumpRevertingActor(t *testing.T) {
-	e := setup(t, spec.SampleCluster("c1", spec.PlatformVSphere, false))
+	e := setup(t, unmanaged(spec.SampleCluster("c1", spec.PlatformVSphere, false)))
 	e.arm(faults.Fault{Kind: faults.MachineSetRevert, Target: "machineset/c1/c1-worker-b"})
 	e.worker()
 	run := e.start(fastInput())
@@ -212,7 +219,7 @@ func TestBumpRevertingActor(t *testing.T) {
 
 // Patch conflicts are retried on a fresh read.
 func TestBumpPatchConflict(t *testing.T) {
-	e := setup(t, spec.SampleCluster("c1", spec.PlatformGCP, false))
+	e := setup(t, unmanaged(spec.SampleCluster("c1", spec.PlatformGCP, false)))
 	e.arm(faults.Fault{Kind: faults.PatchConflict, Target: "machineset/c1/c1-worker-a", Times: 3})
 	e.worker()
 	res, err := e.wait(e.start(fastInput()))
@@ -228,7 +235,7 @@ func TestBumpPatchConflict(t *testing.T) {
 // A canary that never joins rolls back every MachineSet patched in this run
 // and scales the canary back down.
 func TestBumpCanaryFailureRollsBack(t *testing.T) {
-	e := setup(t, spec.SampleCluster("c1", spec.PlatformAzure, true))
+	e := setup(t, unmanaged(spec.SampleCluster("c1", spec.PlatformAzure, true)))
 	e.arm(faults.Fault{Kind: faults.MachineBootFailure, Target: "machineset/c1/c1-worker-a"})
 	e.worker()
 	in := fastInput()
@@ -260,7 +267,7 @@ func TestBumpCanaryFailureRollsBack(t *testing.T) {
 // A worker dies mid-run (while the canary boots); another worker finishes
 // the bump from where it was, without patching anything twice.
 func TestBumpSurvivesWorkerKill(t *testing.T) {
-	e := setup(t, spec.SampleCluster("c1", spec.PlatformAWS, false))
+	e := setup(t, unmanaged(spec.SampleCluster("c1", spec.PlatformAWS, false)))
 	stop1 := e.worker()
 	in := fastInput()
 	in.SettleInterval = time.Second
@@ -295,7 +302,7 @@ func TestBumpSurvivesWorkerKill(t *testing.T) {
 
 // Cancelling mid-run restores what this run patched.
 func TestBumpCancelRestores(t *testing.T) {
-	e := setup(t, spec.SampleCluster("c1", spec.PlatformAWS, false))
+	e := setup(t, unmanaged(spec.SampleCluster("c1", spec.PlatformAWS, false)))
 	e.worker()
 	in := fastInput()
 	in.SettleInterval = time.Hour
@@ -333,7 +340,7 @@ func (e *bumpEnv) pendingActivity(run client.WorkflowRun, name string) bool {
 // down) leaves no MachineSet patched: the workflow waits for the patch
 // activity to end before its restore looks.
 func TestBumpCancelMidPatchLeavesNothingPatched(t *testing.T) {
-	e := setup(t, spec.SampleCluster("c1", spec.PlatformAWS, false))
+	e := setup(t, unmanaged(spec.SampleCluster("c1", spec.PlatformAWS, false)))
 	e.worker()
 	in := fastInput()
 	in.Concurrency = 1
@@ -360,7 +367,7 @@ func TestBumpCancelMidPatchLeavesNothingPatched(t *testing.T) {
 // the bump ends with the canary MachineSet at its old replicas and every
 // patched MachineSet restored.
 func TestBumpCancelMidCanaryScaleLeavesNothingChanged(t *testing.T) {
-	e := setup(t, spec.SampleCluster("c1", spec.PlatformAWS, false))
+	e := setup(t, unmanaged(spec.SampleCluster("c1", spec.PlatformAWS, false)))
 	e.worker()
 	before := e.truth()
 	in := fastInput()
@@ -387,7 +394,7 @@ func TestBumpCancelMidCanaryScaleLeavesNothingChanged(t *testing.T) {
 // from the MachineSets' spec, never from the ledger: the bump patches them
 // again.
 func TestBumpTrustsTheMachineSetsOverTheLedger(t *testing.T) {
-	c := spec.SampleCluster("c1", spec.PlatformAWS, false)
+	c := unmanaged(spec.SampleCluster("c1", spec.PlatformAWS, false))
 	e := setup(t, c)
 	stop := e.worker()
 	first, err := e.wait(e.start(fastInput()))
@@ -421,7 +428,7 @@ func TestBumpTrustsTheMachineSetsOverTheLedger(t *testing.T) {
 // replicas.
 func TestBumpAfterTerminatedBumpUndoesItsChanges(t *testing.T) {
 	ctx := context.Background()
-	e := setup(t, spec.SampleCluster("c1", spec.PlatformAWS, false))
+	e := setup(t, unmanaged(spec.SampleCluster("c1", spec.PlatformAWS, false)))
 	e.arm(faults.Fault{Kind: faults.MachineBootFailure, Target: "machineset/c1/c1-worker-a"})
 	e.worker()
 	before := e.truth()

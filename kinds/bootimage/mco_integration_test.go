@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
@@ -21,7 +22,7 @@ import (
 // tripped (no second writer).
 func TestBumpLeavesMCOManagedMachineSetsToTheMCO(t *testing.T) {
 	c := spec.SampleCluster("c1", spec.PlatformAWS, false)
-	c.MCO = true
+	c.MCO = spec.On() // today's default, said here
 	c.Upgrading = true
 	c.UpgradeCompletesAfter = spec.Duration{Duration: 20 * time.Minute} // 1 s
 	c.GoldenStampedRelease = spec.SampleMidRelease
@@ -35,6 +36,7 @@ func TestBumpLeavesMCOManagedMachineSetsToTheMCO(t *testing.T) {
 	run := e.start(in)
 	res, err := e.wait(run)
 	require.NoError(t, err, "%+v", res)
+	replay.Record(t, e.Client, run.GetID(), run.GetRunID(), "../testdata/histories/bootimage-mco-managed.json")
 
 	sets := []string{"c1-worker-a", "c1-worker-b"}
 	assert.Equal(t, "mco", res.Owner)

@@ -22,7 +22,7 @@ import (
 func TestBumpResetDuringCanaryRollsBackEverything(t *testing.T) {
 	for _, p := range testenv.ResetPoints {
 		t.Run(string(p), func(t *testing.T) {
-			e := setup(t, spec.SampleCluster("c1", spec.PlatformAWS, false))
+			e := setup(t, unmanaged(spec.SampleCluster("c1", spec.PlatformAWS, false)))
 			e.arm(faults.Fault{Kind: faults.MachineBootFailure, Target: "machineset/c1/c1-worker-a"})
 			e.worker()
 			in := fastInput()

@@ -30,11 +30,20 @@ import (
 
 // dryRunFleet is an MGS rack plus a datacenter and a cluster with a
 // MachineSet per skip reason, so a dry run meets every case fleetsim has.
+// The other owners are off: the test proves the dry run changes nothing,
+// which a Nexus executor or an MCO writing meanwhile would blur, and the
+// MachineSets are fleetsaga's to patch (direct mode; the owners' own rows
+// are TestSPFirmwareRefusesADeviceNexusIsUpdating's and the MCO test's).
 func dryRunFleet(s *spec.Spec) {
 	s.Datacenter = spec.GenerateDatacenter(4, 5)
+	for i := range s.Racks {
+		s.Racks[i].Owners = spec.NoOwners()
+	}
 	upgrading := spec.SampleCluster("c2", spec.PlatformGCP, false)
 	upgrading.Upgrading, upgrading.UpgradeCompletesAfter = true, spec.Duration{Duration: 24 * time.Hour}
-	s.Clusters = []spec.Cluster{spec.SampleCluster("c1", spec.PlatformAWS, true), upgrading}
+	c1 := spec.SampleCluster("c1", spec.PlatformAWS, true)
+	c1.MCO, upgrading.MCO = spec.Off(), spec.Off()
+	s.Clusters = []spec.Cluster{c1, upgrading}
 }
 
 // A dry run touches nothing: fleetsim's truth and every ledger table are

@@ -15,6 +15,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/nexuslockstep"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -61,13 +62,14 @@ func withPendingNexusUpdate(t *testing.T, st *mgsStack, cubby int) uuid.UUID {
 // refused with the owner named, before anything is sent to the SP, and the
 // dry run's precheck shows the owner. Another sled's SP updates as usual.
 func TestSPFirmwareRefusesADeviceNexusIsUpdating(t *testing.T) {
-	st := newMGSStack(t, func(s *spec.Spec) { s.Racks[0].Owners = spec.RackOwners{Nexus: true} })
+	st := newMGSStack(t, func(s *spec.Spec) { s.Racks[0].Owners = spec.RackOwners{Executor: spec.Off(), MGSUpdates: spec.Off()} })
 	bp := withPendingNexusUpdate(t, st, 2)
 	before := st.truth(2)
 
 	run := st.startWF(workflows.KindSPFirmware, st.spInput(2, "1.1.0"), mgsupdate.SPFirmwareUpdate)
 	_, err := st.result(run)
 	require.Error(t, err)
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/sp-firmware-owned-by-nexus.json")
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app), "%v", err)
 	assert.Equal(t, failure.OwnedByNexus, app.Type())

@@ -54,7 +54,7 @@ type ownerFixture struct {
 
 func newOwnerFixture(t *testing.T) *ownerFixture {
 	rack := spec.SampleRack("r", []string{"internal_ntp", "nexus"}, []string{"nexus", "crucible"})
-	rack.Owners = spec.RackOwners{Nexus: true}
+	rack.Owners = spec.RackOwners{Executor: spec.Off(), MGSUpdates: spec.Off()} // the test plays the executor
 	s := &spec.Spec{Seed: 1, SpeedUp: 100, Timings: spec.DefaultTimings(), Racks: []spec.Rack{rack}}
 	require.NoError(t, s.Validate())
 	srv, err := fleetsim.Start(context.Background(), fleetsim.Env{Spec: s, Faults: faults.NewRegistry(1), Log: zerolog.Nop()}, "127.0.0.1:0")

@@ -49,7 +49,7 @@ func newZoneFixtureMode(t *testing.T, nexusOnSled1 bool, mode string) *zoneFixtu
 	env := testenv.New(t)
 	f := &zoneFixture{env: env, ntp: uuid.New(), nexusA: uuid.New(), nexusB: uuid.New()}
 	s := &spec.Spec{Seed: 3, SpeedUp: 100, Timings: spec.DefaultTimings()}
-	rack := spec.Rack{ID: "r", MGSSleds: []int{0, 1}, SledAgentMode: mode}
+	rack := spec.Rack{ID: "r", MGSSleds: []int{0, 1}, SledAgentMode: mode, Owners: spec.NoOwners()} // direct mode
 	zones := [][]spec.Zone{{{ID: f.ntp, Kind: "internal_ntp"}, {ID: f.nexusA, Kind: "nexus"}}, {}}
 	if nexusOnSled1 {
 		zones[1] = []spec.Zone{{ID: f.nexusB, Kind: "nexus"}}

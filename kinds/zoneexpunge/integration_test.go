@@ -48,7 +48,9 @@ func newZXRack(t *testing.T, removalFailures int, mode string) zxRack {
 	s := &spec.Spec{Seed: 5, SpeedUp: 100, Timings: spec.DefaultTimings()}
 	s.Timings.SagaRunTime.Duration = 100 * time.Second
 	r := zxRack{spec: s, nexusA: uuid.New(), nexusB: uuid.New(), removalErr: removalFailures, mode: mode}
-	rack := spec.Rack{ID: "rack-zx", MGSSleds: []int{0, 1}, SledAgentMode: mode}
+	// Direct mode: no Nexus owns the sleds' configs (the owner-mode tests
+	// turn the rack's owners, today's default, back on).
+	rack := spec.Rack{ID: "rack-zx", MGSSleds: []int{0, 1}, SledAgentMode: mode, Owners: spec.NoOwners()}
 	zones := [][]spec.Zone{
 		{{ID: uuid.New(), Kind: "internal_ntp"}, {ID: r.nexusA, Kind: "nexus"}},
 		{{ID: r.nexusB, Kind: "nexus"}, {ID: uuid.New(), Kind: "crucible"}},

@@ -48,7 +48,7 @@ func TestZoneExpungeThroughNexusOwner(t *testing.T) {
 	}
 	env := testenv.New(t)
 	r := newZXRack(t, 2, spec.SledAgentLedgerFirst)
-	r.spec.Racks[0].Owners = spec.RackOwners{Nexus: true, Executor: true}
+	r.spec.Racks[0].Owners = spec.RackOwners{} // today's rack: every owner on
 	require.NoError(t, r.spec.Validate())
 	sim := env.StartFleetsim(r.spec)
 	env.StartWorker(workerapp.Deps{Fleet: env.Endpoints(sim)})
@@ -201,6 +201,7 @@ func TestZoneExpungeDirectStopsWhenAnotherWriterChangesTheConfig(t *testing.T) {
 	var res zoneexpunge.ZoneExpungeResult
 	err = run.Get(ctx, &res)
 	require.Error(t, err)
+	replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/zone-expunge-direct-config-changed.json")
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app), "%v", err)
 	assert.Equal(t, failure.ConfigChangedUnderExpunge, app.Type())
@@ -228,7 +229,7 @@ func TestZoneExpungeDirectMovesSagasOnlyWithinTheirGeneration(t *testing.T) {
 	}
 	env := testenv.New(t)
 	r := newZXRack(t, 0, spec.SledAgentLedgerFirst)
-	r.spec.Racks[0].Owners = spec.RackOwners{Nexus: true}
+	r.spec.Racks[0].Owners = spec.RackOwners{Executor: spec.Off(), MGSUpdates: spec.Off()} // Nexus's API, no executor
 	require.NoError(t, r.spec.Validate())
 	sim := env.StartFleetsim(r.spec)
 	env.StartWorker(workerapp.Deps{Fleet: env.Endpoints(sim)})

@@ -65,7 +65,7 @@ func newRoot() *cobra.Command {
 			if short {
 				cfg = chaos.Short(seed)
 			}
-			cfg.Owners = owners
+			cfg.NoOwners = !owners
 			if cmd.Flags().Changed("timeout") {
 				cfg.Timeout = timeout
 			}
@@ -114,7 +114,7 @@ func newRoot() *cobra.Command {
 	f := cmd.Flags()
 	f.Int64Var(&seed, "seed", 1, "seed for the fleet, the plan, the faults and the chaos schedule")
 	f.BoolVar(&short, "short", false, "the small variant (a few targets, 3 kills)")
-	f.BoolVar(&owners, "owners", false, "fleetsim plays the other owners (Nexus's executor and MGS driver, the MCO; issue 27)")
+	f.BoolVar(&owners, "owners", true, "fleetsim plays the other owners (Nexus's executor and MGS driver, the MCO; issue 27), as on a real rack and cluster; --owners=false turns them off (zone expunge in direct mode, fleetsaga patches every MachineSet)")
 	f.StringVar(&dir, "dir", ".stack/chaos", "state directory (a seed-N subdirectory is wiped and kept for a post-mortem)")
 	f.StringVar(&binDir, "bin-dir", "bin", "directory with the built worker, fleetsim and starter binaries")
 	f.IntVar(&uiPort, "ui-port", 0, "serve the Temporal Web UI on this port (0 = none)")

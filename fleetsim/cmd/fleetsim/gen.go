@@ -11,6 +11,7 @@ import (
 
 func newGen() *cobra.Command {
 	var o spec.GenerateOptions
+	owners := true
 	cmd := &cobra.Command{
 		Use:     "gen",
 		Short:   "Print a generated fleet spec of the given size",
@@ -20,6 +21,14 @@ func newGen() *cobra.Command {
 			s, err := spec.Generate(o)
 			if err != nil {
 				return usageError{err}
+			}
+			if !owners {
+				for i := range s.Racks {
+					s.Racks[i].Owners = spec.NoOwners()
+				}
+				for i := range s.Clusters {
+					s.Clusters[i].MCO = spec.Off()
+				}
 			}
 			b, err := yaml.Marshal(s)
 			if err != nil {
@@ -35,5 +44,6 @@ func newGen() *cobra.Command {
 	f.IntVar(&o.MachineSets, "machinesets", 4, "MachineSets in the cluster")
 	f.Int64Var(&o.Seed, "seed", 1, "seed for UUIDs and faults")
 	f.Float64Var(&o.SpeedUp, "speed-up", 1, "device timing speed-up")
+	f.BoolVar(&owners, "owners", true, "play the rack's and clusters' other owners (Nexus's lockstep API, executor and MGS driver; the MCO), as today's rack and cluster have them; --owners=false writes them off")
 	return cmd
 }
