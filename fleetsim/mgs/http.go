@@ -276,6 +276,7 @@ func (m *instance) powerSet(w http.ResponseWriter, r *http.Request) {
 		s.host.epoch++
 		s.host.state = HostOff
 		s.host.attached = -1
+		m.rack.d.hostDown(s)
 	case state == "A0" && s.host.state == HostOff:
 		m.rack.d.bootHost(s, now, now)
 	}
