@@ -38,7 +38,7 @@ const (
 	MGSNotConfigured = "MGSNotConfigured"
 	// MGSRejected: a 4xx answer or a malformed reply (type suffix
 	// ":<error_code>").
-	MGSRejected     = "MGSRejected"
+	MGSRejected = "MGSRejected"
 	// HostBootTimeout: the host did not come back on the new slot in time
 	// (it is put back on its old slot).
 	HostBootTimeout = "HostBootTimeout"
@@ -49,7 +49,7 @@ const (
 	// Phase2WriteTimeout: sled-agent did not write the phase 2 image to
 	// the inactive slot's disk in time.
 	Phase2WriteTimeout = "Phase2WriteTimeout"
-	WrongDevice     = "WrongDevice"
+	WrongDevice        = "WrongDevice"
 	// OwnedByNexus: the target blueprint has a pending MGS update for the
 	// device; Nexus's MGS update driver owns it (DOMAIN.md §I).
 	OwnedByNexus         = "OwnedByNexus"
