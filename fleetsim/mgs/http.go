@@ -560,11 +560,17 @@ func (m *instance) reset(w http.ResponseWriter, r *http.Request) {
 			s.rollback(time.Now())
 		}
 		s.mu.Unlock()
-		resetError(w, http.StatusServiceUnavailable, "ServiceUnavailable", fmt.Sprintf("mgs/%d went down during the reset", m.url))
+		// A dead MGS answers nothing: the caller cannot tell whether
+		// the reset happened.
+		loseReply(w)
 		return
 	}
 	if _, lost := d.env.Faults.Fire(faults.ResetReplyLost, fmt.Sprintf("sp/%s/%d", s.typ, s.slot)); lost {
 		loseReply(w)
+		return
+	}
+	if _, failed := d.env.Faults.Fire(faults.ResetErrorAfterReset, fmt.Sprintf("sp/%s/%d", s.typ, s.slot)); failed {
+		resetError(w, http.StatusServiceUnavailable, codeSpCommunicationFailed, commsPrefix+"the SP reset, but its answer to the watchdog disarm was lost (injected reset_error_after_reset)")
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

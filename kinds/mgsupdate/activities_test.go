@@ -251,6 +251,26 @@ func TestSPPostUpdateLostReplyIsNotRepeated(t *testing.T) {
 	assert.Equal(t, 1, m.truth().Resets)
 }
 
+// A reset MGS answers 503 after it happened (its watchdog disarm or its
+// wait for the SP failed): the reset is not sent again, through this MGS
+// or the other one, inside the watchdog window; the SP's new version is
+// what tells that it happened (omicron's driver: only a transport error
+// moves the reset to the next MGS).
+func TestSPPostUpdateResetAnswered503IsNotRepeated(t *testing.T) {
+	m := newMGSAct(t)
+	id := uuid.New()
+	m.start(m.artifact("1.1.0"), id)
+	require.Equal(t, mgsupdate.WaitComplete, m.wait(id, true).Outcome)
+	m.reg.Arm(faults.Fault{Kind: faults.ResetErrorAfterReset, Target: "sp/sled/2", Times: 1})
+	pr, err := exec[mgsupdate.PostUpdateResult](m, m.a.SPPostUpdate, mgsupdate.PostUpdateInput{
+		SP: sled2, UpdateID: id, TargetVersion: "1.1.0", ResetRetryInterval: 100 * time.Millisecond,
+		NewVersionTimeout: 5 * time.Second, PollInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Equal(t, mgsupdate.PostActivated, pr.Outcome)
+	assert.Equal(t, 1, m.truth().Resets, "one reset: the 503 was not followed by another through the other MGS")
+	assert.Equal(t, "1.1.0", m.truth().SP.Active.Version)
+}
+
 func TestSPPostUpdateNotActivated(t *testing.T) {
 	m := newMGSAct(t)
 	id := uuid.New()
