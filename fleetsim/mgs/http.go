@@ -432,11 +432,11 @@ func (m *instance) updateStart(w http.ResponseWriter, r *http.Request) {
 	}
 	info := ir.info()
 	if info.Size == 0 {
-		httpx.WriteError(w, http.StatusServiceUnavailable, codeUpdateFailed, updateFailedSPPrefix+"the image is empty")
+		httpx.WriteError(w, http.StatusServiceUnavailable, codeUpdateFailed, updateFailedSPPrefix+"update image cannot be empty")
 		return
 	}
 	if comp == CompSP && info.Header == nil {
-		httpx.WriteError(w, http.StatusServiceUnavailable, codeUpdateFailed, updateFailedSPPrefix+"invalid hubris archive: "+ir.hdrErr.Error())
+		httpx.WriteError(w, http.StatusServiceUnavailable, codeUpdateFailed, updateFailedSPPrefix+"hubris archive error: "+ir.hdrErr.Error())
 		return
 	}
 	if h := info.Header; h != nil && h.Component != "" && h.Component != comp {

@@ -280,7 +280,7 @@ func (s *sp) prepare(now time.Time, id uuid.UUID, component string, fwSlot int, 
 		}
 	}
 	if info.Size == 0 {
-		return nil, &spErr{503, codeUpdateFailed, updateFailedSPPrefix + "the image is empty"}
+		return nil, &spErr{503, codeUpdateFailed, updateFailedSPPrefix + "update image cannot be empty"}
 	}
 	prep := spPrepareTime
 	if component == CompHost {

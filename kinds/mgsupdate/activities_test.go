@@ -345,3 +345,20 @@ func (m *mgsAct) flashHostPhase1(t *testing.T) (p1sum string, p2Ref mgsupdate.Ar
 	require.Equal(t, mgsupdate.WaitComplete, wr.Outcome)
 	return p1sum, p2Ref, id
 }
+
+// An archive MGS cannot read (not a Hubris archive: 503 UpdateFailed
+// "hubris archive error") is refused for good, like one for another
+// board: the start ends ImageRefused after re-reading the SP, instead of
+// being retried (and the image sent again) for the retry budget.
+func TestStartRefusedForABadArchiveEndsTheAttempt(t *testing.T) {
+	m := newMGSAct(t)
+	path := filepath.Join(m.dir, "not-an-archive.bin")
+	body := bytes.Repeat([]byte("not a hubris archive "), 4096)
+	require.NoError(t, os.WriteFile(path, body, 0o644))
+	art := mgsupdate.ArtifactRef{Version: "1.1.0", SHA256: simmgs.SHA256Hex(body), Path: path}
+	_, err := m.env.ExecuteActivity(m.a.MGSStartUpdate, mgsupdate.StartUpdateInput{
+		SP: sled2, Component: mgs.ComponentSP, UpdateID: uuid.New(), Artifact: art, PollInterval: 10 * time.Millisecond})
+	require.Error(t, err)
+	assert.Equal(t, failure.ImageRefused, mgsErrType(err), "%v", err)
+	assert.Empty(t, m.truth().Deliveries, "nothing was written")
+}
