@@ -14,6 +14,7 @@ import (
 	fmgs "github.com/fleetsaga/fleetsaga/fleet/mgs"
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/sled"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/ledger"
@@ -117,4 +118,26 @@ func (st *mgsStack) sledTruth(cubby int) sled.SledTruth {
 	}
 	st.t.Fatalf("no sled %s in fleetsim's truth", id)
 	return sled.SledTruth{}
+}
+
+// With Nexus's executor owning the sled's config (issue 27's owner mode),
+// the phase 2 is named in a child of the target blueprint, not PUT behind
+// Nexus's back: the executor sends it to the sled, sled-agent writes disk
+// B, and the update completes as in direct mode.
+func TestHostFlashThroughTheTargetBlueprint(t *testing.T) {
+	const cubby = 2
+	st := newMGSStack(t, func(s *spec.Spec) { s.Racks[0].Owners = spec.RackOwners{Nexus: true, Executor: true} })
+	in := st.hostInput(cubby)
+	run := st.startWF(workflows.KindHostFlash, in, mgsupdate.HostBootFlashUpdate)
+	res, err := st.result(run)
+	require.NoError(t, err)
+	assert.Equal(t, mgsupdate.MGSOutcomeCompletedUpdate, res.Outcome)
+	st.requireRunning(cubby, 1, phase2ID(t, in.Phase2.Path))
+
+	_, _, bp := st.targetBlueprint()
+	sc := bp.Sleds[st.spec.Racks[0].Sleds[cubby].ID]
+	assert.Equal(t, "artifact", sc.HostPhase2["slot_b"].Type, "the target names the phase 2 for disk B")
+	assert.Equal(t, in.Phase2.SHA256, sc.HostPhase2["slot_b"].Hash)
+	assert.Equal(t, in.Phase2.SHA256, st.sledTruth(cubby).Host.Disks[1].Artifact)
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/host-flash-through-blueprint.json")
 }
