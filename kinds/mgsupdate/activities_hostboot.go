@@ -77,7 +77,10 @@ func (a *MGSActivities) HostBootSlot(ctx context.Context, in HostBootInput) (Hos
 		poll = defaultPollInterval
 	}
 	for {
-		booted, why := a.bootedOn(ctx, s, disk)
+		booted, why, err := a.bootedOn(ctx, s, disk)
+		if err != nil {
+			return out, err
+		}
 		if booted {
 			a.event(ctx, in.AttemptID, "host-"+in.Why, "", fmt.Sprintf("sled %s runs from disk %s (phase 1 slot %d active)%s", s.id, disk, in.Slot, resetNote(out.Reset)))
 			return out, nil
@@ -117,28 +120,33 @@ func (a *MGSActivities) HostBootedOn(ctx context.Context, in HostBootInput) (boo
 	if err != nil {
 		return false, err
 	}
-	booted, _ := a.bootedOn(ctx, s, sledagent.M2SlotOf(in.Slot))
-	return booted, nil
+	booted, _, err := a.bootedOn(ctx, s, sledagent.M2SlotOf(in.Slot))
+	return booted, err
 }
 
 // onOtherDisk is bootedOn's why when sled-agent answers from another disk.
 const onOtherDisk = "sled-agent runs from the other disk"
 
 // bootedOn: sled-agent answers and its boot disk is disk. why says what
-// it saw otherwise (onOtherDisk when it answered from the other disk).
-func (a *MGSActivities) bootedOn(ctx context.Context, s hostSled, disk string) (bool, string) {
+// it saw otherwise (onOtherDisk when it answered from the other disk; a
+// sled-agent that does not answer is a host still booting, or one that
+// failed to). err is an answer no wait changes (a refused API version).
+func (a *MGSActivities) bootedOn(ctx context.Context, s hostSled, disk string) (bool, string, error) {
 	_, bp, err := bootPartitions(ctx, s)
+	if isFatal(err) {
+		return false, "", err
+	}
 	if err != nil {
-		return false, "sled-agent: " + err.Error()
+		return false, "sled-agent: " + err.Error(), nil
 	}
 	d, err := bp.BootDisk.Value()
 	switch {
 	case err != nil:
-		return false, "boot disk unknown: " + err.Error()
+		return false, "boot disk unknown: " + err.Error(), nil
 	case d != disk:
-		return false, onOtherDisk
+		return false, onOtherDisk, nil
 	}
-	return true, ""
+	return true, "", nil
 }
 
 // setActiveSlot makes slot the active host boot flash slot with persist,
