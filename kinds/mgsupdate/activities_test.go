@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,12 +32,14 @@ import (
 
 // mgsAct runs the MGS activities (without a ledger) against fleetsim.
 type mgsAct struct {
-	t   *testing.T
-	sim *fleetsim.Server
-	reg *faults.Registry
-	a   *mgsupdate.MGSActivities
-	env *testsuite.TestActivityEnvironment
-	dir string
+	t    *testing.T
+	sim  *fleetsim.Server
+	reg  *faults.Registry
+	a    *mgsupdate.MGSActivities
+	env  *testsuite.TestActivityEnvironment
+	dir  string
+	spec *spec.Spec
+	reqs *requestLog
 }
 
 var sled2 = mgs.SpIdentifier{Type: mgs.SpTypeSled, Slot: 2}
@@ -58,8 +61,9 @@ func newMGSAct(t *testing.T, mutate ...func(*spec.Spec)) *mgsAct {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sim.Close() })
 	var ts testsuite.WorkflowTestSuite
-	m := &mgsAct{t: t, sim: sim, reg: reg, env: ts.NewTestActivityEnvironment(), dir: t.TempDir(),
-		a: mgsupdate.NewMGSActivities(fleet.FromFleetsim(sim.URL, ""), &http.Client{Timeout: 10 * time.Second, Transport: mgsChecked{t}}, nil, "test")}
+	reqs := &requestLog{n: map[string]int{}}
+	m := &mgsAct{t: t, sim: sim, reg: reg, env: ts.NewTestActivityEnvironment(), dir: t.TempDir(), spec: s, reqs: reqs,
+		a: mgsupdate.NewMGSActivities(fleet.FromFleetsim(sim.URL, ""), &http.Client{Timeout: 10 * time.Second, Transport: mgsChecked{t, reqs}}, nil, "test")}
 	m.env.RegisterActivity(m.a)
 	return m
 }
@@ -67,18 +71,47 @@ func newMGSAct(t *testing.T, mutate ...func(*spec.Spec)) *mgsAct {
 var mgsContract = openapi.MustLoad(openapi.MGS)
 
 // mgsChecked checks every request the activities send to an MGS instance
-// (/mgs/{i}/...) and every response they get against MGS's OpenAPI
-// document.
-type mgsChecked struct{ t *testing.T }
+// (/mgs/{i}/...) or a sled-agent (/sled-agent/{sled}/...) and every
+// response they get against that API's OpenAPI document, and counts them
+// by method and path.
+type mgsChecked struct {
+	t    *testing.T
+	reqs *requestLog
+}
+
+var sledAgentContract = openapi.MustLoad(openapi.SledAgent)
 
 func (c mgsChecked) RoundTrip(req *http.Request) (*http.Response, error) {
-	rest, ok := strings.CutPrefix(req.URL.Path, "/mgs/")
-	if !ok {
-		return http.DefaultTransport.RoundTrip(req)
+	c.reqs.add(req.Method + " " + req.URL.Path)
+	if rest, ok := strings.CutPrefix(req.URL.Path, "/mgs/"); ok {
+		idx, _, _ := strings.Cut(rest, "/")
+		tr := &openapi.Transport{Contract: mgsContract, Prefix: "/mgs/" + idx, Rep: c.t, Responses: true}
+		return tr.RoundTrip(req)
 	}
-	idx, _, _ := strings.Cut(rest, "/")
-	tr := &openapi.Transport{Contract: mgsContract, Prefix: "/mgs/" + idx, Rep: c.t, Responses: true}
-	return tr.RoundTrip(req)
+	if rest, ok := strings.CutPrefix(req.URL.Path, "/sled-agent/"); ok {
+		id, _, _ := strings.Cut(rest, "/")
+		tr := &openapi.Transport{Contract: sledAgentContract, Prefix: "/sled-agent/" + id, Rep: c.t, Responses: true}
+		return tr.RoundTrip(req)
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// requestLog counts requests by "METHOD path".
+type requestLog struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (l *requestLog) add(k string) {
+	l.mu.Lock()
+	l.n[k]++
+	l.mu.Unlock()
+}
+
+func (l *requestLog) count(k string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n[k]
 }
 
 func (m *mgsAct) artifact(version string) mgsupdate.ArtifactRef {
