@@ -225,6 +225,11 @@ func checkSPs(e *evidence, iv *invariant) {
 		booted := h.State == simmgs.HostRunning && h.Slots[h.BootedSlot].Version == hostTargetVersion &&
 			strings.EqualFold(h.BootedPhase2, e.fleet.hostP2ID)
 		if contains(e.expect.hostSleds, c) {
+			// The rack's path never leaves a host on a slot it cannot
+			// boot: a failed or cancelled update puts it back.
+			if h.State == simmgs.HostPhase2Missing || h.State == simmgs.HostBootFailed {
+				iv.fail("sled %d: host stranded (%s) on slot %d: %s", c, h.State, h.BootedSlot, h.BootFailure)
+			}
 			target := mgsupdate.HostFlashTarget(uint16(c))
 			a := e.latest(workflows.KindHostFlash, target)
 			switch {

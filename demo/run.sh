@@ -81,6 +81,12 @@ echo
 echo "== the ledger's record of the zone expunge:"
 $starter status fleetsaga/zone-expunge/zone/86b8b0c3-9af1-4fd2-b3b5-1219ea79533a | head -20
 echo
+echo "== the ledger's record of a host OS update (the rack's path): sled-agent wrote phase 2 to the"
+echo "   inactive slot's disk (named in a child of Nexus's target blueprint, which owns the sled's"
+echo "   config), MGS wrote phase 1 to that slot, the slot was made active and the SP reset, and the"
+echo "   update was done when sled-agent reported the new boot disk:"
+$starter status fleetsaga/host-flash/sp/sled/2 | grep -E '^ {4,}' | head -20
+echo
 echo "== Web UI: ${TEMPORAL_UI_URL:-(off)}/namespaces/default/workflows?query=FleetsagaRollout%3D%22demo%22"
 if [ "$status" -eq 0 ]; then echo "== demo: every update ended as expected"; else echo "== demo: FAILED (exit $status)"; fi
 exit "$status"

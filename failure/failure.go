@@ -38,9 +38,18 @@ const (
 	MGSNotConfigured = "MGSNotConfigured"
 	// MGSRejected: a 4xx answer or a malformed reply (type suffix
 	// ":<error_code>").
-	MGSRejected     = "MGSRejected"
+	MGSRejected = "MGSRejected"
+	// HostBootTimeout: the host did not come back on the new slot in time
+	// (it is put back on its old slot).
 	HostBootTimeout = "HostBootTimeout"
-	WrongDevice     = "WrongDevice"
+	// HostBootDiskMismatch: sled-agent booted from another disk than the
+	// active phase 1 slot's: a reboot is pending, the update does not
+	// start (omicron MismatchedHostOsActiveSlot).
+	HostBootDiskMismatch = "HostBootDiskMismatch"
+	// Phase2WriteTimeout: sled-agent did not write the phase 2 image to
+	// the inactive slot's disk in time.
+	Phase2WriteTimeout = "Phase2WriteTimeout"
+	WrongDevice        = "WrongDevice"
 	// OwnedByNexus: the target blueprint has a pending MGS update for the
 	// device; Nexus's MGS update driver owns it (DOMAIN.md §I).
 	OwnedByNexus         = "OwnedByNexus"

@@ -30,6 +30,7 @@ func TestMGSCommandsRejectBadInputWithExit2(t *testing.T) {
 		{"sp-firmware", "--sled", "1", "--serial", "S", "--artifact", img, "--version", "1", "--max-attempts", "-1"},
 		{"host-flash", "--sled", "1", "--serial", "S", "--phase1", img, "--phase1-version", "1"}, // no phase 2
 		{"host-flash", "--switch", "1", "--serial", "S"},                                         // hosts are on sleds
+		{"host-flash", "--sled", "1", "--serial", "S", "--phase1", img, "--phase1-version", "1", "--phase2", img, "--phase2-version", "1", "--sled-id", "nope"},
 	} {
 		assert.Equal(t, exitUsage, run(args), "%v", args)
 	}

@@ -152,7 +152,7 @@ func newCommand() *cobra.Command {
 			}, workerapp.Deps{
 				Ledger:   store,
 				Fleet:    endpoints,
-				HTTP:     &http.Client{Timeout: 30 * time.Second},
+				HTTP:     &http.Client{Timeout: fleetHTTPTimeout},
 				Log:      log,
 				Identity: identity,
 				Keyring:  keyring,
@@ -181,3 +181,10 @@ func envOr(name, def string) string {
 	}
 	return def
 }
+
+// fleetHTTPTimeout bounds one request to a fleet API. It is Nexus's
+// timeout for MGS (omicron nexus/mgs-updates/src/driver_update.rs: 75 s):
+// MGS itself may wait 60 s for an SP before it answers (a reset, a start
+// while the SP erases a slot), and a shorter timeout would give up on an
+// answer that is still coming, then send the request again.
+const fleetHTTPTimeout = 75 * time.Second

@@ -43,15 +43,38 @@ func CabooseInvalid(err error) bool {
 	return false
 }
 
-// ArchiveRefused reports whether an ambiguous start answer is the SP
-// refusing our archive for good: it is for another board. MGS checks the
-// board before it prepares anything and says so only in the message of a
-// 503 UpdateFailed (management-gateway-service gateway-sp-comms
-// error.rs, `BoardMismatch`: "board mismatch: SP is X but archive is for
-// Y"); sending the same archive again can only be refused again.
+// archiveRefusals are the messages of MGS's own refusals of an archive
+// (management-gateway-service gateway-sp-comms/src/error.rs, UpdateError):
+// an empty image, one MGS cannot read, one for another board or slot.
+var archiveRefusals = []string{
+	"update image cannot be empty",
+	"hubris archive error",
+	"error reading caboose in hubris archive",
+	"board mismatch",
+	"RoT slot mismatch",
+	"error reading aux flash image",
+	"corrupt aux flash image",
+	"invalid zip archive",
+	"an image was not found",
+}
+
+// ArchiveRefused reports whether an ambiguous start answer is MGS refusing
+// our archive for good: empty, unreadable, or for another board. MGS
+// checks these before it prepares anything and says so only in the
+// message of a 503 UpdateFailed (e.g. "board mismatch: SP is X but
+// archive is for Y"); sending the same archive again can only be refused
+// again.
 func ArchiveRefused(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && e.Code == CodeUpdateFailed && strings.Contains(e.Message, "board mismatch")
+	if !errors.As(err, &e) || e.Code != CodeUpdateFailed {
+		return false
+	}
+	for _, m := range archiveRefusals {
+		if strings.Contains(e.Message, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // MessageOf is an MGS error reply's own message (the error's text when it

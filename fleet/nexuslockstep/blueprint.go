@@ -35,6 +35,12 @@ type Sled struct {
 	SledAgentGeneration uint64             `json:"sled_agent_generation"`
 	State               string             `json:"state"`
 	Zones               map[uuid.UUID]Zone `json:"zones"`
+	// HostPhase2 is the desired phase 2 of each boot disk (slot_a, slot_b:
+	// {type: current_contents} or {type: artifact, hash, version}).
+	HostPhase2 map[string]struct {
+		Type string `json:"type"`
+		Hash string `json:"hash,omitempty"`
+	} `json:"host_phase_2,omitempty"`
 }
 
 // Zone is the part of a BlueprintZoneConfig fleetsaga reads.
@@ -132,6 +138,22 @@ func (bp *Blueprint) NexusGenerationOf(zone uuid.UUID) (uint64, bool) {
 // zone's disposition expunged, not yet ready for cleanup (Nexus's planner
 // marks that from inventory). Everything else is bp's.
 func (bp *Blueprint) ChildExpunging(id, sled, zone uuid.UUID, asOf uint64, creator, comment string, now time.Time) (*Blueprint, error) {
+	return bp.child(id, sled, creator, comment, now, func(s map[string]any) error {
+		zones, _ := s["zones"].(map[string]any)
+		z, _ := zones[zone.String()].(map[string]any)
+		if z == nil {
+			return fmt.Errorf("blueprint %s has no zone %s on sled %s", bp.ID, zone, sled)
+		}
+		gen := json.Number(fmt.Sprint(asOf))
+		s["sled_agent_generation"] = gen
+		z["disposition"] = map[string]any{"kind": Expunged, "as_of_generation": gen, "ready_for_cleanup": false}
+		return nil
+	})
+}
+
+// child is a child of bp (ID id) with sled's config edited by edit; the
+// rest is bp's.
+func (bp *Blueprint) child(id, sled uuid.UUID, creator, comment string, now time.Time, edit func(sled map[string]any) error) (*Blueprint, error) {
 	raw, err := bp.MarshalJSON()
 	if err != nil {
 		return nil, err
@@ -145,14 +167,9 @@ func (bp *Blueprint) ChildExpunging(id, sled, zone uuid.UUID, asOf uint64, creat
 	if s == nil {
 		return nil, fmt.Errorf("blueprint %s has no sled %s", bp.ID, sled)
 	}
-	zones, _ := s["zones"].(map[string]any)
-	z, _ := zones[zone.String()].(map[string]any)
-	if z == nil {
-		return nil, fmt.Errorf("blueprint %s has no zone %s on sled %s", bp.ID, zone, sled)
+	if err := edit(s); err != nil {
+		return nil, err
 	}
-	gen := json.Number(fmt.Sprint(asOf))
-	s["sled_agent_generation"] = gen
-	z["disposition"] = map[string]any{"kind": Expunged, "as_of_generation": gen, "ready_for_cleanup": false}
 	child.raw["id"] = id.String()
 	child.raw["parent_blueprint_id"] = bp.ID.String()
 	child.raw["creator"] = creator
@@ -161,6 +178,28 @@ func (bp *Blueprint) ChildExpunging(id, sled, zone uuid.UUID, asOf uint64, creat
 	child.raw["time_created"] = now.UTC().Format(time.RFC3339Nano)
 	out, _ := child.MarshalJSON()
 	return ParseBlueprint(out)
+}
+
+// ChildWithHostPhase2 is a child of bp (ID id) whose sled config, at
+// sled_agent_generation gen, names the phase 2 artifact hash (version) for
+// boot disk slot ("A" or "B"): Nexus's executor sends it to the sled, and
+// sled-agent writes that disk. Everything else is bp's.
+func (bp *Blueprint) ChildWithHostPhase2(id, sled uuid.UUID, slot, hash, version string, gen uint64, creator, comment string, now time.Time) (*Blueprint, error) {
+	return bp.child(id, sled, creator, comment, now, func(s map[string]any) error {
+		hp2, _ := s["host_phase_2"].(map[string]any)
+		if hp2 == nil {
+			hp2 = map[string]any{"slot_a": map[string]any{"type": "current_contents"}, "slot_b": map[string]any{"type": "current_contents"}}
+		}
+		key := "slot_a"
+		if slot == "B" {
+			key = "slot_b"
+		}
+		hp2[key] = map[string]any{"type": "artifact", "hash": hash,
+			"version": map[string]any{"artifact_version": "available", "version": version}}
+		s["host_phase_2"] = hp2
+		s["sled_agent_generation"] = json.Number(fmt.Sprint(gen))
+		return nil
+	})
 }
 
 // PendingUpdateFor is the target's pending MGS update of the device with

@@ -77,3 +77,41 @@ func TestClientTrafficFollowsOpenAPI(t *testing.T) {
 	_, err = nexuslockstep.New(srv.URL+"/nexus/bare", nil).Target(ctx)
 	assert.True(t, nexuslockstep.IsNoLockstepAPI(err), "%v", err)
 }
+
+// A child naming a host phase 2 artifact for one boot disk follows the
+// lockstep document (the import request is checked against it, with the
+// blueprint's artifact version), becomes the target, and keeps the other
+// disk's desired contents and the rest of the blueprint.
+func TestChildWithHostPhase2FollowsOpenAPI(t *testing.T) {
+	ctx := context.Background()
+	rack := spec.SampleRack("r", []string{"internal_ntp"})
+	rack.Owners = spec.RackOwners{Nexus: spec.On(), Executor: spec.Off(), MGSUpdates: spec.Off()}
+	s := &spec.Spec{Seed: 1, SpeedUp: 100, Timings: spec.DefaultTimings(), Racks: []spec.Rack{rack}}
+	require.NoError(t, s.Validate())
+	srv, err := fleetsim.Start(ctx, fleetsim.Env{Spec: s, Faults: faults.NewRegistry(1), Log: zerolog.Nop()}, "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	tr := &openapi.Transport{Contract: openapi.MustLoad(openapi.NexusLockstep), Prefix: "/nexus/r", Rep: t, Responses: true}
+	c := nexuslockstep.New(srv.URL+"/nexus/r", &http.Client{Transport: tr, Timeout: 10 * time.Second})
+
+	target, err := c.Target(ctx)
+	require.NoError(t, err)
+	bp, err := c.Blueprint(ctx, target.TargetID)
+	require.NoError(t, err)
+	sled := rack.Sleds[0].ID
+	gen := bp.Sleds[sled].SledAgentGeneration + 1
+	const hash = "81a8c9dfee057ede479a0deca3589182752e82decafd1d84734c74f9378636ac"
+	child, err := bp.ChildWithHostPhase2(uuid.New(), sled, "B", hash, "2.0.0", gen, "fleetsaga", "phase 2", time.Now())
+	require.NoError(t, err)
+	require.NoError(t, c.Import(ctx, child))
+	_, err = c.SetTarget(ctx, child.ID, true)
+	require.NoError(t, err)
+	got, err := c.Blueprint(ctx, child.ID)
+	require.NoError(t, err)
+	sc := got.Sleds[sled]
+	assert.Equal(t, gen, sc.SledAgentGeneration)
+	assert.Equal(t, "artifact", sc.HostPhase2["slot_b"].Type)
+	assert.Equal(t, hash, sc.HostPhase2["slot_b"].Hash)
+	assert.Equal(t, "current_contents", sc.HostPhase2["slot_a"].Type, "the other disk keeps its contents")
+	assert.Equal(t, bp.Sleds[rack.Sleds[1].ID], got.Sleds[rack.Sleds[1].ID], "other sleds unchanged")
+}

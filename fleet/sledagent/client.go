@@ -169,10 +169,18 @@ func (c *Client) InventoryOf(ctx context.Context, sled uuid.UUID) (*Inventory, e
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
+	if body == nil {
+		return c.send(ctx, method, path, nil, -1, "", out)
+	}
+	return c.send(ctx, method, path, bytes.NewReader(body), int64(len(body)), "application/json", out)
+}
+
+// send is one request with body rd (nil: none) of size bytes and the given
+// content type.
+func (c *Client) send(ctx context.Context, method, path string, rd io.Reader, size int64, contentType string, out any) error {
 	op := method + " " + path
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+	if i := strings.IndexByte(op, '?'); i >= 0 {
+		op = op[:i]
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
@@ -180,8 +188,9 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	}
 	req.Header.Set("Accept", "application/json")
 	apiversion.Set(req, APIVersion)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if rd != nil {
+		req.Header.Set("Content-Type", contentType)
+		req.ContentLength = size
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -214,6 +214,10 @@ type ConfigReconcilerInventory struct {
 	Datasets             map[string]ConfigReconcilerInventoryResult    `json:"datasets"`
 	ExternalDisks        map[string]ConfigReconcilerInventoryResult    `json:"external_disks"`
 	OrphanedDatasets     []json.RawMessage                             `json:"orphaned_datasets"`
+	// BootPartitions is what each boot disk holds and which one the host
+	// booted from (required by the document; nil from a client's view
+	// means the sled did not send it).
+	BootPartitions *BootPartitions `json:"boot_partitions,omitempty"`
 }
 
 // ConfigReconcilerInventoryResult is {"result":"ok"} or {"result":"err","message":...}.

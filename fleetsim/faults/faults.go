@@ -24,20 +24,24 @@ const (
 	UpdateFailed       Kind = "update_failed"         // sp/<type>/<slot>: the SP reports failed{code} at AfterPercent
 	ForeignUpdate      Kind = "foreign_update"        // sp/<type>/<slot>: someone else starts an update (Version) before ours
 	ResetReplyLost     Kind = "reset_reply_lost"      // sp/<type>/<slot>: the SP resets but the reset call's reply is lost
-	ZoneRemovalFailure Kind = "zone_removal_failure"  // zone/<uuid>: removing the zone fails (Times attempts)
-	ServerOffline      Kind = "server_offline"        // server/<uuid>: the server stops answering (status unknown)
-	TaskFailure        Kind = "task_failure"          // server/<uuid>: the next install task fails
-	PatchConflict      Kind = "patch_conflict"        // machineset/<cluster>/<name>: the next patch gets 409
-	MachineSetRevert   Kind = "machineset_revert"     // machineset/<cluster>/<name>: another actor reverts each patch
-	MachineBootFailure Kind = "machine_boot_failure"  // machineset/<cluster>/<name>: new machines never join
-	Latency            Kind = "latency"               // api/<name> (mgs/0, sled-agent, cnapi, sapi, imgapi, kube) or "*": adds Latency to each request
-	ErrorRate          Kind = "error_rate"            // api/<name> or "*": fails a Rate fraction of requests with 503
-	BadVersion         Kind = "bad_version"           // sp/<type>/<slot>, host/<type>/<slot>, server/<uuid> or "*": the device reports unhealthy while it runs Version (a bad release)
+	// ResetErrorAfterReset: sp/<type>/<slot>: the SP resets and comes back,
+	// but MGS answers the reset 503 SpCommunicationFailed (as when its
+	// watchdog disarm or its wait for the SP failed).
+	ResetErrorAfterReset Kind = "reset_error_after_reset"
+	ZoneRemovalFailure   Kind = "zone_removal_failure" // zone/<uuid>: removing the zone fails (Times attempts)
+	ServerOffline        Kind = "server_offline"       // server/<uuid>: the server stops answering (status unknown)
+	TaskFailure          Kind = "task_failure"         // server/<uuid>: the next install task fails
+	PatchConflict        Kind = "patch_conflict"       // machineset/<cluster>/<name>: the next patch gets 409
+	MachineSetRevert     Kind = "machineset_revert"    // machineset/<cluster>/<name>: another actor reverts each patch
+	MachineBootFailure   Kind = "machine_boot_failure" // machineset/<cluster>/<name>: new machines never join
+	Latency              Kind = "latency"              // api/<name> (mgs/0, sled-agent, cnapi, sapi, imgapi, kube) or "*": adds Latency to each request
+	ErrorRate            Kind = "error_rate"           // api/<name> or "*": fails a Rate fraction of requests with 503
+	BadVersion           Kind = "bad_version"          // sp/<type>/<slot>, host/<type>/<slot>, server/<uuid> or "*": the device reports unhealthy while it runs Version (a bad release)
 )
 
 var catalogue = map[Kind]bool{
 	SPResetMidDelivery: true, MGSDown: true, SPStuck: true, UpdateFailed: true,
-	ForeignUpdate: true, ResetReplyLost: true, ZoneRemovalFailure: true, ServerOffline: true, TaskFailure: true,
+	ForeignUpdate: true, ResetReplyLost: true, ResetErrorAfterReset: true, ZoneRemovalFailure: true, ServerOffline: true, TaskFailure: true,
 	PatchConflict: true, MachineSetRevert: true, MachineBootFailure: true, Latency: true, ErrorRate: true,
 	BadVersion: true,
 }

@@ -152,26 +152,6 @@ func TestHostPhase2ServedByOtherMGS(t *testing.T) {
 	assert.Equal(t, 1, *h.truth(sledB).Host.AttachedMGS)
 }
 
-// Without phase2_recovery_mode the host boots the phase 2 on its disk:
-// nothing is fetched through the SP, whatever phase 1 names.
-func TestHostBootsPhase2FromDiskWithoutRecoveryMode(t *testing.T) {
-	h := start(t)
-	ctx := context.Background()
-	h.writePhase1(sledA, 0, 1)
-	h.recoveryMode(sledA, false)
-	h.powerCycle(sledA)
-	require.Eventually(t, func() bool { return h.truth(sledA).Host.State == mgs.HostRunning }, 10*time.Second, 5*time.Millisecond)
-	tr := h.truth(sledA)
-	assert.Equal(t, 1, tr.Host.BootedSlot)
-	assert.Equal(t, mgs.Phase2FromDisk, tr.Host.Phase2Source)
-	assert.Empty(t, tr.Host.BootedPhase2)
-	for i := range h.mgs {
-		p, err := h.mgs[i].HostPhase2Progress(ctx, sled(sledA))
-		require.NoError(t, err)
-		assert.False(t, p.Available)
-	}
-}
-
 // The SP sticks with the MGS that answered until it stops answering, then
 // switches to the other one and the fetch completes.
 func TestHostPhase2StickyThenFailsOver(t *testing.T) {

@@ -276,6 +276,7 @@ func (m *instance) powerSet(w http.ResponseWriter, r *http.Request) {
 		s.host.epoch++
 		s.host.state = HostOff
 		s.host.attached = -1
+		m.rack.d.hostDown(s)
 	case state == "A0" && s.host.state == HostOff:
 		m.rack.d.bootHost(s, now, now)
 	}
@@ -431,11 +432,11 @@ func (m *instance) updateStart(w http.ResponseWriter, r *http.Request) {
 	}
 	info := ir.info()
 	if info.Size == 0 {
-		httpx.WriteError(w, http.StatusServiceUnavailable, codeUpdateFailed, updateFailedSPPrefix+"the image is empty")
+		httpx.WriteError(w, http.StatusServiceUnavailable, codeUpdateFailed, updateFailedSPPrefix+"update image cannot be empty")
 		return
 	}
 	if comp == CompSP && info.Header == nil {
-		httpx.WriteError(w, http.StatusServiceUnavailable, codeUpdateFailed, updateFailedSPPrefix+"invalid hubris archive: "+ir.hdrErr.Error())
+		httpx.WriteError(w, http.StatusServiceUnavailable, codeUpdateFailed, updateFailedSPPrefix+"hubris archive error: "+ir.hdrErr.Error())
 		return
 	}
 	if h := info.Header; h != nil && h.Component != "" && h.Component != comp {
@@ -559,11 +560,17 @@ func (m *instance) reset(w http.ResponseWriter, r *http.Request) {
 			s.rollback(time.Now())
 		}
 		s.mu.Unlock()
-		resetError(w, http.StatusServiceUnavailable, "ServiceUnavailable", fmt.Sprintf("mgs/%d went down during the reset", m.url))
+		// A dead MGS answers nothing: the caller cannot tell whether
+		// the reset happened.
+		loseReply(w)
 		return
 	}
 	if _, lost := d.env.Faults.Fire(faults.ResetReplyLost, fmt.Sprintf("sp/%s/%d", s.typ, s.slot)); lost {
 		loseReply(w)
+		return
+	}
+	if _, failed := d.env.Faults.Fire(faults.ResetErrorAfterReset, fmt.Sprintf("sp/%s/%d", s.typ, s.slot)); failed {
+		resetError(w, http.StatusServiceUnavailable, codeSpCommunicationFailed, commsPrefix+"the SP reset, but its answer to the watchdog disarm was lost (injected reset_error_after_reset)")
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -52,6 +52,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/fleetsim/domain"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
+	"github.com/fleetsaga/fleetsaga/fleetsim/sled"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 )
 
@@ -73,6 +74,28 @@ type Domain struct {
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
+
+	// sleds are the hosts' sled-agents and boot disks (Link): a host boots
+	// only the phase 2 its boot disk holds. nil: no sled domain.
+	sleds *sled.Domain
+}
+
+// Link implements domain.Linker: the sled domain holds each host's boot
+// disks and sled-agent.
+func (d *Domain) Link(others []domain.Domain) error {
+	for _, o := range others {
+		if s, ok := o.(*sled.Domain); ok {
+			d.sleds = s
+		}
+	}
+	return nil
+}
+
+// hostDown tells the sled's sled-agent its host went down.
+func (d *Domain) hostDown(s *sp) {
+	if d.sleds != nil {
+		d.sleds.HostDown(s.sledID)
+	}
 }
 
 type rack struct {
@@ -349,6 +372,15 @@ func (d *Domain) foreignReset(s *sp, u *update, after time.Duration) {
 	})
 }
 
+// bootFromDisk boots the host from the disk matching slot: ok only when it
+// holds phase 2 want. Without a sled domain every disk holds it.
+func (d *Domain) bootFromDisk(s *sp, slot int, want string) (bool, string) {
+	if d.sleds == nil {
+		return true, ""
+	}
+	return d.sleds.BootHost(s.sledID, slot, want)
+}
+
 // bootHost reboots the host: after the host boot time it runs phase 1 from
 // the active boot flash slot, then fetches the phase 2 image that phase 1
 // names through the SP. startAt is when the host starts booting (after an
@@ -358,7 +390,8 @@ func (d *Domain) bootHost(s *sp, _ time.Time, startAt time.Time) {
 	s.host.boots++
 	s.host.state = HostBooting
 	s.host.attached = -1
-	s.host.phase2, s.host.phase2Source = "", ""
+	s.host.phase2, s.host.phase2Source, s.host.bootFailure = "", "", ""
+	d.hostDown(s)
 	epoch := s.host.epoch
 	bootAt := startAt.Add(d.env.Scale(d.env.Spec.Timings.HostBootTime.Duration))
 	d.goBackground(func() {
@@ -382,10 +415,15 @@ func (d *Domain) bootHost(s *sp, _ time.Time, startAt time.Time) {
 			return
 		case img.Phase2 == "" || !s.host.startup.Phase2RecoveryMode:
 			// Without phase2_recovery_mode in the SP's startup options
-			// the host boots the phase 2 on its disk (not simulated
-			// here), whatever phase 1 names.
+			// the host boots the phase 2 on the disk matching the slot,
+			// and only the one its phase 1 names.
+			if ok, why := d.bootFromDisk(s, slot, img.Phase2); !ok {
+				s.host.state, s.host.bootFailure = HostPhase2Missing, why
+				s.mu.Unlock()
+				return
+			}
 			s.host.state = HostRunning
-			s.host.phase2, s.host.phase2Source = "", Phase2FromDisk
+			s.host.phase2, s.host.phase2Source = img.Phase2, Phase2FromDisk
 			s.mu.Unlock()
 			return
 		}
@@ -455,6 +493,9 @@ func (d *Domain) fetchPhase2(s *sp, epoch uint64, want string) {
 			if end >= uint64(size) {
 				s.host.state = HostRunning
 				s.host.phase2, s.host.phase2Source = want, Phase2FromRecovery
+				if d.sleds != nil {
+					d.sleds.HostUp(s.sledID, s.host.bootedSlot)
+				}
 				s.mu.Unlock()
 				return
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
+	"github.com/fleetsaga/fleetsaga/fleetsim/sled"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 )
 
@@ -39,7 +40,10 @@ const (
 	HostBooting      = "booting" // running phase 1 from flash
 	HostFetching     = "fetching_phase2"
 	HostPhase2Failed = "phase2_failed" // gave up fetching phase 2
-	HostBootFailed   = "boot_failed"   // the active slot holds no valid image
+	// HostPhase2Missing: the boot disk matching the active slot does not
+	// hold the phase 2 its phase 1 names; the host does not boot.
+	HostPhase2Missing = "phase2_missing"
+	HostBootFailed    = "boot_failed" // the active slot holds no valid image
 	// Where a running host's phase 2 came from (truth).
 	Phase2FromDisk     = "disk"
 	Phase2FromRecovery = "recovery"
@@ -75,7 +79,14 @@ func initialImage(component, version string) slotImage {
 	if version == "" {
 		return slotImage{}
 	}
+	phase2 := ""
+	if component == CompHost {
+		// A phase 1 image boots the phase 2 it is paired with, which the
+		// sled's disks hold at start (sled.InitialPhase2).
+		phase2 = sled.Phase2HeaderID(sled.InitialPhase2(version))
+	}
 	return slotImage{
+		Phase2:  phase2,
 		Valid:   true,
 		Version: version,
 		Board:   defaultBoard,
@@ -164,11 +175,13 @@ type host struct {
 	persistent int
 	transient  int // -1: none
 	state      string
-	bootedSlot int
-	phase2     string // phase 2 image the host booted (sha256)
-	boots      int
-	epoch      uint64
-	attached   int // rack-local MGS index the SP fetches phase 2 from; -1 none
+	// bootFailure says why the last boot failed (phase2_missing).
+	bootFailure string
+	bootedSlot  int
+	phase2      string // phase 2 image the host booted (sha256)
+	boots       int
+	epoch       uint64
+	attached    int // rack-local MGS index the SP fetches phase 2 from; -1 none
 	// startup is what the host reads from the SP when it boots.
 	startup StartupOptions
 	// phase2Source says where the running host's phase 2 came from:
@@ -181,6 +194,7 @@ type sp struct {
 	rack   *rack
 	typ    string
 	slot   int
+	sledID uuid.UUID // the sled whose host this SP runs
 	serial string
 	model  string
 
@@ -201,6 +215,7 @@ func newSP(r *rack, s spec.Sled) *sp {
 		rack:   r,
 		typ:    "sled",
 		slot:   s.Cubby,
+		sledID: s.ID,
 		serial: s.Serial,
 		model:  s.Part,
 		spSlots: [2]slotImage{
@@ -265,7 +280,7 @@ func (s *sp) prepare(now time.Time, id uuid.UUID, component string, fwSlot int, 
 		}
 	}
 	if info.Size == 0 {
-		return nil, &spErr{503, codeUpdateFailed, updateFailedSPPrefix + "the image is empty"}
+		return nil, &spErr{503, codeUpdateFailed, updateFailedSPPrefix + "update image cannot be empty"}
 	}
 	prep := spPrepareTime
 	if component == CompHost {

@@ -61,9 +61,11 @@ type HostTruth struct {
 	TransientSlot  *int         `json:"transient_slot,omitempty"`
 	State          string       `json:"state"`
 	BootedSlot     int          `json:"booted_slot"`
-	// BootedPhase2 is the phase 2 image fetched through the SP; empty when
-	// Phase2Source is "disk".
+	// BootedPhase2 is the phase 2 image the running host booted (its ID,
+	// the header SHA-256), from its disk or through the SP.
 	BootedPhase2 string `json:"booted_phase2,omitempty"`
+	// BootFailure says why the last boot failed (state phase2_missing).
+	BootFailure string `json:"boot_failure,omitempty"`
 	// Phase2Source: "recovery" (fetched through the SP) or "disk".
 	Phase2Source string `json:"phase2_source,omitempty"`
 	// StartupOptions are what the host reads from the SP at boot.
@@ -117,7 +119,7 @@ func (s *sp) truth(now time.Time) SPTruth {
 	t.Host = HostTruth{
 		Slots: s.host.slots, ActiveSlot: s.hostActive(), PersistentSlot: s.host.persistent,
 		State: s.host.state, BootedSlot: s.host.bootedSlot, BootedPhase2: s.host.phase2, Boots: s.host.boots,
-		Phase2Source: s.host.phase2Source, StartupOptions: s.host.startup,
+		Phase2Source: s.host.phase2Source, StartupOptions: s.host.startup, BootFailure: s.host.bootFailure,
 	}
 	if s.host.transient >= 0 {
 		v := s.host.transient

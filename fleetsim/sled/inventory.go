@@ -26,7 +26,6 @@ const (
 // field the document requires.
 type fullInventory struct {
 	sledagent.Inventory
-	LastReconciliation *fullReconciliation `json:"last_reconciliation"`
 
 	CPUFamily                   string            `json:"cpu_family"`
 	Datasets                    []json.RawMessage `json:"datasets"`
@@ -41,12 +40,6 @@ type fullInventory struct {
 	UsablePhysicalRAM           uint64            `json:"usable_physical_ram"`
 }
 
-// fullReconciliation adds boot_partitions (required) to the client's type.
-type fullReconciliation struct {
-	sledagent.ConfigReconcilerInventory
-	BootPartitions json.RawMessage `json:"boot_partitions"`
-}
-
 // The install dataset's manifests: no mupdate has happened on a simulated sled.
 var fileSourceResolverJSON = json.RawMessage(`{
  "zone_manifest": {"boot_disk_path": "/pool/int/install/zones", "non_boot_status": [],
@@ -55,12 +48,6 @@ var fileSourceResolverJSON = json.RawMessage(`{
   "boot_inventory": {"ok": {"artifacts": [], "source": {"source": "sled_agent"}}}},
  "mupdate_override": {"boot_disk_path": "/pool/int/install/mupdate-override.json", "non_boot_status": [],
   "boot_override": {"ok": null}}}`)
-
-// bootPartitionsJSON: fleetsim does not model phase 2 images on the M.2
-// disks; each slot reports that it holds no readable image.
-var bootPartitionsJSON = json.RawMessage(`{"boot_disk": {"ok": "A"},
- "slot_a": {"err": "fleetsim does not simulate phase 2 images"},
- "slot_b": {"err": "fleetsim does not simulate phase 2 images"}}`)
 
 // zoneType returns a zone's whole OmicronZoneType: the variant's required
 // fields with plausible values derived from the zone ID (n numbers the
@@ -130,9 +117,6 @@ func fullInventoryOf(inv sledagent.Inventory) fullInventory {
 		SmfServicesEnabledNotOnline: json.RawMessage(fmt.Sprintf(`{"type": "svcs_enabled_not_online", "value": {"errors": [], "services": [], "time_of_status": %q}}`, time.Now().UTC().Format(time.RFC3339Nano))),
 		UsableHardwareThreads:       simHardwareThreads,
 		UsablePhysicalRAM:           simPhysicalRAM,
-	}
-	if inv.LastReconciliation != nil {
-		out.LastReconciliation = &fullReconciliation{ConfigReconcilerInventory: *inv.LastReconciliation, BootPartitions: bootPartitionsJSON}
 	}
 	return out
 }

@@ -153,6 +153,15 @@ func NewDomain(ctx context.Context, env domain.Env) (*Domain, error) {
 				attempts:    map[uuid.UUID]int{},
 				lastRemoval: map[uuid.UUID]sledagent.ConfigReconcilerInventoryResult{},
 				removedAt:   map[uuid.UUID]time.Time{},
+				store:       map[string]storedArtifact{},
+				bootDisk:    s.Host.ActiveSlot & 1,
+				hostUp:      true,
+			}
+			for i, v := range s.Host.Slots {
+				if v != "" {
+					img := InitialPhase2(v)
+					sa.disks[i].image = &img
+				}
 			}
 			sa.handler = sa.newHandler()
 			if err := sa.listen(); err != nil {
@@ -230,15 +239,19 @@ func (s *sledAgent) newHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("PUT /omicron-config", s.putConfig)
 	mux.HandleFunc("GET /inventory", s.inventory)
+	mux.HandleFunc("GET /artifacts-config", s.getArtifactConfig)
+	mux.HandleFunc("PUT /artifacts-config", s.putArtifactConfig)
+	mux.HandleFunc("PUT /artifacts/{sha256}", s.putArtifact)
+	mux.HandleFunc("GET /artifacts", s.listArtifacts)
 	// Everything else gets a JSON 404/405, not the mux's text.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/omicron-config" || r.URL.Path == "/inventory" {
+		if r.URL.Path == "/omicron-config" || r.URL.Path == "/inventory" || r.URL.Path == "/artifacts-config" || r.URL.Path == "/artifacts" {
 			httpx.WriteError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", r.Method+" is not allowed on "+r.URL.Path)
 			return
 		}
 		httpx.WriteError(w, http.StatusNotFound, "NotFound", "no sled-agent route for "+r.Method+" "+r.URL.Path)
 	})
-	return s.d.env.Faults.Middleware("sled-agent", httpx.RequireAPIVersion(APIVersion, mux))
+	return s.hostUpOnly(s.d.env.Faults.Middleware("sled-agent", httpx.RequireAPIVersion(APIVersion, mux)))
 }
 
 // listen starts the sled's own listener on loopback.
@@ -308,6 +321,16 @@ type sledAgent struct {
 	attempts    map[uuid.UUID]int // removal attempts per zone
 	lastRemoval map[uuid.UUID]sledagent.ConfigReconcilerInventoryResult
 	removedAt   map[uuid.UUID]time.Time
+
+	// The host and its boot disks (bootdisk.go): disks[0] is M.2 A.
+	disks        [2]disk
+	bootDisk     int
+	hostUp       bool
+	bootFailure  string // why the last boot failed ("" if it did not)
+	phase2Writes [2]int
+	// The artifact store (artifacts.go): nil config until one is PUT.
+	artConfig *sledagent.ArtifactConfig
+	store     map[string]storedArtifact
 }
 
 type zoneState struct {
@@ -342,6 +365,7 @@ func (s *sledAgent) putConfig(w http.ResponseWriter, r *http.Request) {
 	defer s.put.Unlock()
 	s.mu.Lock()
 	ledger := s.ledger
+	missing := s.missingArtifacts(cfg)
 	s.mu.Unlock()
 	// The real sled-agent's 400s carry no error_code: only these messages.
 	switch {
@@ -360,6 +384,10 @@ func (s *sledAgent) putConfig(w http.ResponseWriter, r *http.Request) {
 				"sled config changed with the same generation (%d)", cfg.Generation))
 			return
 		}
+	}
+	if len(missing) > 0 {
+		httpx.WriteError(w, http.StatusBadRequest, "", "sled config is invalid: "+strings.Join(missing, ", "))
+		return
 	}
 	if !s.removesBeforeLedger() {
 		// Today's sled-agent: ledgered means done for the PUT; the
@@ -482,6 +510,9 @@ func (s *sledAgent) apply(cfg sledagent.OmicronSledConfig) error {
 	for _, z := range add {
 		s.startZone(z)
 	}
+	if err := s.reconcileBootPartitions(cfg); err != nil {
+		errs = append(errs, err)
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -553,6 +584,7 @@ func (s *sledAgent) snapshotInventory() sledagent.Inventory {
 			Datasets:             map[string]sledagent.ConfigReconcilerInventoryResult{},
 			ExternalDisks:        map[string]sledagent.ConfigReconcilerInventoryResult{},
 			OrphanedDatasets:     []json.RawMessage{},
+			BootPartitions:       s.bootPartitions(),
 		},
 	}
 	for id, z := range s.zones {

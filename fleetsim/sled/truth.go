@@ -34,6 +34,31 @@ type SledTruth struct {
 	RemovedAt map[uuid.UUID]time.Time `json:"removed_at"`
 	// Reconciling is true while a PUT /omicron-config is being applied.
 	Reconciling bool `json:"reconciling"`
+	// Host is the host on the sled's boot disks.
+	Host HostTruth `json:"host"`
+}
+
+// HostTruth is the sled's host and its M.2 boot disks.
+type HostTruth struct {
+	// Up: the host runs and sled-agent answers.
+	Up bool `json:"up"`
+	// BootDisk is the disk the host last booted (or tried to): A or B.
+	BootDisk string `json:"boot_disk"`
+	// BootFailure says why the last boot failed ("" if it did not).
+	BootFailure string `json:"boot_failure,omitempty"`
+	// Disks is what M.2 A and B hold: the phase 2 ID (header SHA-256) and
+	// the artifact hash, "" when none.
+	Disks [2]DiskTruth `json:"disks"`
+	// Artifacts are the artifact store's contents (hashes).
+	Artifacts []string `json:"artifacts"`
+}
+
+// DiskTruth is one boot partition.
+type DiskTruth struct {
+	Phase2   string `json:"phase2,omitempty"`
+	Artifact string `json:"artifact,omitempty"`
+	Writes   int    `json:"writes"`
+	Error    string `json:"error,omitempty"`
 }
 
 // ZoneTruth is one zone present on a sled.
@@ -76,6 +101,7 @@ func (d *Domain) Snapshot() Truth {
 			LastRemoval:        make(map[uuid.UUID]sledagent.ConfigReconcilerInventoryResult, len(s.lastRemoval)),
 			RemovedAt:          make(map[uuid.UUID]time.Time, len(s.removedAt)),
 			Reconciling:        s.running != nil,
+			Host:               s.hostTruth(),
 		}
 		for zid, z := range s.zones {
 			st.Zones = append(st.Zones, ZoneTruth{ID: zid, Kind: z.cfg.ZoneType.Type, Result: z.result})
@@ -115,4 +141,20 @@ func (d *Domain) Snapshot() Truth {
 	d.nexusMu.Unlock()
 	slices.SortFunc(t.Nexus, func(a, b NexusTruth) int { return compareUUID(a.ZoneID, b.ZoneID) })
 	return t
+}
+
+// hostTruth snapshots the host and its disks. Caller holds s.mu.
+func (s *sledAgent) hostTruth() HostTruth {
+	h := HostTruth{Up: s.hostUp, BootDisk: sledagent.M2SlotOf(uint16(s.bootDisk)), BootFailure: s.bootFailure, Artifacts: []string{}}
+	for i, dk := range s.disks {
+		h.Disks[i] = DiskTruth{Writes: s.phase2Writes[i], Error: dk.err}
+		if dk.image != nil {
+			h.Disks[i].Phase2, h.Disks[i].Artifact = Phase2HeaderID(*dk.image), dk.image.ArtifactHash
+		}
+	}
+	for a := range s.store {
+		h.Artifacts = append(h.Artifacts, a)
+	}
+	slices.Sort(h.Artifacts)
+	return h
 }

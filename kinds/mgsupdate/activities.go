@@ -35,11 +35,13 @@ type MGSActivities struct {
 	Ledger *activities.LedgerActivities
 	// owner finds a pending Nexus MGS update for a device (zero: none known).
 	owner ownerLookup
+	// sleds finds a host's sled-agent and its config's owner.
+	sleds sledLookup
 }
 
 // NewMGSActivities builds the activities from the fleet endpoints.
 func NewMGSActivities(ep fleet.Endpoints, hc *http.Client, store *ledger.Store, identity string) *MGSActivities {
-	a := &MGSActivities{HTTP: hc, Store: store, Identity: identity, owner: newOwnerLookup(ep, hc)}
+	a := &MGSActivities{HTTP: hc, Store: store, Identity: identity, owner: newOwnerLookup(ep, hc), sleds: newSledLookup(ep, hc)}
 	if len(ep.MGS) > 0 {
 		a.MGS, _ = mgs.NewSet(ep.MGS, hc)
 	}

@@ -14,7 +14,13 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 )
 
-// --- host boot flash ---
+// --- the recovery (mupdate) path ---
+//
+// These activities boot a host with its phase 2 fetched through the SP
+// (phase2_recovery_mode): wicketd's recovery path, not the host OS update
+// (which writes phase 2 to disk through sled-agent: activities_hostdisk.go,
+// activities_hostboot.go). No workflow uses them since issue 26 part 3;
+// they are kept, with their tests, for the recovery operation of part 4.
 
 // HostPostUpdateInput activates a written phase 1 slot.
 type HostPostUpdateInput struct {

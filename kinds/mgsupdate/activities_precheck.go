@@ -149,37 +149,62 @@ func (a *MGSActivities) hostSlot(ctx context.Context, set *mgs.Set, sp mgs.SpIde
 	return SlotInfo{Slot: slot, Valid: true, SHA256: sum}, nil
 }
 
-// hostSlotHash asks the SP to hash a host boot flash slot and waits for it.
+// hostSlotHash is the hash of a host boot flash slot, as MGS's own client
+// gets it (omicron clients/gateway-client host_phase_1_flash_hash_calculate_with_timeout):
+// read it; if not calculated, start hashing once; then poll once a second
+// (hashPollInterval) until hashed. A second "not calculated" means the
+// slot's contents changed while it was hashed (a write started): the
+// precheck fails and is retried, it does not restart the hash.
 func (a *MGSActivities) hostSlotHash(ctx context.Context, set *mgs.Set, sp mgs.SpIdentifier, slot uint16) (string, error) {
-	deadline := time.Now().Add(2 * time.Minute)
-	started := false
-	for {
+	get := func() (mgs.HashStatus, error) {
 		hs, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.HashStatus, error) {
 			return c.HashGet(ctx, sp, mgs.ComponentHostBootFlash, slot)
 		})
 		if err != nil {
-			return "", mgsErr(err, "read host flash slot hash")
+			return hs, mgsErr(err, "read host flash slot hash")
+		}
+		return hs, nil
+	}
+	hs, err := get()
+	if err != nil || hs.Status == mgs.HashHashed {
+		return hs.SHA256, err
+	}
+	if hs.Status == mgs.HashNotCalculated {
+		if err := set.Do(ctx, func(ctx context.Context, c *mgs.Client) error {
+			return c.HashStart(ctx, sp, mgs.ComponentHostBootFlash, slot)
+		}); err != nil {
+			return "", mgsErr(err, "start host flash slot hash")
+		}
+	}
+	deadline := time.Now().Add(hashTimeout)
+	for {
+		activity.RecordHeartbeat(ctx, "hashing")
+		if err := activities.SleepCtx(ctx, hashPollInterval); err != nil {
+			return "", err
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("host flash slot %d: hashing did not finish within %s", slot, hashTimeout)
+		}
+		hs, err := get()
+		if err != nil {
+			return "", err
 		}
 		switch hs.Status {
 		case mgs.HashHashed:
 			return hs.SHA256, nil
 		case mgs.HashNotCalculated:
-			if started && time.Now().After(deadline) {
-				return "", fmt.Errorf("host flash slot %d: hash was never calculated", slot)
-			}
-			if err := set.Do(ctx, func(ctx context.Context, c *mgs.Client) error {
-				return c.HashStart(ctx, sp, mgs.ComponentHostBootFlash, slot)
-			}); err != nil {
-				return "", mgsErr(err, "start host flash slot hash")
-			}
-			started = true
-		}
-		if time.Now().After(deadline) {
-			return "", fmt.Errorf("host flash slot %d: hashing did not finish within 2m", slot)
-		}
-		activity.RecordHeartbeat(ctx, "hashing")
-		if err := activities.SleepCtx(ctx, 50*time.Millisecond); err != nil {
-			return "", err
+			return "", fmt.Errorf("host flash slot %d: its contents changed while it was hashed", slot)
 		}
 	}
 }
+
+// Hashing a host boot flash slot, as MGS's client and Nexus do it.
+const (
+	// hashPollInterval is gateway-client's SLEEP_BETWEEN_POLLS: polling
+	// the SP at 1 Hz is cheap, and hashing takes a few seconds.
+	hashPollInterval = time.Second
+	// hashTimeout is Nexus's PHASE_1_HASHING_TIMEOUT: hashing takes a few
+	// seconds; a minute means something is very wrong (a stuck hashing
+	// engine was the one case seen).
+	hashTimeout = time.Minute
+)

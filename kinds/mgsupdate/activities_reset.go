@@ -125,16 +125,17 @@ func (a *MGSActivities) SPPostUpdate(ctx context.Context, in PostUpdateInput) (P
 }
 
 // resetOnce asks the MGS instances in turn to reset the SP, moving on only
-// when an instance certainly did not do it (it refused to reset its own
-// sled's SP, or answered that it is unavailable). A transport error may
-// hide a reset that happened: it is returned at once, so the caller
-// re-checks before resetting again instead of resetting through the next
-// MGS.
+// when an instance certainly did not do it (mgs.ResetNotSent: it refused
+// to reset its own sled's SP, the connection was never made, or it
+// answered before talking to the SP). A lost reply, a timeout or a 503
+// that may come after the reset (SpCommunicationFailed, Timeout) is
+// returned at once: the caller re-reads the SP before resetting again, so
+// the SP is never reset twice inside its watchdog window.
 func resetOnce(ctx context.Context, set *mgs.Set, sp mgs.SpIdentifier) error {
 	var err error
 	for _, c := range set.Clients() {
 		err = c.Reset(ctx, sp, mgs.ComponentSP)
-		if err == nil || mgs.Classify(err) != mgs.ClassTryNextMGS || mgs.StatusOf(err) == 0 {
+		if err == nil || !mgs.ResetNotSent(err) {
 			return err
 		}
 	}

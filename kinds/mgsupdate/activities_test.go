@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,12 +32,14 @@ import (
 
 // mgsAct runs the MGS activities (without a ledger) against fleetsim.
 type mgsAct struct {
-	t   *testing.T
-	sim *fleetsim.Server
-	reg *faults.Registry
-	a   *mgsupdate.MGSActivities
-	env *testsuite.TestActivityEnvironment
-	dir string
+	t    *testing.T
+	sim  *fleetsim.Server
+	reg  *faults.Registry
+	a    *mgsupdate.MGSActivities
+	env  *testsuite.TestActivityEnvironment
+	dir  string
+	spec *spec.Spec
+	reqs *requestLog
 }
 
 var sled2 = mgs.SpIdentifier{Type: mgs.SpTypeSled, Slot: 2}
@@ -58,8 +61,9 @@ func newMGSAct(t *testing.T, mutate ...func(*spec.Spec)) *mgsAct {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sim.Close() })
 	var ts testsuite.WorkflowTestSuite
-	m := &mgsAct{t: t, sim: sim, reg: reg, env: ts.NewTestActivityEnvironment(), dir: t.TempDir(),
-		a: mgsupdate.NewMGSActivities(fleet.FromFleetsim(sim.URL, ""), &http.Client{Timeout: 10 * time.Second, Transport: mgsChecked{t}}, nil, "test")}
+	reqs := &requestLog{n: map[string]int{}}
+	m := &mgsAct{t: t, sim: sim, reg: reg, env: ts.NewTestActivityEnvironment(), dir: t.TempDir(), spec: s, reqs: reqs,
+		a: mgsupdate.NewMGSActivities(fleet.FromFleetsim(sim.URL, ""), &http.Client{Timeout: 10 * time.Second, Transport: mgsChecked{t, reqs}}, nil, "test")}
 	m.env.RegisterActivity(m.a)
 	return m
 }
@@ -67,18 +71,47 @@ func newMGSAct(t *testing.T, mutate ...func(*spec.Spec)) *mgsAct {
 var mgsContract = openapi.MustLoad(openapi.MGS)
 
 // mgsChecked checks every request the activities send to an MGS instance
-// (/mgs/{i}/...) and every response they get against MGS's OpenAPI
-// document.
-type mgsChecked struct{ t *testing.T }
+// (/mgs/{i}/...) or a sled-agent (/sled-agent/{sled}/...) and every
+// response they get against that API's OpenAPI document, and counts them
+// by method and path.
+type mgsChecked struct {
+	t    *testing.T
+	reqs *requestLog
+}
+
+var sledAgentContract = openapi.MustLoad(openapi.SledAgent)
 
 func (c mgsChecked) RoundTrip(req *http.Request) (*http.Response, error) {
-	rest, ok := strings.CutPrefix(req.URL.Path, "/mgs/")
-	if !ok {
-		return http.DefaultTransport.RoundTrip(req)
+	c.reqs.add(req.Method + " " + req.URL.Path)
+	if rest, ok := strings.CutPrefix(req.URL.Path, "/mgs/"); ok {
+		idx, _, _ := strings.Cut(rest, "/")
+		tr := &openapi.Transport{Contract: mgsContract, Prefix: "/mgs/" + idx, Rep: c.t, Responses: true}
+		return tr.RoundTrip(req)
 	}
-	idx, _, _ := strings.Cut(rest, "/")
-	tr := &openapi.Transport{Contract: mgsContract, Prefix: "/mgs/" + idx, Rep: c.t, Responses: true}
-	return tr.RoundTrip(req)
+	if rest, ok := strings.CutPrefix(req.URL.Path, "/sled-agent/"); ok {
+		id, _, _ := strings.Cut(rest, "/")
+		tr := &openapi.Transport{Contract: sledAgentContract, Prefix: "/sled-agent/" + id, Rep: c.t, Responses: true}
+		return tr.RoundTrip(req)
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// requestLog counts requests by "METHOD path".
+type requestLog struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (l *requestLog) add(k string) {
+	l.mu.Lock()
+	l.n[k]++
+	l.mu.Unlock()
+}
+
+func (l *requestLog) count(k string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n[k]
 }
 
 func (m *mgsAct) artifact(version string) mgsupdate.ArtifactRef {
@@ -251,6 +284,26 @@ func TestSPPostUpdateLostReplyIsNotRepeated(t *testing.T) {
 	assert.Equal(t, 1, m.truth().Resets)
 }
 
+// A reset MGS answers 503 after it happened (its watchdog disarm or its
+// wait for the SP failed): the reset is not sent again, through this MGS
+// or the other one, inside the watchdog window; the SP's new version is
+// what tells that it happened (omicron's driver: only a transport error
+// moves the reset to the next MGS).
+func TestSPPostUpdateResetAnswered503IsNotRepeated(t *testing.T) {
+	m := newMGSAct(t)
+	id := uuid.New()
+	m.start(m.artifact("1.1.0"), id)
+	require.Equal(t, mgsupdate.WaitComplete, m.wait(id, true).Outcome)
+	m.reg.Arm(faults.Fault{Kind: faults.ResetErrorAfterReset, Target: "sp/sled/2", Times: 1})
+	pr, err := exec[mgsupdate.PostUpdateResult](m, m.a.SPPostUpdate, mgsupdate.PostUpdateInput{
+		SP: sled2, UpdateID: id, TargetVersion: "1.1.0", ResetRetryInterval: 100 * time.Millisecond,
+		NewVersionTimeout: 5 * time.Second, PollInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Equal(t, mgsupdate.PostActivated, pr.Outcome)
+	assert.Equal(t, 1, m.truth().Resets, "one reset: the 503 was not followed by another through the other MGS")
+	assert.Equal(t, "1.1.0", m.truth().SP.Active.Version)
+}
+
 func TestSPPostUpdateNotActivated(t *testing.T) {
 	m := newMGSAct(t)
 	id := uuid.New()
@@ -324,4 +377,21 @@ func (m *mgsAct) flashHostPhase1(t *testing.T) (p1sum string, p2Ref mgsupdate.Ar
 	require.NoError(t, err)
 	require.Equal(t, mgsupdate.WaitComplete, wr.Outcome)
 	return p1sum, p2Ref, id
+}
+
+// An archive MGS cannot read (not a Hubris archive: 503 UpdateFailed
+// "hubris archive error") is refused for good, like one for another
+// board: the start ends ImageRefused after re-reading the SP, instead of
+// being retried (and the image sent again) for the retry budget.
+func TestStartRefusedForABadArchiveEndsTheAttempt(t *testing.T) {
+	m := newMGSAct(t)
+	path := filepath.Join(m.dir, "not-an-archive.bin")
+	body := bytes.Repeat([]byte("not a hubris archive "), 4096)
+	require.NoError(t, os.WriteFile(path, body, 0o644))
+	art := mgsupdate.ArtifactRef{Version: "1.1.0", SHA256: simmgs.SHA256Hex(body), Path: path}
+	_, err := m.env.ExecuteActivity(m.a.MGSStartUpdate, mgsupdate.StartUpdateInput{
+		SP: sled2, Component: mgs.ComponentSP, UpdateID: uuid.New(), Artifact: art, PollInterval: 10 * time.Millisecond})
+	require.Error(t, err)
+	assert.Equal(t, failure.ImageRefused, mgsErrType(err), "%v", err)
+	assert.Empty(t, m.truth().Deliveries, "nothing was written")
 }

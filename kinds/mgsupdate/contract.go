@@ -71,18 +71,19 @@ const NoValidVersion = "invalid"
 // query, search attribute, ledger), after omicron's UpdateAttemptStatus.
 const (
 	MGSPhasePrecheck     workflows.Phase = "precheck"                      // read the device and decide (each attempt)
+	MGSPhaseHostPhase2   workflows.Phase = "phase2-to-disk"                // host flash: sled-agent writes phase 2 to the inactive slot's disk
 	MGSPhaseUpdating     workflows.Phase = "updating"                      // send our image, wait for it
 	MGSPhaseConcurrent   workflows.Phase = "waiting-for-concurrent-update" // someone else's update holds the component
 	MGSPhasePostUpdate   workflows.Phase = "post-update"                   // make a complete update take effect
-	MGSPhaseHostBoot     workflows.Phase = "host-boot"                     // host flash: follow the host's boot
+	MGSPhaseHostBoot     workflows.Phase = "host-boot"                     // host flash: activate the slot, reset, wait for sled-agent on it
 	MGSPhaseAttemptPause workflows.Phase = "attempt-pause"                 // between attempts
 	MGSPhaseDone         workflows.Phase = "done"
 )
 
 func init() {
-	workflows.DeclarePhases([]workflows.Phase{MGSPhasePrecheck, MGSPhaseUpdating, MGSPhaseConcurrent, MGSPhasePostUpdate, MGSPhaseHostBoot,
+	workflows.DeclarePhases([]workflows.Phase{MGSPhasePrecheck, MGSPhaseHostPhase2, MGSPhaseUpdating, MGSPhaseConcurrent, MGSPhasePostUpdate, MGSPhaseHostBoot,
 		MGSPhaseAttemptPause, MGSPhaseDone},
-		MGSPhaseUpdating, MGSPhaseConcurrent, MGSPhaseHostBoot)
+		MGSPhaseHostPhase2, MGSPhaseUpdating, MGSPhaseConcurrent, MGSPhaseHostBoot)
 }
 
 // How an MGS update succeeded (the result's and the ledger's outcome).

@@ -99,6 +99,11 @@ func (u *mgsUpdate) drive(ctx workflow.Context, c mgsComponent) (mgsEnding, erro
 				return noChangeNeeded, err
 			}
 		}
+		if p, ok := c.(mgsPreparer); ok {
+			if err := p.prepare(ctx); err != nil {
+				return mgsEnding{}, err
+			}
+		}
 		if ending, done, err := u.startOrWatch(ctx, c); err != nil || done {
 			return ending, err
 		}

@@ -58,8 +58,8 @@ func TestHostFlashRechecksSlotAfterConcurrentUpdate(t *testing.T) {
 	require.Len(t, m.starts, 2)
 	assert.Equal(t, uint16(0), m.starts[0].FirmwareSlot)
 	assert.Equal(t, uint16(1), m.starts[1].FirmwareSlot, "the slot that is inactive now")
-	require.Len(t, m.hostPost, 1)
-	assert.Equal(t, uint16(1), m.hostPost[0].NewSlot)
+	require.Len(t, m.hostBoots, 1)
+	assert.Equal(t, uint16(1), m.hostBoots[0].Slot)
 }
 
 // A cancel while the SP is reset to activate our complete update: a

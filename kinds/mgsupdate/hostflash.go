@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -13,13 +14,17 @@ import (
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// HostFlashInput is one host boot flash update (DESIGN.md §3.2): phase 1
-// goes to the inactive host-boot-flash slot, phase 2 is what the host
-// fetches through the SP when it boots.
+// HostFlashInput is one host OS update (DESIGN.md §3.2, DOMAIN.md §I):
+// phase 2 goes to the disk of the inactive slot through the sled's
+// sled-agent, phase 1 to the inactive host-boot-flash slot through MGS.
 type HostFlashInput struct {
 	Sled   SPTarget `json:"sled"`
 	Phase1 Artifact `json:"phase1"`
 	Phase2 Artifact `json:"phase2"`
+	// SledID names the sled when no Nexus sled table is configured (then
+	// its sled-agent is the fleet endpoint sledAgent with this ID); with
+	// one, the sled is found by the SP's serial.
+	SledID uuid.UUID `json:"sledId,omitzero"`
 	// ExpectedActive / ExpectedInactive, when set, must match the phase 1
 	// hashes (SHA-256, hex) of the active and inactive slots: the host boot
 	// flash has no caboose, so MGS knows a slot only by its hash.
@@ -59,17 +64,21 @@ func (in HostFlashInput) Validate() error {
 	return errors.Join(errs...)
 }
 
-// HostBootFlashUpdate prechecks the slots by their phase 1 hashes, writes
-// phase 1 to the inactive host boot flash slot (the MGS driver's attempts,
-// as SPFirmwareUpdate's), then activates it and follows the host's boot
-// (hostflash_boot.go). This kind supplies the precheck and the
-// post-update.
+// HostBootFlashUpdate is the rack's host OS update (omicron's
+// host_phase1_updater.rs): it prechecks the slots by their phase 1 hashes
+// and the host's boot disk, has sled-agent write phase 2 to the inactive
+// slot's disk (hostflash_phase2.go), writes phase 1 to that slot (the MGS
+// driver's attempts, as SPFirmwareUpdate's), then makes the slot active,
+// resets the SP (which restarts the host) and is done when sled-agent
+// reports the new boot disk (hostflash_boot.go).
 //
-// Cancel: before the power cycle, a cancel aborts our update and ends the
-// update cancelled. Once the host was power-cycled onto the new slot it
-// boots the new image whatever happens, so a cancel no longer stops the
-// update: the boot is followed to its end and the update ends completed
-// with CancelIgnored set.
+// Cancel: before the slot switch, a cancel aborts our phase 1 update and
+// ends the update cancelled, the host untouched on its old OS. After it,
+// a cancel puts the host back on its old slot (which still holds the old
+// pair) unless the host already runs the new one; then the update ends
+// completed with CancelIgnored set. A host that does not come back on the
+// new slot in time is put back on the old one and the update fails
+// (HostBootTimeout).
 func HostBootFlashUpdate(ctx workflow.Context, in HostFlashInput) (MGSUpdateResult, error) {
 	if err := in.Validate(); err != nil {
 		return MGSUpdateResult{}, temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidInput, nil)
@@ -89,9 +98,12 @@ type hostFlash struct {
 	// slot is the slot phase 1 goes to: the one inactive at the last
 	// precheck.
 	slot uint16
-	// phase2ID is the phase 2 image's ID at MGS (its header's SHA-256),
-	// read by the first precheck.
-	phase2ID string
+	// active is the slot active at the last precheck: the host's old OS,
+	// the slot it is put back on.
+	active uint16
+	// serial is the SP's serial (the sled's baseboard), read by the first
+	// precheck: how the sled's sled-agent is found.
+	serial string
 }
 
 func (w *hostFlash) firmwareSlot() uint16 { return w.slot }
@@ -112,13 +124,13 @@ func (w *hostFlash) precheck(ctx workflow.Context, when precheckWhen) (precheckS
 	}
 	if when == precheckFirst {
 		w.result.PreviousVersion = hostSlotVersion(pre.Active)
-		w.phase2ID = pre.Phase2ID
+		w.serial = pre.Serial
 	}
 	if err := checkIdentity(w.in.Sled, pre); err != nil {
 		return readyForUpdate, err
 	}
 	if strings.EqualFold(pre.Active.SHA256, w.in.Phase1.SHA256) {
-		return updateComplete, nil
+		return updateComplete, w.confirmBooted(ctx, pre.Active.Slot)
 	}
 	in := w.in
 	if when != precheckFirst {
@@ -127,7 +139,7 @@ func (w *hostFlash) precheck(ctx workflow.Context, when precheckWhen) (precheckS
 	if err := checkHostSlots(in, pre); err != nil {
 		return readyForUpdate, err
 	}
-	w.slot = pre.Inactive.Slot
+	w.slot, w.active = pre.Inactive.Slot, pre.Active.Slot
 	return readyForUpdate, nil
 }
 

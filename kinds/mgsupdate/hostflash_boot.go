@@ -1,85 +1,83 @@
 package mgsupdate
 
 import (
+	"fmt"
 	"strconv"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// postUpdate activates the written slot and boots the host on it: phase 2
-// on every MGS, the slot active with persist, phase2_recovery_mode set,
-// a power cycle, then the host's phase 2 fetch followed by asking every
-// MGS (the freshest record for our image) until the SP reports the new
-// slot active and the host on; then recovery mode is cleared. A bounded
-// wait, else HostBootTimeout. Past the power cycle a cancel is ignored:
-// the host boots the new image whatever the operator does.
+// postUpdate boots the host on the written slot: the slot active with
+// persist, the SP reset (it restarts the host), done when sled-agent
+// reports the new boot disk. Its undo, registered first, puts the host
+// back on the old slot (which still holds the old phase 1 and phase 2):
+// it runs when the host does not come back in time (HostBootTimeout) and
+// on a cancel, unless the host already runs the new slot.
 func (w *hostFlash) postUpdate(ctx workflow.Context) (postUpdateStatus, error) {
-	bctx, err := w.activate(ctx)
+	w.Phase(ctx, MGSPhaseHostBoot)
+	old := w.active
+	w.BeforeAction("put the host back on slot "+strconv.Itoa(int(old)), func(ctx workflow.Context) error {
+		err := workflow.ExecuteActivity(w.longOpts(ctx, w.timing.NewVersionTimeout, "put the host back on slot "+strconv.Itoa(int(old))),
+			mgsActs.HostBootSlot, w.bootInput(ctx, old, "restore")).Get(ctx, nil)
+		if err == nil {
+			w.Undone(fmt.Sprintf("host put back on phase 1 slot %d, its old OS", old))
+		}
+		return err
+	})
+	in := w.bootInput(ctx, w.slot, "activate")
+	actx := workflows.AwaitCancel(w.longOpts(ctx, w.timing.NewVersionTimeout, "make slot "+strconv.Itoa(int(w.slot))+" active, reset the SP, wait for the host on it"))
+	err := workflow.ExecuteActivity(actx, mgsActs.HostBootSlot, in).Get(ctx, nil)
 	if err != nil {
-		return postUpdateStatus{}, err
+		if !workflows.IsCancel(ctx, err) || !w.bootedDespiteCancel(ctx, in) {
+			return postUpdateStatus{}, err
+		}
+		w.noTurningBack(ctx)
+		w.cancelIgnored(ctx, "the cancel arrived after the host had booted slot "+strconv.Itoa(int(w.slot))+
+			" with the new OS: a host running the new OS is not rolled back")
 	}
-	if err := w.waitBoot(bctx); err != nil {
-		return postUpdateStatus{}, err
-	}
-	w.cancelIgnored(ctx, "the cancel arrived after the host was power-cycled onto slot "+strconv.Itoa(int(w.slot))+
-		": a power cycle is not undone, so the boot was followed to its end")
+	w.NothingToUndo()
 	return activated, nil
 }
 
-// activate makes phase 2 available on every MGS, sets the new slot active
-// (persist) and power-cycles the host. It returns the context to follow
-// the boot on: past the power cycle, a disconnected one (noTurningBack).
-func (w *hostFlash) activate(ctx workflow.Context) (workflow.Context, error) {
-	in := HostPostUpdateInput{SP: w.sp, AttemptID: w.AttemptID(), NewSlot: w.slot, Phase2: w.in.Phase2}
-	actx := w.longOpts(ctx, hostActivateBound, "activate the new slot, boot the host")
-	// A cancel waits for the power cycle to stop, then asks the SP.
-	err := workflow.ExecuteActivity(workflows.AwaitCancel(actx), mgsActs.HostPostUpdate, in).Get(ctx, nil)
-	if err != nil && !w.cycledDespiteCancel(ctx, in, err) {
-		return ctx, err
+// bootInput boots the host on slot, within the host's boot timeout from
+// now.
+func (w *hostFlash) bootInput(ctx workflow.Context, slot uint16, why string) HostBootInput {
+	return HostBootInput{
+		SP: w.sp, Serial: w.serial, SledID: w.in.SledID, AttemptID: w.AttemptID(), Slot: slot, Why: why,
+		Deadline: workflow.Now(ctx).Add(w.timing.NewVersionTimeout), PollInterval: w.timing.PollInterval,
 	}
-	return w.noTurningBack(ctx), nil
 }
 
-// cycledDespiteCancel: a cancel stopped HostPostUpdate, which may have
-// power-cycled the host onto the new slot first. The SP says whether it
-// did; if so, the host boots the new image and the update goes on.
-func (w *hostFlash) cycledDespiteCancel(ctx workflow.Context, in HostPostUpdateInput, err error) bool {
-	if !workflows.IsCancel(ctx, err) {
-		return false
-	}
+// bootedDespiteCancel: a cancel stopped the boot; sled-agent says whether
+// the host already runs the new slot (then the update is complete).
+func (w *hostFlash) bootedDespiteCancel(ctx workflow.Context, in HostBootInput) bool {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	var cycled bool
-	if err := workflow.ExecuteActivity(w.shortOpts(dctx, "was the host power-cycled onto the new slot?"), mgsActs.HostCycledOntoSlot, in).Get(dctx, &cycled); err != nil {
-		workflow.GetLogger(ctx).Error("cancelled: could not learn whether the host was power-cycled onto the new slot",
-			"slot", in.NewSlot, "error", err)
+	var booted bool
+	if err := workflow.ExecuteActivity(w.shortOpts(dctx, "does the host run the new slot?"), mgsActs.HostBootedOn, in).Get(dctx, &booted); err != nil {
+		workflow.GetLogger(ctx).Error("cancelled: could not learn whether the host runs the new slot; putting it back", "slot", in.Slot, "error", err)
 		return false
 	}
-	return cycled
+	return booted
 }
 
-// waitBoot follows the host's boot in checkpointed, heartbeating waits.
-func (w *hostFlash) waitBoot(ctx workflow.Context) error {
-	w.Phase(ctx, MGSPhaseHostBoot)
-	w.report.Done, w.report.Total = 0, 0
-	in := HostWaitBootInput{
-		SP: w.sp, AttemptID: w.AttemptID(), NewSlot: w.slot, Phase2ID: w.phase2ID,
-		Timeout: w.timing.NewVersionTimeout, PollInterval: w.timing.PollInterval, CheckpointEvery: w.timing.CheckpointEvery,
+// confirmBooted: the target is active on slot; the host must run from
+// that slot's disk too, else a reboot is pending (omicron's precheck:
+// MismatchedHostOsActiveSlot).
+func (w *hostFlash) confirmBooted(ctx workflow.Context, slot uint16) error {
+	in := w.bootInput(ctx, slot, "check")
+	var booted bool
+	if err := workflow.ExecuteActivity(w.shortOpts(ctx, "does the host run the active slot?"), mgsActs.HostBootedOn, in).Get(ctx, &booted); err != nil {
+		return err
 	}
-	for n := 0; ; n++ {
-		if n >= maxCheckpoints {
-			in.CheckpointEvery = 0
-		}
-		var res HostWaitBootResult
-		if err := workflow.ExecuteActivity(w.longOpts(ctx, w.timing.NewVersionTimeout, "follow the phase 2 fetch and the boot"), mgsActs.HostWaitBoot, in).Get(ctx, &res); err != nil {
-			return err
-		}
-		w.report.Done, w.report.Total = int64(res.Offset), int64(res.Total)
-		if res.Booted {
-			return nil
-		}
-		in.Since = res.Since
+	if !booted {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"phase 1 slot %d holds the target and is active, but the host does not run from its disk: a reboot is pending (another update in flight?)", slot),
+			failure.HostBootDiskMismatch, nil)
 	}
+	return nil
 }

@@ -5,46 +5,37 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
-	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
+	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// Issue 14 (chaos seed 2): the operator cancels a host flash while the
-// host boots the new slot (phase host-boot, after the power cycle). The
-// power cycle is not undone: fleetsim's host boots the new image, and the
-// ledger agrees (completed, not cancelled); the result says the cancel was
-// ignored. Recorded: the cancel path's history.
-func TestHostFlashCancelledWhileBootingEndsCompletedOnFleetsim(t *testing.T) {
+// A cancel after the SP reset, with the new slot's boot failed (its phase
+// 1 names a phase 2 nobody wrote: the host sits in phase2_missing): the
+// cancel is not ignored. The host is put back on its old slot and boots
+// its old OS; the update ends cancelled.
+func TestHostFlashCancelAfterFailedBootPutsTheHostBack(t *testing.T) {
 	const cubby = 2
-	st := newMGSStack(t, func(s *spec.Spec) {
-		s.Timings.Phase2BytesPerSecond = 1 << 9 // ×100: 128 KiB in ~2.6 s, long enough to cancel in
-	})
-	in := st.hostInput(cubby)
+	st := newMGSStack(t)
+	in := st.hostInputNaming(cubby, simmgs.SHA256Hex([]byte("a phase 2 nobody wrote")))
+	in.Timing.NewVersionTimeout = time.Minute // the cancel, not the timeout, ends it
+	oldOS := st.truth(cubby).Host.Slots[0]
 	run := st.startWF(workflows.KindHostFlash, in, mgsupdate.HostBootFlashUpdate)
+	require.Eventually(t, func() bool { return st.truth(cubby).Host.State == simmgs.HostPhase2Missing }, 60*time.Second, 10*time.Millisecond)
+	require.NoError(t, st.env.Client.CancelWorkflow(context.Background(), run.GetID(), run.GetRunID()))
 
-	st.cancelInPhase(run, mgsupdate.MGSPhaseHostBoot) // the host was power-cycled and boots
-
-	res, err := st.result(run)
-	require.NoError(t, err, "a host flash past its power cycle ends completed")
-	assert.Equal(t, mgsupdate.MGSOutcomeCompletedUpdate, res.Outcome)
-	assert.True(t, res.CancelIgnored)
-
-	tr := st.truth(cubby)
-	assert.Equal(t, simmgs.HostRunning, tr.Host.State)
-	assert.Equal(t, 1, tr.Host.BootedSlot, "the host runs the new slot")
-	assert.Equal(t, "2.0.0", tr.Host.Slots[tr.Host.BootedSlot].Version)
-	assert.Equal(t, phase2ID(t, in.Phase2.Path), tr.Host.BootedPhase2)
-	assert.False(t, tr.Host.StartupOptions.Phase2RecoveryMode, "recovery mode cleared after the boot")
-	st.checkLedgerAgrees(run, cubby, res)
-	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/host-flash-cancel-after-power-cycle.json")
+	_, err := st.result(run)
+	var ce *temporal.CanceledError
+	require.ErrorAs(t, err, &ce, "%v", err)
+	st.requirePutBack(run, cubby, oldOS, ledger.StateCancelled)
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/host-flash-cancel-after-failed-boot.json")
 }
 
 // cancelInPhase cancels run as soon as its progress query shows phase p;
@@ -66,4 +57,13 @@ func (st *mgsStack) cancelInPhase(run client.WorkflowRun, p workflows.Phase) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	require.NoError(st.t, st.env.Client.CancelWorkflow(ctx, run.GetID(), run.GetRunID()))
+}
+
+func (st *mgsStack) progress(ctx context.Context, run client.WorkflowRun) (mgsupdate.MGSProgress, bool) {
+	v, err := st.env.Client.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), workflows.ProgressQuery)
+	if err != nil {
+		return mgsupdate.MGSProgress{}, false
+	}
+	var p mgsupdate.MGSProgress
+	return p, v.Get(&p) == nil
 }

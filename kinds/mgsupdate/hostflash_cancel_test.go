@@ -11,59 +11,47 @@ import (
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
-// Issue 14 (chaos seed 2): the cancel reaches a host flash while the host
-// boots the new slot. The power cycle is done and cannot be undone, so the
-// boot is still followed to its end and the update ends completed, saying
-// that the cancel was ignored.
-func TestHostFlashCancelledWhileBootingEndsCompleted(t *testing.T) {
+// The cancel arrives while the host boots the new slot, and sled-agent
+// already reports the new boot disk: the host runs the new OS, which is
+// not rolled back; the update ends completed, saying the cancel was
+// ignored.
+func TestHostFlashCancelAfterTheNewBootEndsCompleted(t *testing.T) {
 	m := newMGSTest(t)
 	m.script("MGSPrecheck", hostAt(1, "1.0.0", "ab"))
-	m.script("HostWaitBoot", func(context.Context, HostWaitBootInput) (HostWaitBootResult, error) {
-		m.env.CancelWorkflow()
-		return HostWaitBootResult{Booted: true, Offset: 100, Total: 100}, nil
-	})
+	m.script("HostBootSlot", cancelHostBoot(m))
 	res, err := m.runHost(hostInput())
-	require.NoError(t, err, "the host boots the new image: the update is not cancelled")
+	require.NoError(t, err, "the host runs the new image: the update is not cancelled")
 	assert.Equal(t, MGSOutcomeCompletedUpdate, res.Outcome)
 	assert.True(t, res.CancelIgnored)
-	assert.Equal(t, ledger.StateCompleted, m.lastFinish().State)
-	assert.Equal(t, MGSOutcomeCompletedUpdate, m.lastFinish().Outcome)
-	assert.Empty(t, m.aborts, "nothing to abort after the power cycle")
-	assert.Zero(t, m.count("HostCycledOntoSlot"), "the power cycle had returned: no need to ask")
-}
-
-// The cancel arrives while HostPostUpdate runs, and the SP shows the host
-// on with the new slot active: it went through the power cycle, so the
-// boot is followed and the update ends completed.
-func TestHostFlashCancelledDuringPowerCycleThatHappenedEndsCompleted(t *testing.T) {
-	m := newMGSTest(t)
-	m.script("MGSPrecheck", hostAt(1, "1.0.0", "ab"))
-	m.script("HostPostUpdate", cancelHostPostUpdate(m))
-	res, err := m.runHost(hostInput())
-	require.NoError(t, err)
-	assert.True(t, res.CancelIgnored)
-	assert.Equal(t, 1, m.count("HostCycledOntoSlot"), "the SP was asked how far the power cycle got")
-	assert.Equal(t, 1, m.count("HostWaitBoot"), "the boot was followed")
+	assert.Equal(t, 1, m.count("HostBootedOn"), "sled-agent was asked")
+	require.Len(t, m.hostBoots, 1, "the host is not put back")
 	assert.Equal(t, ledger.StateCompleted, m.lastFinish().State)
 }
 
-// The cancel stops HostPostUpdate before it power-cycled the host (the SP
-// says so): today's behaviour, the update ends cancelled and the boot is
-// not followed.
-func TestHostFlashCancelledBeforePowerCycleEndsCancelled(t *testing.T) {
+// The cancel arrives while the host boots the new slot and the boot has
+// failed (sled-agent does not report the new disk): the cancel is not
+// ignored: the host is put back on its old slot and the update ends
+// cancelled.
+func TestHostFlashCancelWithAFailedBootPutsTheHostBack(t *testing.T) {
 	m := newMGSTest(t)
 	m.script("MGSPrecheck", hostAt(1, "1.0.0", "ab"))
-	m.script("HostPostUpdate", cancelHostPostUpdate(m))
-	m.script("HostCycledOntoSlot", func(context.Context, HostPostUpdateInput) (bool, error) { return false, nil })
+	m.script("HostBootSlot", cancelHostBoot(m), func(context.Context, HostBootInput) (HostBootResult, error) {
+		return HostBootResult{Reset: true}, nil
+	})
+	m.script("HostBootedOn", func(context.Context, HostBootInput) (bool, error) { return false, nil })
 	_, err := m.runHost(hostInput())
 	var ce *temporal.CanceledError
 	require.ErrorAs(t, err, &ce)
-	assert.Zero(t, m.count("HostWaitBoot"))
-	assert.Equal(t, ledger.StateCancelled, m.lastFinish().State)
+	require.Len(t, m.hostBoots, 2)
+	assert.Equal(t, uint16(0), m.hostBoots[0].Slot)
+	assert.Equal(t, uint16(1), m.hostBoots[1].Slot, "put back on the old slot")
+	f := m.lastFinish()
+	assert.Equal(t, ledger.StateCancelled, f.State)
+	assert.Contains(t, f.Error, "host put back on phase 1 slot 1, its old OS")
 }
 
 // A cancel while phase 1 is written aborts our update and ends cancelled;
-// the host is never power-cycled.
+// the host is never rebooted.
 func TestHostFlashCancelledWhileWritingAbortsAndEndsCancelled(t *testing.T) {
 	m := newMGSTest(t)
 	m.script("MGSPrecheck", hostAt(1, "1.0.0", "ab"))
@@ -77,15 +65,15 @@ func TestHostFlashCancelledWhileWritingAbortsAndEndsCancelled(t *testing.T) {
 	require.Len(t, m.starts, 1)
 	require.Len(t, m.aborts, 1, "our update is aborted")
 	assert.Equal(t, m.starts[0].UpdateID, m.aborts[0].UpdateID)
-	assert.Empty(t, m.hostPost, "the host is not power-cycled")
+	assert.Empty(t, m.hostBoots, "the host is not rebooted")
 	assert.Equal(t, ledger.StateCancelled, m.lastFinish().State)
 }
 
-// cancelHostPostUpdate cancels the workflow while HostPostUpdate runs; the
+// cancelHostBoot cancels the workflow while HostBootSlot runs; the
 // activity stops on the cancel.
-func cancelHostPostUpdate(m *mgsTest) func(context.Context, HostPostUpdateInput) error {
-	return func(context.Context, HostPostUpdateInput) error {
+func cancelHostBoot(m *mgsTest) func(context.Context, HostBootInput) (HostBootResult, error) {
+	return func(context.Context, HostBootInput) (HostBootResult, error) {
 		m.env.CancelWorkflow()
-		return temporal.NewCanceledError("stopped by the cancel")
+		return HostBootResult{}, temporal.NewCanceledError("stopped by the cancel")
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/ledger"
-	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 func hostInput() HostFlashInput {
@@ -48,35 +47,44 @@ func (m *mgsTest) runHost(in HostFlashInput) (MGSUpdateResult, error) {
 	return res, err
 }
 
+// The rack's path, in order: phase 2 to the inactive slot's disk (after
+// the attempt's intent), phase 1 to that slot, then the boot on it; no SP
+// post-update reset of the SP firmware kind.
 func TestHostFlashHappyPath(t *testing.T) {
 	m := newMGSTest(t)
 	m.script("MGSPrecheck", hostAt(1, "1.0.0", "ab"))
-	var during MGSProgress
-	m.script("HostWaitBoot", func(_ context.Context, in HostWaitBootInput) (HostWaitBootResult, error) {
-		return HostWaitBootResult{Offset: 40, Total: 100, Since: time.Unix(5, 0)}, nil
-	}, func(_ context.Context, in HostWaitBootInput) (HostWaitBootResult, error) {
-		v, err := m.env.QueryWorkflow(workflows.ProgressQuery)
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&during))
-		assert.Equal(t, time.Unix(5, 0).UTC(), in.Since.UTC(), "the boot bound carries across checkpoints")
-		assert.Equal(t, tPhase2ID, in.Phase2ID, "the fetch is followed by the phase 2 image's ID at MGS, not the file's SHA-256")
-		return HostWaitBootResult{Booted: true, Offset: 100, Total: 100}, nil
-	})
 	res, err := m.runHost(hostInput())
 	require.NoError(t, err)
 	assert.Equal(t, MGSOutcomeCompletedUpdate, res.Outcome)
+	require.Len(t, m.phase2s, 1)
+	assert.Equal(t, uint16(0), m.phase2s[0].Slot, "phase 2 goes to the disk of the inactive slot")
+	assert.Equal(t, uint16(1), m.phase2s[0].ActiveSlot)
+	assert.Equal(t, tSHA2, m.phase2s[0].Phase2.SHA256, "sled-agent names phase 2 by the file's SHA-256")
+	assert.Equal(t, tSerial, m.phase2s[0].Serial)
 	require.Len(t, m.starts, 1)
 	assert.Equal(t, mgs.ComponentHostBootFlash, m.starts[0].Component)
 	assert.Equal(t, uint16(0), m.starts[0].FirmwareSlot, "phase 1 goes to the inactive slot")
-	require.Len(t, m.hostPost, 1)
-	assert.Equal(t, uint16(0), m.hostPost[0].NewSlot)
-	assert.Equal(t, tSHA2, m.hostPost[0].Phase2.SHA256)
-	assert.Equal(t, m.starts[0].UpdateID, m.hostPost[0].AttemptID)
-	assert.Empty(t, m.posts, "no SP reset for a host flash")
-	assert.Equal(t, MGSPhaseHostBoot, during.Phase)
-	assert.EqualValues(t, 40, during.Done, "phase 2 progress from the SP's record")
-	assert.EqualValues(t, 100, during.Total)
+	assert.Equal(t, m.starts[0].UpdateID, m.phase2s[0].AttemptID, "phase 2 is written under the attempt's intent")
+	require.Len(t, m.hostBoots, 1)
+	assert.Equal(t, uint16(0), m.hostBoots[0].Slot)
+	assert.Equal(t, m.starts[0].UpdateID, m.hostBoots[0].AttemptID)
+	assert.Empty(t, m.posts, "no SP firmware post-update")
 	assert.Equal(t, "sp/sled/2", m.records[0].Next.Target)
+}
+
+// A phase 2 that sled-agent did not write in time ends the update before
+// phase 1 is touched.
+func TestHostFlashPhase2NotWrittenTouchesNoPhase1(t *testing.T) {
+	m := newMGSTest(t)
+	m.script("MGSPrecheck", hostAt(1, "1.0.0", "ab"))
+	m.script("HostPhase2ToDisk", func(context.Context, HostPhase2Input) error {
+		return temporal.NewNonRetryableApplicationError("not written", failure.Phase2WriteTimeout, nil)
+	})
+	_, err := m.runHost(hostInput())
+	assert.Equal(t, failure.Phase2WriteTimeout, appErrType(err))
+	assert.Empty(t, m.starts, "phase 1 is never written without its pair on disk")
+	assert.Empty(t, m.hostBoots)
+	assert.Equal(t, ledger.StateFailed, m.lastFinish().State)
 }
 
 func TestHostFlashNoChangeNeeded(t *testing.T) {
@@ -95,16 +103,23 @@ func TestHostFlashNeverRollsBack(t *testing.T) {
 	assert.Equal(t, failure.WouldDowngrade, appErrType(err))
 }
 
-func TestHostFlashBootTimeout(t *testing.T) {
+// A host that does not come back on the new slot is put back on the old
+// one, and the update fails saying so.
+func TestHostFlashBootTimeoutPutsTheHostBack(t *testing.T) {
 	m := newMGSTest(t)
 	m.script("MGSPrecheck", hostAt(0, "1.0.0", "ab"))
-	m.script("HostWaitBoot", func(context.Context, HostWaitBootInput) (HostWaitBootResult, error) {
-		return HostWaitBootResult{}, temporal.NewNonRetryableApplicationError("host did not boot", failure.HostBootTimeout, nil)
-	})
+	m.script("HostBootSlot", func(context.Context, HostBootInput) (HostBootResult, error) {
+		return HostBootResult{}, temporal.NewNonRetryableApplicationError("host did not boot", failure.HostBootTimeout, nil)
+	}, func(context.Context, HostBootInput) (HostBootResult, error) { return HostBootResult{Reset: true}, nil })
 	_, err := m.runHost(hostInput())
 	require.Error(t, err)
 	assert.Equal(t, failure.HostBootTimeout, appErrType(err))
-	assert.Equal(t, ledger.StateFailed, m.lastFinish().State)
+	require.Len(t, m.hostBoots, 2)
+	assert.Equal(t, uint16(1), m.hostBoots[0].Slot)
+	assert.Equal(t, uint16(0), m.hostBoots[1].Slot, "put back on the old slot")
+	f := m.lastFinish()
+	assert.Equal(t, ledger.StateFailed, f.State)
+	assert.Contains(t, f.Error, "host put back on phase 1 slot 0, its old OS")
 }
 
 func TestHostFlashWaitsOutConcurrentUpdate(t *testing.T) {
@@ -156,7 +171,7 @@ func TestHostFlashNeverResetsTheSPToTakeOver(t *testing.T) {
 	m.script("MGSWaitUpdate", waitDone(WaitTakeover), waitDone(WaitComplete))
 	_, err := m.runHost(hostInput())
 	assert.Empty(t, m.posts, "the SP is not reset")
-	assert.Empty(t, m.hostPost, "the host is not power-cycled")
+	assert.Empty(t, m.hostBoots, "the host is not rebooted")
 	require.Error(t, err)
 	assert.Equal(t, failure.UnexpectedWaitOutcome, appErrType(err))
 	assert.Equal(t, ledger.StateFailed, m.lastFinish().State)

@@ -14,8 +14,8 @@ import (
 const (
 	// shortStepTimeout bounds one try of a short step (a precheck, a
 	// question to the SP): a handful of MGS requests, each bounded by the
-	// worker's 30 s HTTP timeout and tried on each MGS in turn.
-	shortStepTimeout = 5 * time.Minute
+	// worker's 75 s HTTP timeout and tried on each MGS in turn.
+	shortStepTimeout = 15 * time.Minute
 	// shortStepRetryBudget bounds a short step with its retries: an MGS
 	// restart or its sled's reboot is over well within it; past it the
 	// update fails and says why instead of waiting blind.
@@ -52,10 +52,6 @@ const (
 	// each reset; a lost reply costs a re-check and another reset. Room
 	// for a few.
 	resetTries = 4
-	// hostActivateBound bounds the host's activation: a phase 2 image (up
-	// to 512 MiB) uploaded to every MGS, then power off, the slot set
-	// active, power on.
-	hostActivateBound = 30 * time.Minute
 )
 
 // shortOpts and longOpts set a step's options; step names it in the Web
@@ -65,7 +61,7 @@ func (u *mgsUpdate) shortOpts(ctx workflow.Context, step string) workflow.Contex
 		StartToCloseTimeout:    shortStepTimeout,
 		ScheduleToCloseTimeout: shortStepRetryBudget,
 		// A short step heartbeats between its requests, and one request
-		// may take the whole 30 s HTTP timeout.
+		// may take the whole 75 s HTTP timeout.
 		HeartbeatTimeout: 2 * u.timing.HeartbeatTimeout,
 		RetryPolicy:      workflows.DeviceRetry,
 		Summary:          u.summary(step),

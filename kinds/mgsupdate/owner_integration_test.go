@@ -27,11 +27,7 @@ import (
 func withPendingNexusUpdate(t *testing.T, st *mgsStack, cubby int) uuid.UUID {
 	t.Helper()
 	ctx := context.Background()
-	lc := nexuslockstep.New(st.sim.URL+"/nexus/"+st.spec.Racks[0].ID, nil)
-	tg, err := lc.Target(ctx)
-	require.NoError(t, err)
-	bp, err := lc.Blueprint(ctx, tg.TargetID)
-	require.NoError(t, err)
+	lc, tg, bp := st.targetBlueprint()
 	raw, err := json.Marshal(bp)
 	require.NoError(t, err)
 	var m map[string]any
@@ -94,3 +90,16 @@ func TestSPFirmwareRefusesADeviceNexusIsUpdating(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// targetBlueprint reads the rack's target blueprint through fleetsim's
+// lockstep API.
+func (st *mgsStack) targetBlueprint() (*nexuslockstep.Client, nexuslockstep.Target, *nexuslockstep.Blueprint) {
+	st.t.Helper()
+	ctx := context.Background()
+	lc := nexuslockstep.New(st.sim.URL+"/nexus/"+st.spec.Racks[0].ID, nil)
+	tg, err := lc.Target(ctx)
+	require.NoError(st.t, err)
+	bp, err := lc.Blueprint(ctx, tg.TargetID)
+	require.NoError(st.t, err)
+	return lc, tg, bp
+}

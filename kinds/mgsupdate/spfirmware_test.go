@@ -32,12 +32,13 @@ type mgsTest struct {
 	scripts map[string][]any
 	calls   map[string]int
 	// What the workflow asked for.
-	records  []activities.RecordAttemptInput
-	starts   []StartUpdateInput
-	waits    []WaitUpdateInput
-	posts    []PostUpdateInput
-	aborts   []AbortInput
-	hostPost []HostPostUpdateInput
+	records   []activities.RecordAttemptInput
+	starts    []StartUpdateInput
+	waits     []WaitUpdateInput
+	posts     []PostUpdateInput
+	aborts    []AbortInput
+	hostBoots []HostBootInput
+	phase2s   []HostPhase2Input
 }
 
 const (
@@ -126,22 +127,23 @@ func newMGSTest(t *testing.T) *mgsTest {
 		m.mu.Unlock()
 		return call[AbortInput, string](m, "MGSAbortUpdate", ctx, in)
 	})
-	m.script("HostPostUpdate", func(context.Context, HostPostUpdateInput) error { return nil })
-	m.on(m.a.HostPostUpdate, func(ctx context.Context, in HostPostUpdateInput) error {
+	m.script("HostPhase2ToDisk", func(context.Context, HostPhase2Input) error { return nil })
+	m.on(m.a.HostPhase2ToDisk, func(ctx context.Context, in HostPhase2Input) error {
 		m.mu.Lock()
-		m.hostPost = append(m.hostPost, in)
+		m.phase2s = append(m.phase2s, in)
 		m.mu.Unlock()
-		return m.next("HostPostUpdate").(func(context.Context, HostPostUpdateInput) error)(ctx, in)
+		return m.next("HostPhase2ToDisk").(func(context.Context, HostPhase2Input) error)(ctx, in)
 	})
-	m.script("HostCycledOntoSlot", func(context.Context, HostPostUpdateInput) (bool, error) { return true, nil })
-	m.on(m.a.HostCycledOntoSlot, func(ctx context.Context, in HostPostUpdateInput) (bool, error) {
-		return call[HostPostUpdateInput, bool](m, "HostCycledOntoSlot", ctx, in)
+	m.script("HostBootSlot", func(context.Context, HostBootInput) (HostBootResult, error) { return HostBootResult{Reset: true}, nil })
+	m.on(m.a.HostBootSlot, func(ctx context.Context, in HostBootInput) (HostBootResult, error) {
+		m.mu.Lock()
+		m.hostBoots = append(m.hostBoots, in)
+		m.mu.Unlock()
+		return call[HostBootInput, HostBootResult](m, "HostBootSlot", ctx, in)
 	})
-	m.script("HostWaitBoot", func(_ context.Context, in HostWaitBootInput) (HostWaitBootResult, error) {
-		return HostWaitBootResult{Booted: true, Offset: 100, Total: 100}, nil
-	})
-	m.on(m.a.HostWaitBoot, func(ctx context.Context, in HostWaitBootInput) (HostWaitBootResult, error) {
-		return call[HostWaitBootInput, HostWaitBootResult](m, "HostWaitBoot", ctx, in)
+	m.script("HostBootedOn", func(context.Context, HostBootInput) (bool, error) { return true, nil })
+	m.on(m.a.HostBootedOn, func(ctx context.Context, in HostBootInput) (bool, error) {
+		return call[HostBootInput, bool](m, "HostBootedOn", ctx, in)
 	})
 	return m
 }
