@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -177,6 +178,7 @@ func (a *app) startOrAttach(ctx context.Context, c client.Client, id, digest str
 // start starts a new run of id for u (WorkflowExecutionAlreadyStarted
 // when one runs).
 func (a *app) start(ctx context.Context, c client.Client, id, digest string, u update) (client.WorkflowRun, error) {
+	summary, details := u.staticSummary()
 	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                a.temporal.TaskQueue,
@@ -186,7 +188,23 @@ func (a *app) start(ctx context.Context, c client.Client, id, digest string, u u
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		Memo:                                     map[string]any{requestMemo: digest},
 		TypedSearchAttributes:                    workflows.StartAttributes(u.Kind, u.Target, u.Artifact),
+		StaticSummary:                            summary,
+		StaticDetails:                            details,
 	}, u.workflow(), u.arg())
+}
+
+// staticSummary is what the Web UI shows for u beside its ID, fixed at the
+// start: a rollout names its stages and gates (its current details say
+// when it waits at one), an update its kind, target and artifact.
+func (u update) staticSummary() (summary, details string) {
+	if in, ok := u.Input.(kinds.RolloutInput); ok {
+		return in.StartSummary(), in.StartDetails()
+	}
+	summary = fmt.Sprintf("%s of %s", u.Kind, u.Target)
+	if u.Artifact != "" {
+		summary += " to " + u.Artifact
+	}
+	return summary, ""
 }
 
 // attach returns the running run of id when it serves the same request,
