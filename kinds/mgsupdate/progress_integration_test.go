@@ -14,6 +14,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -94,6 +95,7 @@ func TestSPFirmwareProgressMovesDuringDelivery(t *testing.T) {
 	n := st.historyLen(run)
 	t.Logf("history: %d events, %d progress signals", n, signals)
 	assert.LessOrEqual(t, n, 60+4*(activities.ProgressSteps-1), "bounded by the tenths, not the delivery's duration")
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/sp-firmware-progress-signals.json")
 }
 
 // The same during a host's phase 2 fetch (the seed's "the UI stops
@@ -115,4 +117,5 @@ func TestHostFlashProgressMovesDuringPhase2Fetch(t *testing.T) {
 	n := st.historyLen(run)
 	t.Logf("history: %d events, %d progress signals", n, st.progressSignals(run))
 	assert.LessOrEqual(t, st.progressSignals(run), 2*(activities.ProgressSteps-1), "phase 1 delivery and phase 2 fetch: a tenth each at most")
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/host-flash-progress-signals.json")
 }
