@@ -74,7 +74,8 @@ func TestWebUIShowsTheGateAndTheProgress(t *testing.T) {
 	digest := st.GatePlan.Digest[:12]
 	rolloutPage := ui.base + "/workflows/" + url.PathEscape(rolloutID) + "/" + st.RunID + "/user-metadata"
 	ui.await(rolloutPage, "the rollout's page says it awaits approval with plan "+digest, func(dom string) bool {
-		return strings.Contains(dom, "awaiting approval") && strings.Contains(dom, digest) && strings.Contains(dom, "starter approve")
+		return strings.Contains(dom, "awaiting approval") && strings.Contains(dom, digest) && strings.Contains(dom, "starter approve") &&
+			strings.Contains(dom, "awaits approval before firmware") // the static summary
 	})
 	ui.screenshot(rolloutPage, "webui-rollout.png")
 
