@@ -62,9 +62,9 @@ type ProgressReporter struct {
 
 // Report tells the workflow how far the step is, once per tenth reached
 // and at most once per ProgressMinGap (the first report of a retried
-// activity jumps to the current tenth). A
-// signal that fails (the run ended, the server is briefly away) is only
-// logged: the next tenth, or the step's result, says it again.
+// activity jumps to the current tenth). A signal that fails (the run
+// ended, the server is briefly away) is only logged: the next tenth, or
+// the step's result, says it again.
 func (r *ProgressReporter) Report(ctx context.Context, done, total int64) {
 	if total <= 0 || done <= 0 || !activity.IsActivity(ctx) {
 		return
