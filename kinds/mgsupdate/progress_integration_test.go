@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
@@ -99,11 +100,14 @@ func TestSPFirmwareProgressMovesDuringDelivery(t *testing.T) {
 }
 
 // The same during a host's phase 2 fetch (the seed's "the UI stops
-// updating"): the query and current details move in phase host-boot.
+// updating"), served by the MGS the workflow did not ask (mgs/0 is down,
+// the host fetches through mgs/1): the query and current details move in
+// phase host-boot.
 func TestHostFlashProgressMovesDuringPhase2Fetch(t *testing.T) {
 	st := newMGSStack(t, func(s *spec.Spec) {
 		s.Timings.Phase2BytesPerSecond = 100 // ×100: 128 KiB in about 13 s
 	})
+	st.arm(faults.Fault{Kind: faults.MGSDown, Target: "mgs/0"})
 	in := st.hostInput(3)
 	in.Timing.NewVersionTimeout = time.Minute // the slow fetch needs longer than fastTiming's
 	run := st.startWF(workflows.KindHostFlash, in, mgsupdate.HostBootFlashUpdate)
