@@ -26,7 +26,7 @@ export FLEETSAGA_TEMPORAL_SERVER_BIN := $(TSERVER)
 export FLEETSAGA_TEMPORAL_SQL_TOOL_BIN := $(TSQLTOOL)
 export FLEETSAGA_TEMPORAL_UI_BIN := $(TUISERVER)
 
-.PHONY: all build tools test test-cluster unit lint browser systemd prometheus demo up down bench bench-large chaos clean $(BINS)
+.PHONY: all build tools test test-cluster unit lint browser screenshots systemd prometheus demo up down bench bench-large chaos clean $(BINS)
 
 all: build
 
@@ -87,6 +87,11 @@ browser:
 	    echo "installing Debian's chromium for the Web UI test"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "the Web UI test needs chromium: install it (Debian: apt-get install chromium)"; exit 1; fi; }
+
+# The README's Web UI pictures (docs/webui-*.png), taken by the Web UI
+# test's headless chromium from a running dev stack.
+screenshots: tools build browser
+	FLEETSAGA_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -timeout 10m -run TestWebUIShowsTheGateAndTheProgress ./e2e
 
 # Health gates are tested against a real Prometheus (Debian's package, run
 # by the tests themselves, never as a service).

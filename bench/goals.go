@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"strings"
+
+	"github.com/fleetsaga/fleetsaga/activities"
 )
 
 // Goal statuses.
@@ -29,6 +31,16 @@ const (
 	historyLimit   = 10240
 	maxEventsPerUp = 60
 )
+
+// progressEvents is what device time may add to an update's history: the
+// step-progress signals of its long steps (an SP's delivery), at most one
+// per tenth, each a signal and a workflow task (issue 28). More, or growth
+// without bound, fails the goal; a kind whose steps do not report may not
+// grow at all.
+func progressEvents(kind string) int {
+	longSteps := map[string]int{"sp-firmware": 1}[kind]
+	return longSteps * 4 * (activities.ProgressSteps - 1)
+}
 
 // cpuGoalMs is the CPU per update (server + worker) each kind aims at: half
 // of what issue 17 measured (~190 ms SP, ~240 ms agent).
@@ -144,10 +156,12 @@ func largestAgentRun(runs []Run) *Run {
 	return best
 }
 
-// eventsGoal: history events per update ≤ 60 and the same whatever the
-// device time, over every run of kind.
+// eventsGoal: history events per update ≤ 60, and the same whatever the
+// device time but for the step-progress signals (progressEvents), over
+// every run of kind.
 func eventsGoal(kind string, runs []Run) Goal {
-	g := Goal{Goal: fmt.Sprintf("%s: ≤ %d history events per update, independent of device time", kind, maxEventsPerUp), Status: goalNotMeasured, Figure: "–"}
+	g := Goal{Goal: fmt.Sprintf("%s: ≤ %d history events per update; device time adds at most its long steps' progress signals (≤ %d events)",
+		kind, maxEventsPerUp, progressEvents(kind)), Status: goalNotMeasured, Figure: "–"}
 	var lo, hi float64
 	var largest int64
 	var tMin, tMax float64
@@ -171,7 +185,7 @@ func eventsGoal(kind string, runs []Run) Goal {
 	}
 	g.Figure = fmt.Sprintf("mean %.1f–%.1f per update over device times %s–%s (%d runs), largest %d", lo, hi, secs(tMin), secs(tMax), seen, largest)
 	g.Status = goalNotMet
-	if largest <= maxEventsPerUp && hi-lo <= 0.5 {
+	if largest <= maxEventsPerUp && hi-lo <= 0.5+float64(progressEvents(kind)) {
 		g.Status = goalMet
 	}
 	return g

@@ -71,9 +71,16 @@ func TestEventsGoalComparesDeviceTimes(t *testing.T) {
 	fast.TargetWorkflowEvents, fast.TargetWorkflowMax, fast.DeviceTimeSec = 46, 46, 0.87
 	slow.TargetWorkflowEvents, slow.TargetWorkflowMax, slow.DeviceTimeSec = 46, 46, 8.7
 	require.Equal(t, goalMet, eventsGoal("sp-firmware", []Run{fast, slow}).Status)
-	slow.TargetWorkflowEvents, slow.TargetWorkflowMax = 52, 52 // grows with device time
+	slow.TargetWorkflowEvents, slow.TargetWorkflowMax = 50, 50 // the delivery's progress signals: bounded
+	require.Equal(t, goalMet, eventsGoal("sp-firmware", []Run{fast, slow}).Status)
+	fast.TargetWorkflowEvents, fast.TargetWorkflowMax = 22, 22
+	slow.TargetWorkflowEvents, slow.TargetWorkflowMax = 59, 59 // more than nine signals' worth
 	require.Equal(t, goalNotMet, eventsGoal("sp-firmware", []Run{fast, slow}).Status)
 	require.Equal(t, goalNotMeasured, eventsGoal("agent-install", []Run{fast, slow}).Status)
+	fast.Kind, slow.Kind = "agent-install", "agent-install"
+	fast.TargetWorkflowEvents, slow.TargetWorkflowEvents = 30, 34 // no step of it reports progress
+	fast.TargetWorkflowMax, slow.TargetWorkflowMax = 30, 34
+	require.Equal(t, goalNotMet, eventsGoal("agent-install", []Run{fast, slow}).Status)
 }
 
 func TestTableLabelsRowsBySpeedUpAndShowsCPUAndTheLoop(t *testing.T) {

@@ -233,11 +233,10 @@ func (h *harness) duplicateStart(ctx context.Context) {
 	e := h.rep.expect
 	target := zoneexpunge.ZoneExpungeTarget(e.dupZone)
 	d := &dupStart{ID: workflows.WorkflowID(workflows.KindZoneExpunge, target)}
-	// --no-precheck: the attack is the race of two starts of one update;
-	// each starter's own dry run before it would space the two starts by
-	// its varying length, and a start after the first run ended is a rerun
-	// (a new run by design), not this race.
-	args := []string{"--json", "zone-expunge", "--no-precheck", "--sled", e.dupSled.String(), "--zone", e.dupZone.String(),
+	// Each starter prechecks first, as an operator's does: a start whose
+	// identical twin began during its precheck attaches to that run, even
+	// one that already ended (the starter's startedMeanwhile).
+	args := []string{"--json", "zone-expunge", "--sled", e.dupSled.String(), "--zone", e.dupZone.String(),
 		"--put-timeout", "3m", "--retry-initial", "200ms", "--retry-max", "2s", "--poll-interval", "200ms", "--proof-timeout", "2m"}
 	done := make(chan int, 2)
 	for i := 0; i < 2; i++ {

@@ -2,16 +2,18 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -19,86 +21,188 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 	"github.com/fleetsaga/fleetsaga/kinds"
-	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// The Web UI of the dev stack finds a rollout by its search attribute. The
-// screenshot is kept under e2e/artifacts/ (or $FLEETSAGA_ARTIFACTS).
-func TestWebUIFindsRolloutBySearchAttribute(t *testing.T) {
+// Issue 28, the Web UI tells the story, read by a headless browser from
+// the dev stack's Temporal Web UI:
+//   - one filter (FleetsagaRollout) lists the rollout and its update;
+//   - the rollout's page says it awaits approval, with the plan's digest;
+//   - once approved, the SP update's page shows its delivery's progress
+//     rising in its current details while the delivery runs.
+//
+// Screenshots go to e2e/artifacts/ (or $FLEETSAGA_ARTIFACTS); with
+// FLEETSAGA_SCREENSHOTS=DIR (make screenshots: DIR=docs) the list and the
+// rollout's page are also written there as the README's pictures.
+func TestWebUIShowsTheGateAndTheProgress(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
 	browser, err := exec.LookPath("chromium")
 	require.NoError(t, err, "the Web UI test needs Debian's chromium (make test installs it when run as root)")
 
-	s, err := spec.Generate(spec.GenerateOptions{Servers: 2, Seed: 5, SpeedUp: 1})
+	s, err := spec.Generate(spec.GenerateOptions{Sleds: 4, Servers: 1, Seed: 5, SpeedUp: 1})
 	require.NoError(t, err)
-	s.Timings.AgentInstallTime = spec.Duration{Duration: 10 * time.Minute} // keep it running while we look
+	// The delivery lasts about 40 s (256 KiB at 6.4 KiB/s), long enough to
+	// read its progress several times.
+	s.Timings.FlashBytesPerSecond = 6400
 	uiPort, err := devstack.FreePort()
 	require.NoError(t, err)
 	stack := startStack(t, s, 1, uiPort)
+	op := operator{t, stack}
+	ui := uiReader{t: t, browser: browser, base: fmt.Sprintf("http://127.0.0.1:%d/namespaces/default", uiPort)}
 
+	img := spImage(t, "1.1.0")
+	const name = "webui-e2e"
+	plan := writePlan(t, name, "- name: firmware\n  kind: sp-firmware\n  concurrency: 1\n  approval: true\n  updates:\n"+
+		spPlanUpdate(t, img, 2, s.Racks[0].Sleds[2].Serial))
+	require.Equal(t, 0, op.run("rollout", plan).code)
+	rolloutID := kinds.RolloutWorkflowID(name)
+	childID := workflows.WorkflowID(workflows.KindSPFirmware, "sp/sled/2")
+
+	// At the gate: the rollout's page says so, with the digest.
+	w := op.run("watch", rolloutID, "--until-gate")
+	require.Equal(t, 0, w.code, "watch --until-gate: %s", w.stderr)
+	var st struct {
+		RunID    string `json:"runId"`
+		GatePlan *struct {
+			Digest string `json:"digest"`
+		} `json:"gatePlan"`
+	}
+	op.json(&st, "status", rolloutID)
+	require.NotNil(t, st.GatePlan, "the rollout shows its gate's plan")
+	digest := st.GatePlan.Digest[:12]
+	rolloutPage := ui.base + "/workflows/" + url.PathEscape(rolloutID) + "/" + st.RunID + "/user-metadata"
+	ui.await(rolloutPage, "the rollout's page says it awaits approval with plan "+digest, func(dom string) bool {
+		return strings.Contains(dom, "awaiting approval") && strings.Contains(dom, digest) && strings.Contains(dom, "starter approve") &&
+			strings.Contains(dom, "awaits approval before firmware") // the static summary
+	})
+	ui.screenshot(rolloutPage, "webui-rollout.png")
+
+	// Approved: the SP update's page shows its delivery's progress rise.
+	ap := op.run("approve", rolloutID, "--by", "e2e", "--reason", "web UI test", "--plan-digest", digest)
+	require.Equal(t, 0, ap.code, "approve: %s%s", ap.stdout, ap.stderr)
 	c, err := client.Dial(client.Options{HostPort: stack.Temporal.FrontendHostPort()})
 	require.NoError(t, err)
 	defer c.Close()
-	img, _ := s.Datacenter.ImageFor("vm-agent", spec.GeneratedNewVersion)
-	in := agents.AgentInstallInput{Agents: []agents.AgentRequest{{Name: "vm-agent", ImageUUID: img.UUID}},
-		Selection: agents.ServerSelection{All: true}}
-	raw, err := json.Marshal(in)
-	require.NoError(t, err)
-	plan := kinds.RolloutInput{Name: "webui-e2e", Stages: []kinds.Stage{{Name: "agents", Kind: workflows.KindAgentInstall,
-		Concurrency: 1, Updates: []kinds.PlanUpdate{{Target: in.Target(), Artifact: in.ArtifactVersion(), Input: raw}}}}}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: kinds.RolloutWorkflowID(plan.Name), TaskQueue: workflows.TaskQueue,
-		TypedSearchAttributes: workflows.StartAttributes(workflows.KindRollout, "plan/"+plan.Name, "")}, kinds.Rollout, plan)
-	require.NoError(t, err)
-
-	// The child update and the rollout itself carry FleetsagaRollout: one
-	// filter finds both (issue 28). Wait until visibility has them.
-	query := fmt.Sprintf(`%s = %q`, workflows.SARollout.GetName(), plan.Name)
-	childID := workflows.WorkflowID(workflows.KindAgentInstall, in.Target())
-	rolloutID := kinds.RolloutWorkflowID(plan.Name)
+	var childRun string
 	require.Eventually(t, func() bool {
-		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
-		ids := map[string]bool{}
-		for _, e := range resp.GetExecutions() {
-			ids[e.GetExecution().GetWorkflowId()] = true
+		d, err := c.DescribeWorkflowExecution(context.Background(), childID, "")
+		childRun = d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+		return err == nil
+	}, time.Minute, 200*time.Millisecond, "the rollout started %s", childID)
+	childPage := ui.base + "/workflows/" + url.PathEscape(childID) + "/" + childRun + "/user-metadata"
+	percent := regexp.MustCompile(`updating: (\d+)%`)
+	var seen []int
+	shot := false
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) && (len(seen) < 2 || seen[len(seen)-1] <= seen[0]) {
+		if m := percent.FindStringSubmatch(ui.text(childPage)); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			if len(seen) == 0 || n != seen[len(seen)-1] {
+				seen = append(seen, n)
+			}
+			if !shot {
+				ui.screenshot(childPage, "webui-progress.png")
+				shot = true
+			}
 		}
-		return err == nil && ids[childID] && ids[rolloutID]
-	}, time.Minute, 500*time.Millisecond)
-
-	page := fmt.Sprintf("http://127.0.0.1:%d/namespaces/default/workflows?query=%s", uiPort, url.QueryEscape(query))
-	artifacts := os.Getenv("FLEETSAGA_ARTIFACTS")
-	if artifacts == "" {
-		root, err := devstack.RepoRoot()
-		require.NoError(t, err)
-		artifacts = filepath.Join(root, "e2e", "artifacts")
 	}
-	require.NoError(t, os.MkdirAll(artifacts, 0o755))
-	shot := filepath.Join(artifacts, "webui-rollout.png")
-	var dom string
+	t.Logf("delivery progress read from the Web UI: %v%%", seen)
+	require.GreaterOrEqual(t, len(seen), 2, "the SP update's current details showed its progress at least twice")
+	require.Greater(t, seen[len(seen)-1], seen[0], "the progress rose while the delivery ran")
+
+	// One filter finds the rollout and its update.
+	query := fmt.Sprintf(`%s = %q`, workflows.SARollout.GetName(), name)
 	require.Eventually(t, func() bool {
-		dom = headless(t, browser, "--dump-dom", page)
+		resp, err := c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		return err == nil && len(resp.GetExecutions()) >= 2
+	}, time.Minute, 500*time.Millisecond)
+	listPage := ui.base + "/workflows?query=" + url.QueryEscape(query)
+	ui.await(listPage, "the list shows "+rolloutID+" and "+childID+" for "+query, func(dom string) bool {
 		return strings.Contains(dom, childID) && strings.Contains(dom, rolloutID)
-	}, time.Minute, time.Second, "the Web UI lists %s and %s for %s", childID, rolloutID, query)
-	headless(t, browser, "--screenshot="+shot, "--window-size=1500,900", page)
-	st, err := os.Stat(shot)
-	require.NoError(t, err)
-	require.Greater(t, st.Size(), int64(10_000), "screenshot %s looks empty", shot)
-	t.Logf("Web UI screenshot: %s", shot)
+	})
+	ui.screenshot(listPage, "webui-list.png")
 }
 
-// headless runs Debian's chromium headless, offline-safe, on one page.
-func headless(t *testing.T, browser string, args ...string) string {
-	t.Helper()
-	profile := t.TempDir()
-	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + profile, "--virtual-time-budget=15000"}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+// uiReader reads Web UI pages in Debian's chromium, headless, driven over
+// the DevTools protocol (chromedp): the workflow pages keep a long poll
+// open, so the one-shot --dump-dom with a virtual time budget never
+// returns on them.
+type uiReader struct {
+	t       *testing.T
+	browser string
+	base    string
+}
+
+// text loads page and returns its visible text once it settled a moment
+// (the Web UI fetches after load).
+func (u uiReader) text(page string) string {
+	u.t.Helper()
+	ctx, cancel := u.tab()
 	defer cancel()
-	out, _ := exec.CommandContext(ctx, browser, append(base, args...)...).Output()
-	return string(out)
+	var text string
+	if err := chromedp.Run(ctx, chromedp.Navigate(page), chromedp.Sleep(uiSettle), chromedp.Evaluate(pageText, &text)); err != nil {
+		u.t.Logf("read %s: %v", page, err)
+	}
+	return text
+}
+
+// pageText is a page's visible text and that of its frames: the Web UI
+// renders user metadata (summary, details, current details) as Markdown
+// in iframes of its own origin (/render).
+const pageText = `[document.body.innerText].concat(Array.from(document.querySelectorAll('iframe')).map(f => f.contentDocument && f.contentDocument.body ? f.contentDocument.body.innerText : '')).join('\n')`
+
+// uiSettle is how long a page is given to fetch and render after load:
+// the Web UI asks the server a few times (history, the metadata query).
+const uiSettle = 3 * time.Second
+
+// tab opens a headless chromium tab (a minute at most).
+func (u uiReader) tab() (context.Context, context.CancelFunc) {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(u.browser), chromedp.NoSandbox,
+		chromedp.Flag("disable-quic", true), chromedp.WindowSize(1500, 1000))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancelTime := context.WithTimeout(ctx, time.Minute)
+	return ctx, func() { cancelTime(); cancelTab(); cancelAlloc() }
+}
+
+// await reads page until ok holds on its text (a minute at most).
+func (u uiReader) await(page, what string, ok func(text string) bool) {
+	u.t.Helper()
+	var text string
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if text = u.text(page); ok(text) {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	u.t.Fatalf("%s: not on %s; it read:\n%s", what, page, text)
+}
+
+// screenshot writes page as name under the artifacts directory, and under
+// $FLEETSAGA_SCREENSHOTS when set (the README's pictures).
+func (u uiReader) screenshot(page, name string) {
+	u.t.Helper()
+	dirs := []string{os.Getenv("FLEETSAGA_ARTIFACTS")}
+	if dirs[0] == "" {
+		root, err := devstack.RepoRoot()
+		require.NoError(u.t, err)
+		dirs[0] = filepath.Join(root, "e2e", "artifacts")
+	}
+	if d := os.Getenv("FLEETSAGA_SCREENSHOTS"); d != "" {
+		dirs = append(dirs, d)
+	}
+	ctx, cancel := u.tab()
+	defer cancel()
+	var png []byte
+	require.NoError(u.t, chromedp.Run(ctx, chromedp.Navigate(page), chromedp.Sleep(uiSettle), chromedp.CaptureScreenshot(&png)))
+	require.Greater(u.t, len(png), 10_000, "screenshot of %s looks empty", page)
+	for _, dir := range dirs {
+		require.NoError(u.t, os.MkdirAll(dir, 0o755))
+		shot := filepath.Join(dir, name)
+		require.NoError(u.t, os.WriteFile(shot, png, 0o644))
+		u.t.Logf("Web UI screenshot: %s", shot)
+	}
 }

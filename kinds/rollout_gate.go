@@ -173,7 +173,7 @@ func (r *rollout) verifyApproval(ctx workflow.Context, ap workflows.Approval) er
 func (r *rollout) showNeeded(ctx workflow.Context, n approval.Needed) {
 	r.gatePlan.StillNeeded = n.String()
 	r.gatePlan.ApprovedBy = slices.Clone(r.approvers)
-	workflow.SetCurrentDetails(ctx, gateDetails(r.progress.State, r.gate, *r.gatePlan))
+	workflow.SetCurrentDetails(ctx, gateDetails(workflow.GetInfo(ctx).WorkflowExecution.ID, r.progress.State, r.gate, *r.gatePlan))
 }
 
 // refused makes an activity's refusal the approver's answer: the

@@ -31,7 +31,7 @@ func (r *rollout) showGatePlan(ctx workflow.Context, st Stage) {
 	sp := planStage(ctx, st, nil) // the catalogue's device times: a running rollout's commands stay as they were
 	if !r.verifiesSignatures() {
 		r.gatePlan = &sp
-		workflow.SetCurrentDetails(ctx, gateDetails(r.progress.State, st.Name, sp))
+		workflow.SetCurrentDetails(ctx, gateDetails(workflow.GetInfo(ctx).WorkflowExecution.ID, r.progress.State, st.Name, sp))
 		return
 	}
 	r.countRecordedApprovals(ctx, st.Name, sp.Digest)
@@ -44,10 +44,13 @@ func (r *rollout) showGatePlan(ctx workflow.Context, st Stage) {
 	r.showNeeded(ctx, needed)
 }
 
-// gateDetails is the Web UI's current details at a gate: the stage, its
-// plan, and what the gate still needs.
-func gateDetails(state workflows.State, stage string, sp StagePlan) string {
-	s := fmt.Sprintf("**%s** — %s: stage %s\n\n%s", state, workflows.PhaseAwaitingApproval, stage, gatePlanDetails(sp))
+// gateDetails is the Web UI's current details at a gate: that it awaits
+// approval, the stage, its plan and digest, the command that approves it,
+// and what the gate still needs. (The static summary, fixed at the start,
+// can only say where the gates are: RolloutInput.StartSummary.)
+func gateDetails(id string, state workflows.State, stage string, sp StagePlan) string {
+	s := fmt.Sprintf("**%s** — **awaiting approval** of stage %s, plan %s (phase %s)\n\n%s\nApprove: `starter approve %s --plan-digest %s --reason \"…\"` (`starter status %s` shows the plan)\n",
+		state, stage, sp.Digest[:12], workflows.PhaseAwaitingApproval, gatePlanDetails(sp), id, sp.Digest[:12], id)
 	if sp.StillNeeded != "" {
 		s += "\nStill needed: " + sp.StillNeeded
 		if len(sp.ApprovedBy) > 0 {
@@ -62,8 +65,7 @@ func gateDetails(state workflows.State, stage string, sp StagePlan) string {
 // change, then what will not and why.
 func gatePlanDetails(sp StagePlan) string {
 	var b strings.Builder
-	b.WriteString(fmt.Sprintf("Plan %s: %d to change, %d refused, about %s. Approve with `starter approve` (digest %s).\n\n",
-		sp.Digest[:12], sp.Changes, sp.Refused, sp.Estimate, sp.Digest[:12]))
+	b.WriteString(fmt.Sprintf("Plan %s: %d to change, %d refused, about %s.\n\n", sp.Digest[:12], sp.Changes, sp.Refused, sp.Estimate))
 	for _, row := range sp.Rows {
 		what := row.Target
 		if row.Device != "" {

@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -120,28 +121,8 @@ func (a *app) startUpdate(cmd *cobra.Command, u update, f startFlags) error {
 	if err := a.checkHeldByRollout(ctx, c, id, updateTargets(u)); err != nil {
 		return err
 	}
-	if u.Kind != workflows.KindRollout && !f.noPrecheck && !a.running(ctx, c, id) {
-		if err := a.precheck(ctx, c, u); err != nil {
-			return err
-		}
-	}
 	digest := requestDigest(u)
-	attached := false
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       id,
-		TaskQueue:                a.temporal.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		// Without it the SDK hands back the running workflow as if started.
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		Memo:                                     map[string]any{requestMemo: digest},
-		TypedSearchAttributes:                    workflows.StartAttributes(u.Kind, u.Target, u.Artifact),
-	}, u.workflow(), u.arg())
-	var already *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &already) {
-		run, err = a.attach(ctx, c, id, already.RunId, digest, u)
-		attached = true
-	}
+	run, attached, meanwhile, err := a.startOrAttach(ctx, c, id, digest, u, f)
 	if err != nil {
 		var ee *exitError
 		if errors.As(err, &ee) {
@@ -151,9 +132,12 @@ func (a *app) startUpdate(cmd *cobra.Command, u update, f startFlags) error {
 	}
 	res := startResult{WorkflowID: run.GetID(), RunID: run.GetRunID(), Attached: attached, Target: u.Target, Kind: string(u.Kind)}
 	a.print(res, func(w io.Writer) {
-		if attached {
+		switch {
+		case meanwhile:
+			fmt.Fprintf(w, "%s was started by the same request while this start prechecked (run %s): attached to it instead of starting a second\n", res.WorkflowID, res.RunID)
+		case attached:
 			fmt.Fprintf(w, "%s is already running (run %s): attached to it instead of starting a second\n", res.WorkflowID, res.RunID)
-		} else {
+		default:
 			fmt.Fprintf(w, "started %s (run %s)\n", res.WorkflowID, res.RunID)
 		}
 	})
@@ -166,6 +150,61 @@ func (a *app) startUpdate(cmd *cobra.Command, u update, f startFlags) error {
 		defer cancel()
 	}
 	return a.watch(ctx, c, run.GetID(), run.GetRunID())
+}
+
+// startOrAttach starts u under id, after its precheck, or attaches to the
+// run of the same request that runs, or that started while this start
+// prechecked (meanwhile).
+func (a *app) startOrAttach(ctx context.Context, c client.Client, id, digest string, u update, f startFlags) (run client.WorkflowRun, attached, meanwhile bool, err error) {
+	if u.Kind != workflows.KindRollout && !f.noPrecheck {
+		if before, running := a.latestRun(ctx, c, id); !running {
+			if err := a.precheck(ctx, c, u); err != nil {
+				return nil, false, false, err
+			}
+			if run := a.startedMeanwhile(ctx, c, id, before, digest); run != nil {
+				return run, true, true, nil
+			}
+		}
+	}
+	run, err = a.start(ctx, c, id, digest, u)
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &already) {
+		run, err = a.attach(ctx, c, id, already.RunId, digest, u)
+		return run, true, false, err
+	}
+	return run, false, false, err
+}
+
+// start starts a new run of id for u (WorkflowExecutionAlreadyStarted
+// when one runs).
+func (a *app) start(ctx context.Context, c client.Client, id, digest string, u update) (client.WorkflowRun, error) {
+	summary, details := u.staticSummary()
+	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                a.temporal.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		// Without it the SDK hands back the running workflow as if started.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		Memo:                                     map[string]any{requestMemo: digest},
+		TypedSearchAttributes:                    workflows.StartAttributes(u.Kind, u.Target, u.Artifact),
+		StaticSummary:                            summary,
+		StaticDetails:                            details,
+	}, u.workflow(), u.arg())
+}
+
+// staticSummary is what the Web UI shows for u beside its ID, fixed at the
+// start: a rollout names its stages and gates (its current details say
+// when it waits at one), an update its kind, target and artifact.
+func (u update) staticSummary() (summary, details string) {
+	if in, ok := u.Input.(kinds.RolloutInput); ok {
+		return in.StartSummary(), in.StartDetails()
+	}
+	summary = fmt.Sprintf("%s of %s", u.Kind, u.Target)
+	if u.Artifact != "" {
+		summary += " to " + u.Artifact
+	}
+	return summary, ""
 }
 
 // attach returns the running run of id when it serves the same request,
@@ -188,11 +227,40 @@ func (a *app) attach(ctx context.Context, c client.Client, id, runID, digest str
 	return c.GetWorkflow(ctx, id, info.GetExecution().GetRunId()), nil
 }
 
-// running reports whether id has a run in progress: a start then attaches
-// to it or is refused by it, and its precheck would only see it busy.
-func (a *app) running(ctx context.Context, c client.Client, id string) bool {
+// latestRun is id's latest run ("" when none) and whether it is in
+// progress: a start then attaches to it or is refused by it, and its
+// precheck would only see it busy.
+func (a *app) latestRun(ctx context.Context, c client.Client, id string) (runID string, running bool) {
 	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
-	return err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	if err != nil {
+		return "", false
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	return info.GetExecution().GetRunId(), info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+}
+
+// startedMeanwhile returns the run of id that the same request started
+// while this starter prechecked (its latest run is no longer before):
+// two operators who gave the same command at once. The precheck spaces
+// their starts by its own length, so that run may have ended already;
+// starting again would be a rerun that finds nothing to do, so the start
+// reports that run instead (attached), running or ended. A run of another
+// request is not ours to report: the start goes on (and is refused while
+// it runs).
+func (a *app) startedMeanwhile(ctx context.Context, c client.Client, id, before, digest string) client.WorkflowRun {
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return nil
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	runID := info.GetExecution().GetRunId()
+	if runID == "" || runID == before {
+		return nil
+	}
+	if p, ok := info.GetMemo().GetFields()[requestMemo]; !ok || keywordAttr(p) != digest {
+		return nil
+	}
+	return c.GetWorkflow(ctx, id, runID)
 }
 
 // checkOtherBusy refuses when another workflow ID runs an update of

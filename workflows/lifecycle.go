@@ -48,6 +48,9 @@ type Lifecycle struct {
 	onPhase func(ctx workflow.Context, p Phase)
 	// attemptIDs counts the attempt IDs this run derived (newAttemptID).
 	attemptIDs int
+	// detail is the current phase's detail, kept for the step progress
+	// the current details add to it (followStepProgress).
+	detail []string
 }
 
 // NewLifecycle starts an update's lifecycle: the progress query answers
@@ -72,6 +75,7 @@ func NewLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attem
 	if first != "" {
 		l.show(ctx, first)
 	}
+	l.followStepProgress(ctx)
 	return l, nil
 }
 
@@ -96,12 +100,14 @@ func (l *Lifecycle) Step(ctx workflow.Context, p Phase, detail ...string) {
 	if l.Phase(ctx, p, detail...) {
 		return
 	}
+	l.detail = detail
 	setCurrentDetails(ctx, l.progress.State, p, detail...) // the attribute already holds p
 }
 
 // show publishes phase p: as the search attribute when operators filter by
 // it (a long wait), else in the current details, which cost no event.
 func (l *Lifecycle) show(ctx workflow.Context, p Phase, detail ...string) {
+	l.detail = detail
 	if !p.Filtered() {
 		setCurrentDetails(ctx, l.progress.State, p, detail...)
 		return

@@ -106,9 +106,17 @@ type progressWriter struct {
 	last    time.Time
 	phase   string
 	done    int64
+	// tenths tells the workflow at each tenth of the way (the ledger
+	// row is for starter status; the workflow's query and current
+	// details hear of the step only through this).
+	tenths activities.ProgressReporter
 }
 
 func (p *progressWriter) write(ctx context.Context, phase string, done, total int64, force bool) {
+	if p.tenths.AttemptID == uuid.Nil {
+		p.tenths.AttemptID = p.attempt
+	}
+	p.tenths.Report(ctx, done, total)
 	if p.a.Store == nil || p.attempt == uuid.Nil {
 		return
 	}

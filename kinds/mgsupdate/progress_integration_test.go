@@ -1,0 +1,125 @@
+package mgsupdate_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/enums/v1"
+	sdkpb "go.temporal.io/api/sdk/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+// seenProgress is what an operator saw of a long step while it ran: the
+// progress query's distinct byte counts strictly between 0 and the total,
+// and the current details that showed a percentage.
+type seenProgress struct {
+	done    map[int64]bool
+	details []string
+}
+
+// watchProgress reads the progress query and the Web UI's current details
+// (the SDK's workflow metadata query) every 200 ms until the run ends,
+// keeping what it saw during phase.
+func watchProgress(t *testing.T, c client.Client, run client.WorkflowRun, phase workflows.Phase) seenProgress {
+	t.Helper()
+	seen := seenProgress{done: map[int64]bool{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for ctx.Err() == nil {
+		var p mgsupdate.MGSProgress
+		v, err := c.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), workflows.ProgressQuery)
+		if err == nil && v.Get(&p) == nil {
+			if p.State != workflows.StateRunning {
+				return seen
+			}
+			if p.Phase == phase && p.Done > 0 && p.Done < p.Total {
+				seen.done[p.Done] = true
+			}
+		}
+		var md sdkpb.WorkflowMetadata
+		if v, err := c.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), "__temporal_workflow_metadata"); err == nil && v.Get(&md) == nil {
+			if d := md.GetCurrentDetails(); strings.Contains(d, "%") && strings.Contains(d, string(phase)) && !strings.Contains(d, "100%") {
+				if len(seen.details) == 0 || seen.details[len(seen.details)-1] != d {
+					seen.details = append(seen.details, d)
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return seen
+}
+
+// progressSignals counts the step-progress signals in a run's history.
+func (st *mgsStack) progressSignals(run client.WorkflowRun) int {
+	iter := st.env.Client.GetWorkflowHistory(context.Background(), run.GetID(), run.GetRunID(), false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	n := 0
+	for iter.HasNext() {
+		e, err := iter.Next()
+		require.NoError(st.t, err)
+		if a := e.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == activities.ProgressSignal {
+			n++
+		}
+	}
+	return n
+}
+
+// Issue 28/26: during a long SP delivery the workflow's progress query and
+// its current details (what the Web UI shows) move, where they stayed at 0
+// and jumped to done at the end; the history grows by at most one signal
+// per tenth of the delivery, not with its duration.
+func TestSPFirmwareProgressMovesDuringDelivery(t *testing.T) {
+	st := newMGSStack(t, func(s *spec.Spec) {
+		s.Timings.FlashBytesPerSecond = 200 // ×100: 256 KiB in about 13 s
+	})
+	in := st.spInput(2, "1.1.0")
+	run := st.startWF(workflows.KindSPFirmware, in, mgsupdate.SPFirmwareUpdate)
+	seen := watchProgress(t, st.env.Client, run, mgsupdate.MGSPhaseUpdating)
+	res, err := st.result(run)
+	require.NoError(t, err)
+	assert.Equal(t, mgsupdate.MGSOutcomeCompletedUpdate, res.Outcome)
+	t.Logf("progress seen: %d byte counts; current details: %q", len(seen.done), seen.details)
+	assert.GreaterOrEqual(t, len(seen.done), 3, "the progress query moved during the delivery")
+	assert.GreaterOrEqual(t, len(seen.details), 3, "the current details moved during the delivery")
+	signals := st.progressSignals(run)
+	assert.LessOrEqual(t, signals, activities.ProgressSteps-1, "at most one signal per tenth of the one delivery")
+	n := st.historyLen(run)
+	t.Logf("history: %d events, %d progress signals", n, signals)
+	assert.LessOrEqual(t, n, 60+4*(activities.ProgressSteps-1), "bounded by the tenths, not the delivery's duration")
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/sp-firmware-progress-signals.json")
+}
+
+// The same during a host's phase 2 fetch (the seed's "the UI stops
+// updating"), served by the MGS the workflow did not ask (mgs/0 is down,
+// the host fetches through mgs/1): the query and current details move in
+// phase host-boot.
+func TestHostFlashProgressMovesDuringPhase2Fetch(t *testing.T) {
+	st := newMGSStack(t, func(s *spec.Spec) {
+		s.Timings.Phase2BytesPerSecond = 100 // ×100: 128 KiB in about 13 s
+	})
+	st.arm(faults.Fault{Kind: faults.MGSDown, Target: "mgs/0"})
+	in := st.hostInput(3)
+	in.Timing.NewVersionTimeout = time.Minute // the slow fetch needs longer than fastTiming's
+	run := st.startWF(workflows.KindHostFlash, in, mgsupdate.HostBootFlashUpdate)
+	seen := watchProgress(t, st.env.Client, run, mgsupdate.MGSPhaseHostBoot)
+	res, err := st.result(run)
+	require.NoError(t, err)
+	assert.Equal(t, mgsupdate.MGSOutcomeCompletedUpdate, res.Outcome)
+	t.Logf("progress seen: %d byte counts; current details: %q", len(seen.done), seen.details)
+	assert.GreaterOrEqual(t, len(seen.done), 3, "the progress query moved during the phase 2 fetch")
+	assert.GreaterOrEqual(t, len(seen.details), 3, "the current details moved during the phase 2 fetch")
+	n := st.historyLen(run)
+	t.Logf("history: %d events, %d progress signals", n, st.progressSignals(run))
+	assert.LessOrEqual(t, st.progressSignals(run), 2*(activities.ProgressSteps-1), "phase 1 delivery and phase 2 fetch: a tenth each at most")
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/host-flash-progress-signals.json")
+}
