@@ -26,6 +26,11 @@ type RolloutInput struct {
 	// it first (VerifyStart), and its principal is the starter four eyes
 	// excludes. nil: an unsigned start.
 	StartSignature *approval.Signed `json:"startSignature,omitempty"`
+	// Calendar is when targets may start (windows, freezes); nil: any time.
+	Calendar *Calendar `json:"calendar,omitempty"`
+	// Notify names the worker's webhooks told of gates, stage ends,
+	// aborts, stragglers and stalls; nil: none.
+	Notify *Notify `json:"notify,omitempty"`
 }
 
 // Stage is one step of a plan: updates of one kind.
@@ -46,6 +51,12 @@ type Stage struct {
 	// (e.g. the two switch-attached sleds).
 	Exclusive [][]string   `json:"exclusive,omitempty"`
 	Updates   []PlanUpdate `json:"updates"`
+	// Health is the gate after each batch (issue 30); nil: none.
+	Health *HealthGate `json:"health,omitempty"`
+	// Thresholds abort on a failure percentage by class.
+	Thresholds []Threshold `json:"thresholds,omitempty"`
+	// Ramp grows the batch after healthy batches; nil: full concurrency.
+	Ramp *Ramp `json:"ramp,omitempty"`
 }
 
 // PlanUpdate is one update: its canonical target and its kind's input.
@@ -63,6 +74,10 @@ type UpdateOutcome struct {
 	State      workflows.State `json:"state"`
 	Outcome    string          `json:"outcome,omitempty"`
 	Error      string          `json:"error,omitempty"`
+	// FailureType and Class say why a failed update failed (the thresholds
+	// count classes); set by rollouts with healthGatesChange.
+	FailureType string       `json:"failureType,omitempty"`
+	Class       FailureClass `json:"class,omitempty"`
 }
 
 // RolloutResult summarises a rollout.
