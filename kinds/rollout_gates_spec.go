@@ -39,7 +39,9 @@ const (
 	maxGateChecks = 10
 )
 
-func (g HealthGate) failuresToAbort() int { return orDefault(g.FailuresToAbort, defaultFailuresToAbort) }
+func (g HealthGate) failuresToAbort() int {
+	return orDefault(g.FailuresToAbort, defaultFailuresToAbort)
+}
 func (g HealthGate) inconclusiveToPause() int {
 	return orDefault(g.InconclusiveToPause, defaultInconclusiveToPause)
 }
