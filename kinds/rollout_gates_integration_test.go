@@ -319,7 +319,7 @@ func TestFreezeBlocksAnApprovedStage(t *testing.T) {
 	now := time.Now().UTC()
 	in := kinds.RolloutInput{Name: "freeze-" + env.TaskQueue,
 		Calendar: &kinds.Calendar{Calendar: schedule.Calendar{Freezes: []schedule.Freeze{{From: now.Add(-time.Minute), To: now.Add(time.Hour), Reason: "incident 4711"}}}},
-		Stages: []kinds.Stage{{Name: "gated", Kind: kinds.KindTest, Concurrency: 1, Approval: true, Updates: kinds.TestUpdates(namerOf(env).test("a", 0, ""))}}}
+		Stages:   []kinds.Stage{{Name: "gated", Kind: kinds.KindTest, Concurrency: 1, Approval: true, Updates: kinds.TestUpdates(namerOf(env).test("a", 0, ""))}}}
 	run := startRollout(t, env, in)
 	defer func() { _ = env.Client.CancelWorkflow(context.Background(), run.GetID(), "") }()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
