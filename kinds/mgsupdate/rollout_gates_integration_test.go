@@ -3,6 +3,9 @@ package mgsupdate_test
 import (
 	"context"
 	"errors"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -127,6 +130,29 @@ func TestHealthGateAbortsBeforeABadVersionSpreads(t *testing.T) {
 	require.Equal(t, kinds.WaitStopped, e.Waiting)
 	require.Contains(t, e.Reason, "health gate failed after batch 1")
 	require.Equal(t, health.Fail, e.Gate.Verdict)
+
+	out := st.starter("explain", bad.GetID())
+	require.Contains(t, out, "the rollout stopped itself in stage sps: health gate failed after batch 1")
+	require.Contains(t, out, `target="sp/sled/1"`)
+	out = st.starter("status", bad.GetID())
+	require.Contains(t, out, "why: the rollout stopped itself in stage sps")
+	require.Contains(t, out, "health gate, stage sps batch 1")
+}
+
+// starter runs the real starter binary against the test's stack and
+// returns its output (it must exit 0).
+func (st *mgsStack) starter(args ...string) string {
+	st.t.Helper()
+	bin := filepath.Join(st.dir, "starter")
+	if _, err := os.Stat(bin); err != nil {
+		out, err := osexec.Command("go", "build", "-o", bin, "github.com/fleetsaga/fleetsaga/starter").CombinedOutput()
+		require.NoError(st.t, err, string(out))
+	}
+	cmd := osexec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+st.env.TemporalAddress(), "DATABASE_URL="+st.env.DatabaseURL)
+	out, err := cmd.CombinedOutput()
+	require.NoError(st.t, err, string(out))
+	return string(out)
 }
 
 // A query that matches nothing is inconclusive; twice pauses the
@@ -151,4 +177,7 @@ func TestInconclusiveGatePausesTheRollout(t *testing.T) {
 	require.Equal(t, "paused", events[len(events)-1].Kind)
 	require.Equal(t, "1.1.0", st.truth(0).SP.Active.Version)
 	require.NotEqual(t, "1.1.0", st.truth(1).SP.Active.Version, "the second batch waits for the gate")
+	out := st.starter("explain", run.GetID())
+	require.Contains(t, out, "paused (for ")
+	require.Contains(t, out, "sps-healthy: inconclusive no data")
 }
