@@ -146,6 +146,7 @@ func (r *rollout) abort(ctx workflow.Context, st Stage, s *stageStop) error {
 	r.skipRest(st.Name)
 	msg := fmt.Sprintf("stage %s: %s", st.Name, s.reason)
 	r.explainStopped(ctx, st.Name, s.reason)
+	workflows.Count(ctx, workflows.MetricRolloutStops, map[string]string{"reason": s.kind})
 	r.notify(ctx, eventAborted, st.Name, map[string]any{"stage": st.Name, "reason": s.reason, "type": s.kind})
 	return r.end(ctx, temporal.NewNonRetryableApplicationError(msg, s.kind, nil), "aborted: "+msg)
 }

@@ -61,6 +61,7 @@ func (r *rollout) healthGate(ctx workflow.Context, st Stage, batch int) (*stageS
 		gs := GateStatus{Stage: st.Name, Batch: batch, Round: round, Verdict: verdict, Reason: reason,
 			Failures: fails, Inconclusive: inconclusive, Shadow: g.Shadow, Results: results, At: workflow.Now(ctx)}
 		r.gateStatus = &gs
+		workflows.Count(ctx, workflows.MetricGateRounds, map[string]string{"verdict": string(verdict), "shadow": fmt.Sprint(g.Shadow)})
 		r.showGate(ctx, gs)
 		baked := !workflow.Now(ctx).Before(start.Add(g.Bake))
 		if baked && (verdict == health.Pass || g.Shadow) {
@@ -140,6 +141,7 @@ func judgeRound(results []activities.HealthResult) (health.Verdict, string) {
 func (r *rollout) pauseForGate(ctx workflow.Context, st Stage, why string) error {
 	r.recordEvent(ctx, st.Name, "paused", string(health.Inconclusive), why, nil, false)
 	r.setPaused(ctx, true)
+	workflows.Count(ctx, workflows.MetricRolloutWaits, map[string]string{"reason": string(WaitPaused)})
 	r.explainWaiting(ctx, WaitPaused, st.Name, why)
 	r.progress.Message = "paused: " + why
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** — stage %s\n\n%s\n", workflows.StatePaused, st.Name, why))

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // The events a rollout tells its webhooks (CloudEvent types
@@ -115,6 +116,7 @@ func (r *rollout) watchStalls(ctx workflow.Context) {
 			}
 			now := workflow.Now(ctx)
 			running := r.explain().Running
+			workflows.Count(ctx, workflows.MetricRolloutStalls, nil)
 			r.notify(ctx, eventStalled, seen.UTC().Format(time.RFC3339Nano), map[string]any{
 				"since": seen, "running": len(running), "reason": fmt.Sprintf("no update started or ended for %s", after)})
 			for _, u := range running {

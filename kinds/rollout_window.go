@@ -57,6 +57,7 @@ func (r *rollout) awaitCalendar(ctx workflow.Context, st Stage) (bool, error) {
 			r.progress.Message = fmt.Sprintf("stage %s: %s", st.Name, why)
 			workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** — stage %s: no new target starts\n\n%s\n", r.progress.State, st.Name, why))
 			r.recordEvent(ctx, st.Name, string(w)+"-wait", "", why, nil, false)
+			workflows.Count(ctx, workflows.MetricRolloutWaits, map[string]string{"reason": string(w)})
 		}
 		waited = true
 		if wake.IsZero() || !wake.After(now) {
