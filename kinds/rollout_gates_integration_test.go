@@ -434,3 +434,40 @@ func TestWebhooksArriveOncePerEventSigned(t *testing.T) {
 	require.NoError(t, got["rollout.update.straggler"][0].DataAs(&straggler))
 	require.Equal(t, "test/"+string(nm)+"b", straggler["target"])
 }
+
+// A window with endBehavior cancel: at its close the running updates are
+// cancelled (they compensate) and the rollout ends with the window's
+// reason; nothing more starts.
+func TestWindowEndCancelCancelsRunningUpdates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	env := testenv.New(t)
+	startGatesWorker(t, env)
+	nm := namerOf(env)
+	now := time.Now().UTC()
+	opened := now.Truncate(time.Minute)
+	closes := now.Add(8 * time.Second).Truncate(time.Second)
+	in := kinds.RolloutInput{Name: "window-cancel-" + env.TaskQueue,
+		Calendar: &kinds.Calendar{EndBehavior: kinds.WindowEndCancel, Calendar: schedule.Calendar{Windows: []schedule.Window{{
+			Days: []string{strings.ToLower(now.Weekday().String()[:3])}, Start: opened.Format("15:04"), Duration: closes.Sub(opened)}}}},
+		Stages: []kinds.Stage{{Name: "all", Kind: kinds.KindTest, Concurrency: 2, Updates: kinds.TestUpdates(
+			kinds.TestInput{Name: string(nm) + "a", Take: time.Minute, Compensate: time.Second},
+			kinds.TestInput{Name: string(nm) + "b", Take: time.Minute, Compensate: time.Second},
+			nm.test("c", time.Second, ""))}}}
+	run := startRollout(t, env, in)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := run.Get(ctx, nil)
+	var app *temporal.ApplicationError
+	require.True(t, errors.As(err, &app), "%v", err)
+	require.Equal(t, failure.WindowClosed, app.Type())
+	require.Contains(t, app.Message(), "running updates were cancelled")
+	for _, n := range nm.all("a", "b") {
+		d, err := env.Client.DescribeWorkflowExecution(ctx, workflows.WorkflowID(kinds.KindTest, "test/"+n), "")
+		require.NoError(t, err)
+		require.Equal(t, "Canceled", d.GetWorkflowExecutionInfo().GetStatus().String(), n)
+		require.False(t, d.GetWorkflowExecutionInfo().GetCloseTime().AsTime().Before(closes), "%s was cancelled at the close, not before", n)
+	}
+	require.Empty(t, childSpans(t, env, nm.all("c")...), "nothing starts after the close")
+}
