@@ -16,7 +16,6 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet"
-	"github.com/fleetsaga/fleetsaga/fleet/prom"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/health"
@@ -47,12 +46,6 @@ func newPromStack(t *testing.T) *mgsStack {
 	p, promURL, err := devstack.StartPrometheus(context.Background(), t.TempDir(), map[string]string{"fleetsim": st.sim.URL})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Kill() })
-	pc, err := prom.New(promURL)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		got, err := pc.Query(context.Background(), `fleetsim_device_healthy{kind="sp"}`)
-		return err == nil && len(got) > 0
-	}, time.Minute, 500*time.Millisecond, "Prometheus scrapes fleetsim")
 	endpoints := fleet.FromFleetsim(contractProxy(t, st.sim.URL, 2*len(s.Racks)), env.DatabaseURL)
 	endpoints.Prometheus = promURL
 	env.StartWorker(workerapp.Deps{Fleet: endpoints})
