@@ -127,6 +127,9 @@ func (r *rollout) runAnyStage(ctx workflow.Context, st Stage) (int, *stageStop, 
 		return failed, stop, err
 	}
 	failed, err := r.runStage(ctx, st)
+	if err == nil && r.gatesOn() && (!st.budgetApplies() || failed <= st.FailureBudget) {
+		r.stageEnded(ctx, st, failed) // a plan with only notifications
+	}
 	return failed, nil, err
 }
 

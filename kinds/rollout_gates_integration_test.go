@@ -433,6 +433,7 @@ func TestWebhooksArriveOncePerEventSigned(t *testing.T) {
 	var straggler map[string]any
 	require.NoError(t, got["rollout.update.straggler"][0].DataAs(&straggler))
 	require.Equal(t, "test/"+string(nm)+"b", straggler["target"])
+	replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/rollout-gates-notify.json")
 }
 
 // A window with endBehavior cancel: at its close the running updates are
@@ -470,4 +471,5 @@ func TestWindowEndCancelCancelsRunningUpdates(t *testing.T) {
 		require.False(t, d.GetWorkflowExecutionInfo().GetCloseTime().AsTime().Before(closes), "%s was cancelled at the close, not before", n)
 	}
 	require.Empty(t, childSpans(t, env, nm.all("c")...), "nothing starts after the close")
+	replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/rollout-gates-window-cancel.json")
 }
