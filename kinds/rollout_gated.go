@@ -122,6 +122,7 @@ func (r *rollout) runAnyStage(ctx workflow.Context, st Stage) (int, *stageStop, 
 	if r.gatesOn() && (st.gated() || r.in.Calendar != nil) {
 		failed, stop, err := r.runGatedStage(ctx, st)
 		if err == nil && stop == nil {
+			r.why = Explanation{} // the gated stage's waits are over
 			r.stageEnded(ctx, st, failed)
 		}
 		return failed, stop, err
