@@ -122,9 +122,9 @@ demo: $(STACK_TOOLS_$(STACK)) build prometheus
 
 # Keep the stack running for interactive use (Web UI on :$(UI_PORT)).
 # STACK=cluster: the real Temporal server on PostgreSQL instead.
-up: $(STACK_TOOLS_$(STACK)) build
+up: $(STACK_TOOLS_$(STACK)) build prometheus
 	bin/devstack up --temporal $(STACK) --dir .stack/up --ui-port $(UI_PORT) --workers 2 --persist --database fleetsaga_up \
-	  --demo-signer --fleetsim-spec fleetsim/specs/demo.yaml
+	  --demo-signer --prometheus --fleetsim-spec fleetsim/specs/demo.yaml
 
 down: bin/devstack
 	bin/devstack down --dir .stack/up
