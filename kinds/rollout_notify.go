@@ -106,12 +106,15 @@ func (r *rollout) watchStalls(ctx workflow.Context) {
 			if err := workflow.Await(ctx, func() bool { return len(r.running) > 0 }); err != nil {
 				return
 			}
+			// One timer to the stall's deadline, not one per move: a move
+			// meanwhile only moves the next deadline.
 			seen := r.lastMove
-			moved, err := workflow.AwaitWithTimeout(ctx, after, func() bool { return r.lastMove != seen })
-			if err != nil {
-				return
+			if wait := seen.Add(after).Sub(workflow.Now(ctx)); wait > 0 {
+				if err := workflow.Sleep(ctx, wait); err != nil {
+					return
+				}
 			}
-			if moved || len(r.running) == 0 {
+			if r.lastMove != seen || len(r.running) == 0 {
 				continue
 			}
 			now := workflow.Now(ctx)
