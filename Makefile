@@ -98,9 +98,9 @@ screenshots: tools build browser
 prometheus:
 	@command -v prometheus >/dev/null || [ -n "$$FLEETSAGA_PROMETHEUS_BIN" ] || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing Debian's prometheus for the health gate tests"; \
+	    echo "installing Debian's prometheus for the health gates (tests and demo)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; \
-	  else echo "the health gate tests need Prometheus: install it (Debian: apt-get install prometheus)"; exit 1; fi; }
+	  else echo "the health gates (tests and demo) need Prometheus: install it (Debian: apt-get install prometheus)"; exit 1; fi; }
 
 # The deployment test checks the worker's unit with systemd-analyze.
 systemd:
@@ -124,15 +124,15 @@ lint: $(WFCHECK)
 
 # The demo: the whole stack, a rollout over every update kind, a summary.
 # STACK=cluster runs it on the real Temporal server on PostgreSQL.
-demo: $(STACK_TOOLS_$(STACK)) build
+demo: $(STACK_TOOLS_$(STACK)) build prometheus
 	bin/devstack run --temporal $(STACK) --dir .stack/demo --ui-port $(UI_PORT) --workers 2 --database fleetsaga_demo \
-	  --demo-signer --fleetsim-spec fleetsim/specs/demo.yaml -- demo/run.sh
+	  --demo-signer --prometheus --fleetsim-spec fleetsim/specs/demo.yaml -- demo/run.sh
 
 # Keep the stack running for interactive use (Web UI on :$(UI_PORT)).
 # STACK=cluster: the real Temporal server on PostgreSQL instead.
-up: $(STACK_TOOLS_$(STACK)) build
+up: $(STACK_TOOLS_$(STACK)) build prometheus
 	bin/devstack up --temporal $(STACK) --dir .stack/up --ui-port $(UI_PORT) --workers 2 --persist --database fleetsaga_up \
-	  --demo-signer --fleetsim-spec fleetsim/specs/demo.yaml
+	  --demo-signer --prometheus --fleetsim-spec fleetsim/specs/demo.yaml
 
 down: bin/devstack
 	bin/devstack down --dir .stack/up

@@ -29,8 +29,34 @@ type NotifyActivities struct {
 // (SignatureHeader: "sha256=" + hex HMAC-SHA256 of the body), so the
 // receiver can tell fleetsaga's events from anyone's.
 type Webhook struct {
+	// Name is how plans refer to it (notify.webhooks): the URL and the
+	// secret stay in the worker's configuration.
+	Name   string
 	URL    string
 	Secret []byte
+}
+
+// WebhookNotice is a notice for one named webhook: each webhook's
+// delivery is its own activity, so one receiver's retries never repeat
+// another's delivery.
+type WebhookNotice struct {
+	Webhook string `json:"webhook"`
+	Notice  Notice `json:"notice"`
+}
+
+// NotifyWebhook delivers a notice to the webhook the plan names.
+func (a *NotifyActivities) NotifyWebhook(ctx context.Context, in WebhookNotice) error {
+	for _, w := range a.Webhooks {
+		if w.Name == in.Webhook {
+			body, err := encodeNotice(in.Notice)
+			if err != nil {
+				return temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidInput, nil)
+			}
+			return a.deliver(ctx, w, body)
+		}
+	}
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("no webhook named %q is configured on this worker (--webhook %s=URL)", in.Webhook, in.Webhook),
+		failure.NotificationRefused, nil)
 }
 
 // SignatureHeader carries a body's HMAC-SHA256 under the webhook's secret.

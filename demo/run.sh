@@ -58,6 +58,28 @@ if ! diff -u demo/expected-outcomes.txt "$final"; then
 fi
 
 echo
+echo "== the SP firmware stage's health gates passed (the ledger's latest records):"
+$starter explain "$id" --database-url "$DATABASE_URL" | grep -E 'gate-passed' | head -3 || true
+
+# A second rollout of a bad release: its health gate must stop it after
+# the first SP, before the release reaches the second.
+bad=fleetsaga/rollout/plan/demo-bad-release
+echo
+echo "== a bad release (SP firmware 1.2.0; fleetsim's bad_version fault makes an SP running it unhealthy):"
+$starter rollout demo/bad-release.yaml
+bad_status=0
+$starter watch "$bad" >.stack/demo/bad-release.txt 2>&1 || bad_status=$?
+$starter explain "$bad" --database-url "$DATABASE_URL" | head -4
+$starter list --rollout demo-bad-release >.stack/demo/bad-release-updates.txt
+if [ "$bad_status" -eq 0 ] || ! grep -q 'sp-firmware/sp/sled/4' .stack/demo/bad-release-updates.txt ||
+  grep -q 'sp-firmware/sp/sled/5' .stack/demo/bad-release-updates.txt; then
+  echo "== demo: the bad release was not stopped before sp/sled/5 (watch exit $bad_status; .stack/demo/bad-release*.txt)"
+  status=1
+else
+  echo "-- stopped by its health gate: sp/sled/4 runs 1.2.0 and is unhealthy; sp/sled/5 was never touched"
+fi
+
+echo
 echo "== the faults fleetsim/specs/demo.yaml injected, as fleetsim fired them:"
 bin/fleetsim faults
 echo "-- sp/sled/3's SP reset while our image was delivered: that attempt was lost, and a new"

@@ -56,7 +56,7 @@ func TestClusterDemoRolloutOverEveryKind(t *testing.T) {
 		})
 	}
 	cmd := exec.Command(filepath.Join(dir, "bin", "devstack"), "run", "--temporal", devstack.TemporalCluster,
-		"--dir", ".stack/demo", "--ui-port", "0", "--workers", "2", "--database", database, "--demo-signer",
+		"--dir", ".stack/demo", "--ui-port", "0", "--workers", "2", "--database", database, "--demo-signer", "--prometheus",
 		"--fleetsim-spec", filepath.Join(root, "fleetsim/specs/demo.yaml"), "--", "demo/run.sh")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()

@@ -76,6 +76,13 @@ const (
 	TritonAPI           = "TritonAPI" // a non-retryable CNAPI/SAPI/IMGAPI answer
 	// FailureBudget ends a fan-out whose failures exceeded its budget.
 	FailureBudget = "FailureBudgetExceeded"
+	// HealthGateFailed: a rollout's health gate failed as often as its
+	// plan allows; the rollout stopped starting updates.
+	HealthGateFailed = "HealthGateFailed"
+	// FailureThreshold: a class of failures passed its percentage.
+	FailureThreshold = "FailureThresholdExceeded"
+	// WindowClosed: a window with endBehavior cancel closed.
+	WindowClosed = "MaintenanceWindowClosed"
 )
 
 // MachineSet boot image bump.

@@ -47,6 +47,9 @@ type StagePlan struct {
 
 // PlanResult is a dry run of a plan (or of one update, as a one-stage plan).
 type PlanResult struct {
+	// Schedule is when each stage would run under the plan's calendar
+	// (set by the starter: StageTimes; nil without a calendar).
+	Schedule []StageTime   `json:"schedule,omitempty"`
 	Name     string        `json:"name"`
 	Stages   []StagePlan   `json:"stages"`
 	Changes  int           `json:"changes"`

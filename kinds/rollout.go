@@ -26,6 +26,11 @@ type RolloutInput struct {
 	// it first (VerifyStart), and its principal is the starter four eyes
 	// excludes. nil: an unsigned start.
 	StartSignature *approval.Signed `json:"startSignature,omitempty"`
+	// Calendar is when targets may start (windows, freezes); nil: any time.
+	Calendar *Calendar `json:"calendar,omitempty"`
+	// Notify names the worker's webhooks told of gates, stage ends,
+	// aborts, stragglers and stalls; nil: none.
+	Notify *Notify `json:"notify,omitempty"`
 }
 
 // Stage is one step of a plan: updates of one kind.
@@ -46,6 +51,12 @@ type Stage struct {
 	// (e.g. the two switch-attached sleds).
 	Exclusive [][]string   `json:"exclusive,omitempty"`
 	Updates   []PlanUpdate `json:"updates"`
+	// Health is the gate after each batch (issue 30); nil: none.
+	Health *HealthGate `json:"health,omitempty"`
+	// Thresholds abort on a failure percentage by class.
+	Thresholds []Threshold `json:"thresholds,omitempty"`
+	// Ramp grows the batch after healthy batches; nil: full concurrency.
+	Ramp *Ramp `json:"ramp,omitempty"`
 }
 
 // PlanUpdate is one update: its canonical target and its kind's input.
@@ -63,6 +74,10 @@ type UpdateOutcome struct {
 	State      workflows.State `json:"state"`
 	Outcome    string          `json:"outcome,omitempty"`
 	Error      string          `json:"error,omitempty"`
+	// FailureType and Class say why a failed update failed (the thresholds
+	// count classes); set by rollouts with healthGatesChange.
+	FailureType string       `json:"failureType,omitempty"`
+	Class       FailureClass `json:"class,omitempty"`
 }
 
 // RolloutResult summarises a rollout.
@@ -107,6 +122,22 @@ type rollout struct {
 	approval *workflows.Approval // the approval received for gate
 	result   RolloutResult
 	running  map[string]bool // targets running now
+	// startedAt is when each running target started (starter explain).
+	startedAt map[string]time.Time
+
+	// issue 30 (healthGatesChange): the gated stages' state.
+	gatesVersion workflow.Version
+	why          Explanation // what the rollout waits for (explain)
+	gateStatus   *GateStatus // the last health gate round
+	rampSize     int         // the current batch's size
+	events       int         // rollout_event rows written by this run
+	calendar     map[workflows.Kind]calendarCache
+	cancelWindow workflow.CancelFunc // cancels the running batch (endBehavior cancel)
+	watchedClose time.Time           // the window end being watched
+	windowCut    time.Time           // the window end that cancelled a batch
+	notified     map[string]bool     // events told (once each)
+	notices      workflow.WaitGroup  // deliveries still running
+	lastMove     time.Time           // the last start or end of an update (stall)
 
 	version   workflow.Version // signedApprovalsChange's: 1 verifies signatures
 	starter   string           // who signed the start (VerifyStart; "" unsigned)
@@ -118,8 +149,12 @@ func (r *rollout) setup(ctx workflow.Context) error {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidPlan", nil)
 	}
 	r.running = map[string]bool{}
+	r.startedAt = map[string]time.Time{}
 	r.result.Name = r.in.Name
 	r.version = workflow.GetVersion(ctx, signedApprovalsChange, workflow.DefaultVersion, 1)
+	if r.in.usesGates() {
+		r.gatesVersion = workflow.GetVersion(ctx, healthGatesChange, workflow.DefaultVersion, 1)
+	}
 	total := 0
 	for _, st := range r.in.Stages {
 		total += len(st.Updates)
@@ -133,6 +168,9 @@ func (r *rollout) setup(ctx workflow.Context) error {
 	}
 	r.l = l
 	if err := workflow.SetQueryHandler(ctx, GatePlanQuery, func() (*StagePlan, error) { return r.gatePlan, nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, ExplainQuery, func() (Explanation, error) { return r.explain(), nil }); err != nil {
 		return err
 	}
 	workflows.ListenPauseResume(ctx, r.setPaused)
@@ -186,6 +224,7 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 			return r.result, r.end(ctx, err, "start not verified: "+err.Error())
 		}
 	}
+	r.watchStalls(ctx)
 	for _, st := range r.in.Stages {
 		if st.Approval {
 			if err := r.awaitApproval(ctx, st); err != nil {
@@ -200,11 +239,14 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 		if !st.Approval {
 			r.approved = nil
 		}
-		failed, err := r.runStage(ctx, st)
+		failed, stop, err := r.runAnyStage(ctx, st)
 		if err != nil {
 			return r.result, r.cancelled(ctx, st.Name, err)
 		}
-		if failed > st.FailureBudget {
+		if stop != nil {
+			return r.result, r.abort(ctx, st, stop)
+		}
+		if (!r.gatesOn() || st.budgetApplies()) && failed > st.FailureBudget {
 			r.skipRest(st.Name)
 			msg := fmt.Sprintf("stage %s: %d failed, budget %d", st.Name, failed, st.FailureBudget)
 			return r.result, r.end(ctx, temporal.NewNonRetryableApplicationError(msg, failure.FailureBudget, nil), msg)
@@ -257,6 +299,32 @@ func (r *rollout) recordApproval(ctx workflow.Context, ap workflows.Approval) er
 // many failed.
 func (r *rollout) runStage(ctx workflow.Context, st Stage) (int, error) {
 	r.setPhase(ctx, workflows.PhaseRunningStage, "stage "+st.Name)
+	failed, unstarted, err := r.runWindow(ctx, st, st.Updates, windowHooks{
+		concurrency: func() int { return st.Concurrency },
+		stop:        func(failed int) bool { return failed > st.FailureBudget },
+	})
+	for _, u := range unstarted {
+		r.skip(st.Name, u)
+	}
+	return failed, err
+}
+
+// windowHooks are what a window of updates asks its stage: how many may
+// run at once, whether to stop starting, what a start waits for (a gated
+// stage's calendar; nil: nothing) and what each ending tells it.
+type windowHooks struct {
+	concurrency func() int
+	stop        func(failed int) bool
+	// beforeStart may wait; waited says it did (the window then chooses
+	// again: what it chose may be blocked now).
+	beforeStart func(ctx workflow.Context) (waited bool, err error)
+	ended       func(out UpdateOutcome)
+}
+
+// runWindow starts updates in a sliding window, never two of one
+// exclusive group at once, and returns how many failed and which it did
+// not start.
+func (r *rollout) runWindow(ctx workflow.Context, st Stage, updates []PlanUpdate, h windowHooks) (int, []PlanUpdate, error) {
 	groupOf := map[string]int{}
 	for i, g := range st.Exclusive {
 		for _, t := range g {
@@ -275,16 +343,16 @@ func (r *rollout) runStage(ctx workflow.Context, st Stage) (int, error) {
 		}
 		return false
 	}
-	pending := append([]PlanUpdate(nil), st.Updates...)
+	pending := append([]PlanUpdate(nil), updates...)
 	inFlight, failed := 0, 0
 	wg := workflow.NewWaitGroup(ctx)
 	for len(pending) > 0 {
 		next := -1
 		err := workflow.Await(ctx, func() bool {
-			if failed > st.FailureBudget {
+			if h.stop(failed) {
 				return true
 			}
-			if r.paused || inFlight >= st.Concurrency {
+			if r.paused || inFlight >= h.concurrency() {
 				return false
 			}
 			for i, u := range pending {
@@ -298,13 +366,24 @@ func (r *rollout) runStage(ctx workflow.Context, st Stage) (int, error) {
 		if err != nil {
 			break // cancelled: the running updates compensate; wait for them below
 		}
-		if failed > st.FailureBudget {
+		if h.stop(failed) {
 			break
+		}
+		if h.beforeStart != nil {
+			waited, err := h.beforeStart(ctx)
+			if err != nil {
+				break
+			}
+			if waited {
+				continue
+			}
 		}
 		u := pending[next]
 		pending = append(pending[:next], pending[next+1:]...)
 		inFlight++
 		r.running[u.Target] = true
+		r.startedAt[u.Target] = workflow.Now(ctx)
+		r.lastMove = workflow.Now(ctx)
 		r.count("running", 1)
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
@@ -315,6 +394,8 @@ func (r *rollout) runStage(ctx workflow.Context, st Stage) (int, error) {
 			}
 			inFlight--
 			delete(r.running, u.Target)
+			delete(r.startedAt, u.Target)
+			r.lastMove = workflow.Now(ctx)
 			r.count("running", -1)
 			r.result.Outcomes = append(r.result.Outcomes, out)
 			if out.State == StateRefused {
@@ -328,16 +409,16 @@ func (r *rollout) runStage(ctx workflow.Context, st Stage) (int, error) {
 				r.result.Failed++
 				r.count("failed", 1)
 			}
+			if h.ended != nil {
+				h.ended(out)
+			}
 		})
 	}
 	wg.Wait(ctx)
-	for _, u := range pending {
-		r.skip(st.Name, u)
-	}
 	if ctx.Err() != nil {
-		return failed, temporal.NewCanceledError("rollout cancelled")
+		return failed, pending, temporal.NewCanceledError("rollout cancelled")
 	}
-	return failed, nil
+	return failed, pending, nil
 }
 
 // runUpdate runs one update as a child workflow with the update's own
@@ -375,6 +456,9 @@ func (r *rollout) runUpdate(ctx workflow.Context, st Stage, u PlanUpdate) Update
 		out.State, out.Outcome, out.Error = StateRefused, failure.TargetBusy, err.Error()
 	default:
 		out.State, out.Error = workflows.StateFailed, err.Error()
+		if r.gatesOn() {
+			out.FailureType, out.Class = classify(err)
+		}
 	}
 	return out
 }
@@ -433,5 +517,6 @@ func (r *rollout) cancelled(ctx workflow.Context, stage string, err error) error
 // attempt of its own: its updates do); outcome is what the progress query
 // and the Web UI say.
 func (r *rollout) end(ctx workflow.Context, err error, outcome string) error {
+	r.flushNotices(ctx)
 	return r.l.End(ctx, err, workflows.Ending{Outcome: outcome, Message: outcome, FailedOutcome: outcome})
 }

@@ -53,6 +53,9 @@ func (in RolloutInput) ValidateDecoded(undecoded map[int]bool) error {
 		if st.FailureBudget < 0 {
 			errs = append(errs, fmt.Errorf("%s: failureBudget must be >= 0", where))
 		}
+		for _, e := range st.validateGates() {
+			errs = append(errs, fmt.Errorf("%s: %w", where, e))
+		}
 		if len(st.Updates) == 0 && !partial {
 			errs = append(errs, fmt.Errorf("%s: no updates", where))
 		}
@@ -82,6 +85,12 @@ func (in RolloutInput) ValidateDecoded(undecoded map[int]bool) error {
 				grouped[t] = true
 			}
 		}
+	}
+	if in.Calendar != nil {
+		errs = append(errs, flatten(in.Calendar.Validate())...)
+	}
+	if in.Notify != nil {
+		errs = append(errs, flatten(in.Notify.Validate())...)
 	}
 	if total > maxRolloutUpdates {
 		errs = append(errs, fmt.Errorf("plan has %d updates; at most %d per rollout (split it, or use a fan-out kind)", total, maxRolloutUpdates))

@@ -26,6 +26,9 @@ type testInput struct {
 	Name string        `json:"name"`
 	Take time.Duration `json:"take"`
 	Fail bool          `json:"fail"`
+	// FailType fails the update with this failure type (a class for
+	// the rollout's thresholds).
+	FailType string `json:"failType,omitempty"`
 	// Busy: the ledger refuses the update's intent (another update holds
 	// its target).
 	Busy bool `json:"busy,omitempty"`
@@ -61,6 +64,9 @@ func testUpdate(ctx workflow.Context, in testInput) (map[string]any, error) {
 		return nil, err
 	}
 	spans = append(spans, span{in.Name, start, workflow.Now(ctx)})
+	if in.FailType != "" {
+		return nil, temporal.NewNonRetryableApplicationError("device said no", in.FailType, nil)
+	}
 	if in.Fail {
 		return nil, errors.New("device said no")
 	}

@@ -58,6 +58,9 @@ func (a *app) dryRun(cmd *cobra.Command, u update, f startFlags) error {
 	if err != nil {
 		return err
 	}
+	if in, ok := u.Input.(kinds.RolloutInput); ok && in.Calendar != nil {
+		res.Schedule = kinds.StageTimes(in.Calendar, res.Stages, time.Now())
+	}
 	a.print(res, func(w io.Writer) { printPlan(w, res) })
 	return planExit(res)
 }
@@ -106,6 +109,13 @@ func printPlan(w io.Writer, res kinds.PlanResult) {
 		res.Name, res.Changes, res.Refused, res.Estimate.Round(time.Second))
 	if len(res.Stages) > 1 {
 		fmt.Fprintln(w, "every stage is planned against the fleet as it is now, not as earlier stages will leave it")
+	}
+	for _, st := range res.Schedule {
+		fmt.Fprintf(w, "stage %s would run %s → %s", st.Stage, st.Start.Format(time.RFC3339), st.End.Format(time.RFC3339))
+		if st.Waits != "" {
+			fmt.Fprintf(w, " (%s)", st.Waits)
+		}
+		fmt.Fprintln(w)
 	}
 	for _, st := range res.Stages {
 		printStagePlan(w, st)

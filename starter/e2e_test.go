@@ -70,6 +70,7 @@ func TestUsageErrorsExit2WithOneLineAndContactNothing(t *testing.T) {
 		"malformed plan":    {"rollout", badYAML},
 		"missing plan":      {"rollout", "/nonexistent.yaml"},
 		"migrate bad url":   {"migrate", "--database-url", "mysql://x"},
+		"explain an update": {"explain", "fleetsaga/sp-firmware/sp/sled/1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := runStarter(t, unreachable, args...)

@@ -45,6 +45,10 @@ type statusView struct {
 	Started    time.Time           `json:"started"`
 	Closed     *time.Time          `json:"closed,omitempty"`
 	Progress   *workflows.Progress `json:"progress,omitempty"`
+	// Why is a rollout's starter explain answer (its health gate's last
+	// round, what it waits for).
+	Why     string             `json:"why,omitempty"`
+	Explain *kinds.Explanation `json:"explain,omitempty"`
 	// GatePlan is the plan a rollout shows at its gate.
 	GatePlan *kinds.StagePlan `json:"gatePlan,omitempty"`
 	// FailedUpdates are a rollout's updates that failed in this run.
@@ -86,6 +90,12 @@ func statusCmd(a *app) *cobra.Command {
 				v.Progress = &p
 			}
 			v.GatePlan = gatePlan(ctx, c, args[0])
+			if kind, _, _ := workflows.ParseWorkflowID(args[0]); kind == workflows.KindRollout {
+				if e, err := queryExplain(ctx, c, args[0]); err == nil {
+					v.Explain = &e
+					v.Why, _ = answer(explainView{Running: v.Closed == nil, Explain: &e}, time.Now(), defaultStalledAfter)
+				}
+			}
 			if v.FailedUpdates, err = rolloutFailures(ctx, c, args[0]); err != nil {
 				return a.temporalErr("list the rollout's failed updates", err)
 			}
@@ -103,6 +113,13 @@ func statusCmd(a *app) *cobra.Command {
 				fmt.Fprintf(w, "%s (run %s): %s since %s\n", v.WorkflowID, v.RunID, v.Status, v.Started.Format(time.RFC3339))
 				if v.Progress != nil {
 					fmt.Fprintln(w, "  "+progressLine(*v.Progress))
+				}
+				if v.Why != "" {
+					fmt.Fprintln(w, "  why: "+v.Why)
+				}
+				if v.Explain != nil && v.Explain.Gate != nil {
+					g := v.Explain.Gate
+					fmt.Fprintf(w, "  health gate, stage %s batch %d round %d: %s — %s\n", g.Stage, g.Batch, g.Round, g.Verdict, g.Reason)
 				}
 				if v.GatePlan != nil {
 					printStagePlan(w, *v.GatePlan)

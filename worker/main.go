@@ -44,17 +44,19 @@ func main() {
 
 func newCommand() *cobra.Command {
 	var (
-		tc          config.Temporal
-		dc          config.Deployment
-		lc          config.Logging
-		fc          config.Fleet
-		ac          config.Approvals
-		dbURL       string
-		metricsAddr string
-		metricsFile string
-		identity    string
-		maxActs     int
-		stopTimeout time.Duration
+		tc             config.Temporal
+		dc             config.Deployment
+		lc             config.Logging
+		fc             config.Fleet
+		ac             config.Approvals
+		dbURL          string
+		metricsAddr    string
+		metricsFile    string
+		identity       string
+		maxActs        int
+		stopTimeout    time.Duration
+		webhookSpecs   []string
+		webhookSecrets []string
 	)
 	hostname, _ := os.Hostname()
 	cmd := &cobra.Command{
@@ -76,6 +78,10 @@ func newCommand() *cobra.Command {
 				return usageError{err}
 			}
 			keyring, err := approval.LoadKeyring(ac.Config())
+			if err != nil {
+				return usageError{err}
+			}
+			webhooks, err := workerapp.ParseWebhooks(webhookSpecs, webhookSecrets)
 			if err != nil {
 				return usageError{err}
 			}
@@ -156,6 +162,7 @@ func newCommand() *cobra.Command {
 				Log:      log,
 				Identity: identity,
 				Keyring:  keyring,
+				Webhooks: webhooks,
 			})
 		},
 	}
@@ -168,6 +175,8 @@ func newCommand() *cobra.Command {
 	fs.StringVar(&dbURL, "database-url", os.Getenv("DATABASE_URL"), "ledger PostgreSQL URL (env DATABASE_URL)")
 	fs.StringVar(&metricsAddr, "metrics-listen", envOr("FLEETSAGA_METRICS_LISTEN", "127.0.0.1:9464"), "Prometheus /metrics address; empty disables (env FLEETSAGA_METRICS_LISTEN)")
 	fs.StringVar(&metricsFile, "metrics-url-file", "", "write the /metrics URL to this file once it listens (with --metrics-listen 127.0.0.1:0)")
+	fs.StringArrayVar(&webhookSpecs, "webhook", nil, "a notification webhook plans may name: NAME=URL (repeatable)")
+	fs.StringArrayVar(&webhookSecrets, "webhook-secret-file", nil, "NAME=FILE: the file holds the HMAC secret signing that webhook's events (repeatable)")
 	fs.StringVar(&identity, "identity", fmt.Sprintf("%s:%d", hostname, os.Getpid()), "worker identity in Temporal and the ledger")
 	fs.IntVar(&maxActs, "max-concurrent-activities", 0, "bound on concurrent activity executions (0 = SDK default)")
 	fs.DurationVar(&stopTimeout, "stop-timeout", 20*time.Second, "on SIGTERM, how long running activities may finish before they are handed back")

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/client"
 
+	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/ledger"
@@ -30,4 +31,6 @@ type Deps struct {
 	// unsigned approvals are accepted at default gates and recorded as
 	// "unsigned"; README, "Approvals").
 	Keyring *approval.Keyring
+	// Webhooks are the notification receivers plans may name (issue 30).
+	Webhooks []activities.Webhook
 }

@@ -41,7 +41,7 @@ func Register(r worker.Registry, d Deps) error {
 		}
 		health.Prom = pc
 	}
-	acts = append(acts, health)
+	acts = append(acts, health, &activities.NotifyActivities{Webhooks: d.Webhooks, HTTP: d.HTTP})
 	withAgents := d.Fleet.CNAPI != ""
 	if withAgents {
 		a, err := agents.NewAgentActivities(d.Fleet, d.HTTP, d.Ledger, d.Identity)

@@ -69,6 +69,7 @@ func NewLifecycle[P any](ctx workflow.Context, p *Progress, first Phase, w attem
 		p.Started = now
 	}
 	l := &Lifecycle{progress: p, writer: w}
+	Count(ctx, MetricUpdatesStarted, map[string]string{"kind": string(p.Kind)})
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (P, error) { return query(), nil }); err != nil {
 		return nil, err
 	}
@@ -314,6 +315,7 @@ func (l *Lifecycle) End(ctx workflow.Context, err error, ok Ending) error {
 	l.progress.Phase, l.progress.PhaseSince = final, workflow.Now(dctx)
 	l.endAttempt(dctx, ls, outcome, msg)
 	SetSearchState(dctx, state, final)
+	Count(dctx, MetricUpdatesEnded, map[string]string{"kind": string(l.progress.Kind), "state": string(state), "outcome": endingOutcome(state, err)})
 	if state == StateCancelled {
 		return temporal.NewCanceledError(msg)
 	}

@@ -3,8 +3,10 @@ package devstack
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -45,6 +47,13 @@ func StartPrometheus(ctx context.Context, dir string, targets map[string]string)
 	if err != nil {
 		return nil, "", err
 	}
+	// A fresh TSDB each start: a kept one answers instant queries with the
+	// last run's fleetsim series for five minutes (Prometheus's lookback;
+	// nothing marked them stale at shutdown), and a gate would judge the
+	// new fleet by the old one's devices.
+	if err := os.RemoveAll(filepath.Join(dir, "data")); err != nil {
+		return nil, "", err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, "", err
 	}
@@ -68,6 +77,10 @@ func StartPrometheus(ctx context.Context, dir string, targets map[string]string)
 		}
 		u := "http://" + addr
 		if err = WaitHTTP(ctx, u+"/-/ready", prometheusStartTimeout); err == nil {
+			if err = waitScraped(ctx, u, len(targets), prometheusStartTimeout); err != nil {
+				_ = p.Kill()
+				return nil, "", fmt.Errorf("prometheus scraped nothing (see %s): %w", logPath, err)
+			}
 			return p, u, nil
 		}
 		_ = p.Kill()
@@ -89,4 +102,56 @@ func prometheusConfig(targets map[string]string) []byte {
 		fmt.Fprintf(&b, "- job_name: %q\n  metrics_path: %q\n  static_configs: [{targets: [%q]}]\n", job, u.Path+"/metrics", u.Host)
 	}
 	return b.Bytes()
+}
+
+// waitScraped waits until Prometheus has scraped each of its n targets
+// once: ready means it serves queries, and its discovery hands the
+// scrape loop its targets only after about 5 s; a gate asking before then
+// reads no data.
+func waitScraped(ctx context.Context, base string, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		up, err := scrapedTargets(ctx, base)
+		if err == nil && up >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d targets scraped after %s", up, n, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// scrapedTargets counts the active targets whose last scrape succeeded.
+func scrapedTargets(ctx context.Context, base string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/targets?state=active", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			ActiveTargets []struct {
+				Health string `json:"health"`
+			} `json:"activeTargets"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return 0, err
+	}
+	up := 0
+	for _, t := range body.Data.ActiveTargets {
+		if t.Health == "up" {
+			up++
+		}
+	}
+	return up, nil
 }

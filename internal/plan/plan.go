@@ -25,6 +25,10 @@ type File struct {
 	// (default: one approver, any allowed signer).
 	Approval *approval.Policy `json:"approval,omitempty"`
 	Stages   []Stage          `json:"stages"`
+	// Calendar: maintenance windows and freezes (issue 30).
+	Calendar *kinds.Calendar `json:"calendar,omitempty"`
+	// Notify: the worker's webhooks to tell of the rollout's events.
+	Notify *kinds.Notify `json:"notify,omitempty"`
 }
 
 // Stage is one stage in the YAML.
@@ -36,6 +40,9 @@ type Stage struct {
 	FailureBudget int               `json:"failureBudget"`
 	Exclusive     [][]string        `json:"exclusive"`
 	Updates       []json.RawMessage `json:"updates"`
+	Health        *kinds.HealthGate `json:"health,omitempty"`
+	Thresholds    []kinds.Threshold `json:"thresholds,omitempty"`
+	Ramp          *kinds.Ramp       `json:"ramp,omitempty"`
 }
 
 // Load reads and validates a plan file.
@@ -64,18 +71,19 @@ func ParseFileWithPolicies(file string, b []byte) (kinds.RolloutInput, []*approv
 	if errs := pos.unknownKeys(b); len(errs) > 0 {
 		return kinds.RolloutInput{}, nil, fmt.Errorf("invalid plan: %w", errors.Join(errs...))
 	}
-	var f File
-	if err := yaml.UnmarshalStrict(b, &f); err != nil {
+	f, err := decodeFile(b)
+	if err != nil {
 		return kinds.RolloutInput{}, nil, fmt.Errorf("plan: %w", err)
 	}
-	in := kinds.RolloutInput{Name: f.Name}
+	in := kinds.RolloutInput{Name: f.Name, Calendar: f.Calendar, Notify: f.Notify}
 	policies, errs := stagePolicies(f, pos)
 	// Stages whose updates did not all decode: the error is reported
 	// once, here (or, for an unknown kind, by Validate), with no follow-on.
 	undecoded := map[int]bool{}
 	for i, st := range f.Stages {
 		out := kinds.Stage{Name: st.Name, Kind: st.Kind, Concurrency: st.Concurrency, Approval: st.Approval.Gate,
-			ApprovalPolicy: policies[i], FailureBudget: st.FailureBudget, Exclusive: st.Exclusive}
+			ApprovalPolicy: policies[i], FailureBudget: st.FailureBudget, Exclusive: st.Exclusive,
+			Health: st.Health, Thresholds: st.Thresholds, Ramp: st.Ramp}
 		info, known := kinds.Kinds[st.Kind]
 		undecoded[i] = !known
 		for j, raw := range st.Updates {
@@ -99,6 +107,33 @@ func ParseFileWithPolicies(file string, b []byte) (kinds.RolloutInput, []*approv
 		return in, nil, fmt.Errorf("invalid plan: %w", err)
 	}
 	return in, policies, nil
+}
+
+// decodeFile decodes a plan strictly (duplicate and unknown keys are
+// errors), with its own durations (bake, interval, a window's duration)
+// written as operators write them ("90s", "4h").
+func decodeFile(b []byte) (File, error) {
+	var f File
+	j, err := yaml.YAMLToJSONStrict(b)
+	if err != nil {
+		return f, err
+	}
+	var generic any
+	gdec := json.NewDecoder(bytes.NewReader(j))
+	gdec.UseNumber()
+	if err := gdec.Decode(&generic); err != nil {
+		return f, err
+	}
+	if generic, err = durationsToNanos(generic, reflect.TypeOf(f)); err != nil {
+		return f, err
+	}
+	if j, err = json.Marshal(generic); err != nil {
+		return f, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(&f)
+	return f, err
 }
 
 // decodeUpdate decodes one update strictly into its kind's input and

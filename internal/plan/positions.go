@@ -203,10 +203,22 @@ func (p *positions) locate(err error) error {
 		return err
 	}
 	i, _ := strconv.Atoi(msg[m[2]:m[3]])
-	where := p.stage(i, 0)
+	where := p.stage(i, p.keyLine(i, leadingKey(msg[m[1]:])))
 	if m[6] >= 0 {
 		j, _ := strconv.Atoi(msg[m[6]:m[7]])
 		where = p.update(i, j, "")
 	}
 	return errors.New(where + msg[m[1]:])
+}
+
+// leadingKey is the stage key an error's rest starts with (": health:
+// bake …" → "health"), so the error names that key's line.
+func leadingKey(rest string) string {
+	rest = strings.TrimPrefix(rest, ": ")
+	key, _, ok := strings.Cut(rest, ":")
+	if !ok {
+		return ""
+	}
+	key, _, _ = strings.Cut(key, "[")
+	return key
 }

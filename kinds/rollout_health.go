@@ -1,0 +1,165 @@
+package kinds
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
+	"github.com/fleetsaga/fleetsaga/health"
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+// healthCheckTimeout bounds one CheckHealth attempt: its own query and
+// HTTP bounds are 30 s and 10 s; a worker lost mid-check is retried after
+// this long.
+const healthCheckTimeout = 45 * time.Second
+
+// healthCheckAttempts: a lost worker is retried; a monitor that does not
+// answer is an inconclusive verdict, not an activity error, so retrying
+// more only delays the gate's own counting.
+const healthCheckAttempts = 3
+
+// GateStatus is a gate's last round, for starter status and explain.
+type GateStatus struct {
+	Stage        string                    `json:"stage"`
+	Batch        int                       `json:"batch"`
+	Round        int                       `json:"round"`
+	Verdict      health.Verdict            `json:"verdict"`
+	Reason       string                    `json:"reason"`
+	Failures     int                       `json:"failures"`
+	Inconclusive int                       `json:"inconclusive"`
+	Shadow       bool                      `json:"shadow,omitempty"`
+	Results      []activities.HealthResult `json:"results"`
+	At           time.Time                 `json:"at"`
+}
+
+// healthGate runs the stage's gate after batch: a round of every check
+// now, then every interval until the bake has passed and the last round
+// passed. It returns why the rollout must stop (nil: the batch is
+// healthy); a cancel is the error.
+func (r *rollout) healthGate(ctx workflow.Context, st Stage, batch int) (*stageStop, error) {
+	g := *st.Health
+	start := workflow.Now(ctx)
+	r.notify(ctx, eventGateReached, fmt.Sprintf("%s/%d", st.Name, batch), map[string]any{"stage": st.Name, "batch": batch, "checks": len(g.Checks), "bake": g.Bake.String()})
+	fails, inconclusive := 0, 0
+	for round := 1; ; round++ {
+		r.explainWaiting(ctx, WaitGate, st.Name, fmt.Sprintf("health gate after batch %d, round %d (bake %s)", batch, round, g.Bake))
+		results := r.checkRound(ctx, g.Checks)
+		verdict, reason := judgeRound(results)
+		switch verdict {
+		case health.Fail:
+			fails++
+		case health.Inconclusive:
+			inconclusive++
+		}
+		gs := GateStatus{Stage: st.Name, Batch: batch, Round: round, Verdict: verdict, Reason: reason,
+			Failures: fails, Inconclusive: inconclusive, Shadow: g.Shadow, Results: results, At: workflow.Now(ctx)}
+		r.gateStatus = &gs
+		workflows.Count(ctx, workflows.MetricGateRounds, map[string]string{"verdict": string(verdict), "shadow": fmt.Sprint(g.Shadow)})
+		r.showGate(ctx, gs)
+		baked := !workflow.Now(ctx).Before(start.Add(g.Bake))
+		if baked && (verdict == health.Pass || g.Shadow) {
+			// The last round and the gate's passing are one ledger row.
+			r.recordEvent(ctx, st.Name, "gate-passed", string(verdict), fmt.Sprintf("batch %d healthy after %d rounds: %s", batch, round, reason), results, g.Shadow)
+			return nil, nil
+		}
+		r.recordEvent(ctx, st.Name, "gate-round", string(verdict), fmt.Sprintf("batch %d round %d: %s", batch, round, reason), results, g.Shadow)
+		if !g.Shadow && fails >= g.failuresToAbort() {
+			return &stageStop{kind: failure.HealthGateFailed, reason: fmt.Sprintf("health gate failed after batch %d (%d failed rounds): %s", batch, fails, reason)}, nil
+		}
+		if !g.Shadow && inconclusive >= g.inconclusiveToPause() {
+			if err := r.pauseForGate(ctx, st, fmt.Sprintf("health gate inconclusive %d times after batch %d: %s; `starter resume` checks again", inconclusive, batch, reason)); err != nil {
+				return nil, err
+			}
+			inconclusive = 0
+			continue
+		}
+		if err := workflow.Sleep(ctx, g.interval()); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// checkRound runs every check once, at the same time.
+func (r *rollout) checkRound(ctx workflow.Context, checks []activities.HealthCheck) []activities.HealthResult {
+	var a *activities.HealthActivities
+	futures := make([]workflow.Future, len(checks))
+	for i, c := range checks {
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: healthCheckTimeout,
+			RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: healthCheckAttempts},
+			Summary:             "health check " + c.Name,
+		})
+		futures[i] = workflow.ExecuteActivity(actx, a.CheckHealth, c)
+	}
+	out := make([]activities.HealthResult, len(checks))
+	for i, f := range futures {
+		if err := f.Get(ctx, &out[i]); err != nil {
+			// A check that cannot run (no Prometheus configured, a query
+			// Prometheus refuses) proves nothing: inconclusive, so the
+			// gate pauses and an operator can fix the worker or the plan.
+			out[i] = activities.HealthResult{Name: checks[i].Name, Result: health.Result{Verdict: health.Inconclusive, Reason: "cannot run: " + errorMessage(err)}}
+		}
+	}
+	return out
+}
+
+// errorMessage is an activity error's own message, without the wrapping.
+func errorMessage(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Message()
+	}
+	return err.Error()
+}
+
+// judgeRound: a round fails if any check failed, else is inconclusive if
+// any was, else passes; the reason names the checks that decided it.
+func judgeRound(results []activities.HealthResult) (health.Verdict, string) {
+	for _, v := range []health.Verdict{health.Fail, health.Inconclusive} {
+		var why []string
+		for _, r := range results {
+			if r.Verdict == v {
+				why = append(why, r.Name+": "+r.Reason)
+			}
+		}
+		if len(why) > 0 {
+			return v, strings.Join(why, "; ")
+		}
+	}
+	return health.Pass, fmt.Sprintf("%d checks passed", len(results))
+}
+
+// pauseForGate pauses the rollout on inconclusive results until an
+// operator resumes it.
+func (r *rollout) pauseForGate(ctx workflow.Context, st Stage, why string) error {
+	r.recordEvent(ctx, st.Name, "paused", string(health.Inconclusive), why, nil, false)
+	r.setPaused(ctx, true)
+	workflows.Count(ctx, workflows.MetricRolloutWaits, map[string]string{"reason": string(WaitPaused)})
+	r.explainWaiting(ctx, WaitPaused, st.Name, why)
+	r.progress.Message = "paused: " + why
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** — stage %s\n\n%s\n", workflows.StatePaused, st.Name, why))
+	return workflow.Await(ctx, func() bool { return !r.paused })
+}
+
+// showGate publishes a round: the progress message (starter status) and
+// the Web UI's current details.
+func (r *rollout) showGate(ctx workflow.Context, gs GateStatus) {
+	mode := ""
+	if gs.Shadow {
+		mode = " (shadow: recorded, not blocking)"
+	}
+	r.progress.Message = fmt.Sprintf("stage %s: health gate after batch %d, round %d: %s — %s%s", gs.Stage, gs.Batch, gs.Round, gs.Verdict, gs.Reason, mode)
+	var b strings.Builder
+	b.WriteString(fmt.Sprintf("**%s** — stage %s: health gate after batch %d, round %d: **%s**%s\n\n", r.progress.State, gs.Stage, gs.Batch, gs.Round, gs.Verdict, mode))
+	for _, res := range gs.Results {
+		b.WriteString(fmt.Sprintf("- %s: **%s** %s\n", res.Name, res.Verdict, res.Reason))
+	}
+	workflow.SetCurrentDetails(ctx, b.String())
+}
