@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -38,13 +39,16 @@ func (a *app) notFound(id string, err error) error {
 }
 
 type statusView struct {
-	WorkflowID string              `json:"workflowId"`
-	Attempts   []attemptView       `json:"attempts,omitempty"`
-	RunID      string              `json:"runId"`
-	Status     string              `json:"status"`
-	Started    time.Time           `json:"started"`
-	Closed     *time.Time          `json:"closed,omitempty"`
-	Progress   *workflows.Progress `json:"progress,omitempty"`
+	WorkflowID string        `json:"workflowId"`
+	Attempts   []attemptView `json:"attempts,omitempty"`
+	RunID      string        `json:"runId"`
+	Status     string        `json:"status"`
+	Started    time.Time     `json:"started"`
+	Closed     *time.Time    `json:"closed,omitempty"`
+	// Failure is why a failed run failed, as watch and a rollout's failed
+	// updates say it.
+	Failure  *failureLine        `json:"failure,omitempty"`
+	Progress *workflows.Progress `json:"progress,omitempty"`
 	// GatePlan is the plan a rollout shows at its gate.
 	GatePlan *kinds.StagePlan `json:"gatePlan,omitempty"`
 	// FailedUpdates are a rollout's updates that failed in this run.
@@ -78,6 +82,10 @@ func statusCmd(a *app) *cobra.Command {
 				t := info.GetCloseTime().AsTime()
 				v.Closed = &t
 			}
+			if st := info.GetStatus(); st == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED || st == enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT {
+				f := failureOf(c.GetWorkflow(ctx, v.WorkflowID, v.RunID).Get(ctx, nil))
+				v.Failure = &f
+			}
 			store := liveLedger(ctx, dbURL)
 			if store != nil {
 				defer store.Close()
@@ -103,6 +111,9 @@ func statusCmd(a *app) *cobra.Command {
 				fmt.Fprintf(w, "%s (run %s): %s since %s\n", v.WorkflowID, v.RunID, v.Status, v.Started.Format(time.RFC3339))
 				if v.Progress != nil {
 					fmt.Fprintln(w, "  "+progressLine(*v.Progress))
+				}
+				if v.Failure != nil {
+					fmt.Fprintln(w, "  failed: "+v.Failure.String())
 				}
 				if v.GatePlan != nil {
 					printStagePlan(w, *v.GatePlan)
