@@ -45,10 +45,27 @@ func TestFailedRolloutNamesItsFailedUpdateAndWhy(t *testing.T) {
 	require.Equal(t, "WrongDevice", v.FailedUpdates[0].Outcome)
 	require.Contains(t, v.FailedUpdates[0].Reason, "BRM-NOT-THIS-ONE", "the reason says what was wrong")
 	require.NotContains(t, v.FailedUpdates[0].Reason, "\n")
+	require.False(t, v.FailedUpdates[0].RerunMayHelp, "a wrong device needs a change first")
+
+	// The same failure reads the same wherever it is printed: its type and
+	// reason once, and whether a rerun may help; never the SDK's
+	// "(type: …, retryable: …)" framing, which said retryable: true in one
+	// place and false in another.
+	child := op.run("status", "fleetsaga/sp-firmware/sp/sled/1")
+	require.Equal(t, 0, child.code, child.stderr)
+	require.Regexp(t, `failed: WrongDevice: .*BRM-NOT-THIS-ONE.* \(a rerun will not help: change something first\)`, child.stdout)
+	require.Regexp(t, `WrongDevice +.*BRM-NOT-THIS-ONE.* \(a rerun will not help: change something first\)`, w.stdout)
+	require.Contains(t, w.stderr, "failed: FailureBudgetExceeded: ")
+	for _, out := range []string{w.stdout, w.stderr, st.stdout, child.stdout} {
+		require.NotContains(t, out, "retryable:")
+		require.NotContains(t, out, "(type:")
+	}
 }
 
 type failedUpdateJSON struct {
 	Target  string `json:"target"`
 	Outcome string `json:"outcome"`
 	Reason  string `json:"reason"`
+	// RerunMayHelp: whether the same update run again may end otherwise.
+	RerunMayHelp bool `json:"rerunMayHelp"`
 }

@@ -453,9 +453,9 @@ func (r *rollout) runUpdate(ctx workflow.Context, st Stage, u PlanUpdate) Update
 		// Another rollout's (or a hand-started) update of the same target.
 		out.State, out.Outcome, out.Error = StateRefused, OutcomeTargetClaimed, "another workflow runs "+id+": "+err.Error()
 	case workflows.IsTargetBusy(err):
-		out.State, out.Outcome, out.Error = StateRefused, failure.TargetBusy, err.Error()
+		out.State, out.Outcome, out.Error = StateRefused, failure.TargetBusy, failure.Line(err)
 	default:
-		out.State, out.Error = workflows.StateFailed, err.Error()
+		out.State, out.Error = workflows.StateFailed, failure.Line(err)
 		if r.gatesOn() {
 			out.FailureType, out.Class = classify(err)
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,8 +11,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -25,8 +24,33 @@ type failedUpdate struct {
 	Target     string `json:"target"`
 	WorkflowID string `json:"workflowId"`
 	Status     string `json:"status"`
-	Outcome    string `json:"outcome,omitempty"`
-	Reason     string `json:"reason,omitempty"`
+	failureLine
+}
+
+// failureLine is a workflow's failure as the operator reads it, the same
+// wherever it is printed: the outcome's type, its reason once on one line,
+// and whether running the update again, unchanged, may end otherwise.
+type failureLine struct {
+	Outcome      string `json:"outcome,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	RerunMayHelp bool   `json:"rerunMayHelp"`
+}
+
+// String is the line: "WrongDevice: … (a rerun will not help: change
+// something first)".
+func (f failureLine) String() string {
+	s := f.Reason
+	if f.Outcome != "" {
+		s = f.Outcome + ": " + s
+	}
+	return s + " (" + f.rerun() + ")"
+}
+
+func (f failureLine) rerun() string {
+	if f.RerunMayHelp {
+		return "a rerun may help"
+	}
+	return "a rerun will not help: change something first"
 }
 
 // maxReasonLen keeps a reason to one terminal line; the whole error is in
@@ -73,7 +97,7 @@ func rolloutFailures(ctx context.Context, c client.Client, rolloutID string) ([]
 				WorkflowID: e.GetExecution().GetWorkflowId(),
 				Status:     strings.ToLower(strings.TrimPrefix(status.String(), "WORKFLOW_EXECUTION_STATUS_"))}
 			if status == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
-				f.Outcome, f.Reason = failureOf(c.GetWorkflow(ctx, f.WorkflowID, e.GetExecution().GetRunId()).Get(ctx, nil))
+				f.failureLine = failureOf(c.GetWorkflow(ctx, f.WorkflowID, e.GetExecution().GetRunId()).Get(ctx, nil))
 			}
 			out = append(out, f)
 		}
@@ -83,26 +107,19 @@ func rolloutFailures(ctx context.Context, c client.Client, rolloutID string) ([]
 	}
 }
 
-// failureOf is a workflow failure's outcome (the first application error
-// type that says more than a plain Go error's "Error") and its message,
-// once, on one line.
-func failureOf(err error) (outcome, reason string) {
+// failureOf is a workflow failure as a failureLine (failure.Of).
+func failureOf(err error) failureLine {
 	if err == nil {
-		return "", ""
+		return failureLine{}
 	}
-	var app *temporal.ApplicationError
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if a, ok := e.(*temporal.ApplicationError); ok {
-			if app == nil || app.Type() == "" || app.Type() == "Error" {
-				app = a
-			}
-		}
+	f := failureLine{}
+	f.Outcome, f.Reason = failure.Of(err)
+	if f.Outcome == "Error" {
+		f.Outcome = ""
 	}
-	reason = err.Error()
-	if app != nil {
-		outcome, reason = app.Type(), app.Message()
-	}
-	return outcome, oneLine(reason)
+	f.Reason = oneLine(f.Reason)
+	f.RerunMayHelp = failure.RerunMayHelp(f.Outcome)
+	return f
 }
 
 func oneLine(s string) string {
@@ -122,7 +139,11 @@ func printFailures(w io.Writer, fs []failedUpdate) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  KIND\tTARGET\tSTATUS\tOUTCOME\tREASON")
 	for _, f := range fs {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", f.Kind, f.Target, f.Status, f.Outcome, f.Reason)
+		why := ""
+		if f.Status == "failed" {
+			why = f.Reason + " (" + f.rerun() + ")"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", f.Kind, f.Target, f.Status, f.Outcome, why)
 	}
 	tw.Flush()
 }

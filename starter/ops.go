@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -45,6 +46,9 @@ type statusView struct {
 	Started    time.Time           `json:"started"`
 	Closed     *time.Time          `json:"closed,omitempty"`
 	Progress   *workflows.Progress `json:"progress,omitempty"`
+	// Failure is why a failed run failed, as watch and a rollout's failed
+	// updates say it.
+	Failure *failureLine `json:"failure,omitempty"`
 	// Why is a rollout's starter explain answer (its health gate's last
 	// round, what it waits for).
 	Why     string             `json:"why,omitempty"`
@@ -82,6 +86,10 @@ func statusCmd(a *app) *cobra.Command {
 				t := info.GetCloseTime().AsTime()
 				v.Closed = &t
 			}
+			if st := info.GetStatus(); st == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED || st == enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT {
+				f := failureOf(c.GetWorkflow(ctx, v.WorkflowID, v.RunID).Get(ctx, nil))
+				v.Failure = &f
+			}
 			store := liveLedger(ctx, dbURL)
 			if store != nil {
 				defer store.Close()
@@ -113,6 +121,9 @@ func statusCmd(a *app) *cobra.Command {
 				fmt.Fprintf(w, "%s (run %s): %s since %s\n", v.WorkflowID, v.RunID, v.Status, v.Started.Format(time.RFC3339))
 				if v.Progress != nil {
 					fmt.Fprintln(w, "  "+progressLine(*v.Progress))
+				}
+				if v.Failure != nil {
+					fmt.Fprintln(w, "  failed: "+v.Failure.String())
 				}
 				if v.Why != "" {
 					fmt.Fprintln(w, "  why: "+v.Why)

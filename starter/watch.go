@@ -153,7 +153,7 @@ func (a *app) outcome(ctx context.Context, c client.Client, id string, err error
 			FailedUpdates []failedUpdate `json:"failedUpdates"`
 		}{id, fs}, func(w io.Writer) { printFailures(w, fs) })
 	}
-	return &exitError{exitFailed, fmt.Errorf("%s failed: %v", id, rootCause(err))}
+	return &exitError{exitFailed, fmt.Errorf("%s failed: %s", id, failureOf(err))}
 }
 
 // printResult shows the workflow's result: a table of outcomes for a
@@ -180,16 +180,6 @@ func (a *app) printResult(ctx context.Context, c client.Client, id string) {
 		var buf bytes.Buffer
 		_ = json.Indent(&buf, res, "", "  ")
 		fmt.Fprintln(a.out, buf.String())
-	}
-}
-
-func rootCause(err error) error {
-	for {
-		next := errors.Unwrap(err)
-		if next == nil {
-			return err
-		}
-		err = next
 	}
 }
 

@@ -295,7 +295,7 @@ func (l *Lifecycle) End(ctx workflow.Context, err error, ok Ending) error {
 	}
 	state, ls, outcome, msg := StateCompleted, ledger.StateCompleted, ok.Outcome, ok.Message
 	if err != nil {
-		state, ls, outcome, msg = StateFailed, ledger.StateFailed, "failed", err.Error()
+		state, ls, outcome, msg = StateFailed, ledger.StateFailed, "failed", failure.Line(err)
 		if IsCancel(ctx, err) {
 			state, ls, outcome, msg = StateCancelled, ledger.StateCancelled, "cancelled", "cancelled in phase "+string(l.progress.Phase)
 		}
