@@ -69,7 +69,7 @@ func NewWorker(c client.Client, o Options, d Deps) (worker.Worker, error) {
 		WorkerStopTimeout:                  o.StopTimeout,
 		MaxConcurrentActivityExecutionSize: o.MaxConcurrentActivities,
 		WorkflowPanicPolicy:                PanicPolicy,
-		Interceptors:                       []interceptor.WorkerInterceptor{watch},
+		Interceptors:                       []interceptor.WorkerInterceptor{watch, &keepAlive{}},
 	}
 	if (o.DeploymentName == "") != (o.BuildID == "") {
 		return nil, fmt.Errorf("deployment name %q and build ID %q: set both or neither", o.DeploymentName, o.BuildID)

@@ -60,8 +60,8 @@ func (u *mgsUpdate) shortOpts(ctx workflow.Context, step string) workflow.Contex
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    shortStepTimeout,
 		ScheduleToCloseTimeout: shortStepRetryBudget,
-		// A short step heartbeats between its requests, and one request
-		// may take the whole 75 s HTTP timeout.
+		// A short step heartbeats between its requests; during one that
+		// takes the whole 75 s HTTP timeout the worker beats for it.
 		HeartbeatTimeout: 2 * u.timing.HeartbeatTimeout,
 		RetryPolicy:      workflows.DeviceRetry,
 		Summary:          u.summary(step),

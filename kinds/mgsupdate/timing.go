@@ -66,11 +66,10 @@ const (
 	// history events per wait.
 	defaultCheckpointEvery = 60 * time.Second
 	// defaultHeartbeatTimeout: the device steps heartbeat at every poll
-	// (3 s), but one MGS request may take up to the worker's 75 s HTTP
-	// timeout (MGS waits up to 60 s for an SP) with no heartbeat in
-	// between; a worker silent for 90 s is dead, and its step moves to
-	// another worker.
-	defaultHeartbeatTimeout = 90 * time.Second
+	// (3 s), and while one MGS request takes up to the worker's 75 s HTTP
+	// timeout the worker beats for them (workerapp/keepalive.go); a worker
+	// silent for 30 s is dead, and its step moves to another worker.
+	defaultHeartbeatTimeout = 30 * time.Second
 )
 
 // After the post-update, the new version must show within (omicron's
