@@ -1,0 +1,156 @@
+package mgsupdate_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
+	fmgs "github.com/fleetsaga/fleetsaga/fleet/mgs"
+	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
+	"github.com/fleetsaga/fleetsaga/fleetsim/sled"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
+	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
+	"github.com/fleetsaga/fleetsaga/ledger"
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+// hostRecoveryInput is a trampoline for the sled in cubby: a phase 1 that
+// names phase 2 image names ("": the phase 2 it comes with) and that
+// phase 2.
+func (st *mgsStack) hostRecoveryInput(cubby int, names string) mgsupdate.HostRecoveryInput {
+	st.t.Helper()
+	h := st.hostInputNaming(cubby, names)
+	return mgsupdate.HostRecoveryInput{Sled: h.Sled, Phase1: h.Phase1, Phase2: h.Phase2, Timing: h.Timing}
+}
+
+// The seed scenario as the recovery operation it is (issue 26 part 4): the
+// trampoline boots with its phase 2 fetched through the SP, which attaches
+// to mgs/1 (cubby 2 with seed 21) while every command of the workflow went
+// to mgs/0 first, and mgs/0 records none of the fetch. The workflow's
+// progress query and its current details (the Web UI) rise during the
+// fetch, through at most one signal per tenth. Afterwards recovery mode is
+// clear and the persistent slot is still the installed one: an ordinary
+// power cycle boots the installed OS from disk A.
+func TestHostRecoveryFetchesThroughTheOtherMGS(t *testing.T) {
+	const cubby = 2
+	st := newMGSStack(t, func(s *spec.Spec) {
+		s.Timings.Phase2BytesPerSecond = 64 // ×100: the 132 KiB phase 2 in about 20 s
+	})
+	in := st.hostRecoveryInput(cubby, "")
+	in.Timing.NewVersionTimeout = 2 * time.Minute
+	installed := st.truth(cubby).Host.Slots[0]
+	run := st.startWF(workflows.KindHostRecovery, in, mgsupdate.HostRecovery)
+	seen := watchProgress(t, st.env.Client, run, mgsupdate.MGSPhaseRecoveryFetch)
+	res, err := st.result(run)
+	require.NoError(t, err)
+	assert.Equal(t, mgsupdate.MGSOutcomeCompletedUpdate, res.Outcome)
+	t.Logf("progress seen: %d byte counts; current details: %q", len(seen.done), seen.details)
+	assert.GreaterOrEqual(t, len(seen.done), 3, "the progress query rose during the fetch")
+	assert.GreaterOrEqual(t, len(seen.details), 3, "the current details rose during the fetch")
+
+	tr := st.truth(cubby)
+	require.NotNil(t, tr.Host.AttachedMGS)
+	assert.Equal(t, 1, *tr.Host.AttachedMGS, "the SP attached to mgs/1")
+	_, served := st.sim.Truth()[simmgs.Name].(simmgs.Truth).Racks[0].MGS[0].Served["sled/2"]
+	assert.False(t, served, "mgs/0, which the workflow asked first, served none of it")
+	assert.Equal(t, simmgs.HostRunning, tr.Host.State)
+	assert.Equal(t, simmgs.Phase2FromRecovery, tr.Host.Phase2Source, "phase 2 came through the SP, not from disk")
+	assert.Equal(t, phase2ID(t, in.Phase2.Path), tr.Host.BootedPhase2)
+	assert.Equal(t, 1, tr.Host.BootedSlot, "the trampoline booted from the inactive slot")
+	assert.Equal(t, in.Phase1.SHA256, tr.Host.Slots[1].SHA256)
+	assert.False(t, tr.Host.StartupOptions.Phase2RecoveryMode, "recovery mode cleared after the boot")
+	assert.Equal(t, 0, tr.Host.PersistentSlot, "the trampoline was never persisted")
+	assert.Equal(t, installed.SHA256, tr.Host.Slots[0].SHA256, "the installed phase 1, untouched")
+
+	atts := st.checkLedgerAgrees(run, cubby, res)
+	last := atts[len(atts)-1]
+	assert.Equal(t, string(mgsupdate.MGSPhaseRecoveryFetch), last.Phase)
+	require.NotNil(t, tr.Host.Phase2)
+	assert.EqualValues(t, tr.Host.Phase2.Total, last.Done, "the ledger shows the fetch at 100%")
+	signals := st.progressSignals(run)
+	t.Logf("history: %d events, %d progress signals", st.historyLen(run), signals)
+	assert.LessOrEqual(t, signals, 2*(activities.ProgressSteps-1), "a tenth at most per long step (phase 1 delivery, phase 2 fetch)")
+
+	st.powerCycle(cubby)
+	st.requireRunning(cubby, 0, sled.Phase2HeaderID(sled.InitialPhase2(installed.Version)))
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/host-recovery-other-mgs.json")
+}
+
+// A trampoline whose phase 2 nobody serves (its phase 1 names another
+// image): the host's fetch gives up, the recovery ends failed at its
+// timeout with recovery mode cleared and the installed slot still
+// persistent, and a power cycle boots the installed OS again.
+func TestHostRecoveryFailedFetchLeavesTheInstalledOS(t *testing.T) {
+	const cubby = 3
+	st := newMGSStack(t)
+	in := st.hostRecoveryInput(cubby, simmgs.SHA256Hex([]byte("a phase 2 nobody serves")))
+	in.Timing.NewVersionTimeout = 5 * time.Second
+	installed := st.truth(cubby).Host.Slots[0]
+	run := st.startWF(workflows.KindHostRecovery, in, mgsupdate.HostRecovery)
+	_, err := st.result(run)
+	var ae *temporal.ApplicationError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, failure.HostBootTimeout, ae.Type(), "%v", err)
+	st.requireRecoveryUndone(run, cubby, installed, ledger.StateFailed)
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/host-recovery-fetch-failed.json")
+}
+
+// A cancel during the fetch: the recovery ends cancelled, its compensation
+// clears recovery mode and puts the next boot on the installed slot; a
+// power cycle boots the installed OS.
+func TestHostRecoveryCancelDuringFetch(t *testing.T) {
+	const cubby = 1
+	st := newMGSStack(t, func(s *spec.Spec) {
+		s.Timings.Phase2BytesPerSecond = 64 // a fetch of about 20 s, long enough to cancel in
+	})
+	in := st.hostRecoveryInput(cubby, "")
+	in.Timing.NewVersionTimeout = 2 * time.Minute
+	installed := st.truth(cubby).Host.Slots[0]
+	run := st.startWF(workflows.KindHostRecovery, in, mgsupdate.HostRecovery)
+	st.cancelInPhase(run, mgsupdate.MGSPhaseRecoveryFetch)
+	_, err := st.result(run)
+	var ce *temporal.CanceledError
+	require.ErrorAs(t, err, &ce, "%v", err)
+	st.requireRecoveryUndone(run, cubby, installed, ledger.StateCancelled)
+}
+
+// requireRecoveryUndone: the recovery ended in state, recovery mode clear,
+// the installed slot persistent and its phase 1 untouched, the ledger
+// saying so; a power cycle then boots the installed OS from disk A.
+func (st *mgsStack) requireRecoveryUndone(run interface{ GetID() string }, cubby int, installed simmgs.SlotTruth, state ledger.State) {
+	st.t.Helper()
+	tr := st.truth(cubby)
+	assert.False(st.t, tr.Host.StartupOptions.Phase2RecoveryMode, "recovery mode cleared")
+	assert.Equal(st.t, 0, tr.Host.PersistentSlot, "the persistent slot is the installed one")
+	assert.Equal(st.t, installed.SHA256, tr.Host.Slots[0].SHA256, "the installed phase 1, untouched")
+	atts, err := st.env.Store.Attempts(context.Background(), run.GetID())
+	require.NoError(st.t, err)
+	last := atts[len(atts)-1]
+	assert.Equal(st.t, state, last.State)
+	assert.Contains(st.t, last.Error, "recovery mode cleared; the next boot uses slot 0, the installed OS")
+	st.powerCycle(cubby)
+	st.requireRunning(cubby, 0, sled.Phase2HeaderID(sled.InitialPhase2(installed.Version)))
+}
+
+// powerCycle is an ordinary reboot by anyone: host off, host on, until
+// the host's boot ended.
+func (st *mgsStack) powerCycle(cubby int) {
+	st.t.Helper()
+	ctx := context.Background()
+	boots := st.truth(cubby).Host.Boots
+	c := fmgs.New(st.sim.URL+"/mgs/0", nil)
+	sp := fmgs.SpIdentifier{Type: fmgs.SpTypeSled, Slot: uint16(cubby)}
+	require.NoError(st.t, c.SetPowerState(ctx, sp, fmgs.PowerA2))
+	require.NoError(st.t, c.SetPowerState(ctx, sp, fmgs.PowerA0))
+	require.Eventually(st.t, func() bool {
+		tr := st.truth(cubby)
+		return tr.Host.Boots > boots && tr.Host.State != simmgs.HostBooting
+	}, 30*time.Second, 10*time.Millisecond)
+}
