@@ -2,6 +2,10 @@ package mgsupdate_test
 
 import (
 	"context"
+	"errors"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -153,4 +157,49 @@ func (st *mgsStack) powerCycle(cubby int) {
 		tr := st.truth(cubby)
 		return tr.Host.Boots > boots && tr.Host.State != simmgs.HostBooting
 	}, 30*time.Second, 10*time.Millisecond)
+}
+
+// The starter's host-recovery: --dry-run shows what the recovery would do
+// (exit 6: a change planned) and changes nothing; a wrong serial is refused before starting (exit 2,
+// nothing written, no workflow).
+func TestHostRecoveryStarterDryRunAndPrecheck(t *testing.T) {
+	const cubby = 2
+	st := newMGSStack(t)
+	in := st.hostRecoveryInput(cubby, "")
+	before := st.truth(cubby).Host
+	args := []string{"host-recovery", "--sled", "2", "--serial", in.Sled.Serial, "--phase1", in.Phase1.Path, "--phase1-version", in.Phase1.Version,
+		"--phase2", in.Phase2.Path, "--phase2-version", in.Phase2.Version}
+	out, code := st.starterExit(append(args, "--dry-run")...)
+	require.Equal(t, 6, code, "a dry run's exit for changes planned: %s", out)
+	assert.Contains(t, out, "trampoline to slot 1, recovery boot, phase 2 through the SP")
+	assert.Contains(t, out, "(installed, stays persistent)")
+	after := st.truth(cubby).Host
+	assert.Equal(t, before.Slots, after.Slots, "the dry run wrote nothing")
+	assert.Equal(t, before.Boots, after.Boots)
+
+	args[4] = "NOT-THE-SERIAL"
+	out, code = st.starterExit(args...)
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, "refused before starting, nothing was changed")
+	assert.Equal(t, before.Slots, st.truth(cubby).Host.Slots)
+}
+
+// starterExit runs the real starter binary against the test's stack (its
+// worker's task queue) and returns its output and exit code.
+func (st *mgsStack) starterExit(args ...string) (string, int) {
+	st.t.Helper()
+	bin := filepath.Join(st.dir, "starter")
+	if _, err := os.Stat(bin); err != nil {
+		out, err := osexec.Command("go", "build", "-o", bin, "github.com/fleetsaga/fleetsaga/starter").CombinedOutput()
+		require.NoError(st.t, err, string(out))
+	}
+	cmd := osexec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+st.env.TemporalAddress(), "DATABASE_URL="+st.env.DatabaseURL, "FLEETSAGA_TASK_QUEUE="+st.env.TaskQueue)
+	out, err := cmd.CombinedOutput()
+	var ee *osexec.ExitError
+	if errors.As(err, &ee) {
+		return string(out), ee.ExitCode()
+	}
+	require.NoError(st.t, err, string(out))
+	return string(out), 0
 }
