@@ -1,8 +1,12 @@
 package mgsupdate_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -16,6 +20,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	fmgs "github.com/fleetsaga/fleetsaga/fleet/mgs"
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/sled"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
@@ -85,6 +90,75 @@ func TestHostRecoveryFetchesThroughTheOtherMGS(t *testing.T) {
 	st.powerCycle(cubby)
 	st.requireRunning(cubby, 0, sled.Phase2HeaderID(sled.InitialPhase2(installed.Version)))
 	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/host-recovery-other-mgs.json")
+}
+
+// The MGS the SP fetches from goes down mid-fetch (mgs_down on mgs/0, to
+// which cubby 3's SP attaches first with seed 21, and which the workflow
+// asks first too): the SP moves to mgs/1, the workflow keeps following the
+// fetch there, its progress keeps rising past the point of the outage, and
+// the recovery completes with the trampoline booted from mgs/1's record.
+func TestHostRecoveryFollowsTheFetchWhenItsMGSGoesDown(t *testing.T) {
+	const cubby = 3
+	st := newMGSStack(t, func(s *spec.Spec) {
+		s.Timings.Phase2BytesPerSecond = 64 // a fetch of about 20 s
+	})
+	in := st.hostRecoveryInput(cubby, "")
+	in.Timing.NewVersionTimeout = 2 * time.Minute
+	run := st.startWF(workflows.KindHostRecovery, in, mgsupdate.HostRecovery)
+	// Arm the outage once the fetch is a third of the way, through mgs/0.
+	armedAt := make(chan uint64, 1)
+	go func() {
+		defer close(armedAt)
+		deadline := time.Now().Add(2 * time.Minute)
+		for time.Now().Before(deadline) {
+			if p := st.truth(cubby).Host.Phase2; p != nil && p.Total > 0 && p.Offset*3 >= p.Total {
+				if p.MGS != 0 {
+					return // attached elsewhere: the test's premise failed (checked below)
+				}
+				if err := armFault(st.sim.URL, faults.Fault{Kind: faults.MGSDown, Target: "mgs/0"}); err == nil {
+					armedAt <- p.Offset
+				}
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	seen := watchProgress(t, st.env.Client, run, mgsupdate.MGSPhaseRecoveryFetch)
+	res, err := st.result(run)
+	require.NoError(t, err)
+	assert.Equal(t, mgsupdate.MGSOutcomeCompletedUpdate, res.Outcome)
+	at, armed := <-armedAt
+	require.True(t, armed, "the fetch went through mgs/0 first and mgs/0 went down mid-fetch")
+	var after int
+	for d := range seen.done {
+		if uint64(d) > at {
+			after++
+		}
+	}
+	t.Logf("mgs/0 down at %d bytes; progress seen: %d byte counts, %d after the outage; details %q", at, len(seen.done), after, seen.details)
+	assert.GreaterOrEqual(t, after, 3, "the progress query kept rising after the SP moved to mgs/1")
+	tr := st.truth(cubby)
+	require.NotNil(t, tr.Host.AttachedMGS)
+	assert.Equal(t, 1, *tr.Host.AttachedMGS, "the SP moved to mgs/1")
+	assert.Equal(t, simmgs.Phase2FromRecovery, tr.Host.Phase2Source)
+	assert.Equal(t, phase2ID(t, in.Phase2.Path), tr.Host.BootedPhase2)
+	assert.Equal(t, simmgs.HostRunning, tr.Host.State)
+	assert.False(t, tr.Host.StartupOptions.Phase2RecoveryMode, "recovery mode cleared through mgs/1")
+	assert.Equal(t, 0, tr.Host.PersistentSlot)
+}
+
+// armFault arms f on fleetsim at base (usable off the test goroutine).
+func armFault(base string, f faults.Fault) error {
+	b, _ := json.Marshal(f)
+	resp, err := http.Post(base+"/faults", "application/json", bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("arm %s: HTTP %d", f.Kind, resp.StatusCode)
+	}
+	return nil
 }
 
 // A trampoline whose phase 2 nobody serves (its phase 1 names another
