@@ -277,3 +277,44 @@ func (st *mgsStack) starterExit(args ...string) (string, int) {
 	require.NoError(st.t, err, string(out))
 	return string(out), 0
 }
+
+// An operator resets a recovery while the host fetches the trampoline's
+// phase 2, to each point. The reset run takes its attempt over, finds its
+// phase 1 written, and its recovery boot finds the host on with recovery
+// mode set: the host is not power-cycled again; it follows the fetch to
+// the boot. Phase 1 was sent once, the host booted once, recovery mode is
+// clear, the persistent slot is the installed one, and nothing is left
+// active on the target.
+func TestHostRecoveryResetDuringTheFetch(t *testing.T) {
+	for i, p := range resetPoints {
+		t.Run(string(p), func(t *testing.T) {
+			cubby := 1 + i
+			st := newMGSStack(t, func(s *spec.Spec) {
+				s.Timings.Phase2BytesPerSecond = 64 // a fetch of about 20 s to reset in
+			})
+			in := st.hostRecoveryInput(cubby, "")
+			in.Timing.NewVersionTimeout = 2 * time.Minute
+			boots := st.truth(cubby).Host.Boots
+			run := st.startWF(workflows.KindHostRecovery, in, mgsupdate.HostRecovery)
+			require.Eventually(t, func() bool {
+				h := st.truth(cubby).Host
+				return h.State == simmgs.HostFetching && h.Phase2 != nil && h.Phase2.Offset > 0
+			}, time.Minute, 5*time.Millisecond)
+			reset := resetWorkflow(t, st.env.Client, run.GetID(), p)
+
+			res, err := st.result(reset)
+			require.NoError(t, err)
+			assert.Equal(t, mgsupdate.MGSOutcomeCompletedUpdate, res.Outcome)
+			tr := st.truth(cubby)
+			assert.Equal(t, simmgs.HostRunning, tr.Host.State)
+			assert.Equal(t, simmgs.Phase2FromRecovery, tr.Host.Phase2Source)
+			assert.Equal(t, phase2ID(t, in.Phase2.Path), tr.Host.BootedPhase2)
+			assert.Equal(t, boots+1, tr.Host.Boots, "the host was power-cycled once")
+			assert.False(t, tr.Host.StartupOptions.Phase2RecoveryMode)
+			assert.Equal(t, 0, tr.Host.PersistentSlot)
+			require.Len(t, tr.Deliveries, 1, "our phase 1 was sent once: %+v", tr.Deliveries)
+			st.checkLedgerAgrees(reset, cubby, res)
+			st.checkTargetFree(in.Target())
+		})
+	}
+}
