@@ -38,6 +38,9 @@ var stageOrder = []struct {
 	{workflows.KindAgentInstall, agentInstallStage},
 	{workflows.KindAgentDrift, agentDriftStage},
 	{workflows.KindBootImageBump, bootImageStage},
+	// Not a fleet rollout's stage: an operator's recovery of one sled's
+	// host (its own faults are covered by kinds/mgsupdate's tests).
+	{workflows.KindHostRecovery, nil},
 }
 
 // planBuilder carries what the builders share.
@@ -94,7 +97,7 @@ func buildPlan(cfg Config, f *fleet) (kinds.RolloutInput, []faults.Fault, *expec
 	in := kinds.RolloutInput{Name: fmt.Sprintf("chaos-%d", cfg.Seed)}
 	for _, st := range stageOrder {
 		wired[st.kind] = true
-		if _, ok := kinds.Kinds[st.kind]; !ok {
+		if _, ok := kinds.Kinds[st.kind]; !ok || st.build == nil {
 			continue
 		}
 		stage, err := st.build(b)

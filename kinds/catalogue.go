@@ -66,6 +66,8 @@ var Kinds = map[workflows.Kind]KindInfo{
 		Behavior: pinned, Plan: planOf(mgsupdate.PlanSPFirmware), DeviceTime: 26 * time.Second},
 	workflows.KindHostFlash: {Workflow: mgsupdate.HostBootFlashUpdate, NewInput: func() workflows.UpdateInput { return &mgsupdate.HostFlashInput{} },
 		Behavior: pinned, Plan: planOf(mgsupdate.PlanHostFlash), DeviceTime: 10 * time.Minute},
+	workflows.KindHostRecovery: {Workflow: mgsupdate.HostRecovery, NewInput: func() workflows.UpdateInput { return &mgsupdate.HostRecoveryInput{} },
+		Behavior: pinned, Plan: planOf(mgsupdate.PlanHostRecovery), DeviceTime: 10 * time.Minute},
 	workflows.KindZoneExpunge: {Workflow: zoneexpunge.ZoneExpunge, NewInput: func() workflows.UpdateInput { return &zoneexpunge.ZoneExpungeInput{} },
 		Behavior: pinned, Plan: planOf(zoneexpunge.PlanZoneExpunge), DeviceTime: time.Minute},
 	workflows.KindBootImageBump: {Workflow: bootimage.BootImageBump, NewInput: func() workflows.UpdateInput { return &bootimage.BootImageBumpInput{} },

@@ -25,7 +25,7 @@ func TestPausableTypesComeFromTheCatalogue(t *testing.T) {
 // Every kind a plan can name is in the catalogue, with an input of its own.
 func TestEveryKindIsInTheCatalogue(t *testing.T) {
 	for k, in := range map[workflows.Kind]workflows.UpdateInput{
-		workflows.KindSPFirmware: &mgsupdate.SPFirmwareInput{}, workflows.KindHostFlash: &mgsupdate.HostFlashInput{}, workflows.KindZoneExpunge: &zoneexpunge.ZoneExpungeInput{},
+		workflows.KindSPFirmware: &mgsupdate.SPFirmwareInput{}, workflows.KindHostFlash: &mgsupdate.HostFlashInput{}, workflows.KindHostRecovery: &mgsupdate.HostRecoveryInput{}, workflows.KindZoneExpunge: &zoneexpunge.ZoneExpungeInput{},
 		workflows.KindBootImageBump: &bootimage.BootImageBumpInput{}, workflows.KindAgentInstall: &agents.AgentInstallInput{}, workflows.KindAgentDrift: &agents.AgentDriftInput{},
 	} {
 		info, ok := Kinds[k]

@@ -28,6 +28,7 @@ type Kind string
 const (
 	KindSPFirmware    Kind = "sp-firmware"
 	KindHostFlash     Kind = "host-flash"
+	KindHostRecovery  Kind = "host-recovery"
 	KindAgentInstall  Kind = "agent-install"
 	KindAgentDrift    Kind = "agent-drift"
 	KindBootImageBump Kind = "bootimage-bump"

@@ -44,7 +44,7 @@ func Pausable(workflowID string) (pausable, known bool) {
 		return oneLevel("plan/"), true
 	case KindAgentInstall:
 		return oneLevel("dc/"), true
-	case KindSPFirmware, KindHostFlash, KindAgentDrift, KindBootImageBump, KindZoneExpunge:
+	case KindSPFirmware, KindHostFlash, KindHostRecovery, KindAgentDrift, KindBootImageBump, KindZoneExpunge:
 		return false, true
 	}
 	return false, false

@@ -19,8 +19,9 @@ import (
 // These activities boot a host with its phase 2 fetched through the SP
 // (phase2_recovery_mode): wicketd's recovery path, not the host OS update
 // (which writes phase 2 to disk through sled-agent: activities_hostdisk.go,
-// activities_hostboot.go). No workflow uses them since issue 26 part 3;
-// they are kept, with their tests, for the recovery operation of part 4.
+// activities_hostboot.go). The recovery operation (hostrecovery.go, kind
+// host-recovery) uses them with Transient set: the trampoline's slot is
+// active for one boot only.
 
 // HostPostUpdateInput activates a written phase 1 slot.
 type HostPostUpdateInput struct {
@@ -28,6 +29,11 @@ type HostPostUpdateInput struct {
 	AttemptID uuid.UUID        `json:"attemptId"`
 	NewSlot   uint16           `json:"newSlot"`
 	Phase2    ArtifactRef      `json:"phase2"`
+	// Transient makes NewSlot active without persist (wicketd's mupdate:
+	// the trampoline boots once, the persistent slot stays the installed
+	// OS's). The host's boot consumes the choice, so the SP's active slot
+	// then reads the persistent one again.
+	Transient bool `json:"transient,omitempty"`
 }
 
 // HostPostUpdate makes the phase 2 image available on every reachable MGS
@@ -85,7 +91,7 @@ func (a *MGSActivities) HostPostUpdate(ctx context.Context, in HostPostUpdateInp
 		return mgsErr(err, "set host power state A2")
 	}
 	if err := set.Do(ctx, func(ctx context.Context, c *mgs.Client) error {
-		return c.SetActiveSlot(ctx, in.SP, mgs.ComponentHostBootFlash, in.NewSlot, true)
+		return c.SetActiveSlot(ctx, in.SP, mgs.ComponentHostBootFlash, in.NewSlot, !in.Transient)
 	}); err != nil {
 		return mgsErr(err, "set active host boot flash slot")
 	}
@@ -104,7 +110,7 @@ func (a *MGSActivities) HostPostUpdate(ctx context.Context, in HostPostUpdateInp
 	if err := set.Do(ctx, func(ctx context.Context, c *mgs.Client) error { return c.SetPowerState(ctx, in.SP, mgs.PowerA0) }); err != nil {
 		return mgsErr(err, "set host power state A0")
 	}
-	a.event(ctx, in.AttemptID, "power-cycle", "", fmt.Sprintf("host powered off, slot %d active (persist), phase 2 recovery mode on, host powered on", in.NewSlot))
+	a.event(ctx, in.AttemptID, "power-cycle", "", fmt.Sprintf("host powered off, slot %d active (%s), phase 2 recovery mode on, host powered on", in.NewSlot, persistNote(in.Transient)))
 	return nil
 }
 
@@ -132,9 +138,19 @@ func (a *MGSActivities) alreadyPoweredOn(ctx context.Context, set *mgs.Set, in H
 	return true, nil
 }
 
+func persistNote(transient bool) string {
+	if transient {
+		return "for one boot, not persisted"
+	}
+	return "persist"
+}
+
 // cycledOntoSlot: the host is on (A0), the new slot is active and
 // phase2_recovery_mode is set. The slot and the recovery mode are set only
-// while the host is off, so this is HostPostUpdate's power-on done.
+// while the host is off, so this is HostPostUpdate's power-on done. A
+// transient slot is consumed by the boot, so then the slot is not asked:
+// recovery mode on a powered host is the marker (it is cleared once the
+// host booted).
 func cycledOntoSlot(ctx context.Context, set *mgs.Set, in HostPostUpdateInput) (bool, error) {
 	ps, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.PowerState, error) { return c.PowerState(ctx, in.SP) })
 	if err != nil {
@@ -143,19 +159,22 @@ func cycledOntoSlot(ctx context.Context, set *mgs.Set, in HostPostUpdateInput) (
 	if ps != mgs.PowerA0 {
 		return false, nil
 	}
-	slot, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (uint16, error) {
-		return c.ActiveSlot(ctx, in.SP, mgs.ComponentHostBootFlash)
-	})
-	if err != nil {
-		return false, mgsErr(err, "read active host boot flash slot")
-	}
 	opts, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (mgs.HostStartupOptions, error) {
 		return c.StartupOptions(ctx, in.SP)
 	})
 	if err != nil {
 		return false, mgsErr(err, "read host startup options")
 	}
-	return slot == in.NewSlot && opts.Phase2RecoveryMode, nil
+	if in.Transient || !opts.Phase2RecoveryMode {
+		return opts.Phase2RecoveryMode, nil
+	}
+	slot, err := mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (uint16, error) {
+		return c.ActiveSlot(ctx, in.SP, mgs.ComponentHostBootFlash)
+	})
+	if err != nil {
+		return false, mgsErr(err, "read active host boot flash slot")
+	}
+	return slot == in.NewSlot, nil
 }
 
 // setRecoveryMode sets or clears phase2_recovery_mode in the SP's host
@@ -192,6 +211,10 @@ type HostWaitBootInput struct {
 	Since           time.Time     `json:"since"`
 	PollInterval    time.Duration `json:"pollInterval"`
 	CheckpointEvery time.Duration `json:"checkpointEvery"`
+	// Transient: NewSlot was made active for one boot (HostPostUpdateInput.
+	// Transient); the boot consumes the choice, so the SP's active slot is
+	// not what tells the boot happened.
+	Transient bool `json:"transient,omitempty"`
 }
 
 // HostWaitBootResult is the boot's end (or a checkpoint).
@@ -227,6 +250,10 @@ func (a *MGSActivities) HostWaitBoot(ctx context.Context, in HostWaitBootInput) 
 	var startOffset uint64
 	first := true
 	pw := progressWriter{a: a, attempt: in.AttemptID}
+	phase := "host-boot"
+	if in.Transient {
+		phase = string(MGSPhaseRecoveryFetch)
+	}
 	for {
 		p, ok, err := freshestPhase2(ctx, set, in.SP, in.Phase2ID)
 		if err != nil {
@@ -244,7 +271,7 @@ func (a *MGSActivities) HostWaitBoot(ctx context.Context, in HostWaitBootInput) 
 				}
 				if booted {
 					out.Booted = true
-					pw.write(ctx, "host-boot", int64(out.Offset), int64(out.Total), true)
+					pw.write(ctx, phase, int64(out.Offset), int64(out.Total), true)
 					return out, nil
 				}
 			}
@@ -262,7 +289,7 @@ func (a *MGSActivities) HostWaitBoot(ctx context.Context, in HostWaitBootInput) 
 			return out, nil
 		}
 		activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "phase2-fetch", Done: int64(out.Offset), Total: int64(out.Total)})
-		pw.write(ctx, "host-boot", int64(out.Offset), int64(out.Total), false)
+		pw.write(ctx, phase, int64(out.Offset), int64(out.Total), false)
 		if err := activities.SleepCtx(ctx, in.PollInterval); err != nil {
 			return out, err
 		}
@@ -284,13 +311,13 @@ func (a *MGSActivities) bootedFromSlot(ctx context.Context, set *mgs.Set, in Hos
 			return false, mgsErr(err, "read host state")
 		}
 	}
-	if serr != nil || perr != nil || slot != in.NewSlot || ps != mgs.PowerA0 {
+	if serr != nil || perr != nil || (slot != in.NewSlot && !in.Transient) || ps != mgs.PowerA0 {
 		return false, nil
 	}
 	if err := setRecoveryMode(ctx, set, in.SP, false); err != nil {
 		return false, err
 	}
-	a.event(ctx, in.AttemptID, "host-booted", "", fmt.Sprintf("host booted slot %d and fetched phase 2 %s; recovery mode cleared", slot, in.Phase2ID))
+	a.event(ctx, in.AttemptID, "host-booted", "", fmt.Sprintf("host booted slot %d and fetched phase 2 %s; recovery mode cleared", in.NewSlot, in.Phase2ID))
 	return true, nil
 }
 

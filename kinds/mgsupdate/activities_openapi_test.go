@@ -110,3 +110,33 @@ func TestHostPostUpdateRetryDoesNotCycleAgain(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.Booted)
 }
+
+// The recovery boot (Transient: the slot active for one boot): the
+// persistent slot is not written, and a retry after the host's boot has
+// consumed the one-boot choice (the SP's active slot reads the persistent
+// one again) still does not power-cycle the host again: recovery mode on a
+// powered host is the marker. The boot is told by the fetch's end.
+func TestHostPostUpdateTransientRetryDoesNotCycleAgain(t *testing.T) {
+	m := newMGSAct(t)
+	_, p2Ref, id := m.flashHostPhase1(t)
+	persistent := m.truth().Host.PersistentSlot
+	require.NotEqual(t, 1, persistent)
+
+	in := mgsupdate.HostPostUpdateInput{SP: sled2, AttemptID: id, NewSlot: 1, Phase2: p2Ref, Transient: true}
+	_, err := m.env.ExecuteActivity(m.a.HostPostUpdate, in)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return m.truth().Host.TransientSlot == nil }, 10*time.Second, 5*time.Millisecond, "the boot consumed the one-boot choice")
+	_, err = m.env.ExecuteActivity(m.a.HostPostUpdate, in)
+	require.NoError(t, err)
+	assert.Equal(t, 1, m.truth().Host.Boots, "the host was power-cycled once")
+	assert.Equal(t, persistent, m.truth().Host.PersistentSlot, "the persistent slot is not written")
+
+	res, err := exec[mgsupdate.HostWaitBootResult](m, m.a.HostWaitBoot, mgsupdate.HostWaitBootInput{
+		SP: sled2, NewSlot: 1, Phase2ID: phase2ID(t, p2Ref.Path), Transient: true, Timeout: 10 * time.Second, PollInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	assert.True(t, res.Booted)
+	tr := m.truth().Host
+	assert.Equal(t, 1, tr.BootedSlot)
+	assert.False(t, tr.StartupOptions.Phase2RecoveryMode)
+	assert.Equal(t, persistent, tr.ActiveSlot, "the next boot is the installed slot's again")
+}

@@ -70,20 +70,21 @@ const NoValidVersion = "invalid"
 // MGS update phases, in the order the driver announces them (progress
 // query, search attribute, ledger), after omicron's UpdateAttemptStatus.
 const (
-	MGSPhasePrecheck     workflows.Phase = "precheck"                      // read the device and decide (each attempt)
-	MGSPhaseHostPhase2   workflows.Phase = "phase2-to-disk"                // host flash: sled-agent writes phase 2 to the inactive slot's disk
-	MGSPhaseUpdating     workflows.Phase = "updating"                      // send our image, wait for it
-	MGSPhaseConcurrent   workflows.Phase = "waiting-for-concurrent-update" // someone else's update holds the component
-	MGSPhasePostUpdate   workflows.Phase = "post-update"                   // make a complete update take effect
-	MGSPhaseHostBoot     workflows.Phase = "host-boot"                     // host flash: activate the slot, reset, wait for sled-agent on it
-	MGSPhaseAttemptPause workflows.Phase = "attempt-pause"                 // between attempts
-	MGSPhaseDone         workflows.Phase = "done"
+	MGSPhasePrecheck      workflows.Phase = "precheck"                      // read the device and decide (each attempt)
+	MGSPhaseHostPhase2    workflows.Phase = "phase2-to-disk"                // host flash: sled-agent writes phase 2 to the inactive slot's disk
+	MGSPhaseUpdating      workflows.Phase = "updating"                      // send our image, wait for it
+	MGSPhaseConcurrent    workflows.Phase = "waiting-for-concurrent-update" // someone else's update holds the component
+	MGSPhasePostUpdate    workflows.Phase = "post-update"                   // make a complete update take effect
+	MGSPhaseHostBoot      workflows.Phase = "host-boot"                     // host flash: activate the slot, reset, wait for sled-agent on it; host recovery: set up the recovery boot, power cycle
+	MGSPhaseRecoveryFetch workflows.Phase = "phase2-fetch"                  // host recovery: the host fetches the trampoline's phase 2 through the SP
+	MGSPhaseAttemptPause  workflows.Phase = "attempt-pause"                 // between attempts
+	MGSPhaseDone          workflows.Phase = "done"
 )
 
 func init() {
 	workflows.DeclarePhases([]workflows.Phase{MGSPhasePrecheck, MGSPhaseHostPhase2, MGSPhaseUpdating, MGSPhaseConcurrent, MGSPhasePostUpdate, MGSPhaseHostBoot,
-		MGSPhaseAttemptPause, MGSPhaseDone},
-		MGSPhaseHostPhase2, MGSPhaseUpdating, MGSPhaseConcurrent, MGSPhaseHostBoot)
+		MGSPhaseRecoveryFetch, MGSPhaseAttemptPause, MGSPhaseDone},
+		MGSPhaseHostPhase2, MGSPhaseUpdating, MGSPhaseConcurrent, MGSPhaseHostBoot, MGSPhaseRecoveryFetch)
 }
 
 // How an MGS update succeeded (the result's and the ledger's outcome).

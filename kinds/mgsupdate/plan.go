@@ -1,6 +1,7 @@
 package mgsupdate
 
 import (
+	"strconv"
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
@@ -83,3 +84,29 @@ func short(h string) string {
 
 // planMGS names the read-only activities an SP or host dry run calls.
 var planMGS *MGSActivities
+
+// PlanHostRecovery is a recovery's dry run: the sled and both images
+// read, and what would happen: the trampoline written to the inactive slot
+// and booted once. A recovery always boots (there is no "at target").
+func PlanHostRecovery(ctx workflow.Context, in HostRecoveryInput) workflows.UpdatePlan {
+	p := workflows.UpdatePlan{Inner: 1}
+	row := workflows.PlanRow{Desired: "trampoline " + in.Phase1.Version + " (phase 1 " + short(in.Phase1.SHA256) + "), booted once"}
+	var pre PrecheckResult
+	err := workflow.ExecuteActivity(workflows.PlanOptions(ctx, "precheck "+in.Target()+" host recovery"), planMGS.MGSPrecheck,
+		PrecheckInput{SP: in.Sled.id(), Component: mgs.ComponentHostBootFlash, Artifacts: []Artifact{in.Phase1, in.Phase2}}).Get(ctx, &pre)
+	if err != nil {
+		p.Rows = workflows.Unreadable(row, err)
+		return p
+	}
+	row.Current = "phase 1 " + short(hostSlotVersion(pre.Active)) + " on slot " + strconv.Itoa(int(pre.Active.Slot)) + " (installed, stays persistent)"
+	if err := checkIdentity(in.Sled, pre); err != nil {
+		row = workflows.Refusal(row, err)
+	} else {
+		row = mgsBusyOrUpdate(row, pre)
+		if row.Action == activities.PlanUpdate {
+			row.Reason = "trampoline to slot " + strconv.Itoa(int(pre.Inactive.Slot)) + ", recovery boot, phase 2 through the SP"
+		}
+	}
+	p.Rows = []workflows.PlanRow{row}
+	return p
+}

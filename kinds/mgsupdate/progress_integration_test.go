@@ -98,10 +98,10 @@ func TestSPFirmwareProgressMovesDuringDelivery(t *testing.T) {
 	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/sp-firmware-progress-signals.json")
 }
 
-// The same during a host's phase 1 delivery through MGS. (Host flash now
+// The same during a host's phase 1 delivery through MGS. (Host flash
 // writes phase 2 through sled-agent's artifact store, not over the
-// recovery path: the MGS-served phase 2 fetch belongs to the recovery
-// operation, issue 26 part 4, not built.)
+// recovery path: the MGS-served phase 2 fetch is the recovery operation's,
+// TestHostRecoveryFetchesThroughTheOtherMGS.)
 func TestHostFlashProgressMovesDuringPhase1Delivery(t *testing.T) {
 	st := newMGSStack(t, func(s *spec.Spec) {
 		s.Timings.FlashBytesPerSecond = 50 // ×100: the 64 KiB phase 1 image in about 13 s
