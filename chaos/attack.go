@@ -96,7 +96,7 @@ func (h *harness) reviveAll() {
 // attack is the chaos schedule: a worker SIGKILL every KillGap until the
 // rollout ends (three times slower after twice the minimum), PostgreSQL
 // and Temporal each restarted once during a seeded stage of the rollout,
-// the blind-spot and reset attacks on the stage running, and API faults
+// and API faults
 // armed along the way, a share in each stage, aimed at the APIs that stage
 // uses (attack_aim.go). After each tick's attacks the ledger's active
 // attempts are checked against Temporal (invariant 8, during the run).
@@ -143,10 +143,6 @@ func (h *harness) attack(ctx context.Context, done <-chan struct{}) {
 		if tmStage >= 0 && stage >= tmStage {
 			h.restartTemporal(ctx, phase)
 			tmStage = -1
-		}
-		if phase == string(workflows.PhaseRunningStage) {
-			h.blindTick(ctx, stage)
-			h.resetTick(ctx, stage)
 		}
 		if nb := h.newBuild; nb.stage >= 0 && stage >= nb.stage {
 			h.deployNewBuild(ctx, phase)

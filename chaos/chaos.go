@@ -270,10 +270,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	h.started = started
 	go func() { defer wg.Done(); h.supervise(runCtx, done) }()
 	go func() { defer wg.Done(); h.attack(runCtx, done) }()
+	go func() { defer wg.Done(); h.attackChildren(runCtx, done) }()
 	go func() { defer wg.Done(); h.blipWatch(runCtx, done) }()
 	status := h.awaitClosed(runCtx, run.GetID())
 	close(done)
