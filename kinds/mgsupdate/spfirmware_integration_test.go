@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -422,19 +421,6 @@ func (st *mgsStack) hostInputNaming(cubby int, names string) mgsupdate.HostFlash
 		Phase2: mgsupdate.Artifact{Version: "2.0.0", SHA256: p2sum, Path: p2Path},
 		Timing: fastTiming(),
 	}
-}
-
-func clearFaults(base string) error {
-	req, _ := http.NewRequest(http.MethodDelete, base+"/faults", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		return fmt.Errorf("clear faults: HTTP %d", resp.StatusCode)
-	}
-	return nil
 }
 
 // The worker dies mid-delivery; another one picks the update up where it
