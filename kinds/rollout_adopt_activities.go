@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 )
@@ -63,7 +64,7 @@ func (a *RolloutActivities) AdoptUpdate(ctx context.Context, in AdoptUpdateInput
 			_ = a.Temporal.CancelWorkflow(cctx, in.WorkflowID, "")
 			stop()
 			return AdoptUpdateResult{}, ctx.Err()
-		case errors.Is(wctx.Err(), context.DeadlineExceeded):
+		case errors.Is(wctx.Err(), context.DeadlineExceeded) || pollExpired(err):
 			activity.RecordHeartbeat(ctx, in.WorkflowID)
 			continue
 		case err == nil:
@@ -72,4 +73,12 @@ func (a *RolloutActivities) AdoptUpdate(ctx context.Context, in AdoptUpdateInput
 		var ce *temporal.CanceledError
 		return AdoptUpdateResult{Ours: true, Error: err.Error(), Cancelled: errors.As(err, &ce)}, nil
 	}
+}
+
+// pollExpired says whether a wait ended because its long poll timed out:
+// the server enforces the deadline the client sent and may answer
+// DEADLINE_EXCEEDED a moment before the client's context expires.
+func pollExpired(err error) bool {
+	var de *serviceerror.DeadlineExceeded
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &de)
 }
