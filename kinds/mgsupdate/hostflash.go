@@ -46,20 +46,26 @@ func (in HostFlashInput) ArtifactVersion() string { return in.Phase1.Version }
 
 // Validate implements UpdateInput.
 func (in HostFlashInput) Validate() error {
+	return validateHostPair("host-flash", in.Sled, in.Phase1, in.Phase2, in.Timing)
+}
+
+// validateHostPair checks what a host update and a recovery boot share: a
+// sled's SP, a phase 1 and its phase 2, the timing.
+func validateHostPair(kind string, sled SPTarget, phase1, phase2 Artifact, timing MGSTiming) error {
 	var errs []error
-	errs = append(errs, in.Sled.validate("host-flash sled"))
-	if in.Sled.Type != "" && in.Sled.Type != mgs.SpTypeSled {
-		errs = append(errs, fmt.Errorf("host-flash sled: only sled SPs have a host (got %q)", in.Sled.Type))
+	errs = append(errs, sled.validate(kind+" sled"))
+	if sled.Type != "" && sled.Type != mgs.SpTypeSled {
+		errs = append(errs, fmt.Errorf("%s sled: only sled SPs have a host (got %q)", kind, sled.Type))
 	}
-	errs = append(errs, validateArtifact("host-flash phase1", in.Phase1), validateArtifact("host-flash phase2", in.Phase2),
-		in.Timing.validate("host-flash"))
+	errs = append(errs, validateArtifact(kind+" phase1", phase1), validateArtifact(kind+" phase2", phase2),
+		timing.validate(kind))
 	// A phase 1 boots only the phase 2 it names. Its bytes are opaque to
 	// us (the pairing lives inside the real phase 1), but a release
 	// carries exactly one of each under one host OS version (omicron
 	// nexus/reconfigurator/planning/src/mgs_updates/host_phase_1.rs pairs
 	// them that way): two versions are not a pair.
-	if in.Phase1.Version != "" && in.Phase2.Version != "" && in.Phase1.Version != in.Phase2.Version {
-		errs = append(errs, fmt.Errorf("host-flash: phase 1 version %s and phase 2 version %s are not one release's pair", in.Phase1.Version, in.Phase2.Version))
+	if phase1.Version != "" && phase2.Version != "" && phase1.Version != phase2.Version {
+		errs = append(errs, fmt.Errorf("%s: phase 1 version %s and phase 2 version %s are not one release's pair", kind, phase1.Version, phase2.Version))
 	}
 	return errors.Join(errs...)
 }

@@ -1,8 +1,6 @@
 package mgsupdate
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -41,17 +39,7 @@ func (in HostRecoveryInput) ArtifactVersion() string { return in.Phase1.Version 
 
 // Validate implements UpdateInput.
 func (in HostRecoveryInput) Validate() error {
-	var errs []error
-	errs = append(errs, in.Sled.validate("host-recovery sled"))
-	if in.Sled.Type != "" && in.Sled.Type != mgs.SpTypeSled {
-		errs = append(errs, fmt.Errorf("host-recovery sled: only sled SPs have a host (got %q)", in.Sled.Type))
-	}
-	errs = append(errs, validateArtifact("host-recovery phase1", in.Phase1), validateArtifact("host-recovery phase2", in.Phase2),
-		in.Timing.validate("host-recovery"))
-	if in.Phase1.Version != "" && in.Phase2.Version != "" && in.Phase1.Version != in.Phase2.Version {
-		errs = append(errs, fmt.Errorf("host-recovery: trampoline phase 1 version %s and phase 2 version %s are not one release's pair", in.Phase1.Version, in.Phase2.Version))
-	}
-	return errors.Join(errs...)
+	return validateHostPair("host-recovery", in.Sled, in.Phase1, in.Phase2, in.Timing)
 }
 
 // HostRecovery boots a sled's host on the trampoline over the recovery
