@@ -59,7 +59,7 @@ fi
 
 echo
 echo "== the SP firmware stage's health gates passed (the ledger's latest records):"
-$starter explain "$id" --database-url "$DATABASE_URL" | grep -E 'gate-passed' | head -3 || true
+$starter explain "$id" --database-url "$DATABASE_URL" | grep -E 'gate-passed' | sed -n '1,3p' || true
 
 # A second rollout of a bad release: its health gate must stop it after
 # the first SP, before the release reaches the second.
@@ -69,7 +69,7 @@ echo "== a bad release (SP firmware 1.2.0; fleetsim's bad_version fault makes an
 $starter rollout demo/bad-release.yaml
 bad_status=0
 $starter watch "$bad" >.stack/demo/bad-release.txt 2>&1 || bad_status=$?
-$starter explain "$bad" --database-url "$DATABASE_URL" | head -4
+$starter explain "$bad" --database-url "$DATABASE_URL" | sed -n '1,4p'
 $starter list --rollout demo-bad-release >.stack/demo/bad-release-updates.txt
 if [ "$bad_status" -eq 0 ] || ! grep -q 'sp-firmware/sp/sled/4' .stack/demo/bad-release-updates.txt ||
   grep -q 'sp-firmware/sp/sled/5' .stack/demo/bad-release-updates.txt; then
@@ -101,13 +101,13 @@ echo "== every update of the rollout (Temporal visibility):"
 $starter list --rollout demo --limit 100
 echo
 echo "== the ledger's record of the zone expunge:"
-$starter status fleetsaga/zone-expunge/zone/86b8b0c3-9af1-4fd2-b3b5-1219ea79533a | head -20
+$starter status fleetsaga/zone-expunge/zone/86b8b0c3-9af1-4fd2-b3b5-1219ea79533a | sed -n '1,20p'
 echo
 echo "== the ledger's record of a host OS update (the rack's path): sled-agent wrote phase 2 to the"
 echo "   inactive slot's disk (named in a child of Nexus's target blueprint, which owns the sled's"
 echo "   config), MGS wrote phase 1 to that slot, the slot was made active and the SP reset, and the"
 echo "   update was done when sled-agent reported the new boot disk:"
-$starter status fleetsaga/host-flash/sp/sled/2 | grep -E '^ {4,}' | head -20
+$starter status fleetsaga/host-flash/sp/sled/2 | grep -E '^ {4,}' | sed -n '1,20p'
 echo
 echo "== Web UI: ${TEMPORAL_UI_URL:-(off)}/namespaces/default/workflows?query=FleetsagaRollout%3D%22demo%22"
 if [ "$status" -eq 0 ]; then echo "== demo: every update ended as expected"; else echo "== demo: FAILED (exit $status)"; fi
