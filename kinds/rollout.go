@@ -221,7 +221,7 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 					r.skip(st.Name, u) // nothing started
 				}
 			}
-			return r.result, r.end(ctx, err, "start not verified: "+err.Error())
+			return r.result, r.end(ctx, err, "start not verified: "+failure.Line(err))
 		}
 	}
 	r.watchStalls(ctx)
@@ -446,12 +446,12 @@ func (r *rollout) runUpdate(ctx workflow.Context, st Stage, u PlanUpdate) Update
 			out.Outcome = o
 		}
 	case temporal.IsCanceledError(err):
-		out.State, out.Error = workflows.StateCancelled, err.Error()
+		out.State, out.Error = workflows.StateCancelled, failure.Line(err)
 	case temporal.IsWorkflowExecutionAlreadyStartedError(err) && r.adopt(ctx, id, &out):
 		// Started by this rollout before an operator reset it.
 	case temporal.IsWorkflowExecutionAlreadyStartedError(err):
 		// Another rollout's (or a hand-started) update of the same target.
-		out.State, out.Outcome, out.Error = StateRefused, OutcomeTargetClaimed, "another workflow runs "+id+": "+err.Error()
+		out.State, out.Outcome, out.Error = StateRefused, OutcomeTargetClaimed, "another workflow runs "+id+": "+failure.Line(err)
 	case workflows.IsTargetBusy(err):
 		out.State, out.Outcome, out.Error = StateRefused, failure.TargetBusy, failure.Line(err)
 	default:

@@ -8,6 +8,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/fleetsaga/fleetsaga/failure"
 )
 
 const (
@@ -71,7 +73,7 @@ func (a *RolloutActivities) AdoptUpdate(ctx context.Context, in AdoptUpdateInput
 			return AdoptUpdateResult{Ours: true, Result: res}, nil
 		}
 		var ce *temporal.CanceledError
-		return AdoptUpdateResult{Ours: true, Error: err.Error(), Cancelled: errors.As(err, &ce)}, nil
+		return AdoptUpdateResult{Ours: true, Error: failure.Line(err), Cancelled: errors.As(err, &ce)}, nil
 	}
 }
 

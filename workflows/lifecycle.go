@@ -308,7 +308,7 @@ func (l *Lifecycle) End(ctx workflow.Context, err error, ok Ending) error {
 			msg += "; " + n
 		}
 		if cerr != nil {
-			msg += "; compensation failed: " + cerr.Error()
+			msg += "; compensation failed: " + failure.Line(cerr)
 		}
 	}
 	l.progress.State, l.progress.Outcome, l.progress.Message = state, outcome, msg

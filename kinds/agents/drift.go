@@ -273,7 +273,7 @@ func (d *driftCheck) install(ctx workflow.Context, g repairGroup) error {
 	}
 	run.Outcome, run.Installed, run.Failed = out.Outcome, out.Installed+out.Verified, out.Failed
 	if err != nil {
-		run.Error = err.Error()
+		run.Error = failure.Line(err)
 		if run.Outcome == "" {
 			run.Outcome = "failed"
 		}

@@ -554,7 +554,7 @@ func (r *agentRollout) end(ctx workflow.Context, runErr error) (AgentInstallResu
 		res.Outcome = "cancelled"
 		return r.ended(ctx, res, runErr)
 	case runErr != nil:
-		res.Outcome = "failed: " + runErr.Error()
+		res.Outcome = "failed: " + failure.Line(runErr)
 		return r.ended(ctx, res, runErr)
 	case r.stopped:
 		res.Outcome = AgentRolloutBudget

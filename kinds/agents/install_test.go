@@ -431,7 +431,12 @@ func TestAgentServerFailedInstallKeepsIntent(t *testing.T) {
 	assert.Equal(t, []string{"install cn-agent", "refresh cn-agent", "intent cn-agent", "install vm-agent"}, calls.calls,
 		"vm-agent's intent is not moved")
 	assert.Equal(t, ledger.StateFailed, fin.State)
-	assert.Contains(t, fin.Error, "sha1")
+	// One failure line, as everywhere an operator reads one: no activity
+	// error around it, no SDK "(type: …, retryable: …)" framing.
+	want := failure.AgentTaskFailed + ": task failed: sha1 mismatch"
+	assert.Equal(t, want, res.Error)
+	assert.Equal(t, want, res.Steps[len(res.Steps)-1].Error)
+	assert.Equal(t, want, fin.Error)
 }
 
 func TestAgentServerOfflineIsNotTouched(t *testing.T) {
@@ -516,6 +521,34 @@ func TestAgentDriftCheckRepairs(t *testing.T) {
 	require.NotNil(t, res.Remaining)
 	assert.Contains(t, res.Outcome, "0 left")
 	env.AssertExpectations(t)
+}
+
+// A repair whose install fails says why in one line, as every other
+// failure an operator reads (it carried the SDK's whole child and
+// "(type: …, retryable: …)" framing).
+func TestAgentDriftRepairFailureIsOneLine(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(AgentDriftCheck)
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in AgentInstallInput) (AgentInstallResult, error) {
+		return AgentInstallResult{}, temporal.NewNonRetryableApplicationError("1 servers failed, budget 0", failure.FailureBudget, nil)
+	}, workflow.RegisterOptions{Name: "AgentInstall"})
+	env.RegisterActivity(&AgentActivities{})
+	img := uuid.New()
+	found := AgentDriftReport{Checked: 1, Counts: map[string]int{DriftMismatch: 1},
+		Drift: []AgentDrift{{Server: uuid.New(), Agent: "vm-agent", Kind: DriftMismatch, IntentImage: img, Repair: RepairInstall}}}
+	env.OnActivity(agentActs.FindAgentDrift, mock.Anything, mock.Anything).Return(found, nil)
+	env.ExecuteWorkflow(AgentDriftCheck, AgentDriftInput{Selection: ServerSelection{All: true}, Repair: true})
+	var res AgentDriftResult
+	if err := env.GetWorkflowError(); err == nil {
+		require.NoError(t, env.GetWorkflowResult(&res))
+	} else {
+		var ae *temporal.ApplicationError
+		require.ErrorAs(t, err, &ae)
+		require.NoError(t, ae.Details(&res))
+	}
+	require.Len(t, res.Installs, 1)
+	assert.Equal(t, failure.FailureBudget+": 1 servers failed, budget 0", res.Installs[0].Error)
 }
 
 func TestAgentDriftCheckReportOnly(t *testing.T) {

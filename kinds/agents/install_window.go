@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -112,7 +113,7 @@ func (r *agentRollout) startServer(ctx workflow.Context, srv ledger.AgentServer)
 		err := child.GetChildWorkflowExecution().Get(ctx, nil)
 		if err != nil && !temporal.IsWorkflowExecutionAlreadyStartedError(err) {
 			r.done(ctx, srv.Seq, AgentServerResult{Server: srv.ServerUUID, Hostname: srv.Hostname,
-				Outcome: AgentOutcomeFailed, Error: "could not start: " + err.Error()})
+				Outcome: AgentOutcomeFailed, Error: "could not start: " + failure.Line(err)})
 			return
 		}
 		// Already started: this rollout's own child (the ID holds the

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -147,7 +148,7 @@ func (s *agentServer) run(ctx workflow.Context) (AgentServerResult, error) {
 	case workflows.IsCancel(ctx, err):
 		s.res.Outcome, s.res.Error = AgentOutcomeCancelled, "cancelled"
 	default:
-		s.res.Outcome, s.res.Error = AgentOutcomeFailed, err.Error()
+		s.res.Outcome, s.res.Error = AgentOutcomeFailed, failure.Line(err)
 		var ae *temporal.ApplicationError
 		if errors.As(err, &ae) {
 			s.res.ErrorType = ae.Type()
@@ -193,7 +194,7 @@ func (s *agentServer) finishRequest(f ledger.Finish) FinishAgentServerRequest {
 func (s *agentServer) endPlanRow(ctx workflow.Context, err error) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	f := ledger.Finish{State: ledger.StateFailed, Outcome: AgentOutcomeFailed, Error: err.Error()}
+	f := ledger.Finish{State: ledger.StateFailed, Outcome: AgentOutcomeFailed, Error: failure.Line(err)}
 	if workflows.IsCancel(ctx, err) {
 		f = ledger.Finish{State: ledger.StateCancelled, Outcome: AgentOutcomeCancelled, Error: "cancelled"}
 	}
@@ -292,7 +293,7 @@ func (s *agentServer) agent(ctx workflow.Context, ag PlannedAgent, st AgentServe
 			InstallAgentRequest{Server: s.in.Server, Agent: ag, AttemptID: s.l.AttemptID(), PollInterval: s.in.PollInterval}).Get(ctx, &res)
 		s.event(ctx, "install:"+ag.Name, err, "installed "+ag.Label()+" (task "+res.TaskID+")")
 		if err != nil {
-			step.Outcome, step.Error = AgentOutcomeFailed, err.Error()
+			step.Outcome, step.Error = AgentOutcomeFailed, failure.Line(err)
 			return step, err
 		}
 		step.TaskID = res.TaskID
@@ -314,7 +315,7 @@ func (s *agentServer) event(ctx workflow.Context, step string, stepErr error, ms
 	}
 	e := ledger.Event{AttemptID: s.l.AttemptID(), Step: step, State: "ok", Message: msg}
 	if stepErr != nil {
-		e.State, e.Message = "error", stepErr.Error()
+		e.State, e.Message = "error", failure.Line(stepErr)
 	}
 	if err := workflows.LedgerCall(ctx, agentLedger.AppendEvent, e).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("could not append ledger event", "step", step, "error", err)
@@ -330,7 +331,7 @@ func (s *agentServer) recordAgent(ctx workflow.Context, ag PlannedAgent, step Ag
 		RefreshAgentRequest{Server: s.in.Server, Agent: ag}).Get(ctx, &intent)
 	s.event(ctx, "intent:"+ag.Name, err, intentNote(intent, ag))
 	if err != nil {
-		step.Outcome, step.Error = AgentOutcomeFailed, err.Error()
+		step.Outcome, step.Error = AgentOutcomeFailed, failure.Line(err)
 	}
 	return step, err
 }

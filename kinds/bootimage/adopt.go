@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -115,7 +116,7 @@ func (b *bootImageBump) scaleDown(ctx workflow.Context, in BootImageScaleInput) 
 	err := workflow.ExecuteActivity(b.bumpChangeOptions(ctx, fmt.Sprintf("scale %s %d -> %d", in.MachineSet, in.From, in.To)), a.ScaleMachineSet, in).Get(ctx, nil)
 	msg := fmt.Sprintf("%s: scaled back to %d", in.MachineSet, in.To)
 	if err != nil {
-		msg = in.MachineSet + ": scale down failed: " + err.Error()
+		msg = in.MachineSet + ": scale down failed: " + failure.Line(err)
 	}
 	b.result.Restored = append(b.result.Restored, msg)
 	return err

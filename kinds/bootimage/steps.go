@@ -7,6 +7,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/machineapi"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -172,7 +173,7 @@ func (b *bootImageBump) reconcileOne(ctx workflow.Context, p machineapi.Plan) {
 	})
 	if _, err := b.recordChange(ctx, BootImageChange{MachineSet: name, Change: ledger.BootImageChangeImage, Previous: p.Current, Applied: p.Desired}); err != nil {
 		if ctx.Err() == nil {
-			b.failMember(name, bumpReasonError, err.Error())
+			b.failMember(name, bumpReasonError, failure.Line(err))
 		}
 		return
 	}
@@ -185,8 +186,8 @@ func (b *bootImageBump) reconcileOne(ctx workflow.Context, p machineapi.Plan) {
 		}).Get(ctx, &r)
 		if err != nil {
 			if ctx.Err() == nil {
-				b.failMember(name, bumpReasonError, err.Error())
-				b.event(ctx, "error-"+name, "failed", err.Error())
+				b.failMember(name, bumpReasonError, failure.Line(err))
+				b.event(ctx, "error-"+name, "failed", failure.Line(err))
 			}
 			return
 		}
@@ -231,7 +232,7 @@ func (b *bootImageBump) restoreImage(ctx workflow.Context, name string, previous
 		Cluster: b.in.Cluster, MachineSet: name, Previous: previous, Applied: applied,
 	}).Get(ctx, &out)
 	if err != nil {
-		out = "error: " + err.Error()
+		out = "error: " + failure.Line(err)
 	}
 	b.result.Restored = append(b.result.Restored, name+": "+out)
 	b.event(ctx, "restore-"+name, "running", name+": "+out)
