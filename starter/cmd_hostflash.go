@@ -14,8 +14,7 @@ func init() {
 			sledID string
 			sf     startFlags
 			in     mgsupdate.HostFlashInput
-			sp     spFlags
-			p1, p2 artifactFlags
+			pair   hostPairFlags
 		)
 		cmd := &cobra.Command{
 			Use:   "host-flash --sled N --serial S --phase1 FILE --phase1-version V --phase2 FILE --phase2-version V",
@@ -38,13 +37,7 @@ when sled-agent reports the new boot disk; a host not back on it within
 			Args: exactArgs(0),
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				var err error
-				if in.Sled, err = sp.target(); err != nil {
-					return err
-				}
-				if in.Phase1, err = p1.artifact("--phase1"); err != nil {
-					return err
-				}
-				if in.Phase2, err = p2.artifact("--phase2"); err != nil {
+				if in.Sled, in.Phase1, in.Phase2, err = pair.parse(); err != nil {
 					return err
 				}
 				if sledID != "" {
@@ -60,9 +53,7 @@ when sled-agent reports the new boot disk; a host not back on it within
 			},
 		}
 		f := cmd.Flags()
-		sp.bind(f, false)
-		p1.bind(f, "phase1", "the host phase 1 image")
-		p2.bind(f, "phase2", "the host phase 2 image")
+		pair.bind(f, "the host phase 1 image", "the host phase 2 image")
 		f.StringVar(&sledID, "sled-id", "", "the sled's UUID (only where the workers have no Nexus sled table to find it by serial)")
 		f.StringVar(&in.ExpectedActive, "expected-active", "", "fail unless the active slot's phase 1 hash (SHA-256, hex) is this")
 		f.StringVar(&in.ExpectedInactive, "expected-inactive", "", "fail unless the inactive slot's phase 1 hash (SHA-256, hex) is this")

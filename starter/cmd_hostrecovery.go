@@ -10,10 +10,9 @@ import (
 func init() {
 	commands = append(commands, func(a *app) *cobra.Command {
 		var (
-			sf     startFlags
-			in     mgsupdate.HostRecoveryInput
-			sp     spFlags
-			p1, p2 artifactFlags
+			sf   startFlags
+			in   mgsupdate.HostRecoveryInput
+			pair hostPairFlags
 		)
 		cmd := &cobra.Command{
 			Use:   "host-recovery --sled N --serial S --phase1 FILE --phase1-version V --phase2 FILE --phase2-version V",
@@ -38,13 +37,7 @@ installed OS.`,
 			Args: exactArgs(0),
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				var err error
-				if in.Sled, err = sp.target(); err != nil {
-					return err
-				}
-				if in.Phase1, err = p1.artifact("--phase1"); err != nil {
-					return err
-				}
-				if in.Phase2, err = p2.artifact("--phase2"); err != nil {
+				if in.Sled, in.Phase1, in.Phase2, err = pair.parse(); err != nil {
 					return err
 				}
 				if err := in.Validate(); err != nil {
@@ -55,9 +48,7 @@ installed OS.`,
 			},
 		}
 		f := cmd.Flags()
-		sp.bind(f, false)
-		p1.bind(f, "phase1", "the trampoline's phase 1 image")
-		p2.bind(f, "phase2", "the trampoline's phase 2 image")
+		pair.bind(f, "the trampoline's phase 1 image", "the trampoline's phase 2 image")
 		bindMGSTiming(f, &in.Timing)
 		sf.bind(cmd)
 		return cmd

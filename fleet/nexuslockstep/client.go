@@ -9,22 +9,26 @@
 package nexuslockstep
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/fleetsaga/fleetsaga/fleet/dropshot"
 )
 
 // maxResponseBytes bounds what the client reads (a blueprint of a full rack
 // is a few hundred KiB).
 const maxResponseBytes = 16 << 20
+
+// maxErrorText bounds what of an error answer that is not dropshot's error
+// body goes into Error.Message (enough to recognise a proxy's page).
+const maxErrorText = 200
 
 // Error codes Nexus answers that the client tells apart.
 const (
@@ -100,17 +104,13 @@ type Target struct {
 
 // Client talks to one rack's Nexus lockstep API.
 type Client struct {
-	base string
-	http *http.Client
+	api *dropshot.Client
 }
 
 // New returns a client for the lockstep API at baseURL; hc nil means
 // http.DefaultClient.
 func New(baseURL string, hc *http.Client) *Client {
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), http: hc}
+	return &Client{api: dropshot.New("nexus lockstep", baseURL, hc, "", maxResponseBytes)}
 }
 
 // Target reads the current target (GET /deployment/blueprints/target).
@@ -162,46 +162,19 @@ func (c *Client) SetTarget(ctx context.Context, id uuid.UUID, enabled bool) (Tar
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
-	op := method + " " + path
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	reply, err := c.api.Do(ctx, dropshot.JSON(method, path, body))
 	if err != nil {
-		return fmt.Errorf("nexus lockstep %s: %w", op, err)
+		return err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("nexus lockstep %s: %w", op, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	if err != nil {
-		return fmt.Errorf("nexus lockstep %s: read answer: %w", op, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		he := &Error{Op: op, StatusCode: resp.StatusCode}
-		var eb struct {
-			ErrorCode string `json:"error_code"`
-			Message   string `json:"message"`
-		}
-		if json.Unmarshal(raw, &eb) == nil && eb.Message != "" {
-			he.ErrorCode, he.Message = eb.ErrorCode, eb.Message
-		} else {
-			he.Message = strings.TrimSpace(string(raw[:min(len(raw), 200)]))
-		}
-		return he
+	if !reply.OK() {
+		f := c.api.Failure(reply, maxErrorText)
+		return &Error{Op: reply.Op, StatusCode: reply.Status, ErrorCode: f.ErrorCode, Message: f.Message}
 	}
 	if out == nil {
 		return nil
 	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrBadResponse, op, err)
+	if err := json.Unmarshal(reply.Body, out); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrBadResponse, reply.Op, err)
 	}
 	return nil
 }

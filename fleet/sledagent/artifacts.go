@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/fleetsaga/fleetsaga/fleet/dropshot"
 )
 
 // The artifact store (sled-agent/src/artifact_store.rs): a content-addressed
@@ -49,7 +51,8 @@ func (c *Client) PutArtifactConfig(ctx context.Context, cfg ArtifactConfig) erro
 func (c *Client) PutArtifact(ctx context.Context, sha256 string, generation uint64, body io.Reader, size int64) (ArtifactPutResponse, error) {
 	var out ArtifactPutResponse
 	path := "/artifacts/" + strings.ToLower(sha256) + "?generation=" + strconv.FormatUint(generation, 10)
-	err := c.send(ctx, http.MethodPut, path, body, size, "application/octet-stream", &out)
+	err := c.send(ctx, dropshot.Request{Method: http.MethodPut, Path: path, Body: body, Size: size,
+		ContentType: "application/octet-stream"}, &out)
 	return out, err
 }
 

@@ -6,13 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/fleetsaga/fleetsaga/fleet/apiversion"
+	"github.com/fleetsaga/fleetsaga/fleet/dropshot"
 )
 
 // APIVersion is the sled-agent API version this client is written for:
@@ -36,6 +35,10 @@ const CodeZoneRemovalFailed = "ZoneRemovalFailed"
 
 // maxResponseBytes bounds what the client reads from a sled-agent.
 const maxResponseBytes = 8 << 20
+
+// maxErrorText bounds what of an error answer that is not dropshot's error
+// body goes into Error.Message.
+const maxErrorText = 512
 
 // Error is a non-2xx answer from the sled-agent (Dropshot error body).
 type Error struct {
@@ -113,17 +116,13 @@ func IsBadRequest(err error) bool {
 
 // Client talks to one sled's sled-agent.
 type Client struct {
-	base string
-	http *http.Client
+	api *dropshot.Client
 }
 
 // New returns a client for the sled-agent at baseURL (e.g.
 // http://127.0.0.1:1234/sled-agent/<sled>). hc nil means http.DefaultClient.
 func New(baseURL string, hc *http.Client) *Client {
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), http: hc}
+	return &Client{api: dropshot.New("sled-agent", baseURL, hc, APIVersion, maxResponseBytes)}
 }
 
 // PutOmicronConfig sends the sled's whole config (PUT /omicron-config → 204).
@@ -169,72 +168,32 @@ func (c *Client) InventoryOf(ctx context.Context, sled uuid.UUID) (*Inventory, e
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
-	if body == nil {
-		return c.send(ctx, method, path, nil, -1, "", out)
-	}
-	return c.send(ctx, method, path, bytes.NewReader(body), int64(len(body)), "application/json", out)
+	return c.send(ctx, dropshot.JSON(method, path, body), out)
 }
 
-// send is one request with body rd (nil: none) of size bytes and the given
-// content type.
-func (c *Client) send(ctx context.Context, method, path string, rd io.Reader, size int64, contentType string, out any) error {
-	op := method + " " + path
-	if i := strings.IndexByte(op, '?'); i >= 0 {
-		op = op[:i]
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+// send is one request, its answer decoded into out (nil: not read).
+func (c *Client) send(ctx context.Context, r dropshot.Request, out any) error {
+	reply, err := c.api.Do(ctx, r)
 	if err != nil {
-		return fmt.Errorf("sled-agent %s: %w", op, err)
+		return err
 	}
-	req.Header.Set("Accept", "application/json")
-	apiversion.Set(req, APIVersion)
-	if rd != nil {
-		req.Header.Set("Content-Type", contentType)
-		req.ContentLength = size
+	if reply.Over {
+		return fmt.Errorf("%w: %s: response over %d bytes", ErrBadResponse, reply.Op, maxResponseBytes)
 	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("sled-agent %s: %w", op, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
-	if err != nil {
-		return fmt.Errorf("sled-agent %s: read response: %w", op, err)
-	}
-	if len(raw) > maxResponseBytes {
-		return fmt.Errorf("%w: %s: response over %d bytes", ErrBadResponse, op, maxResponseBytes)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		he := &Error{Op: op, StatusCode: resp.StatusCode}
-		var eb struct {
-			RequestID string `json:"request_id"`
-			ErrorCode string `json:"error_code"`
-			Message   string `json:"message"`
-		}
-		if json.Unmarshal(raw, &eb) == nil && eb.Message != "" {
-			he.ErrorCode, he.Message, he.RequestID = eb.ErrorCode, eb.Message, eb.RequestID
-			he.Refused = apiversion.Refusal("sled-agent", c.base, APIVersion, resp.StatusCode, eb.Message)
-		} else {
-			he.Message = strings.TrimSpace(string(truncate(raw, 512)))
-		}
-		return he
+	if !reply.OK() {
+		f := c.api.Failure(reply, maxErrorText)
+		return &Error{Op: reply.Op, StatusCode: reply.Status, ErrorCode: f.ErrorCode, Message: f.Message,
+			RequestID: f.RequestID, Refused: f.Refused}
 	}
 	if out == nil {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec := json.NewDecoder(bytes.NewReader(reply.Body))
 	if err := dec.Decode(out); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrBadResponse, op, err)
+		return fmt.Errorf("%w: %s: %v", ErrBadResponse, reply.Op, err)
 	}
 	if dec.More() {
-		return fmt.Errorf("%w: %s: trailing data", ErrBadResponse, op)
+		return fmt.Errorf("%w: %s: trailing data", ErrBadResponse, reply.Op)
 	}
 	return nil
-}
-
-func truncate(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[:n]
-	}
-	return b
 }

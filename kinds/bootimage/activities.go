@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/machineapi"
 	"github.com/fleetsaga/fleetsaga/ledger"
@@ -102,42 +101,43 @@ func (a *BootImageActivities) WaitBootImagePreconditions(ctx context.Context, in
 	if err != nil {
 		return BootImageSnapshot{}, err
 	}
-	poll := in.PollInterval
-	if poll <= 0 {
-		poll = 5 * time.Second
-	}
 	var waited []string
 	note := func(s string) {
 		if len(waited) == 0 || waited[len(waited)-1] != s {
 			waited = append(waited, s)
 		}
 	}
-	for {
-		why, snap, err := a.preconditions(ctx, c, in.Release)
+	var why string
+	var snap BootImageSnapshot
+	late, err := pollUntil(ctx, pollEvery(in.PollInterval), in.Deadline, func() (bool, error) {
+		var err error
+		why, snap, err = a.preconditions(ctx, c, in.Release)
 		if err != nil {
 			if errors.Is(err, errReleaseMismatch) {
-				return BootImageSnapshot{}, temporal.NewNonRetryableApplicationError(err.Error(), failure.BootImageRelease, nil)
+				return false, temporal.NewNonRetryableApplicationError(err.Error(), failure.BootImageRelease, nil)
 			}
 			if cerr := classifyKube(err); cerr != err {
-				return BootImageSnapshot{}, cerr
+				return false, cerr
 			}
 			why = "machine API: " + err.Error() // transient: keep waiting
 		}
 		if why == "" {
-			snap.Waited = waited
-			return snap, nil
+			return true, nil
 		}
 		note(why)
 		activity.RecordHeartbeat(ctx, why)
-		if !in.Deadline.IsZero() && time.Now().After(in.Deadline) {
-			return BootImageSnapshot{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("cluster %s: gave up waiting at %s: %s", in.Cluster, in.Deadline.UTC().Format(time.RFC3339), why),
-				failure.BootImagePrecondition, nil)
-		}
-		if err := activities.SleepCtx(ctx, poll); err != nil {
-			return BootImageSnapshot{}, err
-		}
+		return false, nil
+	})
+	switch {
+	case err != nil:
+		return BootImageSnapshot{}, err
+	case late:
+		return BootImageSnapshot{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("cluster %s: gave up waiting at %s: %s", in.Cluster, in.Deadline.UTC().Format(time.RFC3339), why),
+			failure.BootImagePrecondition, nil)
 	}
+	snap.Waited = waited
+	return snap, nil
 }
 
 var errReleaseMismatch = errors.New("release mismatch")
@@ -330,39 +330,29 @@ func (a *BootImageActivities) ReconcileBootImage(ctx context.Context, in BootIma
 	if err != nil {
 		return res, err
 	}
-	for try := 0; try < conflictRetries; try++ {
-		// Heartbeats carry a cancel to this activity between calls.
-		activity.RecordHeartbeat(ctx, "reading "+in.MachineSet)
-		ms, err := c.GetMachineSet(ctx, in.MachineSet)
-		if err != nil {
-			return res, classifyKube(err)
-		}
+	err = changeOnFreshRead(ctx, c, in.MachineSet, "", "patching", func(ms *machineapi.MachineSet) (func() error, error) {
 		res.Plan = machineapi.PlanMachineSet(ms, golden, known, st)
-		if res.Plan.Action != machineapi.ActionPatch {
+		switch {
+		case res.Plan.Action != machineapi.ActionPatch:
 			res.Action = string(res.Plan.Action)
-			return res, nil
-		}
-		if in.CheckOnly {
+			return nil, nil
+		case in.CheckOnly:
 			res.Action = ReconcileNeedsPatch
-			return res, nil
+			return nil, nil
 		}
-		activity.RecordHeartbeat(ctx, "patching "+in.MachineSet)
-		if err := ctx.Err(); err != nil {
-			return res, err // cancelled: do not start the patch
-		}
-		_, err = c.PatchImage(ctx, ms, res.Plan.Desired)
-		if machineapi.IsConflict(err) {
-			res.Conflicts++
-			activity.RecordHeartbeat(ctx, fmt.Sprintf("conflict %d on %s, re-reading", res.Conflicts, in.MachineSet))
-			continue
-		}
-		if err != nil {
-			return res, classifyKube(err)
-		}
-		res.Action = ReconcilePatched
-		return res, nil
-	}
-	return res, fmt.Errorf("machineset %s: still conflicting after %d fresh reads", in.MachineSet, conflictRetries)
+		return func() error {
+			_, err := c.PatchImage(ctx, ms, res.Plan.Desired)
+			switch {
+			case machineapi.IsConflict(err):
+				res.Conflicts++
+				activity.RecordHeartbeat(ctx, fmt.Sprintf("conflict %d on %s, re-reading", res.Conflicts, in.MachineSet))
+			case err == nil:
+				res.Action = ReconcilePatched
+			}
+			return err
+		}, nil
+	})
+	return res, err
 }
 
 // BootImageRestoreInput puts a MachineSet back on its previous image.

@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/machineapi"
 )
@@ -68,32 +67,21 @@ func (a *BootImageActivities) ScaleMachineSet(ctx context.Context, in BootImageS
 	if err != nil {
 		return err
 	}
-	for try := 0; try < conflictRetries; try++ {
-		activity.RecordHeartbeat(ctx, "reading "+in.MachineSet)
-		ms, err := c.GetMachineSet(ctx, in.MachineSet)
-		if err != nil {
-			return classifyKube(err)
-		}
+	return changeOnFreshRead(ctx, c, in.MachineSet, "scale ", "scaling", func(ms *machineapi.MachineSet) (func() error, error) {
 		switch {
 		case ms.Replicas == in.To:
-			return nil
+			return nil, nil
 		case ms.Replicas == in.From, in.Down && ms.Replicas > in.To && ms.Replicas < in.From:
 		default:
-			return temporal.NewNonRetryableApplicationError(
+			return nil, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("machineset %s has %d replicas, expected %d (someone else scaled it)", in.MachineSet, ms.Replicas, in.From),
 				failure.BootImageReplicas, nil)
 		}
-		activity.RecordHeartbeat(ctx, "scaling "+in.MachineSet)
-		if err := ctx.Err(); err != nil {
-			return err // cancelled: do not start the scale
-		}
-		_, err = c.SetReplicas(ctx, ms, in.To)
-		if machineapi.IsConflict(err) {
-			continue
-		}
-		return classifyKube(err)
-	}
-	return fmt.Errorf("machineset %s: scale still conflicting after %d fresh reads", in.MachineSet, conflictRetries)
+		return func() error {
+			_, err := c.SetReplicas(ctx, ms, in.To)
+			return err
+		}, nil
+	})
 }
 
 // BootImageCanaryWaitInput waits for a new machine to join.
@@ -123,22 +111,19 @@ func (a *BootImageActivities) WaitCanaryJoin(ctx context.Context, in BootImageCa
 	if err != nil {
 		return CanaryResult{}, err
 	}
-	poll := in.PollInterval
-	if poll <= 0 {
-		poll = 5 * time.Second
-	}
 	old := map[string]bool{}
 	for _, m := range in.Baseline {
 		old[m] = true
 	}
-	for {
+	var last CanaryResult
+	late, err := pollUntil(ctx, pollEvery(in.PollInterval), in.Deadline, func() (bool, error) {
 		machines, err := c.Machines(ctx, in.MachineSet)
 		if err != nil {
 			if cerr := classifyKube(err); cerr != err {
-				return CanaryResult{}, cerr
+				return false, cerr
 			}
 		}
-		var last CanaryResult
+		last = CanaryResult{}
 		for _, m := range machines {
 			if old[m.Name] || !m.Image.Equal(in.Image) {
 				continue
@@ -147,26 +132,25 @@ func (a *BootImageActivities) WaitCanaryJoin(ctx context.Context, in BootImageCa
 			if m.Joined() {
 				last.Joined = true
 				last.Detail = "joined as node " + m.NodeRef
-				return last, nil
+				return true, nil
 			}
 			if m.Phase == "Failed" {
 				if last.Detail == "" {
 					last.Detail = "machine failed"
 				}
-				return last, nil
+				return true, nil
 			}
 		}
 		activity.RecordHeartbeat(ctx, last)
-		if time.Now().After(in.Deadline) {
-			if last.Machine == "" {
-				last.Detail = "no new machine with the new image appeared"
-			} else {
-				last.Detail = fmt.Sprintf("machine %s still %s at the deadline", last.Machine, last.Phase)
-			}
-			return last, nil
-		}
-		if err := activities.SleepCtx(ctx, poll); err != nil {
-			return CanaryResult{}, err
-		}
+		return false, nil
+	})
+	switch {
+	case err != nil:
+		return CanaryResult{}, err
+	case late && last.Machine == "":
+		last.Detail = "no new machine with the new image appeared"
+	case late:
+		last.Detail = fmt.Sprintf("machine %s still %s at the deadline", last.Machine, last.Phase)
 	}
+	return last, nil
 }

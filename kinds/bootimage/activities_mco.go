@@ -7,7 +7,6 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleet/machineapi"
 )
 
@@ -40,17 +39,17 @@ func (a *BootImageActivities) AwaitMCOBootImages(ctx context.Context, in BootIma
 		return out, err
 	}
 	every := max(in.PollInterval, 10*time.Millisecond)
-	for {
+	_, err = pollUntil(ctx, every, in.Deadline, func() (bool, error) {
 		golden, known, st, err := a.readContext(ctx, c, in.Release)
 		if err != nil {
-			return out, err
+			return false, err
 		}
 		out = BootImageAwaitMCOResult{}
 		for _, name := range in.MachineSets {
 			activity.RecordHeartbeat(ctx, "reading "+name)
 			ms, err := c.GetMachineSet(ctx, name)
 			if err != nil {
-				return out, classifyKube(err)
+				return false, classifyKube(err)
 			}
 			p := machineapi.PlanMachineSet(ms, golden, known, st)
 			if p.Action == machineapi.ActionUpToDate {
@@ -60,11 +59,7 @@ func (a *BootImageActivities) AwaitMCOBootImages(ctx context.Context, in BootIma
 			out.NotReconciled = append(out.NotReconciled, BootImageMember{MachineSet: name, Reason: bumpReasonMCONotReconciled,
 				Detail: fmt.Sprintf("the MCO has not patched it to the golden image (%s %s: %s)", p.Action, p.Reason, p.Detail)})
 		}
-		if len(out.NotReconciled) == 0 || time.Now().After(in.Deadline) {
-			return out, nil
-		}
-		if err := activities.SleepCtx(ctx, every); err != nil {
-			return out, err
-		}
-	}
+		return len(out.NotReconciled) == 0, nil
+	})
+	return out, err
 }

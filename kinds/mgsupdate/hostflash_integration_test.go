@@ -42,17 +42,8 @@ func TestHostFlashSurvivesOrdinaryReboot(t *testing.T) {
 	assert.Equal(t, in.Phase2.SHA256, h.Disks[1].Artifact, "sled-agent wrote the phase 2 file to disk B")
 	assert.Equal(t, 1, h.Disks[1].Writes)
 	assert.Equal(t, 1, st.truth(cubby).Resets, "one SP reset restarted the host")
-	boots := st.truth(cubby).Host.Boots
 
-	// An ordinary reboot, by anyone.
-	ctx := context.Background()
-	c := fmgs.New(st.sim.URL+"/mgs/0", nil)
-	require.NoError(t, c.SetPowerState(ctx, fmgs.SpIdentifier{Type: fmgs.SpTypeSled, Slot: cubby}, fmgs.PowerA2))
-	require.NoError(t, c.SetPowerState(ctx, fmgs.SpIdentifier{Type: fmgs.SpTypeSled, Slot: cubby}, fmgs.PowerA0))
-	require.Eventually(t, func() bool {
-		tr := st.truth(cubby)
-		return tr.Host.Boots > boots && tr.Host.State != simmgs.HostBooting
-	}, 30*time.Second, 10*time.Millisecond)
+	st.powerCycle(cubby)
 	st.requireRunning(cubby, 1, want)
 	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/host-flash-rack-path.json")
 }
@@ -68,12 +59,18 @@ func TestHostFlashFailedBootPutsTheHostBack(t *testing.T) {
 	in.Timing.NewVersionTimeout = 3 * time.Second
 	oldOS := st.truth(cubby).Host.Slots[0]
 	run := st.startWF(workflows.KindHostFlash, in, mgsupdate.HostBootFlashUpdate)
-	_, err := st.result(run)
-	var ae *temporal.ApplicationError
-	require.ErrorAs(t, err, &ae)
-	assert.Equal(t, failure.HostBootTimeout, ae.Type(), "%v", err)
+	st.requireFailedWith(run, failure.HostBootTimeout)
 	st.requirePutBack(run, cubby, oldOS, ledger.StateFailed)
 	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/host-flash-boot-failed-put-back.json")
+}
+
+// requireFailedWith: run ended failed, with the failure type typ.
+func (st *mgsStack) requireFailedWith(run client.WorkflowRun, typ string) {
+	st.t.Helper()
+	_, err := st.result(run)
+	var ae *temporal.ApplicationError
+	require.ErrorAs(st.t, err, &ae)
+	assert.Equal(st.t, typ, ae.Type(), "%v", err)
 }
 
 // requireRunning: the host runs phase 1 slot slot and the phase 2 want
@@ -88,6 +85,22 @@ func (st *mgsStack) requireRunning(cubby, slot int, want string) {
 	assert.Equal(st.t, want, tr.Host.BootedPhase2)
 	assert.False(st.t, tr.Host.StartupOptions.Phase2RecoveryMode, "the rack's path never sets recovery mode")
 	assert.Equal(st.t, []string{"A", "B"}[slot], st.sledTruth(cubby).Host.BootDisk)
+}
+
+// powerCycle is an ordinary reboot by anyone: host off, host on, until
+// the host's boot ended.
+func (st *mgsStack) powerCycle(cubby int) {
+	st.t.Helper()
+	ctx := context.Background()
+	boots := st.truth(cubby).Host.Boots
+	c := fmgs.New(st.sim.URL+"/mgs/0", nil)
+	sp := fmgs.SpIdentifier{Type: fmgs.SpTypeSled, Slot: uint16(cubby)}
+	require.NoError(st.t, c.SetPowerState(ctx, sp, fmgs.PowerA2))
+	require.NoError(st.t, c.SetPowerState(ctx, sp, fmgs.PowerA0))
+	require.Eventually(st.t, func() bool {
+		tr := st.truth(cubby)
+		return tr.Host.Boots > boots && tr.Host.State != simmgs.HostBooting
+	}, 30*time.Second, 10*time.Millisecond)
 }
 
 // requirePutBack: the update ended in state, its host back on slot 0 with

@@ -19,7 +19,6 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
-	fmgs "github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/sled"
@@ -56,13 +55,8 @@ func TestHostRecoveryFetchesThroughTheOtherMGS(t *testing.T) {
 	in.Timing.NewVersionTimeout = 2 * time.Minute
 	installed := st.truth(cubby).Host.Slots[0]
 	run := st.startWF(workflows.KindHostRecovery, in, mgsupdate.HostRecovery)
-	seen := watchProgress(t, st.env.Client, run, mgsupdate.MGSPhaseRecoveryFetch)
-	res, err := st.result(run)
-	require.NoError(t, err)
-	assert.Equal(t, mgsupdate.MGSOutcomeCompletedUpdate, res.Outcome)
-	t.Logf("progress seen: %d byte counts; current details: %q", len(seen.done), seen.details)
-	assert.GreaterOrEqual(t, len(seen.done), 3, "the progress query rose during the fetch")
-	assert.GreaterOrEqual(t, len(seen.details), 3, "the current details rose during the fetch")
+	res, seen := st.watchToCompletion(run, mgsupdate.MGSPhaseRecoveryFetch)
+	seen.requireRose(t, "the fetch")
 
 	tr := st.truth(cubby)
 	require.NotNil(t, tr.Host.AttachedMGS)
@@ -123,10 +117,7 @@ func TestHostRecoveryFollowsTheFetchWhenItsMGSGoesDown(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
-	seen := watchProgress(t, st.env.Client, run, mgsupdate.MGSPhaseRecoveryFetch)
-	res, err := st.result(run)
-	require.NoError(t, err)
-	assert.Equal(t, mgsupdate.MGSOutcomeCompletedUpdate, res.Outcome)
+	_, seen := st.watchToCompletion(run, mgsupdate.MGSPhaseRecoveryFetch)
 	at, armed := <-armedAt
 	require.True(t, armed, "the fetch went through mgs/0 first and mgs/0 went down mid-fetch")
 	var after int
@@ -172,10 +163,7 @@ func TestHostRecoveryFailedFetchLeavesTheInstalledOS(t *testing.T) {
 	in.Timing.NewVersionTimeout = 5 * time.Second
 	installed := st.truth(cubby).Host.Slots[0]
 	run := st.startWF(workflows.KindHostRecovery, in, mgsupdate.HostRecovery)
-	_, err := st.result(run)
-	var ae *temporal.ApplicationError
-	require.ErrorAs(t, err, &ae)
-	assert.Equal(t, failure.HostBootTimeout, ae.Type(), "%v", err)
+	st.requireFailedWith(run, failure.HostBootTimeout)
 	st.requireRecoveryUndone(run, cubby, installed, ledger.StateFailed)
 	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/host-recovery-fetch-failed.json")
 }
@@ -215,22 +203,6 @@ func (st *mgsStack) requireRecoveryUndone(run interface{ GetID() string }, cubby
 	assert.Contains(st.t, last.Error, "recovery mode cleared; the next boot uses slot 0, the installed OS")
 	st.powerCycle(cubby)
 	st.requireRunning(cubby, 0, sled.Phase2HeaderID(sled.InitialPhase2(installed.Version)))
-}
-
-// powerCycle is an ordinary reboot by anyone: host off, host on, until
-// the host's boot ended.
-func (st *mgsStack) powerCycle(cubby int) {
-	st.t.Helper()
-	ctx := context.Background()
-	boots := st.truth(cubby).Host.Boots
-	c := fmgs.New(st.sim.URL+"/mgs/0", nil)
-	sp := fmgs.SpIdentifier{Type: fmgs.SpTypeSled, Slot: uint16(cubby)}
-	require.NoError(st.t, c.SetPowerState(ctx, sp, fmgs.PowerA2))
-	require.NoError(st.t, c.SetPowerState(ctx, sp, fmgs.PowerA0))
-	require.Eventually(st.t, func() bool {
-		tr := st.truth(cubby)
-		return tr.Host.Boots > boots && tr.Host.State != simmgs.HostBooting
-	}, 30*time.Second, 10*time.Millisecond)
 }
 
 // The starter's host-recovery: --dry-run shows what the recovery would do
@@ -302,19 +274,11 @@ func TestHostRecoveryResetDuringTheFetch(t *testing.T) {
 			}, time.Minute, 5*time.Millisecond)
 			reset := resetWorkflow(t, st.env.Client, run.GetID(), p)
 
-			res, err := st.result(reset)
-			require.NoError(t, err)
-			assert.Equal(t, mgsupdate.MGSOutcomeCompletedUpdate, res.Outcome)
-			tr := st.truth(cubby)
-			assert.Equal(t, simmgs.HostRunning, tr.Host.State)
+			tr := st.requireResetRunBooted(reset, cubby, in.Target(), in.Phase2)
 			assert.Equal(t, simmgs.Phase2FromRecovery, tr.Host.Phase2Source)
-			assert.Equal(t, phase2ID(t, in.Phase2.Path), tr.Host.BootedPhase2)
 			assert.Equal(t, boots+1, tr.Host.Boots, "the host was power-cycled once")
 			assert.False(t, tr.Host.StartupOptions.Phase2RecoveryMode)
 			assert.Equal(t, 0, tr.Host.PersistentSlot)
-			require.Len(t, tr.Deliveries, 1, "our phase 1 was sent once: %+v", tr.Deliveries)
-			st.checkLedgerAgrees(reset, cubby, res)
-			st.checkTargetFree(in.Target())
 		})
 	}
 }

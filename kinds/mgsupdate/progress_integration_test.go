@@ -59,6 +59,26 @@ func watchProgress(t *testing.T, c client.Client, run client.WorkflowRun, phase 
 	return seen
 }
 
+// watchToCompletion watches run (watchProgress, during phase) to its end
+// and requires that it completed the update.
+func (st *mgsStack) watchToCompletion(run client.WorkflowRun, phase workflows.Phase) (mgsupdate.MGSUpdateResult, seenProgress) {
+	st.t.Helper()
+	seen := watchProgress(st.t, st.env.Client, run, phase)
+	res, err := st.result(run)
+	require.NoError(st.t, err)
+	assert.Equal(st.t, mgsupdate.MGSOutcomeCompletedUpdate, res.Outcome)
+	st.t.Logf("progress seen: %d byte counts; current details: %q", len(seen.done), seen.details)
+	return res, seen
+}
+
+// requireRose: an operator saw the progress query and the current details
+// move during step (at least three values each, not 0 then done).
+func (seen seenProgress) requireRose(t *testing.T, step string) {
+	t.Helper()
+	assert.GreaterOrEqual(t, len(seen.done), 3, "the progress query moved during %s", step)
+	assert.GreaterOrEqual(t, len(seen.details), 3, "the current details moved during %s", step)
+}
+
 // progressSignals counts the step-progress signals in a run's history.
 func (st *mgsStack) progressSignals(run client.WorkflowRun) int {
 	iter := st.env.Client.GetWorkflowHistory(context.Background(), run.GetID(), run.GetRunID(), false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -83,13 +103,8 @@ func TestSPFirmwareProgressMovesDuringDelivery(t *testing.T) {
 	})
 	in := st.spInput(2, "1.1.0")
 	run := st.startWF(workflows.KindSPFirmware, in, mgsupdate.SPFirmwareUpdate)
-	seen := watchProgress(t, st.env.Client, run, mgsupdate.MGSPhaseUpdating)
-	res, err := st.result(run)
-	require.NoError(t, err)
-	assert.Equal(t, mgsupdate.MGSOutcomeCompletedUpdate, res.Outcome)
-	t.Logf("progress seen: %d byte counts; current details: %q", len(seen.done), seen.details)
-	assert.GreaterOrEqual(t, len(seen.done), 3, "the progress query moved during the delivery")
-	assert.GreaterOrEqual(t, len(seen.details), 3, "the current details moved during the delivery")
+	_, seen := st.watchToCompletion(run, mgsupdate.MGSPhaseUpdating)
+	seen.requireRose(t, "the delivery")
 	signals := st.progressSignals(run)
 	assert.LessOrEqual(t, signals, activities.ProgressSteps-1, "at most one signal per tenth of the one delivery")
 	n := st.historyLen(run)
@@ -109,13 +124,8 @@ func TestHostFlashProgressMovesDuringPhase1Delivery(t *testing.T) {
 	in := st.hostInput(3)
 	in.Timing.NewVersionTimeout = time.Minute
 	run := st.startWF(workflows.KindHostFlash, in, mgsupdate.HostBootFlashUpdate)
-	seen := watchProgress(t, st.env.Client, run, mgsupdate.MGSPhaseUpdating)
-	res, err := st.result(run)
-	require.NoError(t, err)
-	assert.Equal(t, mgsupdate.MGSOutcomeCompletedUpdate, res.Outcome)
-	t.Logf("progress seen: %d byte counts; current details: %q", len(seen.done), seen.details)
-	assert.GreaterOrEqual(t, len(seen.done), 3, "the progress query moved during the phase 1 delivery")
-	assert.GreaterOrEqual(t, len(seen.details), 3, "the current details moved during the phase 1 delivery")
+	_, seen := st.watchToCompletion(run, mgsupdate.MGSPhaseUpdating)
+	seen.requireRose(t, "the phase 1 delivery")
 	n := st.historyLen(run)
 	t.Logf("history: %d events, %d progress signals", n, st.progressSignals(run))
 	assert.LessOrEqual(t, st.progressSignals(run), activities.ProgressSteps-1, "the phase 1 delivery: a tenth at most")

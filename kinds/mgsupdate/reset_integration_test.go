@@ -76,6 +76,24 @@ func (st *mgsStack) awaitDelivering(cubby int) {
 	}, 60*time.Second, 10*time.Millisecond, "no delivery started on sp/sled/%d", cubby)
 }
 
+// requireResetRunBooted: a reset host update (flash or recovery)
+// completed with the host running its new phase 2, our phase 1 sent once
+// across both runs, the ledger agreeing and nothing left active on target.
+// It returns the SP's truth for the kind's own checks.
+func (st *mgsStack) requireResetRunBooted(reset client.WorkflowRun, cubby int, target string, phase2 mgsupdate.Artifact) simmgs.SPTruth {
+	st.t.Helper()
+	res, err := st.result(reset)
+	require.NoError(st.t, err)
+	assert.Equal(st.t, mgsupdate.MGSOutcomeCompletedUpdate, res.Outcome)
+	tr := st.truth(cubby)
+	assert.Equal(st.t, simmgs.HostRunning, tr.Host.State)
+	assert.Equal(st.t, phase2ID(st.t, phase2.Path), tr.Host.BootedPhase2)
+	require.Len(st.t, tr.Deliveries, 1, "our phase 1 was sent once: %+v", tr.Deliveries)
+	st.checkLedgerAgrees(reset, cubby, res)
+	st.checkTargetFree(target)
+	return tr
+}
+
 // checkTargetFree: no attempt is left active on target.
 func (st *mgsStack) checkTargetFree(target string) {
 	st.t.Helper()
@@ -139,15 +157,7 @@ func TestHostFlashResetMidDelivery(t *testing.T) {
 			st.awaitDelivering(cubby)
 			reset := resetWorkflow(t, st.env.Client, run.GetID(), p)
 
-			res, err := st.result(reset)
-			require.NoError(t, err)
-			assert.Equal(t, mgsupdate.MGSOutcomeCompletedUpdate, res.Outcome)
-			tr := st.truth(cubby)
-			assert.Equal(t, simmgs.HostRunning, tr.Host.State)
-			assert.Equal(t, phase2ID(t, in.Phase2.Path), tr.Host.BootedPhase2)
-			require.Len(t, tr.Deliveries, 1, "our phase 1 was sent once: %+v", tr.Deliveries)
-			st.checkLedgerAgrees(reset, cubby, res)
-			st.checkTargetFree(in.Target())
+			st.requireResetRunBooted(reset, cubby, in.Target(), in.Phase2)
 		})
 	}
 }
