@@ -27,8 +27,9 @@ import (
 )
 
 // newPromStack is newMGSStack with a real Prometheus (Debian's) scraping
-// fleetsim's device health, and a worker whose health checks query it.
-func newPromStack(t *testing.T) *mgsStack {
+// fleetsim's device health, and a worker whose health checks query it
+// and which notifies hooks.
+func newPromStack(t *testing.T, hooks ...activities.Webhook) *mgsStack {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: PostgreSQL + Temporal + fleetsim + Prometheus")
@@ -48,7 +49,7 @@ func newPromStack(t *testing.T) *mgsStack {
 	t.Cleanup(func() { _ = p.Kill() })
 	endpoints := fleet.FromFleetsim(contractProxy(t, st.sim.URL, 2*len(s.Racks)), env.DatabaseURL)
 	endpoints.Prometheus = promURL
-	env.StartWorker(workerapp.Deps{Fleet: endpoints})
+	env.StartWorker(workerapp.Deps{Fleet: endpoints, Webhooks: hooks})
 	return st
 }
 
