@@ -451,8 +451,8 @@ func (r *rollout) runUpdate(ctx workflow.Context, st Stage, u PlanUpdate) Update
 		if ours {
 			return out // started by this rollout before an operator reset it
 		}
-		if ended && reuse == enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE {
-			res, err = r.startUpdate(cctx, st, u, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE) // an earlier rollout's, ended
+		if ended && r.adoption >= 1 { // an earlier rollout's (or a hand-started) update, ended: this one runs
+			res, err = r.startUpdate(cctx, st, u, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
 		}
 	}
 	switch {
