@@ -302,6 +302,7 @@ func TestWindowCloseStopsNewStartsAndNoneOverrunsIt(t *testing.T) {
 	require.Equal(t, kinds.WaitWindow, e.Waiting)
 	require.Contains(t, e.Reason, "outside the maintenance windows; the next opens")
 	require.Equal(t, len(spans), len(childSpans(t, env, names...)), "nothing started after the window closed")
+	replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/rollout-gates-window-wait.json")
 }
 
 // A freeze blocks a stage even once it is approved: nothing starts, and
@@ -340,6 +341,7 @@ func TestFreezeBlocksAnApprovedStage(t *testing.T) {
 	require.Len(t, events, 1)
 	require.Equal(t, "freeze-wait", events[0].Kind)
 	require.Contains(t, events[0].Reason, "incident 4711")
+	replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/rollout-gates-freeze.json")
 }
 
 // Each event arrives once per webhook, signed, with a deterministic ID:

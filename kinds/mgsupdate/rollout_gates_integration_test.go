@@ -20,6 +20,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/health"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workerapp"
@@ -174,4 +175,5 @@ func TestInconclusiveGatePausesTheRollout(t *testing.T) {
 	out := st.starter("explain", run.GetID())
 	require.Contains(t, out, "paused (for ")
 	require.Contains(t, out, "sps-healthy: inconclusive no data")
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/rollout-gates-inconclusive-pause.json")
 }

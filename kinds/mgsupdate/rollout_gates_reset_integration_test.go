@@ -70,8 +70,11 @@ func TestGatedRolloutResetWhileTheGateBakes(t *testing.T) {
 			}
 			requireWebhooksConsistent(t, recv, map[string]int{"rollout.gate.reached": 2, "rollout.stage.ended": 1})
 			require.Contains(t, st.starter("explain", run.GetID()), "the rollout ended: completed")
-			if p == testenv.ResetLast {
-				replay.Record(t, st.env.Client, reset.GetID(), reset.GetRunID(), "../testdata/histories/rollout-gates-reset-baking.json")
+			switch p {
+			case testenv.ResetFirst:
+				replay.Record(t, st.env.Client, reset.GetID(), reset.GetRunID(), "../testdata/histories/rollout-gates-reset-first-task.json")
+			case testenv.ResetLast:
+				replay.Record(t, st.env.Client, reset.GetID(), reset.GetRunID(), "../testdata/histories/rollout-gates-reset-last-task.json")
 			}
 		})
 	}
