@@ -140,6 +140,7 @@ type rollout struct {
 	lastMove     time.Time           // the last start or end of an update (stall)
 
 	version   workflow.Version // signedApprovalsChange's: 1 verifies signatures
+	adoption  workflow.Version // adoptEndedUpdatesChange's: 1 adopts ended updates after a reset
 	starter   string           // who signed the start (VerifyStart; "" unsigned)
 	approvers []string         // principals whose approvals count at the current gate
 }
@@ -152,6 +153,7 @@ func (r *rollout) setup(ctx workflow.Context) error {
 	r.startedAt = map[string]time.Time{}
 	r.result.Name = r.in.Name
 	r.version = workflow.GetVersion(ctx, signedApprovalsChange, workflow.DefaultVersion, 1)
+	r.adoption = workflow.GetVersion(ctx, adoptEndedUpdatesChange, workflow.DefaultVersion, 1)
 	if r.in.usesGates() {
 		r.gatesVersion = workflow.GetVersion(ctx, healthGatesChange, workflow.DefaultVersion, 1)
 	}
@@ -437,8 +439,22 @@ func (r *rollout) runUpdate(ctx workflow.Context, st Stage, u PlanUpdate) Update
 			workflows.SAState.ValueSet(string(workflows.StateRunning)), workflows.SARollout.ValueSet(r.in.Name)),
 		StaticSummary: fmt.Sprintf("%s of %s (rollout %s, stage %s)", st.Kind, u.Target, r.in.Name, st.Name),
 	})
-	var res map[string]any
-	err := workflow.ExecuteChildWorkflow(cctx, Kinds[st.Kind].Workflow, u.Input).Get(ctx, &res)
+	// In a run an operator's reset made, an update an earlier run of this
+	// rollout started is adopted, ended or running, never started again.
+	reuse := enumspb.WORKFLOW_ID_REUSE_POLICY_UNSPECIFIED
+	if r.adoptsEnded(ctx) {
+		reuse = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	}
+	res, err := r.startUpdate(cctx, st, u, reuse)
+	if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+		ours, ended := r.adopt(ctx, id, &out)
+		if ours {
+			return out // started by this rollout before an operator reset it
+		}
+		if ended && r.adoption >= 1 { // an earlier rollout's (or a hand-started) update, ended: this one runs
+			res, err = r.startUpdate(cctx, st, u, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
+		}
+	}
 	switch {
 	case err == nil:
 		out.State = workflows.StateCompleted
@@ -447,8 +463,6 @@ func (r *rollout) runUpdate(ctx workflow.Context, st Stage, u PlanUpdate) Update
 		}
 	case temporal.IsCanceledError(err):
 		out.State, out.Error = workflows.StateCancelled, failure.Line(err)
-	case temporal.IsWorkflowExecutionAlreadyStartedError(err) && r.adopt(ctx, id, &out):
-		// Started by this rollout before an operator reset it.
 	case temporal.IsWorkflowExecutionAlreadyStartedError(err):
 		// Another rollout's (or a hand-started) update of the same target.
 		out.State, out.Outcome, out.Error = StateRefused, OutcomeTargetClaimed, "another workflow runs "+id+": "+failure.Line(err)
@@ -461,6 +475,15 @@ func (r *rollout) runUpdate(ctx workflow.Context, st Stage, u PlanUpdate) Update
 		}
 	}
 	return out
+}
+
+// startUpdate runs u's child workflow under reuse and returns its result.
+func (r *rollout) startUpdate(cctx workflow.Context, st Stage, u PlanUpdate, reuse enumspb.WorkflowIdReusePolicy) (map[string]any, error) {
+	opts := workflow.GetChildWorkflowOptions(cctx)
+	opts.WorkflowIDReusePolicy = reuse
+	var res map[string]any
+	err := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(cctx, opts), Kinds[st.Kind].Workflow, u.Input).Get(cctx, &res)
+	return res, err
 }
 
 func (r *rollout) skip(stage string, u PlanUpdate) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -29,12 +31,18 @@ type AdoptUpdateInput struct {
 	// Parent is the rollout's workflow ID: only an update started by an
 	// earlier run of the same rollout (one an operator reset) is adopted.
 	Parent string `json:"parent"`
+	// ParentRun is the rollout's original run ID: the update's parent
+	// must be a run of it (a run reset keeps it), not an earlier rollout
+	// of the same plan. "": any run of Parent (a rollout before this was
+	// asked).
+	ParentRun string `json:"parentRun,omitempty"`
 }
 
 // AdoptUpdateResult is how an adopted update ended (Ours false: it is not
-// the rollout's, and was left alone).
+// the rollout's, and was left alone; Ended says it is not running).
 type AdoptUpdateResult struct {
 	Ours      bool           `json:"ours"`
+	Ended     bool           `json:"ended,omitempty"`
 	Result    map[string]any `json:"result,omitempty"`
 	Error     string         `json:"error,omitempty"`
 	Cancelled bool           `json:"cancelled,omitempty"`
@@ -50,8 +58,10 @@ func (a *RolloutActivities) AdoptUpdate(ctx context.Context, in AdoptUpdateInput
 	if err != nil {
 		return AdoptUpdateResult{}, err
 	}
-	if desc.GetWorkflowExecutionInfo().GetParentExecution().GetWorkflowId() != in.Parent {
-		return AdoptUpdateResult{}, nil
+	info := desc.GetWorkflowExecutionInfo()
+	ours, err := a.runOf(ctx, info.GetParentExecution(), in)
+	if err != nil || !ours {
+		return AdoptUpdateResult{Ended: info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING}, err
 	}
 	run := a.Temporal.GetWorkflow(ctx, in.WorkflowID, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId())
 	for {
@@ -70,11 +80,32 @@ func (a *RolloutActivities) AdoptUpdate(ctx context.Context, in AdoptUpdateInput
 			activity.RecordHeartbeat(ctx, in.WorkflowID)
 			continue
 		case err == nil:
-			return AdoptUpdateResult{Ours: true, Result: res}, nil
+			return AdoptUpdateResult{Ours: true, Ended: true, Result: res}, nil
 		}
 		var ce *temporal.CanceledError
-		return AdoptUpdateResult{Ours: true, Error: failure.Line(err), Cancelled: errors.As(err, &ce)}, nil
+		return AdoptUpdateResult{Ours: true, Ended: true, Error: failure.Line(err), Cancelled: errors.As(err, &ce)}, nil
 	}
+}
+
+// runOf says whether parent is a run of the rollout in names: its
+// original run, or a run an operator's reset made of it (whose first
+// event names the original run).
+func (a *RolloutActivities) runOf(ctx context.Context, parent *commonpb.WorkflowExecution, in AdoptUpdateInput) (bool, error) {
+	if parent.GetWorkflowId() != in.Parent {
+		return false, nil
+	}
+	if in.ParentRun == "" || parent.GetRunId() == in.ParentRun {
+		return true, nil
+	}
+	iter := a.Temporal.GetWorkflowHistory(ctx, parent.GetWorkflowId(), parent.GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !iter.HasNext() {
+		return false, nil
+	}
+	first, err := iter.Next()
+	if err != nil {
+		return false, err
+	}
+	return first.GetWorkflowExecutionStartedEventAttributes().GetOriginalExecutionRunId() == in.ParentRun, nil
 }
 
 // pollExpired says whether a wait ended because its long poll timed out:

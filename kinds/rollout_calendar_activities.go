@@ -9,9 +9,17 @@ import (
 )
 
 // RecordRolloutEvent writes one decision of a rollout (a gate round, an
-// abort, a pause, a wait) to the ledger.
-func (a *RolloutActivities) RecordRolloutEvent(ctx context.Context, e ledger.RolloutEvent) error {
-	return a.Store.RecordRolloutEvent(ctx, e)
+// abort, a pause, a wait) to the ledger and returns the decision the
+// ledger holds for that point: e, or what the run before an operator's
+// reset decided there (the rollout keeps a gate round's recorded
+// verdict). A different decision at that point (the reset run's calendar
+// differs) is kept too, after everything recorded.
+func (a *RolloutActivities) RecordRolloutEvent(ctx context.Context, e ledger.RolloutEvent) (ledger.RolloutEvent, error) {
+	got, err := a.Store.RecordRolloutEvent(ctx, e)
+	if err != nil || sameDecision(got, e) {
+		return got, err
+	}
+	return a.Store.AppendRolloutEvent(ctx, e)
 }
 
 // CalendarQuery asks the calendar about one moment, for one kind's

@@ -100,11 +100,13 @@ func rolloutEventOptions(ctx workflow.Context, summary string) workflow.Context 
 	})
 }
 
-// recordEvent writes a decision to the ledger. A ledger down for longer
-// than the retries leaves the decision in the history and the progress
-// query, and the rollout goes on deciding: a gate must not wait on its
-// own record.
-func (r *rollout) recordEvent(ctx workflow.Context, stage, kind, verdict, reason string, detail any, shadow bool) {
+// recordEvent writes a decision to the ledger and returns the one the
+// ledger holds for that point (RolloutActivities.RecordRolloutEvent): e,
+// or what the run before an operator's reset decided there. A ledger down
+// for longer than the retries leaves the decision in the history and the
+// progress query, and the rollout goes on deciding: a gate must not wait
+// on its own record.
+func (r *rollout) recordEvent(ctx workflow.Context, stage, kind, verdict, reason string, detail any, shadow bool) ledger.RolloutEvent {
 	r.events++
 	e := ledger.RolloutEvent{Rollout: workflow.GetInfo(ctx).WorkflowExecution.ID, RunID: workflow.GetInfo(ctx).OriginalRunID,
 		Seq: r.events, Stage: stage, Kind: kind, Verdict: verdict, Reason: reason, Shadow: shadow, At: workflow.Now(ctx)}
@@ -115,7 +117,15 @@ func (r *rollout) recordEvent(ctx workflow.Context, stage, kind, verdict, reason
 		e.Detail, _ = json.Marshal(detail)
 	}
 	var a *RolloutActivities
-	if err := workflow.ExecuteActivity(rolloutEventOptions(ctx, "record "+kind+" of stage "+stage), a.RecordRolloutEvent, e).Get(ctx, nil); err != nil {
+	var got ledger.RolloutEvent
+	if err := workflow.ExecuteActivity(rolloutEventOptions(ctx, "record "+kind+" of stage "+stage), a.RecordRolloutEvent, e).Get(ctx, &got); err != nil {
 		workflow.GetLogger(ctx).Warn("rollout event not recorded in the ledger", "kind", kind, "error", err)
+		return e
 	}
+	if got.Seq == 0 {
+		return e // recorded by a build whose activity returned nothing
+	}
+	// Kept after the rows of a run before a reset: count on from there.
+	r.events = max(r.events, got.Seq)
+	return got
 }

@@ -2,18 +2,14 @@ package kinds_test
 
 import (
 	"context"
-	"crypto/hmac"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
@@ -306,6 +302,7 @@ func TestWindowCloseStopsNewStartsAndNoneOverrunsIt(t *testing.T) {
 	require.Equal(t, kinds.WaitWindow, e.Waiting)
 	require.Contains(t, e.Reason, "outside the maintenance windows; the next opens")
 	require.Equal(t, len(spans), len(childSpans(t, env, names...)), "nothing started after the window closed")
+	replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/rollout-gates-window-wait.json")
 }
 
 // A freeze blocks a stage even once it is approved: nothing starts, and
@@ -344,42 +341,7 @@ func TestFreezeBlocksAnApprovedStage(t *testing.T) {
 	require.Len(t, events, 1)
 	require.Equal(t, "freeze-wait", events[0].Kind)
 	require.Contains(t, events[0].Reason, "incident 4711")
-}
-
-// receiver is a webhook that keeps every verified event.
-type receiver struct {
-	mu     sync.Mutex
-	events []cloudevents.Event
-	bad    int
-}
-
-func newReceiver(t *testing.T, secret []byte) (*receiver, string) {
-	r := &receiver{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		var e cloudevents.Event
-		if !hmac.Equal([]byte(req.Header.Get(activities.SignatureHeader)), []byte(activities.Sign(secret, body))) || e.UnmarshalJSON(body) != nil {
-			r.bad++
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		r.events = append(r.events, e)
-		w.WriteHeader(http.StatusAccepted)
-	}))
-	t.Cleanup(srv.Close)
-	return r, srv.URL
-}
-
-func (r *receiver) byType() map[string][]cloudevents.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := map[string][]cloudevents.Event{}
-	for _, e := range r.events {
-		out[strings.TrimPrefix(e.Type(), activities.EventTypePrefix)] = append(out[strings.TrimPrefix(e.Type(), activities.EventTypePrefix)], e)
-	}
-	return out
+	replay.Record(t, env.Client, run.GetID(), run.GetRunID(), "testdata/histories/rollout-gates-freeze.json")
 }
 
 // Each event arrives once per webhook, signed, with a deterministic ID:
@@ -391,7 +353,7 @@ func TestWebhooksArriveOncePerEventSigned(t *testing.T) {
 	}
 	env := testenv.New(t)
 	secret := []byte("s3cret")
-	recv, url := newReceiver(t, secret)
+	recv, url := testenv.NewReceiver(t, secret)
 	startGatesWorker(t, env, activities.Webhook{Name: "ops", URL: url, Secret: secret})
 	nm := namerOf(env)
 	in := kinds.RolloutInput{Name: "notify-" + env.TaskQueue, Notify: &kinds.Notify{Webhooks: []string{"ops"}, StallAfter: 10 * time.Second},
@@ -410,8 +372,8 @@ func TestWebhooksArriveOncePerEventSigned(t *testing.T) {
 	arun := startRollout(t, env, abort)
 	require.Error(t, arun.Get(ctx, nil))
 
-	got := recv.byType()
-	require.Zero(t, recv.bad)
+	got := recv.ByType()
+	require.Zero(t, recv.Bad())
 	require.Len(t, got["rollout.gate.reached"], 2, "one gate per batch (a+b, then c)")
 	require.Len(t, got["rollout.stage.ended"], 1)
 	require.Len(t, got["rollout.stalled"], 1, "b ran 14 s with nothing else moving for 10 s")

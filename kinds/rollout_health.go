@@ -1,8 +1,10 @@
 package kinds
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/health"
+	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -52,6 +55,15 @@ func (r *rollout) healthGate(ctx workflow.Context, st Stage, batch int) (*stageS
 		r.explainWaiting(ctx, WaitGate, st.Name, fmt.Sprintf("health gate after batch %d, round %d (bake %s)", batch, round, g.Bake))
 		results := r.checkRound(ctx, g.Checks)
 		verdict, reason := judgeRound(results)
+		passed := !workflow.Now(ctx).Before(start.Add(g.Bake)) && (verdict == health.Pass || g.Shadow)
+		// The last round and the gate's passing are one ledger row. A round
+		// the run before an operator's reset recorded keeps its verdict:
+		// the reset run never judges it again (a failed gate stays failed).
+		rec := r.recordEvent(ctx, st.Name, gateRow(passed), string(verdict), gateReason(passed, batch, round, reason), results, g.Shadow)
+		if rec.Kind == eventGateRound || rec.Kind == eventGatePassed {
+			passed, results = rec.Kind == eventGatePassed, recordedResults(rec, results)
+			verdict, reason = judgeRound(results)
+		}
 		switch verdict {
 		case health.Fail:
 			fails++
@@ -63,13 +75,9 @@ func (r *rollout) healthGate(ctx workflow.Context, st Stage, batch int) (*stageS
 		r.gateStatus = &gs
 		workflows.Count(ctx, workflows.MetricGateRounds, map[string]string{"verdict": string(verdict), "shadow": fmt.Sprint(g.Shadow)})
 		r.showGate(ctx, gs)
-		baked := !workflow.Now(ctx).Before(start.Add(g.Bake))
-		if baked && (verdict == health.Pass || g.Shadow) {
-			// The last round and the gate's passing are one ledger row.
-			r.recordEvent(ctx, st.Name, "gate-passed", string(verdict), fmt.Sprintf("batch %d healthy after %d rounds: %s", batch, round, reason), results, g.Shadow)
+		if passed {
 			return nil, nil
 		}
-		r.recordEvent(ctx, st.Name, "gate-round", string(verdict), fmt.Sprintf("batch %d round %d: %s", batch, round, reason), results, g.Shadow)
 		if !g.Shadow && fails >= g.failuresToAbort() {
 			return &stageStop{kind: failure.HealthGateFailed, reason: fmt.Sprintf("health gate failed after batch %d (%d failed rounds): %s", batch, fails, reason)}, nil
 		}
@@ -84,6 +92,69 @@ func (r *rollout) healthGate(ctx workflow.Context, st Stage, batch int) (*stageS
 			return nil, err
 		}
 	}
+}
+
+// The kinds of a gate's ledger rows: a round, and the round that passed
+// the gate.
+const (
+	eventGateRound  = "gate-round"
+	eventGatePassed = "gate-passed"
+)
+
+func gateRow(passed bool) string {
+	if passed {
+		return eventGatePassed
+	}
+	return eventGateRound
+}
+
+func gateReason(passed bool, batch, round int, why string) string {
+	if passed {
+		return fmt.Sprintf("batch %d healthy after %d rounds: %s", batch, round, why)
+	}
+	return fmt.Sprintf("batch %d round %d: %s", batch, round, why)
+}
+
+// gateRoundRow reads a gate row's batch and round from its reason.
+var gateRoundRow = regexp.MustCompile(`^batch (\d+) (?:round (\d+)|healthy after (\d+) rounds)`)
+
+// gateRoundOf names the round a gate row judged ("2/3": batch 2, round
+// 3), "" for any other row.
+func gateRoundOf(e ledger.RolloutEvent) string {
+	if e.Kind != eventGateRound && e.Kind != eventGatePassed {
+		return ""
+	}
+	m := gateRoundRow.FindStringSubmatch(e.Reason)
+	if m == nil {
+		return ""
+	}
+	return m[1] + "/" + m[2] + m[3]
+}
+
+// sameDecision says whether the ledger's row at a point of the rollout
+// decided what e decides there: the same round of a gate (its verdict
+// may differ: the recorded one stands), or the same event.
+func sameDecision(got, e ledger.RolloutEvent) bool {
+	if got.Stage != e.Stage {
+		return false
+	}
+	if round := gateRoundOf(e); round != "" {
+		return gateRoundOf(got) == round
+	}
+	return got.Kind == e.Kind && got.Reason == e.Reason
+}
+
+// recordedResults are a recorded round's results (ours when the row has
+// none it can read).
+func recordedResults(rec ledger.RolloutEvent, ours []activities.HealthResult) []activities.HealthResult {
+	var got []activities.HealthResult
+	// A slice's JSON decodes by its values alone (workflowcheck flags the
+	// reflection encoding/json uses).
+	//workflowcheck:ignore
+	if err := json.Unmarshal(rec.Detail, &got); err != nil || len(got) == 0 {
+		return ours
+	}
+	return got
 }
 
 // checkRound runs every check once, at the same time.

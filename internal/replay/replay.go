@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
@@ -64,9 +65,22 @@ func Check(t *testing.T, dir string, workflows ...any) {
 			// child IDs from their own (agent install) replay as they ran.
 			var opts worker.ReplayWorkflowHistoryOptions
 			if started := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes(); started.GetWorkflowId() != "" {
-				opts.OriginalExecution = workflow.Execution{ID: started.GetWorkflowId(), RunID: started.GetOriginalExecutionRunId()}
+				opts.OriginalExecution = workflow.Execution{ID: started.GetWorkflowId(), RunID: runID(hist)}
 			}
 			require.NoError(t, r.ReplayWorkflowHistoryWithOptions(nil, hist, opts), "replaying %s", f)
 		})
 	}
+}
+
+// runID is the run a history belongs to: the original run, or the run an
+// operator's reset made (its failed workflow task names it), whose run ID
+// differs from the original one as it did when it ran.
+func runID(hist *historypb.History) string {
+	id := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetOriginalExecutionRunId()
+	for _, ev := range hist.GetEvents() {
+		if f := ev.GetWorkflowTaskFailedEventAttributes(); f.GetCause() == enumspb.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW && f.GetNewRunId() != "" {
+			id = f.GetNewRunId()
+		}
+	}
+	return id
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/health"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workerapp"
@@ -27,8 +28,9 @@ import (
 )
 
 // newPromStack is newMGSStack with a real Prometheus (Debian's) scraping
-// fleetsim's device health, and a worker whose health checks query it.
-func newPromStack(t *testing.T) *mgsStack {
+// fleetsim's device health, and a worker whose health checks query it
+// and which notifies hooks.
+func newPromStack(t *testing.T, hooks ...activities.Webhook) *mgsStack {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: PostgreSQL + Temporal + fleetsim + Prometheus")
@@ -48,7 +50,7 @@ func newPromStack(t *testing.T) *mgsStack {
 	t.Cleanup(func() { _ = p.Kill() })
 	endpoints := fleet.FromFleetsim(contractProxy(t, st.sim.URL, 2*len(s.Racks)), env.DatabaseURL)
 	endpoints.Prometheus = promURL
-	env.StartWorker(workerapp.Deps{Fleet: endpoints})
+	env.StartWorker(workerapp.Deps{Fleet: endpoints, Webhooks: hooks})
 	return st
 }
 
@@ -173,4 +175,5 @@ func TestInconclusiveGatePausesTheRollout(t *testing.T) {
 	out := st.starter("explain", run.GetID())
 	require.Contains(t, out, "paused (for ")
 	require.Contains(t, out, "sps-healthy: inconclusive no data")
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/rollout-gates-inconclusive-pause.json")
 }
