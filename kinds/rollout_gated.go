@@ -64,7 +64,7 @@ func (r *rollout) runGatedStage(ctx workflow.Context, st Stage) (int, *stageStop
 			beforeStart: func(wctx workflow.Context) (bool, error) {
 				waited, err := r.awaitCalendar(ctx, st)
 				if err != nil && ctx.Err() == nil && stop == nil {
-					stop = &stageStop{kind: failure.WindowClosed, reason: "the calendar could not be read: " + errorMessage(err)}
+					stop = &stageStop{kind: failure.WindowClosed, reason: "the calendar could not be read: " + failure.Line(err)}
 				}
 				return waited, err
 			},

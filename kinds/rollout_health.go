@@ -2,7 +2,6 @@ package kinds
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -175,19 +174,10 @@ func (r *rollout) checkRound(ctx workflow.Context, checks []activities.HealthChe
 			// A check that cannot run (no Prometheus configured, a query
 			// Prometheus refuses) proves nothing: inconclusive, so the
 			// gate pauses and an operator can fix the worker or the plan.
-			out[i] = activities.HealthResult{Name: checks[i].Name, Result: health.Result{Verdict: health.Inconclusive, Reason: "cannot run: " + errorMessage(err)}}
+			out[i] = activities.HealthResult{Name: checks[i].Name, Result: health.Result{Verdict: health.Inconclusive, Reason: "cannot run: " + failure.Line(err)}}
 		}
 	}
 	return out
-}
-
-// errorMessage is an activity error's own message, without the wrapping.
-func errorMessage(err error) string {
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		return app.Message()
-	}
-	return err.Error()
 }
 
 // judgeRound: a round fails if any check failed, else is inconclusive if
