@@ -20,7 +20,8 @@ import (
 // (generation + the artifacts to keep, ledgered) and the artifacts, each
 // PUT under the config's generation only if the config lists it, checked
 // against its SHA-256. fleetsim keeps each artifact's size and, for a
-// phase 2 image, its header, not its bytes (fleetsim/DEVIATIONS.md).
+// phase 2 image, its header, not its bytes (fleetsim/DEVIATIONS.md). A
+// body is taken at the spec's artifactStoreBytesPerSecond, when set.
 
 // storeDatasets is the number of artifact datasets (one per M.2) a write
 // goes to, as ArtifactPutResponse counts them.
@@ -124,7 +125,9 @@ func (s *sledAgent) putArtifact(w http.ResponseWriter, r *http.Request) {
 	}
 	sum := sha256.New()
 	head := make([]byte, 0, fmgs.Phase2HeaderSize)
-	n, err := io.Copy(io.MultiWriter(sum, headWriter{&head}), io.LimitReader(r.Body, maxArtifactBytes+1))
+	rate := float64(s.d.env.Spec.Timings.ArtifactStoreBytesPerSecond) * s.d.env.Spec.SpeedUp
+	body := paced(r.Context(), io.LimitReader(r.Body, maxArtifactBytes+1), rate)
+	n, err := io.Copy(io.MultiWriter(sum, headWriter{&head}), body)
 	if err != nil {
 		httpx.WriteError(w, http.StatusBadRequest, "", "Error while reading request body: "+err.Error())
 		return

@@ -37,10 +37,14 @@ type Timings struct {
 	SPResetTime         Duration `json:"spResetTime"`
 	HostBootTime        Duration `json:"hostBootTime"`
 	// Phase2BytesPerSecond is the host's recovery fetch rate through the SP.
-	Phase2BytesPerSecond int64    `json:"phase2BytesPerSecond"`
-	ZoneRemovalTime      Duration `json:"zoneRemovalTime"`
-	AgentInstallTime     Duration `json:"agentInstallTime"`
-	MachineBootTime      Duration `json:"machineBootTime"`
+	Phase2BytesPerSecond int64 `json:"phase2BytesPerSecond"`
+	// ArtifactStoreBytesPerSecond is how fast a sled-agent's artifact
+	// store takes a PUT /artifacts body (writing it to both M.2
+	// datasets); 0 takes it as fast as it is sent.
+	ArtifactStoreBytesPerSecond int64    `json:"artifactStoreBytesPerSecond,omitempty"`
+	ZoneRemovalTime             Duration `json:"zoneRemovalTime"`
+	AgentInstallTime            Duration `json:"agentInstallTime"`
+	MachineBootTime             Duration `json:"machineBootTime"`
 	// NexusClaimInterval is how often a running Nexus claims new sagas.
 	NexusClaimInterval Duration `json:"nexusClaimInterval"`
 	// SagaRunTime is how long a claimed saga runs before it finishes.

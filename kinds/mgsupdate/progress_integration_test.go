@@ -2,6 +2,7 @@ package mgsupdate_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -130,4 +131,31 @@ func TestHostFlashProgressMovesDuringPhase1Delivery(t *testing.T) {
 	t.Logf("history: %d events, %d progress signals", n, st.progressSignals(run))
 	assert.LessOrEqual(t, st.progressSignals(run), activities.ProgressSteps-1, "the phase 1 delivery: a tenth at most")
 	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/host-flash-progress-signals.json")
+}
+
+// On a rack, host flash first uploads phase 2 (about 1 GiB) into the
+// sled's artifact store, minutes of the step: the progress query and the
+// current details move during that upload too, by the bytes sent.
+func TestHostFlashProgressMovesDuringPhase2Upload(t *testing.T) {
+	// The upload outlasts the test environment's 10 s request timeout.
+	st := newMGSStackHTTP(t, &http.Client{Timeout: time.Minute}, func(s *spec.Spec) {
+		// ×100: the 64 MiB phase 2 in about 20 s. 64 MiB, not the
+		// usual 128 KiB: the socket buffers between worker and store
+		// would hold a small image whole, its upload done at once.
+		s.Timings.ArtifactStoreBytesPerSecond = 32 << 10
+	})
+	in := st.hostInputSized(3, "", 64<<20)
+	in.Timing.NewVersionTimeout = time.Minute
+	run := st.startWF(workflows.KindHostFlash, in, mgsupdate.HostBootFlashUpdate)
+	seen := watchProgress(t, st.env.Client, run, mgsupdate.MGSPhaseHostPhase2)
+	res, err := st.result(run)
+	require.NoError(t, err)
+	assert.Equal(t, mgsupdate.MGSOutcomeCompletedUpdate, res.Outcome)
+	t.Logf("progress seen: %d byte counts; current details: %q", len(seen.done), seen.details)
+	assert.GreaterOrEqual(t, len(seen.done), 3, "the progress query moved during the phase 2 upload")
+	assert.GreaterOrEqual(t, len(seen.details), 3, "the current details moved during the phase 2 upload")
+	signals := st.progressSignals(run)
+	t.Logf("history: %d events, %d progress signals", st.historyLen(run), signals)
+	assert.LessOrEqual(t, signals, 2*(activities.ProgressSteps-1), "a tenth at most, of the phase 2 upload and of the phase 1 delivery")
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/host-flash-phase2-progress-signals.json")
 }

@@ -44,6 +44,13 @@ type mgsStack struct {
 
 func newMGSStack(t *testing.T, mutate ...func(*spec.Spec)) *mgsStack {
 	t.Helper()
+	return newMGSStackHTTP(t, nil, mutate...)
+}
+
+// newMGSStackHTTP is newMGSStack whose worker sends its fleet requests
+// with hc (nil: the test environment's client).
+func newMGSStackHTTP(t *testing.T, hc *http.Client, mutate ...func(*spec.Spec)) *mgsStack {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: PostgreSQL + Temporal + fleetsim")
 	}
@@ -62,7 +69,7 @@ func newMGSStack(t *testing.T, mutate ...func(*spec.Spec)) *mgsStack {
 	st.sim = env.StartFleetsim(s)
 	// The worker reaches fleetsim through a proxy that checks every MGS
 	// response against MGS's OpenAPI document.
-	env.StartWorker(workerapp.Deps{Fleet: fleet.FromFleetsim(contractProxy(t, st.sim.URL, 2*len(s.Racks)), env.DatabaseURL)})
+	env.StartWorker(workerapp.Deps{Fleet: fleet.FromFleetsim(contractProxy(t, st.sim.URL, 2*len(s.Racks)), env.DatabaseURL), HTTP: hc})
 	return st
 }
 
@@ -404,7 +411,13 @@ func (st *mgsStack) hostInput(cubby int) mgsupdate.HostFlashInput {
 // nobody writes, so the host cannot boot it).
 func (st *mgsStack) hostInputNaming(cubby int, names string) mgsupdate.HostFlashInput {
 	st.t.Helper()
-	p2 := simmgs.MakePhase2Image("2.0.0", 128<<10)
+	return st.hostInputSized(cubby, names, 128<<10)
+}
+
+// hostInputSized is hostInputNaming with a phase 2 image of size bytes.
+func (st *mgsStack) hostInputSized(cubby int, names string, size int) mgsupdate.HostFlashInput {
+	st.t.Helper()
+	p2 := simmgs.MakePhase2Image("2.0.0", size)
 	p2Path := filepath.Join(st.dir, "phase2.bin")
 	require.NoError(st.t, os.WriteFile(p2Path, p2, 0o644))
 	p2sum := simmgs.SHA256Hex(p2)
