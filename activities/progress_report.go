@@ -41,6 +41,13 @@ const ProgressSteps = 10
 // longer than ten gaps is reported at every tenth.
 const ProgressMinGap = 2 * time.Second
 
+// ProgressSignalTimeout bounds one progress signal: it is called from
+// inside the step's own I/O (between an upload's reads, between polls),
+// and a report nobody waits on must not hold the step while the server is
+// away (the client retries until its context ends). The next tenth, or
+// the step's result, says it again.
+const ProgressSignalTimeout = 5 * time.Second
+
 // ProgressReport is ProgressSignal's argument: how far the step of attempt
 // AttemptID is (Done of Total, in the unit of the workflow's progress).
 type ProgressReport struct {
@@ -85,7 +92,9 @@ func (r *ProgressReporter) Report(ctx context.Context, done, total int64) {
 		// the run a reset started after it.
 		return
 	}
-	err := activity.GetClient(ctx).SignalWorkflow(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, ProgressSignal,
+	sctx, cancel := context.WithTimeout(ctx, ProgressSignalTimeout)
+	defer cancel()
+	err := activity.GetClient(ctx).SignalWorkflow(sctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, ProgressSignal,
 		ProgressReport{AttemptID: r.AttemptID, Done: done, Total: total})
 	if err != nil {
 		activity.GetLogger(ctx).Warn("progress signal to the workflow failed", "error", err)

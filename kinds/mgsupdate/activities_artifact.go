@@ -169,17 +169,25 @@ func (a *MGSActivities) phase2ID(ctx context.Context, r ArtifactRef) (string, er
 
 // heartbeatReader records a heartbeat (bytes read so far) at most once a second.
 func heartbeatReader(ctx context.Context, r io.Reader) io.Reader {
+	return reportingReader(ctx, r, nil)
+}
+
+// reportingReader is heartbeatReader that also passes the bytes read to
+// progress at each beat: an upload's bytes sent, for the attempt's
+// progress (progressWriter).
+func reportingReader(ctx context.Context, r io.Reader, progress func(n int64)) io.Reader {
 	if !activity.IsActivity(ctx) {
 		return r
 	}
-	return &hbReader{ctx: ctx, r: r}
+	return &hbReader{ctx: ctx, r: r, progress: progress}
 }
 
 type hbReader struct {
-	ctx  context.Context
-	r    io.Reader
-	n    int64
-	last time.Time
+	ctx      context.Context
+	r        io.Reader
+	n        int64
+	last     time.Time
+	progress func(n int64)
 }
 
 func (h *hbReader) Read(p []byte) (int, error) {
@@ -187,6 +195,9 @@ func (h *hbReader) Read(p []byte) (int, error) {
 	h.n += int64(n)
 	if time.Since(h.last) > time.Second {
 		activity.RecordHeartbeat(h.ctx, h.n)
+		if h.progress != nil {
+			h.progress(h.n)
+		}
 		h.last = time.Now()
 	}
 	return n, err

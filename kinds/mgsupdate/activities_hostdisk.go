@@ -69,7 +69,7 @@ func (a *MGSActivities) HostPhase2ToDisk(ctx context.Context, in HostPhase2Input
 		a.event(ctx, in.AttemptID, "phase2-on-disk", "", fmt.Sprintf("disk %s of sled %s already holds phase 2 %s", disk, s.id, hash))
 		return nil
 	}
-	if err := a.storeArtifact(ctx, s, in.Phase2); err != nil {
+	if err := a.storeArtifact(ctx, s, in.Phase2, in.AttemptID); err != nil {
 		return err
 	}
 	via, err := a.namePhase2(ctx, s, inv, disk, hash, in)
@@ -102,9 +102,14 @@ func holds(bp sledagent.BootPartitions, disk, hash string) bool {
 
 // storeArtifact puts phase 2 into the sled's artifact store: the config
 // lists it (a new generation adding it), then the bytes under that
-// generation unless the store has them.
-func (a *MGSActivities) storeArtifact(ctx context.Context, s hostSled, art ArtifactRef) error {
+// generation unless the store has them. The upload (about 1 GiB on a
+// rack) is the attempt's progress: bytes sent of the image's size.
+func (a *MGSActivities) storeArtifact(ctx context.Context, s hostSled, art ArtifactRef, attempt uuid.UUID) error {
 	hash := strings.ToLower(art.SHA256)
+	// One across the tries: a try after a conflict sends from the start
+	// again, and the workflow keeps the furthest count it heard.
+	pw := progressWriter{a: a, attempt: attempt}
+	phase := string(MGSPhaseHostPhase2)
 	for try := 0; ; try++ {
 		cfg, found, err := s.client.ArtifactConfig(ctx)
 		if err != nil {
@@ -132,8 +137,12 @@ func (a *MGSActivities) storeArtifact(ctx context.Context, s hostSled, art Artif
 		if err != nil {
 			return err
 		}
-		_, err = s.client.PutArtifact(ctx, hash, cfg.Generation, heartbeatReader(ctx, rc), size)
+		sent := reportingReader(ctx, rc, func(n int64) { pw.write(ctx, phase, n, size, false) })
+		_, err = s.client.PutArtifact(ctx, hash, cfg.Generation, sent, size)
 		rc.Close()
+		if err == nil {
+			pw.write(ctx, phase, size, size, true)
+		}
 		if sledagent.IsConflict(err) && try < sledConfigRetries {
 			continue
 		}

@@ -21,12 +21,18 @@ type mgsPreparer interface {
 // prepare has sled-agent put phase 2 on the disk the inactive slot boots
 // from: phase 1 is written only once that disk holds its pair, so a reboot
 // at any later point boots a whole OS (omicron's precheck waits for the
-// same). The host's boot disk must be the active slot's.
+// same). The host's boot disk must be the active slot's. The activity
+// signals the upload's progress at each tenth (progressWriter), so the
+// progress query and current details move during it.
 func (w *hostFlash) prepare(ctx workflow.Context) error {
 	w.Phase(ctx, MGSPhaseHostPhase2)
 	in := HostPhase2Input{
 		Serial: w.serial, SledID: w.in.SledID, AttemptID: w.AttemptID(), ActiveSlot: w.active, Slot: w.slot,
 		Phase2: w.in.Phase2, Deadline: workflow.Now(ctx).Add(phase2WriteTimeout), PollInterval: w.timing.PollInterval,
 	}
-	return workflow.ExecuteActivity(w.longOpts(ctx, phase2WriteTimeout, "write phase 2 to the disk of slot "+strconv.Itoa(int(w.slot))), mgsActs.HostPhase2ToDisk, in).Get(ctx, nil)
+	err := workflow.ExecuteActivity(w.longOpts(ctx, phase2WriteTimeout, "write phase 2 to the disk of slot "+strconv.Itoa(int(w.slot))), mgsActs.HostPhase2ToDisk, in).Get(ctx, nil)
+	// The upload's byte count (its progress signals) is not phase 1's:
+	// the delivery starts from nothing.
+	w.report.Done, w.report.Total = 0, 0
+	return err
 }
