@@ -44,13 +44,6 @@ type mgsStack struct {
 
 func newMGSStack(t *testing.T, mutate ...func(*spec.Spec)) *mgsStack {
 	t.Helper()
-	return newMGSStackHTTP(t, nil, mutate...)
-}
-
-// newMGSStackHTTP is newMGSStack whose worker sends its fleet requests
-// with hc (nil: the test environment's client).
-func newMGSStackHTTP(t *testing.T, hc *http.Client, mutate ...func(*spec.Spec)) *mgsStack {
-	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: PostgreSQL + Temporal + fleetsim")
 	}
@@ -69,7 +62,7 @@ func newMGSStackHTTP(t *testing.T, hc *http.Client, mutate ...func(*spec.Spec)) 
 	st.sim = env.StartFleetsim(s)
 	// The worker reaches fleetsim through a proxy that checks every MGS
 	// response against MGS's OpenAPI document.
-	env.StartWorker(workerapp.Deps{Fleet: fleet.FromFleetsim(contractProxy(t, st.sim.URL, 2*len(s.Racks)), env.DatabaseURL), HTTP: hc})
+	env.StartWorker(workerapp.Deps{Fleet: fleet.FromFleetsim(contractProxy(t, st.sim.URL, 2*len(s.Racks)), env.DatabaseURL)})
 	return st
 }
 
