@@ -102,14 +102,12 @@ func holds(bp sledagent.BootPartitions, disk, hash string) bool {
 
 // storeArtifact puts phase 2 into the sled's artifact store: the config
 // lists it (a new generation adding it), then the bytes under that
-// generation unless the store has them. The upload (about 1 GiB on a
-// rack) is the attempt's progress: bytes sent of the image's size.
+// generation unless the store has them (uploadPhase2).
 func (a *MGSActivities) storeArtifact(ctx context.Context, s hostSled, art ArtifactRef, attempt uuid.UUID) error {
 	hash := strings.ToLower(art.SHA256)
 	// One across the tries: a try after a conflict sends from the start
 	// again, and the workflow keeps the furthest count it heard.
 	pw := progressWriter{a: a, attempt: attempt}
-	phase := string(MGSPhaseHostPhase2)
 	for try := 0; ; try++ {
 		cfg, found, err := s.client.ArtifactConfig(ctx)
 		if err != nil {
@@ -133,16 +131,7 @@ func (a *MGSActivities) storeArtifact(ctx context.Context, s hostSled, art Artif
 		if list.List[hash] > 0 {
 			return nil
 		}
-		rc, size, err := a.openArtifact(ctx, art)
-		if err != nil {
-			return err
-		}
-		sent := reportingReader(ctx, rc, func(n int64) { pw.write(ctx, phase, n, size, false) })
-		_, err = s.client.PutArtifact(ctx, hash, cfg.Generation, sent, size)
-		rc.Close()
-		if err == nil {
-			pw.write(ctx, phase, size, size, true)
-		}
+		err = a.uploadPhase2(ctx, s, art, cfg.Generation, &pw)
 		if sledagent.IsConflict(err) && try < sledConfigRetries {
 			continue
 		}

@@ -41,6 +41,20 @@ type hostSled struct {
 	id     uuid.UUID
 	rack   uuid.UUID
 	client *sledagent.Client
+	// upload is the same sled-agent without the fleet request timeout,
+	// for the phase 2 upload (uploadPhase2 says what bounds it).
+	upload *sledagent.Client
+}
+
+// sled is the hostSled whose sled-agent is at url.
+func (l sledLookup) sled(id, rack uuid.UUID, url string) hostSled {
+	hc := l.http
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	untimed := *hc
+	untimed.Timeout = 0
+	return hostSled{id: id, rack: rack, client: sledagent.New(url, hc), upload: sledagent.New(url, &untimed)}
 }
 
 // find locates the sled whose SP has this serial. A sled ID given by the
@@ -55,10 +69,10 @@ func (l sledLookup) find(ctx context.Context, serial string, id uuid.UUID) (host
 		if err != nil {
 			return hostSled{}, err // database: retried
 		}
-		return hostSled{id: s.ID, rack: s.RackID, client: sledagent.New(s.SledAgentURL(), l.http)}, nil
+		return l.sled(s.ID, s.RackID, s.SledAgentURL()), nil
 	}
 	if l.template != "" && id != uuid.Nil {
-		return hostSled{id: id, client: sledagent.New(strings.ReplaceAll(l.template, "{sled}", id.String()), l.http)}, nil
+		return l.sled(id, uuid.Nil, strings.ReplaceAll(l.template, "{sled}", id.String())), nil
 	}
 	return hostSled{}, mgsFatal(failure.NexusDBNotConfigured,
 		"the host's phase 2 is written by its sled-agent, found in Nexus's sled table (fleet endpoint nexusDB); without one, give the update's sledId and a sledAgent endpoint")

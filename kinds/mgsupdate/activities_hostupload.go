@@ -1,0 +1,66 @@
+package mgsupdate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// phase2UploadStallTimeout ends a phase 2 upload that sled-agent has
+// taken no bytes of for this long, or (every byte sent) not answered: the
+// fleet request timeout, the longest any fleet answer may take. The
+// upload as a whole has no timeout of its own: about 1 GiB takes minutes
+// on a slow link, so a request timeout would cut it off and send it again
+// until the step's deadline (which still bounds it).
+const phase2UploadStallTimeout = 75 * time.Second
+
+// errUploadStalled: the upload made no progress for phase2UploadStallTimeout.
+var errUploadStalled = errors.New("sled-agent took no bytes of phase 2 and gave no answer")
+
+// uploadPhase2 sends the image into the sled's artifact store under
+// generation. Its bytes sent of the image's size are the attempt's
+// progress (pw: the workflow hears of each tenth). A stalled upload is
+// retried (a retry sends it from the start: the store keeps no partial
+// artifact).
+func (a *MGSActivities) uploadPhase2(ctx context.Context, s hostSled, art ArtifactRef, generation uint64, pw *progressWriter) error {
+	rc, size, err := a.openArtifact(ctx, art)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	uctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stall := time.AfterFunc(phase2UploadStallTimeout, func() { cancel(errUploadStalled) })
+	defer stall.Stop()
+	phase := string(MGSPhaseHostPhase2)
+	// The transport may still read the body after PutArtifact returned
+	// (RoundTrip closes it asynchronously): over marks the end of the
+	// upload's reports, before pw serves the next try.
+	var mu sync.Mutex
+	var sent int64
+	over := false
+	body := reportingReader(ctx, rc, func(n int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if over {
+			return
+		}
+		stall.Reset(phase2UploadStallTimeout)
+		sent = n
+		pw.write(ctx, phase, n, size, false)
+	})
+	_, err = s.upload.PutArtifact(uctx, strings.ToLower(art.SHA256), generation, body, size)
+	mu.Lock()
+	over = true
+	mu.Unlock()
+	if errors.Is(context.Cause(uctx), errUploadStalled) {
+		return fmt.Errorf("%w for %s (%d of %d bytes sent); sent again from the start", errUploadStalled, phase2UploadStallTimeout, sent, size)
+	}
+	if err == nil {
+		pw.write(ctx, phase, size, size, true)
+	}
+	return err
+}
