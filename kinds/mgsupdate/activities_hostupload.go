@@ -17,7 +17,7 @@ import (
 // until the step's deadline (which still bounds it).
 const phase2UploadStallTimeout = 75 * time.Second
 
-// errUploadStalled: the upload made no progress for phase2UploadStallTimeout.
+// errUploadStalled: the upload made no progress for its stall timeout.
 var errUploadStalled = errors.New("sled-agent took no bytes of phase 2 and gave no answer")
 
 // uploadPhase2 sends the image into the sled's artifact store under
@@ -33,7 +33,7 @@ func (a *MGSActivities) uploadPhase2(ctx context.Context, s hostSled, art Artifa
 	defer rc.Close()
 	uctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stall := time.AfterFunc(phase2UploadStallTimeout, func() { cancel(errUploadStalled) })
+	stall := time.AfterFunc(s.uploadStall, func() { cancel(errUploadStalled) })
 	defer stall.Stop()
 	phase := string(MGSPhaseHostPhase2)
 	// The transport may still read the body after PutArtifact returned
@@ -48,7 +48,7 @@ func (a *MGSActivities) uploadPhase2(ctx context.Context, s hostSled, art Artifa
 		if over {
 			return
 		}
-		stall.Reset(phase2UploadStallTimeout)
+		stall.Reset(s.uploadStall)
 		sent = n
 		pw.write(ctx, phase, n, size, false)
 	})
@@ -57,7 +57,7 @@ func (a *MGSActivities) uploadPhase2(ctx context.Context, s hostSled, art Artifa
 	over = true
 	mu.Unlock()
 	if errors.Is(context.Cause(uctx), errUploadStalled) {
-		return fmt.Errorf("%w for %s (%d of %d bytes sent); sent again from the start", errUploadStalled, phase2UploadStallTimeout, sent, size)
+		return fmt.Errorf("%w for %s (%d of %d bytes sent); sent again from the start", errUploadStalled, s.uploadStall, sent, size)
 	}
 	if err == nil {
 		pw.write(ctx, phase, size, size, true)
