@@ -20,6 +20,8 @@ import (
 type HealthActivities struct {
 	Prom *prom.Client // nil: no Prometheus configured
 	HTTP *http.Client
+	// freshWait replaces freshDataTimeout in tests (0: the constant).
+	freshWait time.Duration
 }
 
 // HealthCheck is one check of a gate, as the plan states it.
@@ -32,6 +34,11 @@ type HealthCheck struct {
 	// ExpectStatus (default 200).
 	URL          string `json:"url,omitempty"`
 	ExpectStatus int    `json:"expectStatus,omitempty"`
+	// ScrapedAfter is set by the rollout, not the plan: the end of the
+	// batch the gate judges. A query check judges only data Prometheus
+	// scraped after it (zero: a check scheduled by an older build, judged
+	// as it was). An HTTP check is live and ignores it.
+	ScrapedAfter time.Time `json:"scrapedAfter,omitzero"`
 }
 
 // Validate checks a check before anything starts.
@@ -83,6 +90,15 @@ func (a *HealthActivities) checkQuery(ctx context.Context, c HealthCheck) (Healt
 	}
 	cond, _ := health.ParseCondition(c.Pass) // checked by Validate
 	samples, err := a.Prom.Query(ctx, c.Query)
+	if err == nil && !c.ScrapedAfter.IsZero() {
+		var stale []prom.Target
+		if stale, err = a.awaitScrapes(ctx, c.ScrapedAfter, samples); err == nil && len(stale) > 0 {
+			return HealthResult{Name: c.Name, Result: health.Result{Verdict: health.Inconclusive, Reason: a.notFresh(c.ScrapedAfter, stale)}}, nil
+		}
+		if err == nil {
+			samples, err = a.Prom.Query(ctx, c.Query) // now judges only data scraped after the batch
+		}
+	}
 	if errors.Is(err, prom.ErrBadQuery) {
 		return HealthResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("health check %q: %v", c.Name, err),
 			failure.HealthCheckInvalid, nil)

@@ -17,10 +17,10 @@ import (
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// healthCheckTimeout bounds one CheckHealth attempt: its own query and
-// HTTP bounds are 30 s and 10 s; a worker lost mid-check is retried after
-// this long.
-const healthCheckTimeout = 45 * time.Second
+// healthCheckTimeout bounds one CheckHealth attempt: its own bound (the
+// wait for data scraped after the batch, the queries) and a margin; a
+// worker lost mid-check is retried after this long.
+const healthCheckTimeout = activities.MaxHealthCheck + 15*time.Second
 
 // healthCheckAttempts: a lost worker is retried; a monitor that does not
 // answer is an inconclusive verdict, not an activity error, so retrying
@@ -47,12 +47,12 @@ type GateStatus struct {
 // healthy); a cancel is the error.
 func (r *rollout) healthGate(ctx workflow.Context, st Stage, batch int) (*stageStop, error) {
 	g := *st.Health
-	start := workflow.Now(ctx)
+	start := workflow.Now(ctx) // the batch's end: every round judges data scraped after it
 	r.notify(ctx, eventGateReached, fmt.Sprintf("%s/%d", st.Name, batch), map[string]any{"stage": st.Name, "batch": batch, "checks": len(g.Checks), "bake": g.Bake.String()})
 	fails, inconclusive := 0, 0
 	for round := 1; ; round++ {
 		r.explainWaiting(ctx, WaitGate, st.Name, fmt.Sprintf("health gate after batch %d, round %d (bake %s)", batch, round, g.Bake))
-		results := r.checkRound(ctx, g.Checks)
+		results := r.checkRound(ctx, g.Checks, start)
 		verdict, reason := judgeRound(results)
 		passed := !workflow.Now(ctx).Before(start.Add(g.Bake)) && (verdict == health.Pass || g.Shadow)
 		// The last round and the gate's passing are one ledger row. A round
@@ -156,11 +156,14 @@ func recordedResults(rec ledger.RolloutEvent, ours []activities.HealthResult) []
 	return got
 }
 
-// checkRound runs every check once, at the same time.
-func (r *rollout) checkRound(ctx workflow.Context, checks []activities.HealthCheck) []activities.HealthResult {
+// checkRound runs every check once, at the same time, on data scraped
+// after batchEnd. The input's new field needs no version marker: replay
+// does not compare activity inputs, and the commands are the same.
+func (r *rollout) checkRound(ctx workflow.Context, checks []activities.HealthCheck, batchEnd time.Time) []activities.HealthResult {
 	var a *activities.HealthActivities
 	futures := make([]workflow.Future, len(checks))
 	for i, c := range checks {
+		c.ScrapedAfter = batchEnd
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: healthCheckTimeout,
 			RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: healthCheckAttempts},

@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// queryTimeout bounds one instant query; Prometheus's own default query
+// QueryTimeout bounds one instant query; Prometheus's own default query
 // timeout is 2 minutes, but a gate's query that slow is a broken gate.
-const queryTimeout = 30 * time.Second
+const QueryTimeout = 30 * time.Second
 
 // Client queries one Prometheus server.
 type Client struct{ api v1.API }
@@ -33,6 +33,9 @@ func New(url string) (*Client, error) {
 type Sample struct {
 	Series string
 	Value  float64
+	// Target is the scrape target the series carries (its job and
+	// instance labels); zero when the query aggregated them away.
+	Target Target
 }
 
 // ErrBadQuery: Prometheus refused the query itself (bad PromQL, a type it
@@ -41,7 +44,7 @@ var ErrBadQuery = errors.New("prometheus refused the query")
 
 // Query evaluates query now. A scalar is one sample with no series.
 func (c *Client) Query(ctx context.Context, query string) ([]Sample, error) {
-	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	ctx, cancel := context.WithTimeout(ctx, QueryTimeout)
 	defer cancel()
 	v, _, _, err := c.api.Query(ctx, query, time.Now())
 	if err != nil {
@@ -55,7 +58,7 @@ func (c *Client) Query(ctx context.Context, query string) ([]Sample, error) {
 	case model.Vector:
 		out := make([]Sample, 0, len(v))
 		for _, s := range v {
-			out = append(out, Sample{Series: s.Metric.String(), Value: float64(s.Value)})
+			out = append(out, Sample{Series: s.Metric.String(), Value: float64(s.Value), Target: targetOf(s.Metric)})
 		}
 		return out, nil
 	case *model.Scalar:

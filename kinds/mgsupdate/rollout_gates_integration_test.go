@@ -6,6 +6,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workerapp"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -176,4 +178,42 @@ func TestInconclusiveGatePausesTheRollout(t *testing.T) {
 	require.Contains(t, out, "paused (for ")
 	require.Contains(t, out, "sps-healthy: inconclusive no data")
 	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/rollout-gates-inconclusive-pause.json")
+}
+
+// A gate with no bake judges its first round the moment the batch ends.
+// Prometheus then still holds what it scraped before the batch's SP took
+// the bad release; a round that judged that would pass the batch and let
+// the release spread. The round must judge only data scraped after the
+// batch ended: it fails, the rollout aborts after batch 1, and sleds 2
+// and 3 keep what they ran (fleetsim's truth).
+func TestUnbakedGateJudgesOnlyDataScrapedAfterTheBatch(t *testing.T) {
+	st := newPromStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	before := st.truth(2).SP.Active.Version
+	st.arm(faults.Fault{Kind: faults.BadVersion, Target: "*", Version: "1.2.0"})
+	stage := st.spStage("sps", "1.2.0", 1, 2, 3)
+	stage.Health.Bake, stage.Health.FailuresToAbort = 0, 1
+	run := st.startRollout(kinds.RolloutInput{Name: "unbaked-" + st.env.TaskQueue, Stages: []kinds.Stage{stage}})
+	err := run.Get(ctx, nil)
+
+	events := st.rolloutEvents(run.GetID())
+	var rounds []ledger.RolloutEvent
+	for _, e := range events {
+		if e.Kind == "gate-round" || e.Kind == "gate-passed" {
+			rounds = append(rounds, e)
+		}
+	}
+	require.NotEmpty(t, rounds, "%+v", events)
+	require.Equal(t, "gate-round", rounds[0].Kind, "batch 1's first round must not pass the gate: %+v", rounds[0])
+	require.Equal(t, "fail", rounds[0].Verdict, "batch 1 round 1 judged the bad release: %+v", rounds[0])
+	require.True(t, strings.HasPrefix(rounds[0].Reason, "batch 1 round 1: "), "%+v", rounds[0])
+	require.Contains(t, rounds[0].Reason, `target="sp/sled/1"`)
+	requireGateFailed(t, err)
+	require.Equal(t, "1.2.0", st.truth(1).SP.Active.Version, "the first batch ran")
+	for _, c := range []int{2, 3} {
+		require.Equal(t, before, st.truth(c).SP.Active.Version, "sled %d untouched: the bad version did not spread", c)
+		require.Empty(t, st.truth(c).Deliveries, "sled %d got no image", c)
+	}
+	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/rollout-gates-unbaked-fresh-data.json")
 }
