@@ -25,10 +25,13 @@ import (
 
 // gatedResetPlan updates the SPs of cubbies 1, 2 and 3 to version behind a
 // gate on every SP's health: batch 1 is sled 1, batch 2 sleds 2 and 3, each
-// followed by a bake of rounds a second apart.
+// followed by a 10 s bake of rounds a second apart.
 func (st *mgsStack) gatedResetPlan(name, version string) kinds.RolloutInput {
 	stage := st.spStage("sps", version, 1, 2, 3)
 	stage.Concurrency = 2
+	// A bake long enough for the test to catch it between rounds on a
+	// loaded machine (3 s left a window of about 2 s, missed once).
+	stage.Health.Bake = 10 * time.Second
 	return kinds.RolloutInput{Name: name + "-" + st.env.TaskQueue, Notify: &kinds.Notify{Webhooks: []string{"ops"}}, Stages: []kinds.Stage{stage}}
 }
 
