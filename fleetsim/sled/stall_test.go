@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"io"
-	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,13 +59,8 @@ func TestArtifactUploadStallStopsReadingUntilTheClientGivesUp(t *testing.T) {
 // firedCounts are the Fired counts of the faults of kind that fired.
 func firedCounts(t *testing.T, srv *fleetsim.Server, kind faults.Kind) []int {
 	t.Helper()
-	resp, err := http.Get(srv.URL + "/faults/fired")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var fired []faults.Fault
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&fired))
 	var out []int
-	for _, f := range fired {
+	for _, f := range getFaults(t, srv, "/faults/fired") {
 		if f.Kind == kind {
 			out = append(out, f.Fired)
 		}
