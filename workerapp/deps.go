@@ -5,6 +5,7 @@ package workerapp
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/client"
@@ -33,4 +34,8 @@ type Deps struct {
 	Keyring *approval.Keyring
 	// Webhooks are the notification receivers plans may name (issue 30).
 	Webhooks []activities.Webhook
+	// Phase2UploadStall shortens a host flash's phase 2 upload stall
+	// timeout (zero: the product's 75 s). Only tests set it, to drive a
+	// stalled upload and its retry in seconds.
+	Phase2UploadStall time.Duration
 }

@@ -37,13 +37,19 @@ const (
 	Latency              Kind = "latency"              // api/<name> (mgs/0, sled-agent, cnapi, sapi, imgapi, kube) or "*": adds Latency to each request
 	ErrorRate            Kind = "error_rate"           // api/<name> or "*": fails a Rate fraction of requests with 503
 	BadVersion           Kind = "bad_version"          // sp/<type>/<slot>, host/<type>/<slot>, server/<uuid> or "*": the device reports unhealthy while it runs Version (a bad release)
+
+	// ArtifactUploadStall: sled/<uuid> or "*": the sled-agent's artifact
+	// store stops reading a PUT /artifacts body once it has taken
+	// AfterPercent of it, and answers nothing until the client gives up
+	// (each PUT it catches is one of its Times).
+	ArtifactUploadStall Kind = "artifact_upload_stall"
 )
 
 var catalogue = map[Kind]bool{
 	SPResetMidDelivery: true, MGSDown: true, SPStuck: true, UpdateFailed: true,
 	ForeignUpdate: true, ResetReplyLost: true, ResetErrorAfterReset: true, ZoneRemovalFailure: true, ServerOffline: true, TaskFailure: true,
 	PatchConflict: true, MachineSetRevert: true, MachineBootFailure: true, Latency: true, ErrorRate: true,
-	BadVersion: true,
+	BadVersion: true, ArtifactUploadStall: true,
 }
 
 // Kinds lists the catalogue in a stable order.

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	fmgs "github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/httpx"
 )
 
@@ -21,7 +23,8 @@ import (
 // PUT under the config's generation only if the config lists it, checked
 // against its SHA-256. fleetsim keeps each artifact's size and, for a
 // phase 2 image, its header, not its bytes (fleetsim/DEVIATIONS.md). A
-// body is taken at the spec's artifactStoreBytesPerSecond, when set.
+// body is taken at the spec's artifactStoreBytesPerSecond, when set; the
+// fault artifact_upload_stall stops taking it partway (stall.go).
 
 // storeDatasets is the number of artifact datasets (one per M.2) a write
 // goes to, as ArtifactPutResponse counts them.
@@ -127,7 +130,14 @@ func (s *sledAgent) putArtifact(w http.ResponseWriter, r *http.Request) {
 	head := make([]byte, 0, fmgs.Phase2HeaderSize)
 	rate := float64(s.d.env.Spec.Timings.ArtifactStoreBytesPerSecond) * s.d.env.Spec.SpeedUp
 	body := paced(r.Context(), io.LimitReader(r.Body, maxArtifactBytes+1), rate)
+	if f, stall := s.d.env.Faults.Fire(faults.ArtifactUploadStall, "sled/"+s.id.String()); stall {
+		body = stalling(r.Context(), s.d.ctx, body, max(r.ContentLength, 0)*int64(f.AfterPercent)/100)
+	}
 	n, err := io.Copy(io.MultiWriter(sum, headWriter{&head}), body)
+	if errors.Is(err, errStoreStalled) {
+		httpx.WriteError(w, http.StatusServiceUnavailable, "", err.Error())
+		return
+	}
 	if err != nil {
 		httpx.WriteError(w, http.StatusBadRequest, "", "Error while reading request body: "+err.Error())
 		return

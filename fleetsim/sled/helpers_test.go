@@ -141,7 +141,13 @@ func armFault(t *testing.T, srv *fleetsim.Server, f faults.Fault) int {
 
 func listFaults(t *testing.T, srv *fleetsim.Server) []faults.Fault {
 	t.Helper()
-	resp, err := http.Get(srv.URL + "/faults")
+	return getFaults(t, srv, "/faults")
+}
+
+// getFaults reads a fault list (GET /faults, /faults/fired).
+func getFaults(t *testing.T, srv *fleetsim.Server, path string) []faults.Fault {
+	t.Helper()
+	resp, err := http.Get(srv.URL + path)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var out []faults.Fault

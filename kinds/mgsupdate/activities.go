@@ -33,6 +33,10 @@ type MGSActivities struct {
 	Identity string
 	// Ledger records attempts; the worker builds it with its Temporal client so an abandoned attempt is released.
 	Ledger *activities.LedgerActivities
+	// Phase2UploadStall, when set, replaces phase2UploadStallTimeout: a
+	// test's worker shortens it to drive a stalled upload in seconds.
+	// Zero (every real worker) keeps the 75 s.
+	Phase2UploadStall time.Duration
 	// owner finds a pending Nexus MGS update for a device (zero: none known).
 	owner ownerLookup
 	// sleds finds a host's sled-agent and its config's owner.

@@ -44,6 +44,13 @@ type mgsStack struct {
 
 func newMGSStack(t *testing.T, mutate ...func(*spec.Spec)) *mgsStack {
 	t.Helper()
+	return newMGSStackWorker(t, workerapp.Deps{}, mutate...)
+}
+
+// newMGSStackWorker is newMGSStack whose worker is built from d (its
+// Fleet set here).
+func newMGSStackWorker(t *testing.T, d workerapp.Deps, mutate ...func(*spec.Spec)) *mgsStack {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: PostgreSQL + Temporal + fleetsim")
 	}
@@ -62,7 +69,8 @@ func newMGSStack(t *testing.T, mutate ...func(*spec.Spec)) *mgsStack {
 	st.sim = env.StartFleetsim(s)
 	// The worker reaches fleetsim through a proxy that checks every MGS
 	// response against MGS's OpenAPI document.
-	env.StartWorker(workerapp.Deps{Fleet: fleet.FromFleetsim(contractProxy(t, st.sim.URL, 2*len(s.Racks)), env.DatabaseURL)})
+	d.Fleet = fleet.FromFleetsim(contractProxy(t, st.sim.URL, 2*len(s.Racks)), env.DatabaseURL)
+	env.StartWorker(d)
 	return st
 }
 
