@@ -103,12 +103,7 @@ func TestRolloutResetWhileAFreezeHoldsIt(t *testing.T) {
 			require.Contains(t, out, "incident 4711")
 
 			st.requireCompletedOnce(ctx, reset)
-			events := st.rolloutEvents(run.GetID())
-			requireGateRoundsOnce(t, events, 2)
-			requireNoRowTwice(t, events)
-			require.Equal(t, 1, countKind(events, "freeze-wait"), "the freeze decided once, before the reset: %+v", events)
-			require.Equal(t, "freeze-wait", events[0].Kind, "%+v", events)
-			require.Contains(t, events[0].Reason, "incident 4711")
+			requireFreezeDecidedOnce(t, st.rolloutEvents(run.GetID()))
 			if p == testenv.ResetFirst {
 				replay.Record(t, st.env.Client, reset.GetID(), reset.GetRunID(), "../testdata/histories/rollout-freeze-reset-first-task.json")
 			}
@@ -137,19 +132,7 @@ func TestRolloutResetAfterItsFreezeEnded(t *testing.T) {
 	time.Sleep(time.Until(ends) + time.Second)
 	reset := testenv.ResetWorkflow(t, st.env.Client, run.GetID(), testenv.ResetFirst)
 	st.stopWorker = st.env.StartWorker(st.deps)
-	require.Eventually(t, func() bool { e = st.explain(run.GetID()); return e.Waiting != kinds.WaitFreeze }, time.Minute, 100*time.Millisecond,
-		"the reset run finds no freeze: %+v", e)
-	require.NotContains(t, st.starter("explain", run.GetID()), "blocked by a change freeze")
-
-	st.requireCompletedOnce(ctx, reset)
-	events := st.rolloutEvents(run.GetID())
-	requireGateRoundsOnce(t, events, 2)
-	requireNoRowTwice(t, events)
-	require.Equal(t, 1, countKind(events, "freeze-wait"), "%+v", events)
-	require.Equal(t, "freeze-wait", events[0].Kind, "the recorded decision first: %+v", events)
-	for _, ev := range events[1:] {
-		require.Greater(t, ev.Seq, events[0].Seq, "the reset run's decisions after the recorded one: %+v", events)
-	}
+	st.requireOnWithoutTheFreeze(ctx, reset)
 	replay.Record(t, st.env.Client, reset.GetID(), reset.GetRunID(), "../testdata/histories/rollout-freeze-reset-lifted.json")
 }
 
@@ -172,17 +155,37 @@ func TestRolloutResetToBeforeAFreezeThatEnded(t *testing.T) {
 		t.Fatalf("the gate after batch 1 never reached its second round; the rollout explains: %+v", e)
 	}
 	reset := testenv.ResetWorkflow(t, st.env.Client, run.GetID(), testenv.ResetFirst)
-	require.Eventually(t, func() bool { e = st.explain(run.GetID()); return e.Waiting != kinds.WaitFreeze }, time.Minute, 100*time.Millisecond,
-		"the reset run finds no freeze: %+v", e)
-	require.NotContains(t, st.starter("explain", run.GetID()), "blocked by a change freeze")
+	st.requireOnWithoutTheFreeze(ctx, reset)
+	replay.Record(t, st.env.Client, reset.GetID(), reset.GetRunID(), "../testdata/histories/rollout-freeze-reset-ended.json")
+}
 
+// requireOnWithoutTheFreeze: the reset run of a frozen plan finds the
+// freeze over and goes on at once (starter explain no longer names it),
+// then ends as requireCompletedOnce says, with the recorded freeze-wait
+// kept first.
+func (st *mgsStack) requireOnWithoutTheFreeze(ctx context.Context, reset client.WorkflowRun) {
+	st.t.Helper()
+	var e kinds.Explanation
+	require.Eventually(st.t, func() bool { e = st.explain(reset.GetID()); return e.Waiting != kinds.WaitFreeze }, time.Minute, 100*time.Millisecond,
+		"the reset run finds no freeze: %+v", e)
+	require.NotContains(st.t, st.starter("explain", reset.GetID()), "blocked by a change freeze")
 	st.requireCompletedOnce(ctx, reset)
-	events := st.rolloutEvents(run.GetID())
+	requireFreezeDecidedOnce(st.t, st.rolloutEvents(reset.GetID()))
+}
+
+// requireFreezeDecidedOnce: the ledger holds the freeze-wait the run
+// before the reset recorded, once, first, and every other decision after
+// it, each gate round once, no decision twice.
+func requireFreezeDecidedOnce(t *testing.T, events []ledger.RolloutEvent) {
+	t.Helper()
 	requireGateRoundsOnce(t, events, 2)
 	requireNoRowTwice(t, events)
 	require.Equal(t, 1, countKind(events, "freeze-wait"), "%+v", events)
 	require.Equal(t, "freeze-wait", events[0].Kind, "the recorded decision first: %+v", events)
-	replay.Record(t, st.env.Client, reset.GetID(), reset.GetRunID(), "../testdata/histories/rollout-freeze-reset-ended.json")
+	require.Contains(t, events[0].Reason, "incident 4711")
+	for _, ev := range events[1:] {
+		require.Greater(t, ev.Seq, events[0].Seq, "every later decision after the recorded one: %+v", events)
+	}
 }
 
 // requireCompletedOnce: the rollout run ends completed, every SP of
