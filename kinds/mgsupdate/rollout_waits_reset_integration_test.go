@@ -2,6 +2,7 @@ package mgsupdate_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,8 +19,8 @@ import (
 )
 
 // observeWindow is how long a test gives itself to see a rollout in a
-// state (waiting for a freeze) before the state ends on its own: enough
-// on a loaded 2-core machine.
+// state (waiting for a freeze or a window) before the state ends on its
+// own: enough on a loaded 2-core machine.
 const observeWindow = 12 * time.Second
 
 // An operator resets a gated rollout while it is paused on inconclusive
@@ -40,15 +41,12 @@ func TestGatedRolloutResetWhilePausedOnInconclusiveResults(t *testing.T) {
 			in := st.gatedResetPlan("paused-reset", "1.1.0")
 			in.Notify = nil
 			run := st.startRollout(in)
-			var e kinds.Explanation
-			if !assert.Eventually(t, func() bool { e = st.explain(run.GetID()); return e.Waiting == kinds.WaitPaused }, 2*time.Minute, 100*time.Millisecond) {
-				t.Fatalf("the gate never paused the rollout: %+v", e)
-			}
+			e := st.awaitExplained(run.GetID(), 2*time.Minute, "the gate's pause", waiting(kinds.WaitPaused))
 			require.Contains(t, e.Reason, "Prometheus did not answer")
 
 			reset := testenv.ResetWorkflow(t, st.env.Client, run.GetID(), p)
-			require.Eventually(t, func() bool { e = st.explain(run.GetID()); return e.Waiting == kinds.WaitPaused }, time.Minute, 100*time.Millisecond,
-				"the reset run keeps the recorded inconclusive rounds and pauses again: %+v", e)
+			// The reset run keeps the recorded inconclusive rounds and pauses again.
+			st.awaitExplained(run.GetID(), time.Minute, "the reset run's pause", waiting(kinds.WaitPaused))
 			out := st.starter("explain", run.GetID())
 			require.Contains(t, out, "paused (for ")
 			require.Contains(t, out, "health gate inconclusive 2 times after batch 1")
@@ -91,19 +89,15 @@ func TestRolloutResetWhileAFreezeHoldsIt(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			run := st.startRollout(st.frozenPlan("freeze-reset", time.Now().Add(observeWindow)))
-			var e kinds.Explanation
-			if !assert.Eventually(t, func() bool { e = st.explain(run.GetID()); return e.Waiting == kinds.WaitFreeze }, observeWindow, 100*time.Millisecond) {
-				t.Fatalf("the rollout never waited for the freeze: %+v", e)
-			}
+			st.awaitExplained(run.GetID(), observeWindow, "the wait for the freeze", waiting(kinds.WaitFreeze))
 			reset := testenv.ResetWorkflow(t, st.env.Client, run.GetID(), p)
-			require.Eventually(t, func() bool { e = st.explain(run.GetID()); return e.Waiting == kinds.WaitFreeze }, time.Minute, 100*time.Millisecond,
-				"the reset run waits for the same freeze: %+v", e)
+			st.awaitExplained(run.GetID(), time.Minute, "the reset run's wait for the same freeze", waiting(kinds.WaitFreeze))
 			out := st.starter("explain", run.GetID())
 			require.Contains(t, out, "blocked by a change freeze")
 			require.Contains(t, out, "incident 4711")
 
 			st.requireCompletedOnce(ctx, reset)
-			requireFreezeDecidedOnce(t, st.rolloutEvents(run.GetID()))
+			requireWaitDecidedOnce(t, st.rolloutEvents(run.GetID()), "freeze-wait", "incident 4711")
 			if p == testenv.ResetFirst {
 				replay.Record(t, st.env.Client, reset.GetID(), reset.GetRunID(), "../testdata/histories/rollout-freeze-reset-first-task.json")
 			}
@@ -124,10 +118,7 @@ func TestRolloutResetAfterItsFreezeEnded(t *testing.T) {
 	defer cancel()
 	ends := time.Now().Add(observeWindow)
 	run := st.startRollout(st.frozenPlan("freeze-lifted", ends))
-	var e kinds.Explanation
-	if !assert.Eventually(t, func() bool { e = st.explain(run.GetID()); return e.Waiting == kinds.WaitFreeze }, observeWindow, 100*time.Millisecond) {
-		t.Fatalf("the rollout never waited for the freeze: %+v", e)
-	}
+	st.awaitExplained(run.GetID(), observeWindow, "the wait for the freeze", waiting(kinds.WaitFreeze))
 	st.stopWorker()
 	time.Sleep(time.Until(ends) + time.Second)
 	reset := testenv.ResetWorkflow(t, st.env.Client, run.GetID(), testenv.ResetFirst)
@@ -147,16 +138,40 @@ func TestRolloutResetToBeforeAFreezeThatEnded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	run := st.startRollout(st.frozenPlan("freeze-ended", time.Now().Add(observeWindow)))
-	var e kinds.Explanation
-	if !assert.Eventually(t, func() bool {
-		e = st.explain(run.GetID())
+	st.awaitExplained(run.GetID(), 2*time.Minute, "round 2 of the gate after batch 1", func(e kinds.Explanation) bool {
 		return e.Waiting == kinds.WaitGate && e.Gate != nil && e.Gate.Batch == 1 && e.Gate.Round >= 2
-	}, 2*time.Minute, 50*time.Millisecond) {
-		t.Fatalf("the gate after batch 1 never reached its second round; the rollout explains: %+v", e)
-	}
+	})
 	reset := testenv.ResetWorkflow(t, st.env.Client, run.GetID(), testenv.ResetFirst)
 	st.requireOnWithoutTheFreeze(ctx, reset)
 	replay.Record(t, st.env.Client, reset.GetID(), reset.GetRunID(), "../testdata/histories/rollout-freeze-reset-ended.json")
+}
+
+// An operator resets a rollout (to its first workflow task) while it
+// waits for its maintenance window to open. The reset run waits for the
+// same window (starter explain says when it opens), the ledger keeps the
+// one window-wait recorded before the reset, and once the window opens
+// the rollout ends completed, every SP updated once.
+func TestRolloutResetWhileItWaitsForAWindow(t *testing.T) {
+	st := newMonitoredStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	// Windows start on a minute: the next one at least observeWindow away.
+	opens := time.Now().UTC().Add(observeWindow).Truncate(time.Minute).Add(time.Minute)
+	in := st.gatedResetPlan("window-reset", "1.1.0")
+	in.Notify = nil
+	in.Calendar = &kinds.Calendar{Calendar: schedule.Calendar{Windows: []schedule.Window{{
+		Days: []string{strings.ToLower(opens.Weekday().String()[:3])}, Start: opens.Format("15:04"), Duration: time.Hour}}}}
+	run := st.startRollout(in)
+	st.awaitExplained(run.GetID(), observeWindow, "the wait for the window", waiting(kinds.WaitWindow))
+	reset := testenv.ResetWorkflow(t, st.env.Client, run.GetID(), testenv.ResetFirst)
+	e := st.awaitExplained(run.GetID(), time.Minute, "the reset run's wait for the same window", waiting(kinds.WaitWindow))
+	next := "the next opens " + opens.Format(time.RFC3339)
+	require.Contains(t, st.starter("explain", run.GetID()), "waiting for a maintenance window")
+	require.Contains(t, e.Reason, next)
+
+	st.requireCompletedOnce(ctx, reset)
+	requireWaitDecidedOnce(t, st.rolloutEvents(run.GetID()), "window-wait", next)
+	replay.Record(t, st.env.Client, reset.GetID(), reset.GetRunID(), "../testdata/histories/rollout-window-reset.json")
 }
 
 // requireOnWithoutTheFreeze: the reset run of a frozen plan finds the
@@ -165,27 +180,40 @@ func TestRolloutResetToBeforeAFreezeThatEnded(t *testing.T) {
 // kept first.
 func (st *mgsStack) requireOnWithoutTheFreeze(ctx context.Context, reset client.WorkflowRun) {
 	st.t.Helper()
-	var e kinds.Explanation
-	require.Eventually(st.t, func() bool { e = st.explain(reset.GetID()); return e.Waiting != kinds.WaitFreeze }, time.Minute, 100*time.Millisecond,
-		"the reset run finds no freeze: %+v", e)
+	st.awaitExplained(reset.GetID(), time.Minute, "the reset run past the freeze", func(e kinds.Explanation) bool { return e.Waiting != kinds.WaitFreeze })
 	require.NotContains(st.t, st.starter("explain", reset.GetID()), "blocked by a change freeze")
 	st.requireCompletedOnce(ctx, reset)
-	requireFreezeDecidedOnce(st.t, st.rolloutEvents(reset.GetID()))
+	requireWaitDecidedOnce(st.t, st.rolloutEvents(reset.GetID()), "freeze-wait", "incident 4711")
 }
 
-// requireFreezeDecidedOnce: the ledger holds the freeze-wait the run
-// before the reset recorded, once, first, and every other decision after
-// it, each gate round once, no decision twice.
-func requireFreezeDecidedOnce(t *testing.T, events []ledger.RolloutEvent) {
+// requireWaitDecidedOnce: the ledger holds the wait (kind, its reason
+// naming why) the run before the reset recorded, once, first, and every
+// other decision after it, each gate round once, no decision twice.
+func requireWaitDecidedOnce(t *testing.T, events []ledger.RolloutEvent, kind, why string) {
 	t.Helper()
 	requireGateRoundsOnce(t, events, 2)
 	requireNoRowTwice(t, events)
-	require.Equal(t, 1, countKind(events, "freeze-wait"), "%+v", events)
-	require.Equal(t, "freeze-wait", events[0].Kind, "the recorded decision first: %+v", events)
-	require.Contains(t, events[0].Reason, "incident 4711")
+	require.Equal(t, 1, countKind(events, kind), "%+v", events)
+	require.Equal(t, kind, events[0].Kind, "the recorded decision first: %+v", events)
+	require.Contains(t, events[0].Reason, why)
 	for _, ev := range events[1:] {
 		require.Greater(t, ev.Seq, events[0].Seq, "every later decision after the recorded one: %+v", events)
 	}
+}
+
+// awaitExplained waits up to within for the rollout's explain answer to
+// be what ok wants, and returns it; the test fails naming what never came.
+func (st *mgsStack) awaitExplained(id string, within time.Duration, what string, ok func(kinds.Explanation) bool) kinds.Explanation {
+	st.t.Helper()
+	var e kinds.Explanation
+	if !assert.Eventually(st.t, func() bool { e = st.explain(id); return ok(e) }, within, 100*time.Millisecond) {
+		st.t.Fatalf("%s never came; the rollout explains: %+v", what, e)
+	}
+	return e
+}
+
+func waiting(w kinds.WaitReason) func(kinds.Explanation) bool {
+	return func(e kinds.Explanation) bool { return e.Waiting == w }
 }
 
 // requireCompletedOnce: the rollout run ends completed, every SP of
