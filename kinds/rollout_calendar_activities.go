@@ -2,6 +2,8 @@ package kinds
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fleetsaga/fleetsaga/ledger"
@@ -12,14 +14,43 @@ import (
 // abort, a pause, a wait) to the ledger and returns the decision the
 // ledger holds for that point: e, or what the run before an operator's
 // reset decided there (the rollout keeps a gate round's recorded
-// verdict). A different decision at that point (the reset run's calendar
-// differs) is kept too, after everything recorded.
+// verdict). A gate round is found wherever the run chain recorded it:
+// a reset run that decided otherwise before it (a freeze since ended)
+// counts one off from its predecessor's rows, and must neither judge a
+// recorded round again nor record it twice. A different decision at that
+// point (the reset run's calendar differs) is kept too, after everything
+// recorded.
 func (a *RolloutActivities) RecordRolloutEvent(ctx context.Context, e ledger.RolloutEvent) (ledger.RolloutEvent, error) {
+	if rec, ok, err := a.recordedRound(ctx, e); err != nil || ok {
+		return rec, err
+	}
 	got, err := a.Store.RecordRolloutEvent(ctx, e)
 	if err != nil || sameDecision(got, e) {
 		return got, err
 	}
 	return a.Store.AppendRolloutEvent(ctx, e)
+}
+
+// recordedRound is the row that already judged e's gate round in e's run
+// chain, if e is a gate round and one did.
+func (a *RolloutActivities) recordedRound(ctx context.Context, e ledger.RolloutEvent) (ledger.RolloutEvent, bool, error) {
+	round := gateRoundOf(e)
+	if round == "" {
+		return ledger.RolloutEvent{}, false, nil
+	}
+	b, n, _ := strings.Cut(round, "/")
+	batch, _ := strconv.Atoi(b) // digits: gateRoundOf matched them
+	num, _ := strconv.Atoi(n)
+	rows, err := a.Store.RolloutEventsOfStage(ctx, e.Rollout, e.RunID, e.Stage, gateReason(false, batch, num, ""), gateReason(true, batch, num, ""))
+	if err != nil {
+		return ledger.RolloutEvent{}, false, err
+	}
+	for _, r := range rows {
+		if gateRoundOf(r) == round {
+			return r, true, nil
+		}
+	}
+	return ledger.RolloutEvent{}, false, nil
 }
 
 // CalendarQuery asks the calendar about one moment, for one kind's

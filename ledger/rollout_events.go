@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/lib/pq"
 )
 
 // RolloutEvent is one decision a rollout took on its own (issue 30): a
@@ -69,6 +72,24 @@ func (s *Store) AppendRolloutEvent(ctx context.Context, e RolloutEvent) (Rollout
 		return RolloutEvent{}, fmt.Errorf("ledger: append rollout event: read it back: %w (%d rows)", err, len(got))
 	}
 	return got[0], nil
+}
+
+// RolloutEventsOfStage lists the events one run chain (runID, the
+// original run ID) recorded in stage whose reason starts with one of
+// prefixes, in order: how a reset run finds the gate round it is about to
+// judge wherever its predecessor recorded it.
+func (s *Store) RolloutEventsOfStage(ctx context.Context, rollout, runID, stage string, prefixes ...string) ([]RolloutEvent, error) {
+	likes := make([]string, len(prefixes))
+	for i, p := range prefixes {
+		likes[i] = likePrefix(p)
+	}
+	return s.scanRolloutEvents(ctx, `WHERE rollout_id = $1 AND run_id = $2 AND stage = $3 AND reason LIKE ANY ($4)`,
+		rollout, runID, stage, pq.Array(likes))
+}
+
+// likePrefix is the LIKE pattern of the strings that start with p.
+func likePrefix(p string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(p) + "%"
 }
 
 // RolloutEvents lists a rollout's events, every run's, in order.

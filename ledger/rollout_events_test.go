@@ -48,3 +48,36 @@ func TestRolloutEventKeepsTheRecordedDecision(t *testing.T) {
 	require.Len(t, all, 3)
 	require.Equal(t, []string{"gate-round", "aborted", "window-wait"}, []string{all[0].Kind, all[1].Kind, all[2].Kind})
 }
+
+// A reset run looks up a gate round by its reason's start in its stage:
+// only that run chain's rows of that stage match, and a prefix's LIKE
+// wildcards are literal.
+func TestRolloutEventsOfStageMatchesReasonPrefixes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration: PostgreSQL")
+	}
+	env := testenv.New(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	for i, r := range []struct{ run, stage, reason string }{
+		{"orig", "sps", "batch 1 round 2: 4 checks passed"},
+		{"orig", "sps", "batch 1 round 20: 4 checks passed"},
+		{"orig", "sps", "batch 1 healthy after 2 rounds: 4 checks passed"},
+		{"orig", "hosts", "batch 1 round 2: 4 checks passed"},
+		{"other", "sps", "batch 1 round 2: 4 checks passed"},
+		{"orig", "sps", "batch 1 round 2x 4 checks passed"},
+	} {
+		_, err := env.Store.RecordRolloutEvent(ctx, ledger.RolloutEvent{Rollout: "r-prefixes", RunID: r.run, Seq: i + 1, Stage: r.stage, Kind: "gate-round", Reason: r.reason, At: at})
+		require.NoError(t, err)
+	}
+	got, err := env.Store.RolloutEventsOfStage(ctx, "r-prefixes", "orig", "sps", "batch 1 round 2: ", "batch 1 healthy after 2 rounds: ")
+	require.NoError(t, err)
+	var seqs []int
+	for _, e := range got {
+		seqs = append(seqs, e.Seq)
+	}
+	require.Equal(t, []int{1, 3}, seqs)
+	got, err = env.Store.RolloutEventsOfStage(ctx, "r-prefixes", "orig", "sps", "batch 1 round 2_")
+	require.NoError(t, err)
+	require.Empty(t, got, "_ is not a wildcard")
+}

@@ -3,10 +3,15 @@ package mgsupdate_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +38,21 @@ import (
 // fleetsim's device health, and a worker whose health checks query it
 // and which notifies hooks.
 func newPromStack(t *testing.T, hooks ...activities.Webhook) *mgsStack {
+	return newMonitoredStack(t, hooks...).mgsStack
+}
+
+// monitoredStack is newPromStack's stack with what a test that stops
+// parts of it needs: the worker's stop and deps (to start another), and
+// a switch that makes Prometheus unreachable for the worker (an outage
+// of the monitor, which the operator later fixes).
+type monitoredStack struct {
+	*mgsStack
+	deps        workerapp.Deps
+	stopWorker  func()
+	monitorDown atomic.Bool
+}
+
+func newMonitoredStack(t *testing.T, hooks ...activities.Webhook) *monitoredStack {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: PostgreSQL + Temporal + fleetsim + Prometheus")
@@ -45,15 +65,32 @@ func newPromStack(t *testing.T, hooks ...activities.Webhook) *mgsStack {
 	s.Racks = spec.GenerateRacks(4, 21)
 	require.NoError(t, s.Validate())
 	env := testenv.New(t)
-	st := &mgsStack{t: t, env: env, spec: s, dir: t.TempDir()}
+	st := &monitoredStack{mgsStack: &mgsStack{t: t, env: env, spec: s, dir: t.TempDir()}}
 	st.sim = env.StartFleetsim(s)
 	p, promURL, err := devstack.StartPrometheus(context.Background(), t.TempDir(), map[string]string{"fleetsim": st.sim.URL})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Kill() })
-	endpoints := fleet.FromFleetsim(contractProxy(t, st.sim.URL, 2*len(s.Racks)), env.DatabaseURL)
-	endpoints.Prometheus = promURL
-	env.StartWorker(workerapp.Deps{Fleet: endpoints, Webhooks: hooks})
+	st.deps = workerapp.Deps{Fleet: fleet.FromFleetsim(contractProxy(t, st.sim.URL, 2*len(s.Racks)), env.DatabaseURL), Webhooks: hooks}
+	st.deps.Fleet.Prometheus = st.monitorProxy(promURL)
+	st.stopWorker = env.StartWorker(st.deps)
 	return st
+}
+
+// monitorProxy is Prometheus as the worker reaches it: 503 while
+// monitorDown is set.
+func (st *monitoredStack) monitorProxy(promURL string) string {
+	target, err := url.Parse(promURL)
+	require.NoError(st.t, err)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if st.monitorDown.Load() {
+			http.Error(w, "monitor down", http.StatusServiceUnavailable)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	st.t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // spGate is a gate on every SP's health as fleetsim reports it.
