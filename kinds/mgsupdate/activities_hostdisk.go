@@ -56,9 +56,6 @@ func (a *MGSActivities) HostPhase2ToDisk(ctx context.Context, in HostPhase2Input
 	if err != nil {
 		return err
 	}
-	if a.Phase2UploadStall > 0 {
-		s.uploadStall = a.Phase2UploadStall
-	}
 	disk := sledagent.M2SlotOf(in.Slot)
 	hash := strings.ToLower(in.Phase2.SHA256)
 	inv, bp, err := bootPartitions(ctx, s)

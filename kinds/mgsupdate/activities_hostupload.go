@@ -33,7 +33,8 @@ func (a *MGSActivities) uploadPhase2(ctx context.Context, s hostSled, art Artifa
 	defer rc.Close()
 	uctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stall := time.AfterFunc(s.uploadStall, func() { cancel(errUploadStalled) })
+	limit := a.phase2UploadStall()
+	stall := time.AfterFunc(limit, func() { cancel(errUploadStalled) })
 	defer stall.Stop()
 	phase := string(MGSPhaseHostPhase2)
 	// The transport may still read the body after PutArtifact returned
@@ -48,7 +49,7 @@ func (a *MGSActivities) uploadPhase2(ctx context.Context, s hostSled, art Artifa
 		if over {
 			return
 		}
-		stall.Reset(s.uploadStall)
+		stall.Reset(limit)
 		sent = n
 		pw.write(ctx, phase, n, size, false)
 	})
@@ -57,10 +58,19 @@ func (a *MGSActivities) uploadPhase2(ctx context.Context, s hostSled, art Artifa
 	over = true
 	mu.Unlock()
 	if errors.Is(context.Cause(uctx), errUploadStalled) {
-		return fmt.Errorf("%w for %s (%d of %d bytes sent); sent again from the start", errUploadStalled, s.uploadStall, sent, size)
+		return fmt.Errorf("%w for %s (%d of %d bytes sent); sent again from the start", errUploadStalled, limit, sent, size)
 	}
 	if err == nil {
 		pw.write(ctx, phase, size, size, true)
 	}
 	return err
+}
+
+// phase2UploadStall is phase2UploadStallTimeout, or a test worker's
+// shorter Phase2UploadStall.
+func (a *MGSActivities) phase2UploadStall() time.Duration {
+	if a.Phase2UploadStall > 0 {
+		return a.Phase2UploadStall
+	}
+	return phase2UploadStallTimeout
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
@@ -43,10 +42,9 @@ type hostSled struct {
 	rack   uuid.UUID
 	client *sledagent.Client
 	// upload is the same sled-agent without the fleet request timeout,
-	// for the phase 2 upload; uploadStall is what bounds it instead
-	// (phase2UploadStallTimeout).
-	upload      *sledagent.Client
-	uploadStall time.Duration
+	// for the phase 2 upload: its stalls bound it instead
+	// (MGSActivities.phase2UploadStall).
+	upload *sledagent.Client
 }
 
 // sled is the hostSled whose sled-agent is at url.
@@ -57,7 +55,7 @@ func (l sledLookup) sled(id, rack uuid.UUID, url string) hostSled {
 	}
 	untimed := *hc
 	untimed.Timeout = 0
-	return hostSled{id: id, rack: rack, client: sledagent.New(url, hc), upload: sledagent.New(url, &untimed), uploadStall: phase2UploadStallTimeout}
+	return hostSled{id: id, rack: rack, client: sledagent.New(url, hc), upload: sledagent.New(url, &untimed)}
 }
 
 // find locates the sled whose SP has this serial. A sled ID given by the
