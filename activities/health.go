@@ -15,7 +15,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/health"
 )
 
-// HealthActivities run a rollout's health checks (issue 30): a PromQL
+// HealthActivities run a rollout's health checks: a PromQL
 // query against the configured Prometheus, or an HTTP check.
 type HealthActivities struct {
 	Prom *prom.Client // nil: no Prometheus configured

@@ -22,7 +22,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 )
 
-// Issue 30: a health check against a real Prometheus scraping fleetsim's
+// A health check against a real Prometheus scraping fleetsim's
 // device health. It passes while every SP is healthy, fails naming the SP
 // a bad release made unhealthy, and a query Prometheus refuses is an error
 // of the plan, not a verdict.

@@ -18,7 +18,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/failure"
 )
 
-// NotifyActivities send a rollout's notifications (issue 30 part 4) as
+// NotifyActivities send a rollout's notifications as
 // CloudEvents (structured JSON mode) to the configured webhooks.
 type NotifyActivities struct {
 	Webhooks []Webhook

@@ -13,7 +13,7 @@ import (
 // query and Web UI current details move during the step
 // (workflows.Lifecycle receives it).
 //
-// Why a signal from the activity, not the alternatives (issue 28):
+// Why a signal from the activity, not the alternatives:
 //   - Heartbeat details are what the step already reports, but workflow
 //     code never sees them: neither the query nor the current details can
 //     read them.

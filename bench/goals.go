@@ -14,7 +14,7 @@ const (
 	goalNotMeasured = "not measured"
 )
 
-// Goal is one goal of issue 17 and where this report's figures put it.
+// Goal is one of the benchmark's goals (bench/README.md) and where this report's figures put it.
 type Goal struct {
 	Goal   string `json:"goal"`
 	Figure string `json:"figure"`
@@ -34,7 +34,7 @@ const (
 
 // progressEvents is what device time may add to an update's history: the
 // step-progress signals of its long steps (an SP's delivery), at most one
-// per tenth, each a signal and a workflow task (issue 28). More, or growth
+// per tenth, each a signal and a workflow task. More, or growth
 // without bound, fails the goal; a kind whose steps do not report may not
 // grow at all.
 func progressEvents(kind string) int {
@@ -43,7 +43,7 @@ func progressEvents(kind string) int {
 }
 
 // cpuGoalMs is the CPU per update (server + worker) each kind aims at: half
-// of what issue 17 measured (~190 ms SP, ~240 ms agent).
+// of what the build before the bookkeeping changes measured (~190 ms SP, ~240 ms agent).
 var cpuGoalMs = map[string]float64{"sp-firmware": 95, "agent-install": 120}
 
 var goalKinds = []string{"sp-firmware", "agent-install"}
@@ -90,7 +90,7 @@ func withFailure(r *Run, figure string) string {
 func (r *Run) CPUPerUpdateMs() float64 { return r.TemporalCPUPerTgtMs + r.WorkerCPUPerTgtMs }
 
 // evaluateGoals computes, from the figures of runs (and the slower-device
-// history checks) only, where each goal of issue 17 stands.
+// history checks) only, where each goal stands.
 func evaluateGoals(runs, historyCheck []Run) []Goal {
 	var gs []Goal
 	add := func(goal string, r *Run, figure func(*Run) string, ok func(*Run) bool) {

@@ -25,7 +25,7 @@ type Report struct {
 	// KeptFrom are the start times of earlier invocations whose runs this
 	// report kept (--append).
 	KeptFrom []time.Time `json:"keptFrom,omitempty"`
-	// Goals are issue 17's goals against the figures above.
+	// Goals are the benchmark's goals (bench/README.md) against the figures above.
 	Goals []Goal `json:"goals"`
 }
 

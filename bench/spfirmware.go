@@ -34,7 +34,7 @@ const spTargetVersion = "1.1.0"
 const maxPlanUpdates = 400
 
 // spMGSTimeScale: the MGS update's pacing (status poll interval, pause
-// between attempts) is the real devices' (DOMAIN.md §B) divided by the same
+// between attempts) is the real devices' (docs/CONFORMANCE.md §B) divided by the same
 // speed-up as the devices. Failure-detection bounds (heartbeat, progress
 // and takeover timeouts) keep their defaults: they cost nothing when all
 // goes well.

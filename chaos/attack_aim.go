@@ -9,7 +9,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// Aiming (issue 25 part 7): a fault only proves something when it fires.
+// Aiming: a fault only proves something when it fires.
 // An API fault is armed for the stage running, on an API that stage uses;
 // one that has not fired when its stage ends is taken back and armed again
 // in the stage running then (reaim); and no attack on a child takes away

@@ -19,7 +19,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// The blind-spot attacks of issue 14 part 4, aimed at the stage running:
+// The blind-spot attacks, aimed at the stage running:
 // a running child cancelled (at most one per kind), a running child
 // terminated and started again under the same ID and input, and the real
 // starter run twice at once for one extra zone expunge (at the first chaos

@@ -11,7 +11,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// The PostgreSQL blip (issue 25 part 6): while an SP firmware or host
+// The PostgreSQL blip: while an SP firmware or host
 // flash start is in flight (its attempt recorded, MGS not yet known to
 // have accepted it: no ledger `start` event), the ledger's database drops
 // every connection and refuses new ones for a moment. A start whose

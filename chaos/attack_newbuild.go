@@ -10,7 +10,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 )
 
-// The new-build attack (issue 14 part 4): the workers run as a Worker
+// The new-build attack: the workers run as a Worker
 // Deployment version, and during a seeded stage a worker of a new build is
 // started beside them and made the current version, as docs/DEPLOYING.md
 // tells an operator to deploy. The old workers stay (pinned device updates

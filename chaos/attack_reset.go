@@ -14,7 +14,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// The reset attack (issue 25 part 6): an operator's `temporal workflow
+// The reset attack: an operator's `temporal workflow
 // reset` of a running child, mid-update (its ledger attempt active), to
 // its first workflow task, to its last, or to a random completed one. The
 // reset run replays the history up to that point under a new run ID: the

@@ -52,7 +52,7 @@ type Config struct {
 	// Fleet and plan size.
 	Sleds, SPUpdates, HostUpdates, Zones, Servers, Clusters int
 	// NoOwners turns off the rack's and clusters' other owners in fleetsim
-	// (Nexus's lockstep API, executor and MGS driver; the MCO; issue 27),
+	// (Nexus's lockstep API, executor and MGS driver; the MCO),
 	// which are on by default as on a real rack and cluster.
 	NoOwners bool
 	// Concurrency of each rollout stage.
@@ -71,7 +71,7 @@ type Config struct {
 	// armed on seeded targets before it starts.
 	APIFaults int
 
-	// Blind-spot attacks (issue 14 part 4). Cancels and TerminateRestarts
+	// Blind-spot attacks. Cancels and TerminateRestarts
 	// are how many running children (at most one per kind) are cancelled,
 	// or terminated and started again under the same ID and input;
 	// DuplicateStarts runs the real starter twice at once for one extra
@@ -86,7 +86,7 @@ type Config struct {
 	// NewBuild runs the workers as a Worker Deployment version and deploys
 	// a new build during a seeded stage.
 	NewBuild bool
-	// Resets (issue 25) is how many running children, mid-update, are
+	// Resets is how many running children, mid-update, are
 	// reset (to their first workflow task, their last, or a random one, in
 	// turn) at seeded stages; PGBlips how many PostgreSQL blips land while
 	// SP firmware or host flash starts are in flight.

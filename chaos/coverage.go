@@ -9,7 +9,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// Coverage (issue 25 part 7): a run passes only if it exercised what it
+// Coverage: a run passes only if it exercised what it
 // claims. Each attack kind the schedule promised must have fired at least
 // once (a fault: fleetsim counted it firing), and each invariant that
 // applies to the run must have examined something.

@@ -9,7 +9,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// A run must prove it exercised what it claims (issue 25 part 7): these
+// A run must prove it exercised what it claims: these
 // pin the pieces that decide what was scheduled, where it was aimed and
 // what counts as having fired or checked something.
 
@@ -124,7 +124,7 @@ func TestUncoveredNamesEveryAttackKindThatNeverFired(t *testing.T) {
 
 func TestUncoveredNamesAnInvariantThatAppliesAndCheckedNothing(t *testing.T) {
 	// A clean run ends with no active attempt: invariant 8 has nothing to
-	// check at the end (issue 25: it checked 0 in seed 1) unless it was
+	// check at the end (seed 1 once checked 0) unless it was
 	// sampled during the run.
 	e := cleanEvidence()
 	r := coverageReport()

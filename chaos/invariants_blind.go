@@ -11,7 +11,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// The invariants of issue 14 part 4: the blind spots a cancel, a
+// The blind-spot invariants: the blind spots a cancel, a
 // terminate, two Nexus expunges at once or a duplicate start could hide.
 
 // checkBlockedTargets: every active ledger attempt belongs to a workflow

@@ -137,7 +137,7 @@ func TestInvariantsAcceptTheChaosOwnTerminateAndOneStart(t *testing.T) {
 
 // An expunge cancelled before the zone's removal keeps its recorded
 // disposition while the Nexus still runs and finishes its own sagas
-// (chaos seed 1, short, on issue 17's code: reported 4 violations).
+// (chaos seed 1, short, once reported 4 violations here).
 func TestInvariantsAcceptSagasOfANexusWhoseExpungeWasCancelledBeforeRemoval(t *testing.T) {
 	e := cleanEvidence()
 	e.expunged[tNexusNew] = "nexus" // recorded, but tNexusNew still runs

@@ -39,7 +39,7 @@ type Report struct {
 	DuplicateStarts   int `json:"duplicateStarts"`
 	// NewBuilds is 1 when a new worker build was deployed mid-rollout.
 	NewBuilds int `json:"newBuilds"`
-	// Resets (issue 25) are the children reset, by reset point;
+	// Resets are the children reset, by reset point;
 	// ResetsPlanned what the schedule promised.
 	Resets        map[string]int `json:"resets"`
 	ResetsPlanned map[string]int `json:"resetsPlanned"`

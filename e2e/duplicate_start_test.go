@@ -17,7 +17,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 )
 
-// Issue 28 (the precheck spaced concurrent identical starts): two
+// The precheck once spaced concurrent identical starts apart: two
 // operators give the same command at once; the first update runs and ends
 // while the second starter is still in its precheck. The second must
 // attach to (report) that run, not start a second one that finds nothing

@@ -17,7 +17,7 @@ import (
 // retry for three minutes and fail on another port).
 const portRefusalBound = 30 * time.Second
 
-// Issue 28: `make demo` with the Web UI's port taken (a `make up` still
+// `make demo` with the Web UI's port taken (a `make up` still
 // running) fails at once, naming the port and the way out, and starts
 // nothing.
 func TestStackRefusesATakenWebUIPortAtOnce(t *testing.T) {

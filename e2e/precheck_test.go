@@ -10,7 +10,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 )
 
-// Issue 28: mistakes no longer start workflows. `--sled 99`, a wrong
+// Mistakes never start workflows. `--sled 99`, a wrong
 // serial and a downgrade each exit 2 with one line, and leave no update
 // workflow and no ledger row; --no-precheck still starts (and the update
 // fails as it always did).

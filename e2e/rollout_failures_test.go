@@ -9,7 +9,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 )
 
-// Issue 28: a failed rollout said only "stage sp-firmware: 1 failed,
+// A failed rollout once said only "stage sp-firmware: 1 failed,
 // budget 0 (FailureBudgetExceeded)"; which update failed and why took a
 // `list` and a `status` of the child. watch, status and --json now name it.
 func TestFailedRolloutNamesItsFailedUpdateAndWhy(t *testing.T) {

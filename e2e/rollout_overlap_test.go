@@ -11,7 +11,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 )
 
-// Issue 28: two rollouts with different names over the same targets both
+// Two rollouts with different names over the same targets once both
 // started and both failed. The second, and a single update of a target the
 // running rollout holds in a later stage, are refused before anything
 // starts (exit 2, one line), and nothing of theirs runs.

@@ -24,7 +24,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// Issue 28, the Web UI tells the story, read by a headless browser from
+// The Web UI tells the story, read by a headless browser from
 // the dev stack's Temporal Web UI:
 //   - one filter (FleetsagaRollout) lists the rollout and its update;
 //   - the rollout's page says it awaits approval, with the plan's digest;

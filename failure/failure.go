@@ -51,7 +51,7 @@ const (
 	Phase2WriteTimeout = "Phase2WriteTimeout"
 	WrongDevice        = "WrongDevice"
 	// OwnedByNexus: the target blueprint has a pending MGS update for the
-	// device; Nexus's MGS update driver owns it (DOMAIN.md §I).
+	// device; Nexus's MGS update driver owns it (docs/CONFORMANCE.md §I).
 	OwnedByNexus         = "OwnedByNexus"
 	WrongActiveVersion   = "WrongActiveVersion"
 	WrongInactiveVersion = "WrongInactiveVersion"
@@ -149,7 +149,7 @@ const (
 	SagaWrongGeneration = "SagaWrongGeneration"
 )
 
-// Rollout gates (issue 29).
+// Rollout gates.
 const (
 	// ApprovalRefused: a signed start or approval did not pass the worker's
 	// checks (signature, gate, age, replay, policy); details: the

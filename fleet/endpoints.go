@@ -25,7 +25,7 @@ type Endpoints struct {
 	// (database omicron on a real rack).
 	NexusDB string `json:"nexusDB"`
 	// NexusLockstep is Nexus's lockstep API (the owner of sled configs
-	// through the target blueprint, DOMAIN.md §I); "{rack}" in it, if any,
+	// through the target blueprint, docs/CONFORMANCE.md §I); "{rack}" in it, if any,
 	// is replaced by the sled's rack_id from Nexus's sled table. Empty: no
 	// owner is known, and zone expunge writes sled configs itself (only
 	// right on a rack with no blueprint executor; docs/DEPLOYING.md).

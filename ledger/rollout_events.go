@@ -10,7 +10,7 @@ import (
 	"github.com/lib/pq"
 )
 
-// RolloutEvent is one decision a rollout took on its own (issue 30): a
+// RolloutEvent is one decision a rollout took on its own: a
 // gate round, an abort, a pause, a wait for a window.
 type RolloutEvent struct {
 	Rollout string          `json:"rollout"`

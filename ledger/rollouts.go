@@ -22,7 +22,7 @@ type Approval struct {
 	PlanDigest string    `json:"planDigest,omitempty"`
 	At         time.Time `json:"at"`
 
-	// Who signed, proved (issue 29); empty for unsigned approvals.
+	// Who signed, proved; empty for unsigned approvals.
 	Principal      string `json:"principal,omitempty"`
 	Method         string `json:"method,omitempty"`         // "ssh", "oidc", or MethodUnsigned
 	KeyFingerprint string `json:"keyFingerprint,omitempty"` // SSH SHA256:…, or OIDC issuer#subject

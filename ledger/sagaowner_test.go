@@ -14,7 +14,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
-// Issue 14 (5): Nexus A moves its sagas to B while B's own expunge is being
+// Nexus A moves its sagas to B while B's own expunge is being
 // recorded. B's intent waits until A's move has ended (so B's later
 // reassignment sees A's sagas), and a move into B after B's intent is
 // refused: no saga is moved onto a Nexus whose expunge can finish without

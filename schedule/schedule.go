@@ -1,6 +1,6 @@
 // Package schedule says when a rollout may start targets: recurring
 // maintenance windows in a time zone, and freezes that block even approved
-// stages (issue 30). It is pure; the workflow asks it through an activity,
+// stages. It is pure; the workflow asks it through an activity,
 // so the answer (which reads the time zone database) is in the history.
 package schedule
 

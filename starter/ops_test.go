@@ -36,7 +36,7 @@ func TestPauseResumeRefusedForKindsThatIgnoreThem(t *testing.T) {
 	}
 }
 
-// Issue 28: status used to list a rerun's attempts and this run's together,
+// status used to list a rerun's attempts and this run's together,
 // each "attempt 1", and print "failed failed".
 func TestStatusGroupsAttemptsByRunAndSaysEachEndingOnce(t *testing.T) {
 	at := func(run string, n int, state ledger.State, outcome, errMsg string) attemptView {
@@ -57,7 +57,7 @@ func TestStatusGroupsAttemptsByRunAndSaysEachEndingOnce(t *testing.T) {
 `, got)
 }
 
-// Issue 28: `list --state runing` listed nothing, silently, while a --kind
+// `list --state runing` listed nothing, silently, while a --kind
 // typo exited 2.
 func TestListRefusesAnUnknownState(t *testing.T) {
 	require.NoError(t, checkListState("paused", false))

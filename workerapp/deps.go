@@ -32,7 +32,7 @@ type Deps struct {
 	// unsigned approvals are accepted at default gates and recorded as
 	// "unsigned"; README, "Approvals").
 	Keyring *approval.Keyring
-	// Webhooks are the notification receivers plans may name (issue 30).
+	// Webhooks are the notification receivers plans may name.
 	Webhooks []activities.Webhook
 	// Phase2UploadStall shortens a host flash's phase 2 upload stall
 	// timeout (zero: the product's 75 s). Only tests set it, to drive a

@@ -8,7 +8,7 @@ import (
 
 // Ledger writes are local activities: a few milliseconds against
 // PostgreSQL that would otherwise cost an activity task, three history
-// events and a workflow task each (issue #17).
+// events and a workflow task each.
 const (
 	// ledgerWriteTimeout bounds one write: a healthy ledger answers in
 	// milliseconds, a stuck connection is retried.

@@ -56,7 +56,7 @@ func Phases() []Phase {
 // filteredPhases are the phases an operator filters by: the long waits
 // (on a device, another update, an approval, a fleet of children) where an
 // update may sit for minutes or hours. Only they (and every change of
-// state) are published as the search attribute (issue #17: each upsert
+// state) are published as the search attribute (each upsert
 // costs an event and a visibility write); a
 // short phase (a precheck, a ledger write, a commit) shows in the progress
 // query and the current details, and the attribute keeps the last long one.

@@ -30,7 +30,7 @@ type OptIn struct {
 
 // OptInSourceStatus is OptIn.Source when the machine-config operator
 // resolved the opt-in itself: its boot image controller is active and owns
-// the MachineSets the opt-in selects (DOMAIN.md §I).
+// the MachineSets the opt-in selects (docs/CONFORMANCE.md §I).
 const OptInSourceStatus = "status.managedBootImagesStatus"
 
 // ManagedByMCO reports whether the MCO's boot image controller manages the

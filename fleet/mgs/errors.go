@@ -48,7 +48,7 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Error codes of today's MGS (omicron gateway/src/error.rs; DOMAIN.md §H).
+// Error codes of today's MGS (omicron gateway/src/error.rs; docs/CONFORMANCE.md §H).
 // Every other SP refusal (abort of another ID or after completion, another
 // component busy, no valid caboose) is 503 SpCommunicationFailed, which a
 // client cannot tell from a transient failure by the code: after such an

@@ -86,7 +86,7 @@ type Reassignment struct {
 // from, in one transaction. Repeating it is harmless: the second call finds
 // nothing to move.
 //
-// Callers must only do this once `from` is proven gone (DOMAIN.md §E): a
+// Callers must only do this once `from` is proven gone (docs/CONFORMANCE.md §E): a
 // running Nexus can claim new sagas right after.
 func (d *DB) ReassignSagas(ctx context.Context, from, to uuid.UUID) (Reassignment, error) {
 	var res Reassignment

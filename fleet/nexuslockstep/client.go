@@ -1,6 +1,6 @@
 // Package nexuslockstep is the client of the part of Nexus's lockstep API
 // (nexus-lockstep-0.0.1.json) fleetsaga uses to work through the owner of
-// sled configs (DOMAIN.md §I): the target blueprint (view, set), a blueprint
+// sled configs (docs/CONFORMANCE.md §I): the target blueprint (view, set), a blueprint
 // (view, import). The API is not versioned (no api-version header).
 //
 // A blueprint is kept as the JSON Nexus sent: fleetsaga edits only a sled's

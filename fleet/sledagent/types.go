@@ -289,7 +289,7 @@ func (inv *Inventory) ZonePresent(id uuid.UUID) (bool, ConfigReconcilerInventory
 }
 
 // ZoneGone is the inventory proof that zone is removed as of generation gen
-// (DOMAIN.md §E): the sled ledgered gen or later, its last reconciliation
+// (docs/CONFORMANCE.md §E): the sled ledgered gen or later, its last reconciliation
 // applied gen or later, and the zone is no longer on the sled (neither
 // running nor failed to shut down). Today's sled-agent ledgers before it
 // removes, so the ledger alone proves nothing. why says what is missing.

@@ -168,7 +168,7 @@ func (d *DC) updateServer(w http.ResponseWriter, r *http.Request) {
 
 // deleteServer is CNAPI's ServerDelete: it removes the server's record
 // only. Like the real CNAPI it leaves the server's SAPI agent instances
-// behind (orphans the orchestrator has to remove; DOMAIN §H).
+// behind (orphans the orchestrator has to remove; docs/CONFORMANCE.md §H).
 func (d *DC) deleteServer(w http.ResponseWriter, r *http.Request) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

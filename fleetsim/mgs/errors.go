@@ -9,7 +9,7 @@ import (
 )
 
 // Error codes today's MGS answers with (omicron gateway/src/error.rs,
-// DOMAIN.md §H). Every SP refusal MGS has no code of its own for (abort of
+// docs/CONFORMANCE.md §H). Every SP refusal MGS has no code of its own for (abort of
 // another ID or after completion, another component busy, no valid
 // caboose) reaches the client as 503 SpCommunicationFailed with the SP's
 // error as text in the message: the client cannot tell it from a

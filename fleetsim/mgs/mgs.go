@@ -7,9 +7,9 @@
 // speaking the real MGS API (paths, field names, tagged enums and status
 // codes of mgs-openapi-3.0.0.json) below its prefix. The SP is the source of
 // truth for update state; MGS only delivers images in the background and
-// keeps no update state of its own (DOMAIN.md §A). Truth is at /truth/mgs.
+// keeps no update state of its own (docs/CONFORMANCE.md §A). Truth is at /truth/mgs.
 //
-// The default is today's MGS (DOMAIN.md §H): dropshot error bodies with
+// The default is today's MGS (docs/CONFORMANCE.md §H): dropshot error bodies with
 // today's codes, SP refusals as 503 SpCommunicationFailed, no caboose for
 // host-boot-flash, startup options deciding whether the host fetches phase 2
 // through the SP, and host-phase2-progress answering only what that MGS

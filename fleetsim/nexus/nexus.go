@@ -1,5 +1,5 @@
 // Package nexus plays, for each rack whose spec turns it on
-// (spec.Rack.Owners, DOMAIN.md §I), the Nexus that owns the rack's sled
+// (spec.Rack.Owners, docs/CONFORMANCE.md §I), the Nexus that owns the rack's sled
 // configs and SP updates:
 //
 //   - the lockstep API subset fleetsaga needs, under /nexus/{rack}/ (shapes

@@ -7,7 +7,7 @@
 //	PUT /omicron-config  the sled's whole config {generation, zones, ...}
 //	GET /inventory       ledgered config, reconciler status, zones present
 //
-// in one of two modes (spec.Rack.SledAgentMode, DOMAIN.md §D and §H):
+// in one of two modes (spec.Rack.SledAgentMode, docs/CONFORMANCE.md §D and §H):
 //
 //   - ledger-first (default, today's sled-agent): a PUT that passes the
 //     generation checks is ledgered and answered 204 at once. A reconciler

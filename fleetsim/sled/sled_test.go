@@ -39,7 +39,7 @@ func TestInventoryReportsSpecState(t *testing.T) {
 	}
 }
 
-// Opt-in mode (the seed's rule, §D): the zone is removed before the new
+// Opt-in mode (the seed's rule, docs/CONFORMANCE.md §D): the zone is removed before the new
 // generation is ledgered, and the removal takes ZoneRemovalTime (scaled).
 func TestRemoveBeforeLedgerPutRemovesZoneFirst(t *testing.T) {
 	s := rackSpecMode(t, spec.SledAgentRemoveBeforeLedger, []string{"internal_ntp", "crucible"})
@@ -360,7 +360,7 @@ func TestNexusZonesWithoutDatabase(t *testing.T) {
 	assert.Zero(t, n.SagasClaimed)
 }
 
-// Default mode (today's sled-agent, §H): the PUT is answered once the
+// Default mode (today's sled-agent, docs/CONFORMANCE.md §H): the PUT is answered once the
 // config is ledgered, before any zone is removed; inventory then shows the
 // removal running and, once done, the zone gone from last_reconciliation.
 func TestLedgerFirstPutLedgersThenRemovesInBackground(t *testing.T) {

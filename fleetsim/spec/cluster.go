@@ -49,7 +49,7 @@ type Cluster struct {
 	// the operator resolves by default on the platforms fleetsim serves.
 	ManagedBootImages *BootImageOptIn `json:"managedBootImages,omitempty"`
 	// MCO is the machine-config operator's boot image controller
-	// (DOMAIN.md §I): it patches every opted-in MachineSet to the golden
+	// (docs/CONFORMANCE.md §I): it patches every opted-in MachineSet to the golden
 	// image and keeps it there. On unless false (fleetsim/DEVIATIONS.md):
 	// off, no operator writes MachineSets and none is managed.
 	MCO *bool `json:"mco,omitempty"`

@@ -25,7 +25,7 @@ type Rack struct {
 	// SledAgentMode is how the rack's sled-agents apply a config (see the
 	// SledAgent* constants). Empty means SledAgentLedgerFirst, today's.
 	SledAgentMode string `json:"sledAgentMode,omitempty"`
-	// Owners are the rack's other writers fleetsim plays (DOMAIN.md §I):
+	// Owners are the rack's other writers fleetsim plays (docs/CONFORMANCE.md §I):
 	// Nexus's target blueprint, blueprint executor and MGS update driver.
 	// Every one is on unless the spec turns it off, as on a real rack
 	// (fleetsim/DEVIATIONS.md).
@@ -77,7 +77,7 @@ func On() *bool { b := true; return &b }
 
 func on(b *bool) bool { return b == nil || *b }
 
-// Sled-agent modes (DOMAIN.md §D and §H).
+// Sled-agent modes (docs/CONFORMANCE.md §D and §H).
 const (
 	// SledAgentLedgerFirst is today's sled-agent (fleetsim's default): a
 	// PUT /omicron-config that passes the generation checks is ledgered and

@@ -74,7 +74,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// DefaultTimings are the real devices' orders of magnitude (DOMAIN.md).
+// DefaultTimings are the real devices' orders of magnitude (docs/CONFORMANCE.md).
 func DefaultTimings() Timings {
 	return Timings{
 		FlashBytesPerSecond:       256 << 10,

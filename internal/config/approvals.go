@@ -13,7 +13,7 @@ import (
 )
 
 // Approvals is the worker's keyring: who may sign a rollout's start and
-// its approvals (issue 29). It is configuration, never workflow input: a
+// its approvals. It is configuration, never workflow input: a
 // client that can reach Temporal cannot add itself.
 type Approvals struct {
 	AllowedSigners string

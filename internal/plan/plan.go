@@ -25,7 +25,7 @@ type File struct {
 	// (default: one approver, any allowed signer).
 	Approval *approval.Policy `json:"approval,omitempty"`
 	Stages   []Stage          `json:"stages"`
-	// Calendar: maintenance windows and freezes (issue 30).
+	// Calendar: maintenance windows and freezes.
 	Calendar *kinds.Calendar `json:"calendar,omitempty"`
 	// Notify: the worker's webhooks to tell of the rollout's events.
 	Notify *kinds.Notify `json:"notify,omitempty"`

@@ -92,7 +92,7 @@ func TestParseReportsOneLinePerRealError(t *testing.T) {
 	}
 }
 
-// Issue 28: a typo in a plan names the file, the line and the stage, where
+// A typo in a plan names the file, the line and the stage, where
 // it used to read "error unmarshaling JSON" with neither.
 func TestParseFileNamesFileLineAndStage(t *testing.T) {
 	plan := `name: q3

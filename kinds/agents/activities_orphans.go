@@ -11,7 +11,7 @@ import (
 
 // DriftOrphanInstance: a SAPI agent instance names a server CNAPI no longer
 // has. CNAPI does not remove a deleted (or factory-reset) server's SAPI
-// instances, so the orchestrator has to (DOMAIN §H).
+// instances, so the orchestrator has to (docs/CONFORMANCE.md §H).
 const DriftOrphanInstance = "orphan_instance"
 
 // RepairDelete deletes the orphaned SAPI instances.

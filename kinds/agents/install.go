@@ -393,7 +393,7 @@ func (r *agentRollout) failureBudget() int {
 func (r *agentRollout) overBudget() bool { return r.c.Failed > r.budget }
 
 // fanOut runs this run's share of the plan in a sliding window that
-// stays full across continue-as-new (agentinstall_window.go). It reports
+// stays full across continue-as-new (install_window.go). It reports
 // whether servers remain for the next run.
 func (r *agentRollout) fanOut(ctx workflow.Context) (more bool, err error) {
 	return r.fanOutAcrossRuns(ctx)

@@ -20,8 +20,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
-// Two rollouts that share an agent on the same servers (issue #14, defect
-// 12) race: vm-agent pinned at 1.0.5 (dc/vm-agent) and every agent at its
+// Two rollouts that share an agent on the same servers race: vm-agent pinned at 1.0.5 (dc/vm-agent) and every agent at its
 // newest (dc/all-agents, vm-agent 1.1.0). Their targets differ, yet no
 // server may get vm-agent installed with two images: the ledger refuses
 // the second rollout (TargetBusy) while the first holds its agents.

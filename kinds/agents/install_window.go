@@ -13,7 +13,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// The sliding window stays full across continue-as-new (issue #17):
+// The sliding window stays full across continue-as-new:
 // children are abandoned by the run that started them, report their end by
 // signal to the rollout's workflow ID, and the servers in flight are
 // carried into the next run; waiting for every child in each run let one

@@ -387,7 +387,7 @@ func TestBumpCancelMidCanaryScaleLeavesNothingChanged(t *testing.T) {
 	}
 }
 
-// Issue 14 (14), checked for the boot image bump: the ledger holds a
+// Checked for the boot image bump: the ledger holds a
 // completed bump of c1, but the cluster's MachineSets are back on the old
 // image (a fresh fleet with the previous run's ledger, as a second `make
 // demo`; on a real cluster, MachineSets put back). "Up to date" is decided
@@ -419,7 +419,7 @@ func TestBumpTrustsTheMachineSetsOverTheLedger(t *testing.T) {
 	}
 }
 
-// Issue 14 (chaos seeds 2 and 3, invariant 7): a bump terminated during its
+// Found by chaos seeds 2 and 3 (invariant 7): a bump terminated during its
 // canary runs no compensation: both MachineSets stay patched and the canary
 // scaled up. The next bump of the cluster sees them up to date (the
 // MachineSets are the truth), but adopts the dead run's changes from the

@@ -14,7 +14,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
-// Issue 27: with the MCO's boot image controller on, the opted-in
+// With the MCO's boot image controller on, the opted-in
 // MachineSets are the MCO's. The bump never patches them: it reports them
 // (owner "mco"), and where the operator asks (AwaitMCO) waits for and
 // verifies the MCO's reconciliation; the skew rule is still enforced. Every

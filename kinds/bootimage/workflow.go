@@ -17,7 +17,7 @@ import (
 )
 
 // BootImageBump brings a cluster's MachineSets to its release's golden boot
-// images and enforces the boot image skew (DESIGN.md §3.4, DOMAIN.md §G):
+// images and enforces the boot image skew (docs/CONFORMANCE.md §G):
 //
 //  1. record intent in the ledger;
 //  2. wait (bounded) until the cluster is not installing/upgrading and the
@@ -35,7 +35,7 @@ import (
 //     (the same compensations run if the bump is cancelled). Each patch and
 //     scale-up is written to the ledger before it is made, and the changes
 //     of a terminated bump of the cluster are adopted into this rollback
-//     (bootimage_adopt.go);
+//     (adopt.go);
 //  6. record the cluster's boot image version only if every selected
 //     MachineSet reconciled with nothing skipped and nothing failed;
 //  7. evaluate the skew (Automatic / Manual / None) and set the
@@ -60,7 +60,7 @@ type bootImageBump struct {
 	events  int
 	// adoptedImages are the MachineSets that abandoned bumps patched, and
 	// adoptedScales their canary scale-ups, adopted into this run's
-	// rollback (bootimage_adopt.go).
+	// rollback (adopt.go).
 	adoptedImages []string
 	adoptedScales []BootImageChange
 }
@@ -227,7 +227,7 @@ func (b *bootImageBump) end(ctx workflow.Context, err error) error {
 }
 
 // fail ends the bump as failed. Only a failed canary rolls this run's
-// patches back (DESIGN.md §3.4); other failures keep the MachineSets that
+// patches back; other failures keep the MachineSets that
 // reached the golden image.
 func (b *bootImageBump) fail(ctx workflow.Context, outcome string, err error) (BootImageBumpResult, error) {
 	if ctx.Err() != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleet/sledagent"
 )
 
-// The rack's host OS update (DOMAIN.md §I; omicron
+// The rack's host OS update (docs/CONFORMANCE.md §I; omicron
 // nexus/mgs-updates/src/host_phase1_updater.rs): sled-agent writes the new
 // phase 2 to the disk of the inactive slot, MGS writes phase 1 to that
 // slot, the slot is made active and the SP reset (which restarts the

@@ -17,7 +17,7 @@ import (
 )
 
 // NexusUpdate is a pending MGS update the target blueprint has for a device:
-// Nexus's MGS update driver owns that device (DOMAIN.md §I).
+// Nexus's MGS update driver owns that device (docs/CONFORMANCE.md §I).
 type NexusUpdate struct {
 	Blueprint       uuid.UUID `json:"blueprint"`
 	Enabled         bool      `json:"enabled"`

@@ -48,8 +48,8 @@ func TestMGSStartThenWaitsInOneActivity(t *testing.T) {
 // A run of the start after an earlier one sent our update, which the SP
 // then lost in a reset, must report the update lost, not send it a second
 // time under the same attempt: the send was recorded in the ledger before
-// MGS was asked. Found by chaos seed 1; the record made durable for
-// issue 25 (it was written only once MGS accepted, and its failure only
+// MGS was asked. Found by chaos seed 1; the record is made durable
+// since (it was written only once MGS accepted, and its failure only
 // logged). Host flash starts the same way.
 func TestMGSStartSentBeforeIsNeverSentAgain(t *testing.T) {
 	for _, comp := range []string{mgs.ComponentSP, mgs.ComponentHostBootFlash} {

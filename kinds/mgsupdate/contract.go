@@ -19,9 +19,9 @@ import (
 
 // This file is the contract of the two MGS update kinds (SPFirmwareUpdate,
 // HostBootFlashUpdate): what they target, their phases, outcomes and
-// result; their timings are in mgs_timing.go. Their one driver is
-// mgsUpdate (mgs_driver.go), each kind a component of it
-// (mgs_component.go).
+// result; their timings are in timing.go. Their one driver is
+// mgsUpdate (driver.go), each kind a component of it
+// (component.go).
 
 // SPTarget names an SP and what it must be.
 type SPTarget struct {

@@ -10,10 +10,10 @@ import (
 
 // mgsUpdate is the one MGS update driver, omicron's driver_update.rs as a
 // workflow: attempts under workflow-generated UUIDs written to the ledger
-// before the device sees them (mgs_attempts.go), the waits
-// (mgs_wait.go), someone else's update (mgs_concurrent.go), and one
+// before the device sees them (attempts.go), the waits
+// (wait.go), someone else's update (concurrent.go), and one
 // ending through the shared lifecycle. The kind is a component
-// (mgs_component.go) that supplies its prechecks and its post-update.
+// (component.go) that supplies its prechecks and its post-update.
 type mgsUpdate struct {
 	*workflows.Lifecycle
 

@@ -32,7 +32,7 @@ func TestSPFirmwareCancelDuringStartAbortsOurUpdate(t *testing.T) {
 	assert.Equal(t, ledger.StateCancelled, m.lastFinish().State)
 }
 
-// Attempts 2..N precheck again (DOMAIN.md §B): when the SP already runs
+// Attempts 2..N precheck again (docs/CONFORMANCE.md §B): when the SP already runs
 // the target after a failed attempt, nothing is sent again.
 func TestSPFirmwarePrechecksEveryAttempt(t *testing.T) {
 	m := newMGSTest(t)

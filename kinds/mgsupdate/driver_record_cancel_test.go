@@ -14,8 +14,7 @@ import (
 )
 
 // The workflow is cancelled while an attempt's intent is being written,
-// and the write commits after the workflow stopped waiting for it (issue
-// 14, defect 2). The ledger must end with that attempt cancelled and
+// and the write commits after the workflow stopped waiting for it. The ledger must end with that attempt cancelled and
 // nothing left active on the target, whichever attempt it was.
 func TestMGSCancelWhileRecordingAttemptEndsThatAttempt(t *testing.T) {
 	// The write is a local activity: the cancel reaches its context while

@@ -14,7 +14,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// HostFlashInput is one host OS update (DESIGN.md §3.2, DOMAIN.md §I):
+// HostFlashInput is one host OS update (docs/CONFORMANCE.md §I):
 // phase 2 goes to the disk of the inactive slot through the sled's
 // sled-agent, phase 1 to the inactive host-boot-flash slot through MGS.
 type HostFlashInput struct {

@@ -133,7 +133,7 @@ func (st *mgsStack) sledTruth(cubby int) sled.SledTruth {
 	return sled.SledTruth{}
 }
 
-// With Nexus's executor owning the sled's config (issue 27's owner mode),
+// With Nexus's executor owning the sled's config (owner mode),
 // the phase 2 is named in a child of the target blueprint, not PUT behind
 // Nexus's back: the executor sends it to the sled, sled-agent writes disk
 // B, and the update completes as in direct mode.

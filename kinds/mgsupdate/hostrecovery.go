@@ -12,7 +12,7 @@ import (
 )
 
 // HostRecoveryInput is one recovery boot of a sled's host (wicketd's
-// mupdate, DOMAIN.md §I): the trampoline's phase 1 written to the
+// mupdate, docs/CONFORMANCE.md §I): the trampoline's phase 1 written to the
 // inactive host-boot-flash slot and booted once, its phase 2 fetched
 // through the SP from whichever MGS answers. From the trampoline the
 // operator installs the real OS (installinator); this operation ends when

@@ -38,7 +38,7 @@ func (st *mgsStack) hostRecoveryInput(cubby int, names string) mgsupdate.HostRec
 	return mgsupdate.HostRecoveryInput{Sled: h.Sled, Phase1: h.Phase1, Phase2: h.Phase2, Timing: h.Timing}
 }
 
-// The seed scenario as the recovery operation it is (issue 26 part 4): the
+// The seed scenario as the recovery operation it is: the
 // trampoline boots with its phase 2 fetched through the SP, which attaches
 // to mgs/1 (cubby 2 with seed 21) while every command of the workflow went
 // to mgs/0 first, and mgs/0 records none of the fetch. The workflow's

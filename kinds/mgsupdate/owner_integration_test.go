@@ -53,7 +53,7 @@ func withPendingNexusUpdate(t *testing.T, st *mgsStack, cubby int) uuid.UUID {
 	return id
 }
 
-// Issue 27: a device for which the target blueprint has a pending MGS
+// A device for which the target blueprint has a pending MGS
 // update belongs to Nexus's MGS update driver: the SP firmware update is
 // refused with the owner named, before anything is sent to the SP, and the
 // dry run's precheck shows the owner. Another sled's SP updates as usual.

@@ -93,9 +93,9 @@ func (st *mgsStack) progressSignals(run client.WorkflowRun) int {
 	return n
 }
 
-// Issue 28/26: during a long SP delivery the workflow's progress query and
-// its current details (what the Web UI shows) move, where they stayed at 0
-// and jumped to done at the end; the history grows by at most one signal
+// During a long SP delivery the workflow's progress query and its
+// current details (what the Web UI shows) move, where they once stayed
+// at 0 and jumped to done at the end; the history grows by at most one signal
 // per tenth of the delivery, not with its duration.
 func TestSPFirmwareProgressMovesDuringDelivery(t *testing.T) {
 	st := newMGSStack(t, func(s *spec.Spec) {

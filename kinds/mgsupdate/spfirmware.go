@@ -14,7 +14,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// SPFirmwareInput is one SP firmware update (DESIGN.md §3.1).
+// SPFirmwareInput is one SP firmware update.
 type SPFirmwareInput struct {
 	SP       SPTarget `json:"sp"`
 	Artifact Artifact `json:"artifact"`

@@ -21,7 +21,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// Issue 25: PostgreSQL fails the ledger write of the moment MGS accepted
+// PostgreSQL fails the ledger write of the moment MGS accepted
 // the attempt, then the start activity's worker dies and the SP resets
 // mid-delivery, losing the update. The retry must not send the same
 // attempt ID again (two deliveries of one attempt): the attempt is lost,

@@ -224,7 +224,7 @@ func TestSPFirmwareAgainstFleetsimNeverRollsBack(t *testing.T) {
 	replay.Record(t, st.env.Client, run.GetID(), run.GetRunID(), "../testdata/histories/sp-firmware-would-downgrade.json")
 }
 
-// Issue 26: an SP image for another board is refused by the SP itself
+// An SP image for another board is refused by the SP itself
 // (503 UpdateFailed "board mismatch"): the update ends ImageRefused after
 // one attempt, where it used to re-send the image for hours.
 func TestSPFirmwareImageForAnotherBoardEndsInOneAttempt(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 )
 
 // MGSTiming paces and bounds an MGS update (zero = default). The defaults
-// are the real devices' and omicron's driver's (DOMAIN.md §B); tests
+// are the real devices' and omicron's driver's (docs/CONFORMANCE.md §B); tests
 // against a sped-up fleetsim shrink them.
 type MGSTiming struct {
 	// PollInterval paces status polls (default 3 s).
@@ -73,7 +73,7 @@ const (
 )
 
 // After the post-update, the new version must show within (omicron's
-// post_update_timeout; DOMAIN.md §B):
+// post_update_timeout; docs/CONFORMANCE.md §B):
 const (
 	// spNewVersionTimeout: a sled's or power shelf's SP resets in seconds.
 	spNewVersionTimeout = 60 * time.Second

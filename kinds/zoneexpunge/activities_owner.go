@@ -19,7 +19,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
-// Owner mode: the expunge goes through Nexus's target blueprint (DOMAIN.md §I).
+// Owner mode: the expunge goes through Nexus's target blueprint (docs/CONFORMANCE.md §I).
 
 // blueprintCreator names fleetsaga as the creator of the blueprints it imports.
 const blueprintCreator = "fleetsaga"

@@ -313,7 +313,7 @@ func TestChooseSagaOwner(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, f.nexusB, id)
 	// A preferred owner that is not a live Nexus gives way to one that is,
-	// and the ledger says why (issue 14, item 5).
+	// and the ledger says why.
 	f.recordAttempt(t, f.nexusA)
 	id, err = choose(zoneexpunge.ZoneOwnerInput{AttemptID: f.attempt, Sled: f.sleds[0], Zone: f.nexusA, Preferred: f.ntp})
 	require.NoError(t, err)

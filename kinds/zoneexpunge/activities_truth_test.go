@@ -19,7 +19,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
-// Issue 14 (14): the ledger says the expunge is committed, but the sled
+// The ledger says the expunge is committed, but the sled
 // still runs the Nexus zone (someone put it back, or the ledger is wrong).
 // The device is the truth: the precheck stops with a clear conflict instead
 // of letting the workflow report AlreadyExpunged over a running zone.
@@ -48,7 +48,7 @@ func TestPrecheckRefusesCommittedExpungeOverARunningZone(t *testing.T) {
 	assert.True(t, n.Running, "the zone the ledger calls expunged is running")
 }
 
-// Issue 14 (9): one sled of the rack that does not answer (registered in
+// One sled of the rack that does not answer (registered in
 // the sled table, its sled-agent down) must not fail the choice of a live
 // saga owner on the other sleds.
 func TestChooseSagaOwnerSkipsASledThatDoesNotAnswer(t *testing.T) {
@@ -75,7 +75,7 @@ func TestChooseSagaOwnerSkipsASledThatDoesNotAnswer(t *testing.T) {
 
 func sqlOpen(url string) (*sql.DB, error) { return sql.Open("postgres", url) }
 
-// Issue 14 (5): the chosen owner B was expunged (its intent recorded) before
+// The chosen owner B was expunged (its intent recorded) before
 // A's sagas moved: the move is refused with SagaOwnerGone and moves nothing,
 // so the workflow chooses again instead of stranding the sagas on B.
 func TestReassignRefusesAnOwnerExpungedBeforeTheMove(t *testing.T) {
@@ -105,7 +105,7 @@ func TestReassignRefusesAnOwnerExpungedBeforeTheMove(t *testing.T) {
 	assert.Positive(t, left, "A's sagas are still A's, to be moved to a live Nexus")
 }
 
-// Issue 14 (chaos, "gives up on its sagas when sled-agents do not
+// Found by chaos ("gives up on its sagas when sled-agents do not
 // answer"): the only live Nexus is on a sled that does not answer. That is
 // no proof that no live Nexus exists: the choice must be retried (a
 // retryable error), and succeed once the sled answers again. NoLiveNexus

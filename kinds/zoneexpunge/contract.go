@@ -105,7 +105,7 @@ func (in ZoneExpungeInput) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Who writes the sled's config for this expunge (DOMAIN.md §I), decided by
+// Who writes the sled's config for this expunge (docs/CONFORMANCE.md §I), decided by
 // the precheck and recorded in the ledger, the result and the progress.
 const (
 	// ModeOwner: an enabled target blueprint owns the sled's config, and

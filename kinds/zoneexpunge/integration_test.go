@@ -206,7 +206,7 @@ func checkExpungeOutcome(t *testing.T, env *testenv.Env, sim *fleetsim.Server, r
 	}
 }
 
-// The race the gate prevents (issue 5): zone removal fails for the first N
+// The race the gate prevents: zone removal fails for the first N
 // attempts, the still-running Nexus keeps claiming sagas meanwhile, and the
 // workflow reassigns only once inventory proves the zone gone. In both
 // sled-agent modes: today's sled-agent ledgers at once and the removal
@@ -364,7 +364,7 @@ func testZoneExpungeSurvivesWorkerRestarts(t *testing.T, mode string) {
 	}
 }
 
-// Issue 14 (chaos gap): the operator cancels a Nexus expunge after the
+// A gap chaos found: the operator cancels a Nexus expunge after the
 // sled ledgered the config without the zone (today's sled-agent: the PUT
 // is ledgered at once, the removal fails in the background and the
 // workflow waits for the inventory proof). The expunge is never undone, so

@@ -35,7 +35,7 @@ func nexusTruth(t *testing.T, sim *fleetsim.Server) nexus.RackTruth {
 	return tr.Racks[0]
 }
 
-// Issue 27: with Nexus's executor running (the target blueprint enabled),
+// With Nexus's executor running (the target blueprint enabled),
 // a Nexus zone expunge goes through the owner: a child of the target with
 // the zone expunged becomes the target, Nexus removes the zone, marks it
 // ready for cleanup and moves its sagas to the Nexus of its generation;
@@ -163,7 +163,7 @@ func sledURL(t *testing.T, ndb *nexusdb.DB, id uuid.UUID) string {
 	return s.SledAgentURL()
 }
 
-// Issue 27, direct mode (no Nexus owns the sled's config): another writer
+// Direct mode (no Nexus owns the sled's config): another writer
 // ledgers the sled's config, zone included, at the generation fleetsaga is
 // writing; the expunge stops with that reason instead of fighting it, and
 // the other writer's config stands.

@@ -13,9 +13,9 @@ import (
 )
 
 // ZoneExpunge removes a zone from its sled and, for a Nexus zone, moves its
-// unfinished sagas to a live Nexus only once inventory proves it gone
-// (DESIGN.md §3.5). Where an enabled target blueprint owns the sled's
-// config (ModeOwner, DOMAIN.md §I), the expunge is a child of the target
+// unfinished sagas to a live Nexus only once inventory proves it gone.
+// Where an enabled target blueprint owns the sled's
+// config (ModeOwner, docs/CONFORMANCE.md §I), the expunge is a child of the target
 // that Nexus carries out, and fleetsaga proves it; elsewhere (ModeDirect)
 // fleetsaga writes the config and moves the sagas itself. It is resumable: run again for the same zone, it picks
 // up from the ledger's record.

@@ -527,7 +527,7 @@ func TestZoneExpungeInputContract(t *testing.T) {
 	assert.NoError(t, in.Validate())
 }
 
-// Issue 14 (5): the chosen owner was expunged before the move (nothing
+// The chosen owner was expunged before the move (nothing
 // moved): the workflow chooses again and moves the sagas to the live one,
 // instead of failing or stranding them.
 func TestZoneExpungeChoosesAgainWhenTheOwnerIsGone(t *testing.T) {
@@ -562,7 +562,7 @@ func TestZoneExpungeChoosesAgainWhenTheOwnerIsGone(t *testing.T) {
 	assert.Equal(t, 2, chosen)
 }
 
-// Issue 14 (chaos gap "a cancelled Nexus zone expunge strands its sagas"):
+// A gap chaos found ("a cancelled Nexus zone expunge strands its sagas"):
 // the operator cancels after the sled ledgered the config without the zone.
 // An expunge is never undone, so the steps that keep the fleet safe
 // (inventory proof, saga move, verify, commit) still run, and the update

@@ -1,4 +1,4 @@
-// Command bench runs fleetsaga's fleet-scale benchmark (issue 10): N SP
+// Command bench runs fleetsaga's fleet-scale benchmark: N SP
 // firmware updates and N agent installs at concurrency P on the real stack,
 // against the physical limit and a plain fixed-concurrency loop, and writes
 // bench/results/results.{json,md} and plot.svg. `make bench` runs it.
