@@ -1,7 +1,10 @@
-// Package workflows holds fleetsaga's Temporal workflows: one file per update
-// kind, plus this contract file (task queue, names, IDs, search attributes,
-// retry policies) and the saga helper. Workflow code is deterministic: all
-// I/O happens in activities (package activities).
+// Package workflows is the library every kind's workflow shares; the
+// workflows themselves live in kinds/ (a package per kind). It holds the
+// update lifecycle (lifecycle.go), the saga helper (saga.go), ledger calls
+// and derived attempt IDs, pause and resume, progress and phases, the dry
+// run's row helpers, and this file's contract: the task queue, kinds,
+// workflow IDs, search attributes and retry policies. All of it is
+// workflow code, deterministic: I/O happens in activities.
 package workflows
 
 import (
