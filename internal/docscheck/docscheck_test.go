@@ -2,7 +2,6 @@ package docscheck
 
 import (
 	"fmt"
-	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -40,10 +39,12 @@ var skippedDirs = map[string]bool{
 	".git": true, ".stack": true, "bin": true, "bench/results": true, "fleet/openapi/specs": true,
 }
 
-// upstream names the repositories and services whose source our comments
-// cite. A path right after one of them (in the same sentence) is theirs,
-// as in omicron's schema folder or the MCO's controller package.
-var upstream = regexp.MustCompile(`(?i)\b(omicron|hubris|mgs|management-gateway-service|gateway|wicketd|installinator|dropshot|nexus|sled-agent|sdcadm|sdc-cnapi|sdc-sapi|sdc-imgapi|sdc-cn-agent|cn-agent|triton-cmon-agent|cnapi|sapi|imgapi|triton|smartos|machine-config-operator|mco|openshift|kubernetes|k8s|temporal|temporalio|sdk|upstream)\b`)
+// upstream names the repositories whose source our comments cite. A path
+// right after one of them (in the same sentence) is theirs, as in omicron's
+// schema folder or the MCO's cmd folder; paths whose first folder we do not
+// have are theirs anyway. Names of services we also name in our own words
+// (MGS, Nexus, Temporal) are not here: they would hide our own paths.
+var upstream = regexp.MustCompile(`(?i)\b(omicron|hubris|management-gateway-service|dropshot|wicketd|sdcadm|sdc-[a-z-]+|triton-[a-z-]+|smartos-live|machine-config-operator|mco|openshift|temporalio|upstream)\b`)
 
 // fileRef is a path a reader would open: a folder's path and a file name
 // with one of the extensions below, a folder's path ending in a slash, or
@@ -216,34 +217,31 @@ func TestPointersResolve(t *testing.T) {
 			return
 		}
 		for _, cg := range f.Comments {
-			// A citation may break across lines ("issue" / "14").
-			if m := issueRef.FindString(strings.Join(strings.Fields(cg.Text()), " ")); m != "" {
-				found = append(found, finding{fmt.Sprintf("%s:%d", rel, fset.Position(cg.Pos()).Line), "cites an issue number: " + m})
-			}
+			var lines []string
 			for _, c := range cg.List {
-				line := fset.Position(c.Pos()).Line
-				text := strings.TrimPrefix(strings.TrimPrefix(strings.TrimSuffix(c.Text, "*/"), "//"), "/*")
-				where := fmt.Sprintf("%s:%d", rel, line)
-				// The comment group's text so far gives a path its sentence.
-				found = append(found, r.checkComment(rel, where, groupBefore(cg.List, c), text)...)
+				lines = append(lines, c.Text)
 			}
+			found = append(found, r.checkCommentGroup(rel, fset.Position(cg.Pos()).Line, lines)...)
 		}
 	})
 	report(t, found, "comments")
 }
 
-// groupBefore is the comment group's text before c, for the sentence a
-// path at the start of c's line belongs to.
-func groupBefore(list []*ast.Comment, c *ast.Comment) string {
-	var b strings.Builder
-	for _, o := range list {
-		if o == c {
-			break
-		}
-		b.WriteString(strings.TrimPrefix(o.Text, "//"))
-		b.WriteString(" ")
+// checkCommentGroup checks one comment group, its lines numbered from
+// first. The text before a line gives a path at its start its sentence,
+// and a citation may break across lines ("issue" / "14").
+func (r *repo) checkCommentGroup(file string, first int, lines []string) []finding {
+	var out []finding
+	var before strings.Builder
+	for i, l := range lines {
+		text := strings.TrimPrefix(strings.TrimPrefix(strings.TrimSuffix(l, "*/"), "//"), "/*")
+		out = append(out, r.checkComment(file, fmt.Sprintf("%s:%d", file, first+i), before.String(), text)...)
+		before.WriteString(text + " ")
 	}
-	return b.String()
+	if m := issueRef.FindString(strings.Join(strings.Fields(before.String()), " ")); m != "" {
+		out = append(out, finding{fmt.Sprintf("%s:%d", file, first), "cites an issue number: " + m})
+	}
+	return out
 }
 
 func (r *repo) checkComment(file, where, prev, text string) []finding {

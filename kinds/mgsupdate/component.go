@@ -11,7 +11,7 @@ import (
 )
 
 // An MGS update kind is a component that the one driver (mgsUpdate.drive,
-// mgs_driver.go) updates, in the shape of omicron's nexus/mgs-updates: the
+// driver.go) updates, in the shape of omicron's nexus/mgs-updates: the
 // driver owns the attempt loop — precheck, start, wait, post-update,
 // watching and taking over someone else's update, aborting ours — and a
 // component (spFirmware, hostFlash) supplies only what differs: its

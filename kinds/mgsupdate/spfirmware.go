@@ -56,7 +56,7 @@ func (in SPFirmwareInput) newVersionTimeout() time.Duration {
 // UUID, start via any MGS, wait (one heartbeating activity), reset (via the
 // other MGS if one refuses), wait for the new version. A concurrent update
 // is watched, and taken over when it completes and nobody resets it. The
-// attempts are the MGS driver's (mgs_driver.go); this kind supplies its
+// attempts are the MGS driver's (driver.go); this kind supplies its
 // precheck, post-update and takeover.
 func SPFirmwareUpdate(ctx workflow.Context, in SPFirmwareInput) (MGSUpdateResult, error) {
 	if err := in.Validate(); err != nil {
