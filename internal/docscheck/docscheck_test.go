@@ -55,11 +55,12 @@ var (
 	issueRef = regexp.MustCompile(`(?i)\bissues?\s+#?\d+|(?:^|[\s(\[,])#\d+\b`)
 	noteRef  = regexp.MustCompile(`\b(?:DOMAIN|DESIGN)(?:\.md)?\b|\.\./shared/`)
 	// A section sign is ours only after one of our docs' names.
-	docSection = regexp.MustCompile(`[A-Za-z0-9_/.-]+\.md\b[^§]*§`)
-	mdLink     = regexp.MustCompile(`!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
-	codeSpan   = regexp.MustCompile("`([^`\n]+)`")
-	lineSuffix = regexp.MustCompile(`:\d+(-\d+)?$`)
-	pathSpan   = regexp.MustCompile(`^(?:\.{1,2}/)?(?:[A-Za-z0-9_.-]+/)+(?:[A-Za-z0-9_.-]+\.(?:go|md|yaml|yml|sql|sh|json|txt|service|env|png|mod)|)$|^[A-Za-z0-9_.-]+\.(?:go|md)$`)
+	docSection  = regexp.MustCompile(`([A-Za-z0-9_/.-]+\.md)\b[^§]*§`)
+	sectionName = regexp.MustCompile(`§[A-Z0-9][A-Z0-9.]*`)
+	mdLink      = regexp.MustCompile(`!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+	codeSpan    = regexp.MustCompile("`([^`\n]+)`")
+	lineSuffix  = regexp.MustCompile(`:\d+(-\d+)?$`)
+	pathSpan    = regexp.MustCompile(`^(?:\.{1,2}/)?(?:[A-Za-z0-9_.-]+/)+(?:[A-Za-z0-9_.-]+\.(?:go|md|yaml|yml|sql|sh|json|txt|service|env|png|mod)|)$|^[A-Za-z0-9_.-]+\.(?:go|md)$`)
 )
 
 // repo is the module's tree as this test sees it.
@@ -199,6 +200,22 @@ func upstreamBefore(before string) bool {
 	return upstream.MatchString(before)
 }
 
+// hasSection says whether doc (named in file) has a heading naming sec.
+func (r *repo) hasSection(file, doc, sec string) bool {
+	for _, p := range []string{doc, filepath.ToSlash(filepath.Join(filepath.Dir(file), doc))} {
+		b, err := os.ReadFile(filepath.Join(r.root, filepath.FromSlash(p)))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "#") && strings.Contains(l, " "+sec+" ") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 type finding struct{ where, what string }
 
 // TestPointersResolve: every Go comment names files that exist and cites
@@ -255,8 +272,17 @@ func (r *repo) checkComment(file, where, prev, text string) []finding {
 	if m := noteRef.FindString(text); m != "" {
 		out = append(out, finding{where, "cites a note outside the repository: " + m})
 	}
-	if i := strings.Index(text, "§"); i >= 0 && !docSection.MatchString(text[:i+len("§")]) {
-		out = append(out, finding{where, "cites a section (§) of no document in the repository"})
+	if i := strings.Index(text, "§"); i >= 0 {
+		m := docSection.FindStringSubmatch(text[:i+len("§")])
+		if m == nil {
+			out = append(out, finding{where, "cites a section (§) of no document in the repository"})
+		} else {
+			for _, sec := range sectionName.FindAllString(text[i:], -1) {
+				if !r.hasSection(file, m[1], sec) {
+					out = append(out, finding{where, m[1] + " has no section " + sec})
+				}
+			}
+		}
 	}
 	return out
 }

@@ -27,6 +27,8 @@ func TestRulesCatchWhatTheyAreFor(t *testing.T) {
 		{"the rule (DOMAIN.md §I)", true},
 		{"the rule (§H)", true},
 		{"the rule (docs/CONFORMANCE.md §I)", false},
+		{"the rules (docs/CONFORMANCE.md §D and §H)", false},
+		{"the rule (docs/CONFORMANCE.md §Z)", true},
 	}
 	for _, c := range comments {
 		got := r.checkCommentGroup("kinds/mgsupdate/contract.go", 1, strings.Split("// "+c.text, "\n"))
