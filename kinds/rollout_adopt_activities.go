@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 )
 
@@ -70,11 +71,15 @@ func (a *RolloutActivities) AdoptUpdate(ctx context.Context, in AdoptUpdateInput
 		err := run.Get(wctx, &res)
 		cancel()
 		switch {
-		case ctx.Err() != nil:
+		case activities.CancelRequested(ctx):
 			// The rollout was cancelled: so is its update.
 			cctx, stop := context.WithTimeout(context.Background(), adoptCancelTimeout)
 			_ = a.Temporal.CancelWorkflow(cctx, in.WorkflowID, "")
 			stop()
+			return AdoptUpdateResult{}, ctx.Err()
+		case ctx.Err() != nil:
+			// A worker shutdown, a pause, a heartbeat timeout or the
+			// deadline: the update goes on, and so does the wait (a retry).
 			return AdoptUpdateResult{}, ctx.Err()
 		case errors.Is(wctx.Err(), context.DeadlineExceeded) || pollExpired(err):
 			activity.RecordHeartbeat(ctx, in.WorkflowID)
