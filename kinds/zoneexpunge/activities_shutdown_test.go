@@ -44,7 +44,7 @@ func TestAwaitZoneGoneCutOffIsNoVerdict(t *testing.T) {
 				Zone: uuid.New(), ExpungedAsOf: 4, Deadline: time.Now().Add(time.Minute), PollInterval: 20 * time.Millisecond})
 			require.Error(t, err)
 			var ae *temporal.ApplicationError
-			t.Logf("err %v", err); require.False(t, errors.As(err, &ae) && ae.NonRetryable(), "a cut-off read became a verdict: %v", err)
+			require.False(t, errors.As(err, &ae) && ae.NonRetryable(), "a cut-off read became a verdict: %v", err)
 		})
 	}
 }
