@@ -38,23 +38,28 @@ import (
 )
 
 // An adopter's context ends for many reasons; only a cancel of the rollout
-// (or of the activity) is passed on to the adopted update. A graceful
-// worker shutdown, a pause or reset of the activity, a heartbeat that
-// failed or found the workflow gone, and the deadline leave it running:
-// the adopter is retried, or the rollout decides.
+// (or of the activity) is passed on to the adopted update, and a
+// termination of the rollout (as to its children). A graceful worker
+// shutdown, a pause or reset of the activity, a reset of the rollout (its
+// old run is gone, the new one adopts the update), heartbeats that failed
+// and the deadline leave it running: the adopter is retried, or the
+// rollout decides.
 func TestAdoptUpdateCancelsItsUpdateOnlyOnARealCancel(t *testing.T) {
+	gone := serviceerror.NewNotFound("workflow not found")
 	for _, tc := range []struct {
-		name   string
-		cause  error // nil: the deadline
-		cancel bool
+		name    string
+		cause   error // nil: the deadline
+		rollout enumspb.WorkflowExecutionStatus
+		cancel  bool
 	}{
-		{"the rollout was cancelled", temporal.NewCanceledError(), true},
-		{"a graceful worker shutdown", worker.ErrWorkerShutdown, false},
-		{"the activity was paused", activity.ErrActivityPaused, false},
-		{"the activity was reset", activity.ErrActivityReset, false},
-		{"a heartbeat found the rollout gone", serviceerror.NewNotFound("workflow not found"), false},
-		{"heartbeats failed until their timeout", serviceerror.NewUnavailable("frontend down"), false},
-		{"the deadline", nil, false},
+		{"the rollout was cancelled", temporal.NewCanceledError(), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, true},
+		{"the rollout was terminated", gone, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, true},
+		{"a graceful worker shutdown", worker.ErrWorkerShutdown, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, false},
+		{"the activity was paused", activity.ErrActivityPaused, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, false},
+		{"the activity was reset", activity.ErrActivityReset, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, false},
+		{"the rollout was reset", gone, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, false},
+		{"heartbeats failed until their timeout", serviceerror.NewUnavailable("frontend down"), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, false},
+		{"the deadline", nil, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &mocks.Client{}
@@ -64,6 +69,8 @@ func TestAdoptUpdateCancelsItsUpdateOnlyOnARealCancel(t *testing.T) {
 					ParentExecution: &commonpb.WorkflowExecution{WorkflowId: "parent"},
 					Status:          enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
 				}}, nil)
+			c.On("DescribeWorkflowExecution", mock.Anything, "parent", "").Return(&workflowservice.DescribeWorkflowExecutionResponse{
+				WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: tc.rollout}}, nil).Maybe()
 			bg, end := context.WithCancelCause(context.Background())
 			defer end(nil)
 			if tc.cause == nil {
