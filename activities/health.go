@@ -71,15 +71,25 @@ const httpCheckTimeout = 10 * time.Second
 // CheckHealth runs one check once. A monitor that does not answer gives an
 // inconclusive verdict (the gate counts those); a query Prometheus refuses,
 // or a query check on a worker with no Prometheus, is a non-retryable
-// error: the plan or the worker's configuration is wrong.
+// error: the plan or the worker's configuration is wrong. A check whose
+// own context ended (a worker shutdown, a pause, a cancel, its deadline)
+// has no verdict: the monitor did not fail to answer, it was not waited
+// for; the error lets Temporal run the check again.
 func (a *HealthActivities) CheckHealth(ctx context.Context, c HealthCheck) (HealthResult, error) {
 	if err := c.Validate(); err != nil {
 		return HealthResult{}, temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidInput, nil)
 	}
+	var res HealthResult
+	var err error
 	if c.Query != "" {
-		return a.checkQuery(ctx, c)
+		res, err = a.checkQuery(ctx, c)
+	} else {
+		res = a.checkURL(ctx, c)
 	}
-	return a.checkURL(ctx, c), nil
+	if ctx.Err() != nil {
+		return HealthResult{}, ctx.Err()
+	}
+	return res, err
 }
 
 func (a *HealthActivities) checkQuery(ctx context.Context, c HealthCheck) (HealthResult, error) {

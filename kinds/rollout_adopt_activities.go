@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 )
 
@@ -71,9 +72,14 @@ func (a *RolloutActivities) AdoptUpdate(ctx context.Context, in AdoptUpdateInput
 		cancel()
 		switch {
 		case ctx.Err() != nil:
-			// The rollout was cancelled: so is its update.
+			// The rollout was cancelled, or terminated: so is its update,
+			// as its children are. A worker shutdown, a pause, a heartbeat
+			// timeout, the deadline or a reset of the rollout leave it
+			// running (the wait is retried, or the reset run adopts it).
 			cctx, stop := context.WithTimeout(context.Background(), adoptCancelTimeout)
-			_ = a.Temporal.CancelWorkflow(cctx, in.WorkflowID, "")
+			if activities.CancelRequested(ctx) || a.rolloutTerminated(cctx, ctx, in) {
+				_ = a.Temporal.CancelWorkflow(cctx, in.WorkflowID, "")
+			}
 			stop()
 			return AdoptUpdateResult{}, ctx.Err()
 		case errors.Is(wctx.Err(), context.DeadlineExceeded) || pollExpired(err):
@@ -85,6 +91,19 @@ func (a *RolloutActivities) AdoptUpdate(ctx context.Context, in AdoptUpdateInput
 		var ce *temporal.CanceledError
 		return AdoptUpdateResult{Ours: true, Ended: true, Error: failure.Line(err), Cancelled: errors.As(err, &ce)}, nil
 	}
+}
+
+// rolloutTerminated says whether the adopter's context ended because its
+// rollout was terminated: a heartbeat found the run gone (a reset also
+// ends the run it replaces, so the rollout's latest run is asked) and the
+// rollout's latest run was terminated.
+func (a *RolloutActivities) rolloutTerminated(cctx, ctx context.Context, in AdoptUpdateInput) bool {
+	var gone *serviceerror.NotFound
+	if !errors.As(context.Cause(ctx), &gone) {
+		return false
+	}
+	desc, err := a.Temporal.DescribeWorkflowExecution(cctx, in.Parent, "")
+	return err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED
 }
 
 // runOf says whether parent is a run of the rollout in names: its
