@@ -114,8 +114,8 @@ func newDC(env domain.Env) *DC {
 		appUUID:   uuid.NewSHA1(uuid.NameSpaceOID, []byte("fleetsim/sdc")),
 	}
 	now := time.Now().UTC()
-	for _, im := range sp.Images {
-		d.images[im.UUID] = &image{spec: im, actualSHA1: fileSHA1(im.UUID, im.EffectiveFileSize()), published: now}
+	for i, im := range sp.Images {
+		d.images[im.UUID] = &image{spec: im, actualSHA1: fileSHA1(im.UUID, im.EffectiveFileSize()), published: publishedAt(im, i)}
 		d.imgOrder = append(d.imgOrder, im.UUID)
 	}
 	for _, s := range sp.Servers {

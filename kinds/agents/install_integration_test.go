@@ -39,7 +39,8 @@ func newAgentStack(t *testing.T, d spec.Datacenter, speedUp float64) *agentStack
 	sp := &spec.Spec{Seed: 3, SpeedUp: speedUp, Timings: spec.DefaultTimings(), Datacenter: d}
 	require.NoError(t, sp.Validate())
 	sim := env.StartFleetsim(sp)
-	return &agentStack{env: env, sim: sim, dc: d, dep: workerapp.Deps{Fleet: env.Endpoints(sim)}}
+	return &agentStack{env: env, sim: sim, dc: d, dep: workerapp.Deps{Fleet: env.Endpoints(sim),
+		AgentReportWait: testReportWait, AgentSelfUpdateWait: testSelfUpdateWait}}
 }
 
 func (s *agentStack) worker() (stop func()) { return s.env.StartWorker(s.dep) }
