@@ -44,9 +44,12 @@ func (a *AgentActivities) reportWait() time.Duration {
 // installWatch decides, task answer by task answer, when one install is
 // done: when CNAPI's server.agents (what the server's cn-agent posted)
 // shows the planned image. The task only bounds the wait: a failed task
-// is final (cn-agent restored its backup) except for cn-agent, whose task
-// may be lost with the cn-agent it replaced; a finished task leaves the
-// server reportWait to show the image.
+// is final (cn-agent restored its backup) and a completed one leaves the
+// server reportWait to show the image. cn-agent's own task says nothing
+// (the cn-agent that holds it is replaced under it: it may stay active,
+// fail when that cn-agent goes, or complete before the new one runs), so
+// only selfUpdateWait ends that wait, or a failure the server does not
+// contradict within reportWait.
 type installWatch struct {
 	a          *AgentActivities
 	r          RefreshAgentRequest
@@ -81,10 +84,10 @@ func (w *installWatch) check(ctx context.Context, task triton.Task) (bool, error
 		return false, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("install %s on %s: task %s failed: %s", w.r.Agent.Label(), w.r.Server, task.ID, task.ErrorMessage()),
 			failure.AgentTaskFailed, nil, task.ID)
-	case task.Status == triton.TaskComplete && reported:
+	case task.Status == triton.TaskComplete && !w.selfUpdate && reported:
 		return false, notConfirmed(w.r, cur, fmt.Sprintf("task %s completed %s ago and the server did not report the image", task.ID, w.a.reportWait()))
-	case !task.Done() && now.Sub(w.started) >= w.a.selfUpdateWait():
-		return false, notConfirmed(w.r, cur, fmt.Sprintf("task %s still active after %s", task.ID, w.a.selfUpdateWait()))
+	case w.selfUpdate && now.Sub(w.started) >= w.a.selfUpdateWait():
+		return false, notConfirmed(w.r, cur, fmt.Sprintf("task %s still %s after %s: the new cn-agent did not report", task.ID, task.Status, w.a.selfUpdateWait()))
 	}
 	if task.Done() {
 		// A finished task answers at once: pace the reads of the server.

@@ -25,7 +25,7 @@ type PlanAgentInstallRequest struct {
 	RolloutID uuid.UUID      `json:"rolloutId"`
 	Agents    []AgentRequest `json:"agents,omitempty"`
 	// AllAgents adds every SAPI agent service at its newest image, updating
-	// only servers that run it; marlin-agent only when named in Agents.
+	// only servers that run it; marlin only when named in Agents.
 	AllAgents      bool            `json:"allAgents,omitempty"`
 	Selection      ServerSelection `json:"selection"`
 	ExcludeServers []string        `json:"excludeServers,omitempty"`
