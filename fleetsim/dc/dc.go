@@ -71,6 +71,7 @@ type server struct {
 	record       []triton.Agent // CNAPI's server.agents
 	activeTask   string
 	staleRefresh bool
+	cnAgentTask  string
 	slowness     float64
 	lastBeat     time.Time
 }
@@ -121,7 +122,7 @@ func newDC(env domain.Env) *DC {
 	for _, s := range sp.Servers {
 		srv := &server{
 			uuid: s.UUID, hostname: s.Hostname, status: s.EffectiveStatus(), setup: s.IsSetup(),
-			headnode: s.Headnode, traits: s.Traits, staleRefresh: s.StaleRefresh,
+			headnode: s.Headnode, traits: s.Traits, staleRefresh: s.StaleRefresh, cnAgentTask: s.CNAgentTask,
 			slowness: s.InstallSlowness, lastBeat: now,
 		}
 		for _, a := range s.Agents {

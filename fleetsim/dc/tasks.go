@@ -139,7 +139,8 @@ const CNAgent = "cn-agent"
 // install restarts the cn-agent that holds CNAPI's request, and the new
 // cn-agent posts its agents to CNAPI when it starts (lib/app.js,
 // startHeartbeater). Nobody tells CNAPI how the task ended: it stays
-// active, and the new cn-agent takes the next task.
+// active (or, as the server's spec says, fails as a broken request or
+// completes), and the new cn-agent takes the next task.
 func (d *DC) selfUpdate(t *task, im *image, started time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -158,6 +159,23 @@ func (d *DC) selfUpdate(t *task, im *image, started time.Time) {
 	if s.activeTask == t.id {
 		s.activeTask = ""
 	}
+	now := time.Now().UTC()
+	switch s.cnAgentTask {
+	case spec.CNAgentTaskLost:
+		// CNAPI's record of a request to cn-agent that broke (sdc-cnapi
+		// lib/models/server.js sendTaskRequest).
+		t.status = triton.TaskFailure
+		t.history = []triton.TaskEvent{
+			{Name: "error", Timestamp: now, Event: triton.EventBody{Error: &triton.TaskError{Message: "socket hang up"}}},
+			{Name: "finish", Timestamp: now},
+		}
+	case spec.CNAgentTaskComplete:
+		t.status = triton.TaskComplete
+		t.history = []triton.TaskEvent{{Name: "finish", Timestamp: now}}
+	default:
+		return
+	}
+	close(t.done)
 }
 
 // postAgents is cn-agent's POST /servers/:uuid {agents} with what the

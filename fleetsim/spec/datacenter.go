@@ -47,10 +47,21 @@ type Server struct {
 	// cn-agent only logs it (sdc-cn-agent lib/backends/smartos/tasks/
 	// agent_install.js, lib/app.js): CNAPI's server.agents stays behind.
 	StaleRefresh bool `json:"staleRefresh,omitempty"`
+	// CNAgentTask is how CNAPI's task of a cn-agent self-update ends on this
+	// server: "" stays active (the request went with the cn-agent that held
+	// it), CNAgentTaskLost fails it as CNAPI records a broken request to
+	// cn-agent, CNAgentTaskComplete completes it.
+	CNAgentTask string `json:"cnAgentTask,omitempty"`
 	// InstallSlowness multiplies the agent install time on this server
 	// (stragglers); 0 means 1.
 	InstallSlowness float64 `json:"installSlowness,omitempty"`
 }
+
+// CNAgentTask values.
+const (
+	CNAgentTaskLost     = "lost"
+	CNAgentTaskComplete = "complete"
+)
 
 // IsSetup reports the effective setup flag.
 func (s Server) IsSetup() bool { return s.Setup == nil || *s.Setup }
@@ -159,6 +170,9 @@ func (d Datacenter) validate() error {
 		}
 		if st := s.EffectiveStatus(); st != ServerRunning && st != ServerUnknown {
 			errs = append(errs, fmt.Errorf("%s: status must be running or unknown, got %q", where, s.Status))
+		}
+		if s.CNAgentTask != "" && s.CNAgentTask != CNAgentTaskLost && s.CNAgentTask != CNAgentTaskComplete {
+			errs = append(errs, fmt.Errorf("%s: cnAgentTask must be empty, %q or %q", where, CNAgentTaskLost, CNAgentTaskComplete))
 		}
 		if s.InstallSlowness < 0 {
 			errs = append(errs, fmt.Errorf("%s: installSlowness must be >= 0", where))

@@ -16,6 +16,8 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
+	"github.com/fleetsaga/fleetsaga/fleet/triton"
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/kinds/agents"
 )
@@ -42,6 +44,37 @@ func TestCNAgentWhoseTaskNeverReportsIsDoneWhenTheServerShowsIt(t *testing.T) {
 	got, _ := s.Agent(agents.CNAgent)
 	assert.Equal(t, cn.ImageUUID, got.ImageUUID, "CNAPI's agent list, as the server posted it, matches")
 	assert.Equal(t, cn.Version, got.Version)
+}
+
+// The other ends CNAPI may record for cn-agent's task (a request broken
+// with the cn-agent that held it, or a completion): neither decides; the
+// server's agent list does.
+func TestCNAgentTaskOutcomeDoesNotDecide(t *testing.T) {
+	for _, mode := range []string{spec.CNAgentTaskLost, spec.CNAgentTaskComplete} {
+		t.Run(mode, func(t *testing.T) {
+			d := spec.GenerateDatacenter(2, 5)
+			d.Servers[0].CNAgentTask = mode
+			e := newSim(t, d)
+			cn := planned(t, d, agents.CNAgent)
+			v, err := e.act.ExecuteActivity(e.acts.InstallAgentImage, agents.InstallAgentRequest{Server: d.Servers[0].UUID, Agent: cn, PollInterval: time.Second})
+			require.NoError(t, err)
+			var res agents.InstallAgentResult
+			require.NoError(t, v.Get(&res))
+			task, err := e.acts.CNAPI.GetTask(context.Background(), res.TaskID)
+			require.NoError(t, err)
+			assert.Equal(t, mode == spec.CNAgentTaskLost, task.Status == triton.TaskFailure, task.Status)
+			_, err = e.act.ExecuteActivity(e.acts.ConfirmServerAgent, agents.RefreshAgentRequest{Server: d.Servers[0].UUID, Agent: cn})
+			assert.NoError(t, err, "CNAPI's agent list shows the new cn-agent")
+		})
+	}
+	// A failed cn-agent task the server does not contradict is a failure.
+	d := spec.GenerateDatacenter(2, 5)
+	e := newSim(t, d)
+	_, err := e.sim.Env.Faults.Arm(faults.Fault{Kind: faults.TaskFailure, Target: "server/" + d.Servers[0].UUID.String(), Times: 1})
+	require.NoError(t, err)
+	_, err = e.act.ExecuteActivity(e.acts.InstallAgentImage, agents.InstallAgentRequest{Server: d.Servers[0].UUID, Agent: planned(t, d, agents.CNAgent), PollInterval: time.Second})
+	assert.Equal(t, failure.AgentTaskFailed, errType(err), err)
+	assert.Contains(t, err.Error(), "task_failure")
 }
 
 // waitUntilAgentsChange's timeout: the server never shows the new
