@@ -72,8 +72,11 @@ const (
 	ServerNotRunning    = "ServerNotRunning"
 	ServerNotSetup      = "ServerNotSetup"
 	AgentTaskFailed     = "AgentTaskFailed" // cn-agent's install task failed (backup restored)
-	AgentRefreshFailed  = "AgentRefreshFailed"
-	TritonAPI           = "TritonAPI" // a non-retryable CNAPI/SAPI/IMGAPI answer
+	// AgentNotConfirmed: the install's task ended (or cn-agent's wait ran
+	// out) and CNAPI's server.agents, which the server's cn-agent posts,
+	// still does not show the image.
+	AgentNotConfirmed = "AgentNotConfirmed"
+	TritonAPI         = "TritonAPI" // a non-retryable CNAPI/SAPI/IMGAPI answer
 	// FailureBudget ends a fan-out whose failures exceeded its budget.
 	FailureBudget = "FailureBudgetExceeded"
 	// HealthGateFailed: a rollout's health gate failed as often as its

@@ -72,7 +72,7 @@ var needsChange = map[string]bool{
 	ImageInvalid:          true,
 	ServerNotFound:        true,
 	ServerNotSetup:        true,
-	AgentRefreshFailed:    true,
+	AgentNotConfirmed:     true,
 	TritonAPI:             true,
 	BootImageRelease:      true,
 	BootImageMalformed:    true,

@@ -55,6 +55,7 @@ var classOfType = map[string]FailureClass{
 	failure.WrongActiveVersion: ClassVerification, failure.WrongInactiveVersion: ClassVerification,
 	failure.ArtifactMismatch: ClassVerification, failure.BootImageRelease: ClassVerification,
 	failure.GateNotProven: ClassVerification, failure.UnexpectedWaitOutcome: ClassVerification,
+	failure.AgentNotConfirmed: ClassVerification,
 }
 
 // classify names a failed update's error type and class.

@@ -86,17 +86,18 @@ func agentInstallCmd(a *app) *cobra.Command {
 SHA-1; every listed server exists), then installs on the selected servers in a
 sliding window (default 20 at once). Per server: it must be running and set up
 (else it is reported as skipped, never touched); the agent is installed with a
-cn-agent task, CNAPI's server.agents is refreshed, and only then the server's
+cn-agent task, done once the server's own agent list in CNAPI shows the image
+(cn-agent: only that list, never its task), and only then the server's
 SAPI instance is moved to the image (created with a stable UUID if missing).
 A server already at the image is verified, not reinstalled. cn-agent,
-config-agent and agents_core are installed alone, first. marlin-agent is only
+config-agent and agents_core are installed alone, first. marlin (Manta's agent) is only
 touched when named. When failures exceed the budget no new servers start;
 servers far slower than the median are reported as stragglers. The service's
 fleet-wide image moves only when every server of the datacenter runs it.`,
 		Example: `  starter agent-install --agent vm-agent --all --wait
   starter agent-install --agent cn-agent=5f1c...e2 --trait rack=r01 --max-failures 2
   starter agent-install --all-agents --all --exclude-server cn00012 --concurrency 40
-  starter agent-install --agent marlin-agent --trait manta=true`,
+  starter agent-install --agent marlin --trait manta=true`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -117,7 +118,7 @@ fleet-wide image moves only when every server of the datacenter runs it.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&agentArgs, "agent", nil, "agent to install: NAME (newest image) or NAME=IMAGE_UUID (repeatable)")
-	f.BoolVar(&in.AllAgents, "all-agents", false, "every agent SAPI knows, at its newest image, where it runs (not marlin-agent unless named)")
+	f.BoolVar(&in.AllAgents, "all-agents", false, "every agent SAPI knows, at its newest image, where it runs (not marlin unless named)")
 	f.StringSliceVar(&in.ExcludeAgents, "exclude-agent", nil, "agents never to touch (with --all-agents)")
 	f.IntVar(&in.Concurrency, "concurrency", agents.DefaultAgentConcurrency, "servers installing at once")
 	f.IntVar(&in.MaxFailures, "max-failures", 0, "failed servers tolerated before no new ones start (0: stop at the first)")

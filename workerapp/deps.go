@@ -38,4 +38,9 @@ type Deps struct {
 	// timeout (zero: the product's 75 s). Only tests set it, to drive a
 	// stalled upload and its retry in seconds.
 	Phase2UploadStall time.Duration
+	// AgentReportWait and AgentSelfUpdateWait shorten how long an agent
+	// install waits for the server to show its image after the task ended
+	// and for a new cn-agent (zero: the product's 1 min and 30 min). Only
+	// tests set them.
+	AgentReportWait, AgentSelfUpdateWait time.Duration
 }

@@ -49,6 +49,7 @@ func Register(r worker.Registry, d Deps) error {
 		if err != nil {
 			return fmt.Errorf("agent activities: %w", err)
 		}
+		a.ReportWait, a.SelfUpdateWait = d.AgentReportWait, d.AgentSelfUpdateWait
 		acts = append(acts, a, &agents.AgentLedgerActivities{Ledger: la})
 	}
 	for _, a := range acts {

@@ -136,16 +136,62 @@ func TestListServersFollowsPages(t *testing.T) {
 	assert.Error(t, err)
 }
 
-func TestTaskErrorMessageIsLastEvent(t *testing.T) {
+// A failed task as CNAPI records it: the error first, then "finish"
+// (sdc-cnapi lib/models/server.js sendTaskRequest); sdcadm reads
+// history[0] (lib/procedures/update-agent-v1.js).
+func TestTaskErrorMessageIsHistoryZero(t *testing.T) {
 	tk := triton.Task{ID: "t", Status: triton.TaskFailure, History: []triton.TaskEvent{
-		{Name: "start", Timestamp: time.Now()},
-		{Name: "error", Event: triton.EventBody{Error: &triton.TaskError{Message: "sha1 mismatch"}}},
+		{Name: "error", Event: triton.EventBody{Error: &triton.TaskError{Message: "AgentInstall error: sha1 mismatch"}}},
+		{Name: "finish", Timestamp: time.Now()},
 	}}
 	assert.True(t, tk.Done())
-	assert.Equal(t, "sha1 mismatch", tk.ErrorMessage())
-	tk.History = tk.History[:1]
+	assert.Equal(t, "AgentInstall error: sha1 mismatch", tk.ErrorMessage())
+	tk.History = tk.History[1:]
 	assert.Contains(t, tk.ErrorMessage(), "without an error event")
 	tk.Status = triton.TaskActive
 	assert.False(t, tk.Done())
 	assert.Empty(t, tk.ErrorMessage())
+}
+
+// realAgentManifest is an agent image as IMGAPI holds it: the fields of
+// sdc-cn-agent's manifest.tmpl filled as its Makefile's release target
+// fills them (version "VERSION-BUILDSTAMP"), plus published_at.
+func realAgentManifest(id uuid.UUID, version, stamp, published string) string {
+	return fmt.Sprintf(`{"v":2,"uuid":"%s","owner":"00000000-0000-0000-0000-000000000000","name":"cn-agent",
+ "version":"%s-%s","state":"active","disabled":false,"public":false,"type":"other","os":"other",
+ "files":[{"sha1":"da39a3ee5e6b4b0d3255bfef95601890afd80709","size":0,"compression":"gzip"}],
+ "description":"Triton Compute Node Agent","tags":{"smartdc_service":"true","buildstamp":"%s"},"published_at":"%s"}`,
+		id, version, stamp, stamp, published)
+}
+
+func TestRealAgentManifestIsAnAgentImage(t *testing.T) {
+	id := uuid.New()
+	url := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, realAgentManifest(id, "2.14.0", "master-20240101T000000Z-g1a2b3c4", "2024-01-01T00:10:00Z"))
+	})
+	api, err := triton.NewIMGAPI(url)
+	require.NoError(t, err)
+	im, err := api.GetImage(context.Background(), id)
+	require.NoError(t, err, "the client reads every field of the real manifest")
+	assert.True(t, im.IsAgent())
+	assert.Equal(t, "2.14.0-master-20240101T000000Z-g1a2b3c4", im.Version)
+	assert.Equal(t, "master-20240101T000000Z-g1a2b3c4", im.Buildstamp())
+	im.Tags = map[string]any{"smartdc_agent": true}
+	assert.False(t, im.IsAgent(), "a tag no agent build writes does not make an agent image")
+	im.Tags = map[string]any{"smartdc_service": "true"}
+	im.Type = triton.ImageTypeZone
+	assert.False(t, im.IsAgent(), "zone images are not agents")
+}
+
+// sdcadm takes the image published last, whatever its version says.
+func TestNewestIsPublishedLast(t *testing.T) {
+	at := func(s string) *time.Time { v, _ := time.Parse(time.RFC3339, s); return &v }
+	older := triton.Image{Version: "9.0.0-master-20230101T000000Z-gaaaaaaa", PublishedAt: at("2023-01-01T00:00:00Z")}
+	newer := triton.Image{Version: "1.0.0-master-20240101T000000Z-gbbbbbbb", PublishedAt: at("2024-01-01T00:00:00Z")}
+	unpublished := triton.Image{Version: "99.0.0"}
+	got, ok := triton.Newest([]triton.Image{newer, unpublished, older})
+	require.True(t, ok)
+	assert.Equal(t, newer.Version, got.Version)
+	_, ok = triton.Newest(nil)
+	assert.False(t, ok)
 }

@@ -103,14 +103,19 @@ type TaskError struct {
 // Done reports whether the task finished (complete or failure).
 func (t Task) Done() bool { return t.Status == TaskComplete || t.Status == TaskFailure }
 
-// ErrorMessage is the failure reason: the error in the history's last
-// event (where CNAPI puts it), or a generic text.
+// ErrorMessage is the failure reason. CNAPI puts the error first
+// (history[0] = {name: "error", event: {error: {message}}}, then "finish";
+// sdc-cnapi lib/models/server.js sendTaskRequest), and sdcadm reads it there
+// (lib/procedures/update-agent-v1.js); an error found later is taken when
+// the first event has none.
 func (t Task) ErrorMessage() string {
 	if t.Status != TaskFailure {
 		return ""
 	}
-	if n := len(t.History); n > 0 && t.History[n-1].Event.Error != nil {
-		return t.History[n-1].Event.Error.Message
+	for _, ev := range t.History {
+		if ev.Event.Error != nil && ev.Event.Error.Message != "" {
+			return ev.Event.Error.Message
+		}
 	}
 	return "task " + t.ID + " failed without an error event"
 }

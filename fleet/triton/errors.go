@@ -16,7 +16,6 @@ const (
 	CodeServerNotRunning = "ServerNotRunning" // server status is not running (offline)
 	CodeServerNotSetup   = "ServerNotSetup"
 	CodeServerBusy       = "ServerBusy" // another agent task is active on the server
-	CodeDuplicateUUID    = "DuplicateUuid"
 	CodeServiceUnavail   = "ServiceUnavailable"
 )
 

@@ -98,10 +98,12 @@ const fzServerJSON = `{"uuid":"44454c4c-3000-1039-8058-b2c04f4e3232","hostname":
  "agents":[{"name":"cn-agent","version":"2.3.0","image_uuid":"9b5b7c1e-2a0e-4f5e-8c8a-6d0f6e1b2c3d","uuid":"3f1e0d2c-1b2a-4c3d-8e4f-5a6b7c8d9e0f"}]}`
 
 const fzTaskJSON = `{"id":"task-17","task":"agent_install","server_uuid":"44454c4c-3000-1039-8058-b2c04f4e3232","status":"failure",
- "timestamp":"2025-01-01T00:00:00Z","history":[{"name":"error","timestamp":"2025-01-01T00:00:01Z","event":{"error":{"message":"disk full"}}}]}`
+ "timestamp":"2025-01-01T00:00:00Z","history":[{"name":"error","timestamp":"2025-01-01T00:00:01Z","event":{"error":{"message":"disk full"}}},
+ {"name":"finish","timestamp":"2025-01-01T00:00:01Z","event":{}}]}`
 
-const fzImageJSON = `{"v":2,"uuid":"9b5b7c1e-2a0e-4f5e-8c8a-6d0f6e1b2c3d","name":"cn-agent","version":"2.4.0","type":"other","os":"other",
- "state":"active","tags":{"smartdc_agent":true},"files":[{"sha1":"da39a3ee5e6b4b0d3255bfef95601890afd80709","size":0,"compression":"gzip"}]}`
+const fzImageJSON = `{"v":2,"uuid":"9b5b7c1e-2a0e-4f5e-8c8a-6d0f6e1b2c3d","owner":"00000000-0000-0000-0000-000000000000","name":"cn-agent",
+ "version":"2.4.0-master-20250101T000000Z-g1a2b3c4","state":"active","disabled":false,"public":false,"type":"other","os":"other",
+ "description":"Triton Compute Node Agent","tags":{"smartdc_service":"true","buildstamp":"master-20250101T000000Z-g1a2b3c4"},"files":[{"sha1":"da39a3ee5e6b4b0d3255bfef95601890afd80709","size":0,"compression":"gzip"}]}`
 
 const fzInstanceJSON = `{"uuid":"3f1e0d2c-1b2a-4c3d-8e4f-5a6b7c8d9e0f","service_uuid":"1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d","type":"agent",
  "params":{"server_uuid":"44454c4c-3000-1039-8058-b2c04f4e3232","image_uuid":"9b5b7c1e-2a0e-4f5e-8c8a-6d0f6e1b2c3d"}}`

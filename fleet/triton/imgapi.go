@@ -19,15 +19,23 @@ const (
 	ImageTypeZone  = "zone-dataset"
 )
 
-// Image is an IMGAPI image manifest (the subset fleetsaga uses).
+// Image is an IMGAPI image manifest (the subset fleetsaga uses). Agent
+// images are built from their repository's manifest.tmpl
+// (TritonDataCenter/sdc-cn-agent manifest.tmpl, triton-cmon-agent
+// manifest.tmpl): version "VERSION-BUILDSTAMP", tags smartdc_service "true"
+// and buildstamp.
 type Image struct {
 	V           int            `json:"v"`
 	UUID        uuid.UUID      `json:"uuid"`
+	Owner       uuid.UUID      `json:"owner"`
 	Name        string         `json:"name"`
 	Version     string         `json:"version"`
+	Description string         `json:"description,omitempty"`
 	Type        string         `json:"type"`
 	OS          string         `json:"os"`
 	State       string         `json:"state"`
+	Disabled    bool           `json:"disabled"`
+	Public      bool           `json:"public"`
 	PublishedAt *time.Time     `json:"published_at,omitempty"`
 	Tags        map[string]any `json:"tags,omitempty"`
 	Files       []ImageFile    `json:"files"`
@@ -40,11 +48,62 @@ type ImageFile struct {
 	Compression string `json:"compression"`
 }
 
-// IsAgent reports whether the image is an agent package: type other,
-// tagged smartdc_agent.
+// Tags of agent images (manifest.tmpl).
+const (
+	TagSmartDCService = "smartdc_service"
+	TagBuildstamp     = "buildstamp"
+)
+
+// IsAgent reports whether the image is an agent package as the agents'
+// manifest.tmpl builds them: type other, tagged smartdc_service "true" (a
+// string in the template; a JSON true is read the same).
 func (im Image) IsAgent() bool {
-	v, _ := im.Tags["smartdc_agent"].(bool)
-	return im.Type == ImageTypeOther && v
+	if im.Type != ImageTypeOther {
+		return false
+	}
+	switch v := im.Tags[TagSmartDCService].(type) {
+	case string:
+		return v == "true"
+	case bool:
+		return v
+	}
+	return false
+}
+
+// Buildstamp is the image's buildstamp tag ("" if none), e.g.
+// "master-20240101T000000Z-g1a2b3c4": branch, build time, git hash.
+func (im Image) Buildstamp() string {
+	s, _ := im.Tags[TagBuildstamp].(string)
+	return s
+}
+
+// Newest is the image published last, as sdcadm picks an update
+// (sdcadm lib/sdcadm.js and lib/cli/do_update_agents.js sort by
+// published_at and take the last), never by comparing version strings. An
+// image without published_at counts as published before any other; of two
+// published at once the one listed later wins. ok is false for no images.
+func Newest(images []Image) (Image, bool) {
+	var best *Image
+	for i := range images {
+		im := &images[i]
+		if best == nil || !publishedBefore(im, best) {
+			best = im
+		}
+	}
+	if best == nil {
+		return Image{}, false
+	}
+	return *best, true
+}
+
+func publishedBefore(a, b *Image) bool {
+	switch {
+	case a.PublishedAt == nil:
+		return b.PublishedAt != nil
+	case b.PublishedAt == nil:
+		return false
+	}
+	return a.PublishedAt.Before(*b.PublishedAt)
 }
 
 // IMGAPI is a client of the Images API.

@@ -35,9 +35,12 @@ type Instance struct {
 	Metadata    map[string]any `json:"metadata,omitempty"`
 }
 
-// InstanceParams are an agent instance's parameters.
+// InstanceParams are an agent instance's parameters. Instances of older
+// agents carry no server_uuid (sdcadm lib/sdcadm.js listInsts: "we don't
+// have a way to match an agent inst in SAPI to the server on which it
+// lives"): ServerUUID is then uuid.Nil.
 type InstanceParams struct {
-	ServerUUID uuid.UUID `json:"server_uuid"`
+	ServerUUID uuid.UUID `json:"server_uuid,omitzero"`
 	ImageUUID  uuid.UUID `json:"image_uuid"`
 }
 
@@ -120,17 +123,19 @@ func (s *SAPI) GetInstance(ctx context.Context, id uuid.UUID) (Instance, error) 
 	return out, err
 }
 
-// CreateInstanceRequest is the body of POST /instances.
+// CreateInstanceRequest is the body of POST /instances (SAPI reads uuid,
+// service_uuid, params, metadata, manifests and master; sdc-sapi
+// lib/server/endpoints/instances.js).
 type CreateInstanceRequest struct {
 	UUID        uuid.UUID      `json:"uuid,omitempty"`
 	ServiceUUID uuid.UUID      `json:"service_uuid"`
 	Params      InstanceParams `json:"params"`
-	// Exists adopts an instance that already runs (agents: it does).
-	Exists bool `json:"exists,omitempty"`
 }
 
-// CreateInstance creates an instance. With a UUID set the call is
-// idempotent for the caller: a 409 DuplicateUuid means it already exists.
+// CreateInstance creates an instance. SAPI stores it under the UUID given
+// without looking for one already there (sdc-sapi lib/server/model.js
+// createInstance: putObject; no 409): a create under a used UUID replaces
+// that instance, so callers look the UUID up first.
 func (s *SAPI) CreateInstance(ctx context.Context, r CreateInstanceRequest) (Instance, error) {
 	var out Instance
 	err := s.c.do(ctx, "POST", "/instances", nil, r, &out)

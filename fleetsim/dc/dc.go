@@ -71,6 +71,7 @@ type server struct {
 	record       []triton.Agent // CNAPI's server.agents
 	activeTask   string
 	staleRefresh bool
+	cnAgentTask  string
 	slowness     float64
 	lastBeat     time.Time
 }
@@ -114,14 +115,14 @@ func newDC(env domain.Env) *DC {
 		appUUID:   uuid.NewSHA1(uuid.NameSpaceOID, []byte("fleetsim/sdc")),
 	}
 	now := time.Now().UTC()
-	for _, im := range sp.Images {
-		d.images[im.UUID] = &image{spec: im, actualSHA1: fileSHA1(im.UUID, im.EffectiveFileSize()), published: now}
+	for i, im := range sp.Images {
+		d.images[im.UUID] = &image{spec: im, actualSHA1: fileSHA1(im.UUID, im.EffectiveFileSize()), published: publishedAt(im, i)}
 		d.imgOrder = append(d.imgOrder, im.UUID)
 	}
 	for _, s := range sp.Servers {
 		srv := &server{
 			uuid: s.UUID, hostname: s.Hostname, status: s.EffectiveStatus(), setup: s.IsSetup(),
-			headnode: s.Headnode, traits: s.Traits, staleRefresh: s.StaleRefresh,
+			headnode: s.Headnode, traits: s.Traits, staleRefresh: s.StaleRefresh, cnAgentTask: s.CNAgentTask,
 			slowness: s.InstallSlowness, lastBeat: now,
 		}
 		for _, a := range s.Agents {

@@ -343,7 +343,10 @@ func TestInstallTaskChecksImage(t *testing.T) {
 		require.NoError(t, err, c.name)
 		task := waitDone(t, e, id)
 		assert.Equal(t, triton.TaskFailure, task.Status, c.name)
-		assert.Equal(t, "error", task.History[len(task.History)-1].Name, c.name)
+		// As CNAPI records a failure: the error first, then finish.
+		require.Len(t, task.History, 2, c.name)
+		assert.Equal(t, "error", task.History[0].Name, c.name)
+		assert.Equal(t, "finish", task.History[1].Name, c.name)
 		assert.Contains(t, task.ErrorMessage(), c.want, c.name)
 	}
 	tr := e.truth(t, uuid.Nil)
@@ -535,22 +538,41 @@ func TestSAPIServicesAndInstances(t *testing.T) {
 	_, err = e.sapi.SetInstanceImage(ctx, in.UUID, d.Servers[3].UUID, im.UUID)
 	assert.True(t, triton.HasCode(err, triton.CodeInvalidArgument), "an instance cannot move servers: %v", err)
 
-	// Create with a stable UUID: a repeat is a 409 DuplicateUuid.
+	// Create with a stable UUID: a repeat is accepted and overwrites the
+	// instance, as SAPI's putObject does (no 409).
 	require.NoError(t, e.sapi.DeleteInstance(ctx, insts[1].UUID))
 	_, err = e.sapi.GetInstance(ctx, insts[1].UUID)
 	assert.True(t, triton.IsNotFound(err))
-	req := triton.CreateInstanceRequest{UUID: insts[1].UUID, ServiceUUID: vm.UUID, Exists: true,
+	req := triton.CreateInstanceRequest{UUID: insts[1].UUID, ServiceUUID: vm.UUID,
 		Params: triton.InstanceParams{ServerUUID: insts[1].Params.ServerUUID, ImageUUID: im.UUID}}
 	created, err := e.sapi.CreateInstance(ctx, req)
 	require.NoError(t, err)
 	assert.Equal(t, insts[1].UUID, created.UUID)
-	_, err = e.sapi.CreateInstance(ctx, req)
-	assert.True(t, triton.HasCode(err, triton.CodeDuplicateUUID), err)
-	assert.False(t, triton.IsRetryable(err))
+	again := req
+	again.Params.ImageUUID = insts[1].Params.ImageUUID
+	_, err = e.sapi.CreateInstance(ctx, again)
+	require.NoError(t, err, "SAPI does not refuse a duplicate UUID")
+	got2, err := e.sapi.GetInstance(ctx, insts[1].UUID)
+	require.NoError(t, err)
+	assert.Equal(t, insts[1].Params.ImageUUID, got2.Params.ImageUUID, "the second create replaced the first")
+	after, err := e.sapi.ListInstances(ctx, vm.UUID)
+	require.NoError(t, err)
+	assert.Len(t, after, len(insts), "one instance under that UUID")
 	bad := req
 	bad.UUID, bad.Params.ServerUUID = uuid.Nil, uuid.New()
 	_, err = e.sapi.CreateInstance(ctx, bad)
 	assert.True(t, triton.HasCode(err, triton.CodeInvalidArgument), err)
+
+	// An older agent's instance names no server; an update gives it one.
+	old := req
+	old.UUID, old.Params.ServerUUID = uuid.New(), uuid.Nil
+	made, err := e.sapi.CreateInstance(ctx, old)
+	require.NoError(t, err)
+	assert.Equal(t, uuid.Nil, made.Params.ServerUUID)
+	moved, err := e.sapi.SetInstanceImage(ctx, made.UUID, d.Servers[1].UUID, im.UUID)
+	require.NoError(t, err)
+	assert.Equal(t, d.Servers[1].UUID, moved.Params.ServerUUID)
+	require.NoError(t, e.sapi.DeleteInstance(ctx, made.UUID))
 
 	// Deleting a server leaves its SAPI agent instances behind, as the
 	// real CNAPI does; the truth lists them as orphans.
@@ -586,6 +608,13 @@ func TestIMGAPIManifestAndFile(t *testing.T) {
 	assert.Equal(t, "vm-agent", m.Name)
 	assert.Equal(t, spec.GeneratedNewVersion, m.Version)
 	assert.True(t, m.IsAgent())
+	// Shaped as the agents' manifest.tmpl builds it.
+	assert.Equal(t, "true", m.Tags[triton.TagSmartDCService])
+	assert.Equal(t, "master-20240601T120000Z-g5d6e7f8", m.Buildstamp())
+	assert.Equal(t, triton.ImageTypeOther, m.Type)
+	assert.Equal(t, "other", m.OS)
+	assert.Equal(t, uuid.Nil, m.Owner)
+	require.NotNil(t, m.PublishedAt)
 	require.Len(t, m.Files, 1)
 	assert.Equal(t, vm.Size, m.Files[0].Size)
 	assert.Len(t, m.Files[0].SHA1, 40)
@@ -601,6 +630,11 @@ func TestIMGAPIManifestAndFile(t *testing.T) {
 	list, err := e.imgapi.ListImages(ctx, "vm-agent")
 	require.NoError(t, err)
 	assert.Len(t, list, 4)
+	// Spec order is publish order: the new generated image is published
+	// after the old one, the two appended after both.
+	newest, ok := triton.Newest(list)
+	require.True(t, ok)
+	assert.Equal(t, long.UUID, newest.UUID)
 }
 
 func TestAPIFaultsLatencyAndErrorRate(t *testing.T) {

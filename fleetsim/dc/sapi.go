@@ -145,9 +145,10 @@ func (d *DC) getInstance(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// createInstance is SAPI's CreateInstance (agents: always an adoption of
-// what runs, so `exists` is accepted and changes nothing). A given UUID
-// that exists already is 409 DuplicateUuid.
+// createInstance is SAPI's CreateInstance: an agent instance is stored, not
+// provisioned, and a given UUID that exists already is overwritten, not
+// refused (sdc-sapi lib/server/model.js createInstance: putObject, then
+// "skipping provision ... since instance type is agent").
 func (d *DC) createInstance(w http.ResponseWriter, r *http.Request) {
 	var req triton.CreateInstanceRequest
 	if !readJSON(w, r, &req) {
@@ -165,11 +166,11 @@ func (d *DC) createInstance(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if svc.typ == triton.ServiceTypeAgent {
-		if req.Params.ServerUUID == uuid.Nil || req.Params.ImageUUID == uuid.Nil {
-			invalid(w, "params.server_uuid and params.image_uuid are required for agent instances")
+		if req.Params.ImageUUID == uuid.Nil {
+			invalid(w, "params.image_uuid is required for agent instances")
 			return
 		}
-		if d.servers[req.Params.ServerUUID] == nil {
+		if req.Params.ServerUUID != uuid.Nil && d.servers[req.Params.ServerUUID] == nil {
 			invalid(w, "params.server_uuid %s is not a known server", req.Params.ServerUUID)
 			return
 		}
@@ -178,13 +179,11 @@ func (d *DC) createInstance(w http.ResponseWriter, r *http.Request) {
 	if id == uuid.Nil {
 		id = uuid.New()
 	}
-	if d.instances[id] != nil {
-		writeError(w, http.StatusConflict, triton.CodeDuplicateUUID, "instance %s already exists", id)
-		return
-	}
 	in := &instance{uuid: id, serviceUUID: svc.uuid, typ: svc.typ, serverUUID: req.Params.ServerUUID, imageUUID: req.Params.ImageUUID}
+	if d.instances[id] == nil {
+		d.instOrder = append(d.instOrder, id)
+	}
 	d.instances[id] = in
-	d.instOrder = append(d.instOrder, id)
 	writeJSON(w, http.StatusOK, instanceView(in))
 }
 
@@ -204,9 +203,14 @@ func (d *DC) updateInstance(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if action != triton.ActionDelete && req.Params != nil {
-		if req.Params.ServerUUID != uuid.Nil && req.Params.ServerUUID != in.serverUUID {
+		if req.Params.ServerUUID != uuid.Nil && in.serverUUID != uuid.Nil && req.Params.ServerUUID != in.serverUUID {
 			invalid(w, "params.server_uuid cannot move an agent instance to another server")
 			return
+		}
+		if in.serverUUID == uuid.Nil {
+			// An update merges params: an older agent's instance gets the
+			// server it is told.
+			in.serverUUID = req.Params.ServerUUID
 		}
 		if req.Params.ImageUUID == uuid.Nil && action == triton.ActionUpdate {
 			invalid(w, "params.image_uuid is required")

@@ -86,7 +86,7 @@ func TestGenerateDatacenterIsDeterministicAndValid(t *testing.T) {
 			manta++
 			assert.Len(t, s.Agents, len(spec.GeneratedAgents))
 		} else {
-			assert.Len(t, s.Agents, len(spec.GeneratedAgents)-1, "marlin-agent only on manta nodes")
+			assert.Len(t, s.Agents, len(spec.GeneratedAgents)-1, "marlin only on manta nodes")
 		}
 	}
 	assert.Equal(t, 13, manta)

@@ -84,6 +84,9 @@ func (d *DC) runTask(t *task) {
 		return
 	}
 	d.event(t, "image", fmt.Sprintf("fetched and verified %s@%s (%d bytes)", im.spec.Name, im.spec.Version, im.spec.Size))
+	if im.spec.Name == CNAgent {
+		d.event(t, "cn-agent-update", "cn-agent-update enabled: it installs cn-agent and restarts it")
+	}
 
 	slow := 1.0
 	if t.server.slowness > 0 {
@@ -120,7 +123,69 @@ func (d *DC) runTask(t *task) {
 			im.spec.Name, im.spec.Version, f.ID))
 		return
 	}
+	if im.spec.Name == CNAgent {
+		d.selfUpdate(t, im, started)
+		return
+	}
 	d.finish(t, im, started, "")
+}
+
+// CNAgent is the agent that runs the install tasks, itself included.
+const CNAgent = "cn-agent"
+
+// selfUpdate is cn-agent installing itself (sdc-cn-agent
+// lib/backends/smartos/tasks/agent_install.js, "SELF-UPDATING cn-agent"):
+// the running cn-agent hands the task to its cn-agent-update service, whose
+// install restarts the cn-agent that holds CNAPI's request, and the new
+// cn-agent posts its agents to CNAPI when it starts (lib/app.js,
+// startHeartbeater). Nobody tells CNAPI how the task ended: it stays
+// active (or, as the server's spec says, fails as a broken request or
+// completes), and the new cn-agent takes the next task.
+func (d *DC) selfUpdate(t *task, im *image, started time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := t.server
+	rec := InstallRecord{
+		TaskID: t.id, ServerUUID: s.uuid, Hostname: s.hostname, ImageUUID: t.imageUUID,
+		Agent: im.spec.Name, Version: im.spec.Version, Started: started, Finished: time.Now().UTC(),
+		Outcome: triton.TaskComplete,
+	}
+	if prev, ok := findAgent(s.actual, im.spec.Name); ok {
+		rec.PreviousImage = prev.ImageUUID
+	}
+	d.install(s, im)
+	d.postAgents(s)
+	d.installs = append(d.installs, rec)
+	if s.activeTask == t.id {
+		s.activeTask = ""
+	}
+	now := time.Now().UTC()
+	switch s.cnAgentTask {
+	case spec.CNAgentTaskLost:
+		// CNAPI's record of a request to cn-agent that broke (sdc-cnapi
+		// lib/models/server.js sendTaskRequest).
+		t.status = triton.TaskFailure
+		t.history = []triton.TaskEvent{
+			{Name: "error", Timestamp: now, Event: triton.EventBody{Error: &triton.TaskError{Message: "socket hang up"}}},
+			{Name: "finish", Timestamp: now},
+		}
+	case spec.CNAgentTaskComplete:
+		t.status = triton.TaskComplete
+		t.history = []triton.TaskEvent{{Name: "finish", Timestamp: now}}
+	default:
+		return
+	}
+	close(t.done)
+}
+
+// postAgents is cn-agent's POST /servers/:uuid {agents} with what the
+// server runs (sdc-cn-agent lib/backends/smartos/tasks/shared.js
+// refreshAgents); with staleRefresh the post fails and cn-agent only logs
+// it. Callers hold d.mu.
+func (d *DC) postAgents(s *server) {
+	if !s.staleRefresh {
+		s.record = cloneAgents(s.actual)
+	}
 }
 
 // checkImage is the task's manifest and file check; callers hold d.mu.
@@ -190,19 +255,24 @@ func (d *DC) finish(t *task, im *image, started time.Time, reason string) {
 		}
 	}
 	if reason == "" {
+		// cn-agent posts its agents before the task's finish event.
 		d.install(s, im)
-		if !s.staleRefresh {
-			s.record = cloneAgents(s.actual)
-		}
+		d.postAgents(s)
 		t.status = triton.TaskComplete
 		rec.Outcome = triton.TaskComplete
-		t.history = append(t.history, triton.TaskEvent{Name: "finish", Timestamp: now,
-			Event: triton.EventBody{Message: fmt.Sprintf("installed %s@%s", im.spec.Name, im.spec.Version)}})
+		// CNAPI replaces the history with cn-agent's answer (sdc-cnapi
+		// lib/models/server.js sendTaskRequest).
+		t.history = []triton.TaskEvent{{Name: "finish", Timestamp: now,
+			Event: triton.EventBody{Message: fmt.Sprintf("installed %s@%s", im.spec.Name, im.spec.Version)}}}
 	} else {
 		t.status = triton.TaskFailure
 		rec.Outcome, rec.Error = triton.TaskFailure, reason
-		t.history = append(t.history, triton.TaskEvent{Name: "error", Timestamp: now,
-			Event: triton.EventBody{Error: &triton.TaskError{Message: reason}}})
+		// cn-agent's fatal(): an error event, then finish (sdc-cn-agent
+		// lib/task_agent/task.js); CNAPI keeps the error first
+		// (sdc-cnapi lib/models/server.js sendTaskRequest).
+		t.history = append([]triton.TaskEvent(nil),
+			triton.TaskEvent{Name: "error", Timestamp: now, Event: triton.EventBody{Error: &triton.TaskError{Message: "AgentInstall error: " + reason}}},
+			triton.TaskEvent{Name: "finish", Timestamp: now})
 	}
 	d.installs = append(d.installs, rec)
 	if s.activeTask == t.id {

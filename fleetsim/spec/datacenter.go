@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -41,13 +42,26 @@ type Server struct {
 	Traits map[string]string `json:"traits,omitempty"`
 	// Agents installed on the server (the truth; CNAPI's record starts equal).
 	Agents []Agent `json:"agents,omitempty"`
-	// StaleRefresh makes the post-install refresh of CNAPI's server.agents
-	// fail on this server (the original tool only logged it: split brain).
+	// StaleRefresh makes cn-agent's post of its agents to CNAPI (after an
+	// install, and a new cn-agent's at its start) fail on this server;
+	// cn-agent only logs it (sdc-cn-agent lib/backends/smartos/tasks/
+	// agent_install.js, lib/app.js): CNAPI's server.agents stays behind.
 	StaleRefresh bool `json:"staleRefresh,omitempty"`
+	// CNAgentTask is how CNAPI's task of a cn-agent self-update ends on this
+	// server: "" stays active (the request went with the cn-agent that held
+	// it), CNAgentTaskLost fails it as CNAPI records a broken request to
+	// cn-agent, CNAgentTaskComplete completes it.
+	CNAgentTask string `json:"cnAgentTask,omitempty"`
 	// InstallSlowness multiplies the agent install time on this server
 	// (stragglers); 0 means 1.
 	InstallSlowness float64 `json:"installSlowness,omitempty"`
 }
+
+// CNAgentTask values.
+const (
+	CNAgentTaskLost     = "lost"
+	CNAgentTaskComplete = "complete"
+)
 
 // IsSetup reports the effective setup flag.
 func (s Server) IsSetup() bool { return s.Setup == nil || *s.Setup }
@@ -78,9 +92,15 @@ const (
 // Image is one image in IMGAPI. Its file is generated deterministically from
 // the UUID (FileSize bytes), so the simulator never holds image bodies.
 type Image struct {
-	UUID    uuid.UUID `json:"uuid"`
-	Name    string    `json:"name"`
-	Version string    `json:"version"`
+	UUID uuid.UUID `json:"uuid"`
+	Name string    `json:"name"`
+	// Version is the manifest's version; an agent build writes
+	// "VERSION-BUILDSTAMP" (sdc-cn-agent manifest.tmpl and Makefile), and
+	// the part after the first "-" is served as the buildstamp tag.
+	Version string `json:"version"`
+	// PublishedAt is IMGAPI's published_at; default: spec order, an hour
+	// apart from firstPublished (the images listed later are newer).
+	PublishedAt *time.Time `json:"publishedAt,omitempty"`
 	// Type is "agent" (default) or "zone-dataset".
 	Type string `json:"type,omitempty"`
 	// Size is the size the manifest advertises.
@@ -123,7 +143,9 @@ type Service struct {
 }
 
 // Instance is a SAPI instance of an agent service on one server (the
-// per-server intent).
+// per-server intent). Instances of older agents carry no server_uuid
+// (ServerUUID uuid.Nil): only the agent's own UUID in server.agents ties
+// them to a server (sdcadm lib/sdcadm.js listInsts).
 type Instance struct {
 	UUID        uuid.UUID `json:"uuid"`
 	ServiceUUID uuid.UUID `json:"serviceUUID"`
@@ -148,6 +170,9 @@ func (d Datacenter) validate() error {
 		}
 		if st := s.EffectiveStatus(); st != ServerRunning && st != ServerUnknown {
 			errs = append(errs, fmt.Errorf("%s: status must be running or unknown, got %q", where, s.Status))
+		}
+		if s.CNAgentTask != "" && s.CNAgentTask != CNAgentTaskLost && s.CNAgentTask != CNAgentTaskComplete {
+			errs = append(errs, fmt.Errorf("%s: cnAgentTask must be empty, %q or %q", where, CNAgentTaskLost, CNAgentTaskComplete))
 		}
 		if s.InstallSlowness < 0 {
 			errs = append(errs, fmt.Errorf("%s: installSlowness must be >= 0", where))
@@ -214,7 +239,8 @@ func (d Datacenter) validate() error {
 		if !services[in.ServiceUUID] {
 			errs = append(errs, fmt.Errorf("%s: unknown serviceUUID %s", where, in.ServiceUUID))
 		}
-		if !servers[in.ServerUUID] {
+		// An older agent's instance names no server (uuid.Nil).
+		if in.ServerUUID != uuid.Nil && !servers[in.ServerUUID] {
 			errs = append(errs, fmt.Errorf("%s: unknown serverUUID %s", where, in.ServerUUID))
 		}
 	}

@@ -8,18 +8,24 @@ import (
 )
 
 // GeneratedAgents are the agents a generated datacenter runs on each server,
-// in install order. marlin-agent runs only on Manta storage nodes (every
+// in install order. marlin (Manta's agent; its name in server.agents, as in
+// sdc-cnapi test/test-servers.js) runs only on Manta storage nodes (every
 // fourth server, trait manta=true).
 var GeneratedAgents = []string{
 	"agents_core", "cn-agent", "config-agent", "vm-agent", "net-agent",
-	"firewaller", "amon-agent", "smartlogin", "cmon-agent", "marlin-agent",
+	"firewaller", "amon-agent", "smartlogin", "cmon-agent", GeneratedMarlin,
 }
 
+// GeneratedMarlin is the Manta agent's name.
+const GeneratedMarlin = "marlin"
+
 // Versions used by GenerateDatacenter: every server runs GeneratedOldVersion
-// of each agent; IMGAPI also holds GeneratedNewVersion of each.
+// of each agent; IMGAPI also holds GeneratedNewVersion of each, published
+// later. Both read as an agent build writes them: VERSION-BUILDSTAMP, the
+// buildstamp being branch, build time and git hash (sdc-cn-agent Makefile).
 const (
-	GeneratedOldVersion = "1.0.0"
-	GeneratedNewVersion = "1.1.0"
+	GeneratedOldVersion = "1.0.0-master-20240101T000000Z-g1a2b3c4"
+	GeneratedNewVersion = "1.1.0-master-20240601T120000Z-g5d6e7f8"
 	generatedImageSize  = 48 << 10
 )
 
@@ -66,7 +72,7 @@ func GenerateDatacenter(nServers int, seed int64) Datacenter {
 			s.Traits["manta"] = "true"
 		}
 		for _, name := range GeneratedAgents {
-			if name == "marlin-agent" && !manta {
+			if name == GeneratedMarlin && !manta {
 				continue
 			}
 			im := oldImage[name]

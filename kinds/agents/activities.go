@@ -18,10 +18,18 @@ import (
 )
 
 // CoreAgents run the install machinery itself: each is installed alone.
-var CoreAgents = []string{"agents_core", "config-agent", "cn-agent"}
+var CoreAgents = []string{"agents_core", "config-agent", CNAgent}
 
-// MarlinAgent is never touched unless a request names it.
-const MarlinAgent = "marlin-agent"
+// CNAgent runs the install tasks and installs itself through its
+// cn-agent-update service (sdc-cn-agent
+// lib/backends/smartos/tasks/agent_install.js).
+const CNAgent = "cn-agent"
+
+// MarlinAgent is Manta's agent, as server.agents names it (sdc-cnapi
+// test/test-servers.js); sdcadm never updates it (its agent services
+// leave it out: sdcadm lib/steps/sapi.js, etc/defaults.json). fleetsaga
+// touches it only when a request names it.
+const MarlinAgent = "marlin"
 
 // IsCoreAgent reports whether name is one of CoreAgents.
 func IsCoreAgent(name string) bool {
@@ -42,6 +50,10 @@ type AgentActivities struct {
 	Store  *ledger.Store
 	// Identity names this worker in the ledger's events.
 	Identity string
+	// ReportWait and SelfUpdateWait shorten how long an install waits for
+	// the server to show its image (zero: agentReportWait and
+	// cnAgentSelfUpdateWait). Only tests set them.
+	ReportWait, SelfUpdateWait time.Duration
 }
 
 // NewAgentActivities builds the activities from the fleet endpoints.
@@ -159,10 +171,12 @@ type InstallAgentResult struct {
 	AlreadyInstalled bool `json:"alreadyInstalled,omitempty"`
 }
 
-// InstallAgentImage starts cn-agent's agent_install task and waits for it,
-// heartbeating the task ID: a retry (after a worker died) resumes waiting on
-// the same task instead of starting another. A failed task is a
-// non-retryable AgentTaskFailed (cn-agent restored its backup).
+// InstallAgentImage starts cn-agent's agent_install task and waits until
+// the server's own agent list in CNAPI shows the image (confirmInstall),
+// heartbeating the task ID: a retry (after a worker died) resumes waiting
+// on the same task instead of starting another. A failed task is a
+// non-retryable AgentTaskFailed (cn-agent restored its backup); a task that
+// ended while CNAPI still shows the old image is AgentNotConfirmed.
 func (a *AgentActivities) InstallAgentImage(ctx context.Context, r InstallAgentRequest) (InstallAgentResult, error) {
 	poll := max(r.PollInterval, time.Second)
 	taskID, records, err := a.ledgeredTask(ctx, r)
@@ -194,6 +208,7 @@ func (a *AgentActivities) InstallAgentImage(ctx context.Context, r InstallAgentR
 		}
 		records++
 	}
+	w := a.newInstallWatch(r, poll)
 	for {
 		task, err := a.CNAPI.WaitTask(ctx, taskID, poll)
 		if triton.IsNotFound(err) {
@@ -208,13 +223,9 @@ func (a *AgentActivities) InstallAgentImage(ctx context.Context, r InstallAgentR
 			return InstallAgentResult{}, tritonErr(err, "wait for task "+taskID)
 		}
 		activity.RecordHeartbeat(ctx, taskID)
-		switch task.Status {
-		case triton.TaskComplete:
-			return InstallAgentResult{TaskID: taskID}, nil
-		case triton.TaskFailure:
-			return InstallAgentResult{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("install %s on %s: task %s failed: %s", r.Agent.Label(), r.Server, taskID, task.ErrorMessage()),
-				failure.AgentTaskFailed, nil, taskID)
+		done, err := w.check(ctx, task)
+		if done || err != nil {
+			return InstallAgentResult{TaskID: taskID}, err
 		}
 		if err := ctx.Err(); err != nil {
 			return InstallAgentResult{}, err
@@ -222,47 +233,50 @@ func (a *AgentActivities) InstallAgentImage(ctx context.Context, r InstallAgentR
 	}
 }
 
-// RefreshAgentRequest makes CNAPI's server.agents show an installed agent.
+// RefreshAgentRequest names one agent of the plan on one server.
 type RefreshAgentRequest struct {
 	Server uuid.UUID    `json:"server"`
 	Agent  PlannedAgent `json:"agent"`
 }
 
-// RefreshServerAgents makes sure CNAPI's server.agents records the agent at
-// its new image after a successful install (cn-agent's own refresh may have
-// failed silently: the original tool's split brain). It returns the entry,
-// whose UUID is the agent instance UUID.
-func (a *AgentActivities) RefreshServerAgents(ctx context.Context, r RefreshAgentRequest) (triton.Agent, error) {
+// ConfirmServerAgent returns the agent's entry in CNAPI's server.agents
+// when it shows the planned image (its UUID is the agent instance UUID,
+// uuid.Nil for older agents), else a non-retryable AgentNotConfirmed. It
+// only reads: server.agents is what the server's cn-agent posted
+// (sdc-cn-agent lib/backends/smartos/tasks/shared.js refreshAgents), and
+// fleetsaga never writes it from its plan, which could record an install
+// that did not happen.
+func (a *AgentActivities) ConfirmServerAgent(ctx context.Context, r RefreshAgentRequest) (triton.Agent, error) {
+	cur, shown, err := a.serverAgent(ctx, r)
+	if err != nil || shown {
+		return cur, err
+	}
+	return triton.Agent{}, notConfirmed(r, cur, "")
+}
+
+// serverAgent reads the agent's entry in server.agents and whether it
+// shows the planned image.
+func (a *AgentActivities) serverAgent(ctx context.Context, r RefreshAgentRequest) (triton.Agent, bool, error) {
 	s, err := a.CNAPI.GetServer(ctx, r.Server)
 	if err != nil {
-		return triton.Agent{}, tritonErr(err, "get server")
+		return triton.Agent{}, false, tritonErr(err, "get server")
 	}
-	cur, ok := s.Agent(r.Agent.Name)
-	if ok && cur.ImageUUID == r.Agent.ImageUUID && cur.UUID != uuid.Nil {
-		return cur, nil
+	cur, _ := s.Agent(r.Agent.Name)
+	return cur, cur.ImageUUID == r.Agent.ImageUUID, nil
+}
+
+// notConfirmed is the AgentNotConfirmed error: what server.agents shows
+// instead of the planned image, and why fleetsaga stopped looking.
+func notConfirmed(r RefreshAgentRequest, cur triton.Agent, why string) error {
+	shown := "no " + r.Agent.Name
+	if cur.Name != "" {
+		shown = r.Agent.Name + "@" + cur.Version + " (" + cur.ImageUUID.String() + ")"
 	}
-	want := triton.Agent{Name: r.Agent.Name, Version: r.Agent.Version, ImageUUID: r.Agent.ImageUUID, UUID: cur.UUID}
-	if want.UUID == uuid.Nil {
-		want.UUID = StableInstanceUUID(r.Agent.ServiceUUID, r.Server)
+	if why != "" {
+		why = ": " + why
 	}
-	agents := make([]triton.Agent, 0, len(s.Agents)+1)
-	for _, ag := range s.Agents {
-		if ag.Name != want.Name {
-			agents = append(agents, ag)
-		}
-	}
-	agents = append(agents, want)
-	if err := a.CNAPI.UpdateServer(ctx, r.Server, triton.ServerUpdate{Agents: agents}); err != nil {
-		return triton.Agent{}, tritonErr(err, "update server.agents")
-	}
-	s, err = a.CNAPI.GetServer(ctx, r.Server)
-	if err != nil {
-		return triton.Agent{}, tritonErr(err, "get server")
-	}
-	if got, ok := s.Agent(want.Name); !ok || got.ImageUUID != want.ImageUUID {
-		return triton.Agent{}, fmt.Errorf("server %s: server.agents still shows %s at %s after refresh", r.Server, want.Name, got.ImageUUID)
-	}
-	return want, nil
+	return nonRetryable(failure.AgentNotConfirmed, "server %s: CNAPI's server.agents shows %s, not %s (%s)%s",
+		r.Server, shown, r.Agent.Label(), r.Agent.ImageUUID, why)
 }
 
 // StableInstanceUUID is the instance UUID fleetsaga gives an agent that has
@@ -295,35 +309,33 @@ func (a *AgentActivities) SetAgentIntent(ctx context.Context, r SetAgentIntentRe
 	if id == uuid.Nil {
 		id = StableInstanceUUID(r.Agent.ServiceUUID, r.Server)
 	}
+	// An older agent's instance names no server: the agent's own UUID
+	// (from server.agents) is what ties it to this one.
 	ours := func(in triton.Instance) bool {
-		return in.ServiceUUID == r.Agent.ServiceUUID && in.Params.ServerUUID == r.Server
+		return in.ServiceUUID == r.Agent.ServiceUUID && (in.Params.ServerUUID == r.Server || in.Params.ServerUUID == uuid.Nil)
 	}
 	in, err := a.SAPI.GetInstance(ctx, id)
 	switch {
 	case err == nil && !ours(in):
 		// The UUID belongs to something else: look the server up instead,
-		// and never create under that UUID.
+		// and never create under that UUID (SAPI would overwrite it).
 		id = StableInstanceUUID(r.Agent.ServiceUUID, r.Server)
 		in, err = a.findInstance(ctx, r.Agent.ServiceUUID, r.Server)
 	case triton.IsNotFound(err):
 		in, err = a.findInstance(ctx, r.Agent.ServiceUUID, r.Server)
 	}
 	if triton.IsNotFound(err) {
+		// SAPI stores a create under any UUID, a used one included (no
+		// 409: sdc-sapi lib/server/model.js createInstance); id answered
+		// 404 above, and a retry after a lost answer finds it there.
 		created, cerr := a.SAPI.CreateInstance(ctx, triton.CreateInstanceRequest{
-			UUID: id, ServiceUUID: r.Agent.ServiceUUID, Exists: true,
+			UUID: id, ServiceUUID: r.Agent.ServiceUUID,
 			Params: triton.InstanceParams{ServerUUID: r.Server, ImageUUID: r.Agent.ImageUUID},
 		})
-		if cerr == nil {
-			return SetAgentIntentResult{InstanceUUID: created.UUID, Created: true, Changed: true}, nil
-		}
-		if !triton.HasCode(cerr, triton.CodeDuplicateUUID) {
+		if cerr != nil {
 			return SetAgentIntentResult{}, tritonErr(cerr, "create SAPI instance")
 		}
-		// A retry after a lost answer: it exists now.
-		in, err = a.SAPI.GetInstance(ctx, id)
-		if err == nil && !ours(in) {
-			return SetAgentIntentResult{}, nonRetryable(failure.TritonAPI, "SAPI instance %s exists but is not %s on server %s", id, r.Agent.Name, r.Server)
-		}
+		return SetAgentIntentResult{InstanceUUID: created.UUID, Created: true, Changed: true}, nil
 	}
 	if err != nil {
 		return SetAgentIntentResult{}, tritonErr(err, "find SAPI instance")

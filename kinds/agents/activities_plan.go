@@ -25,7 +25,7 @@ type PlanAgentInstallRequest struct {
 	RolloutID uuid.UUID      `json:"rolloutId"`
 	Agents    []AgentRequest `json:"agents,omitempty"`
 	// AllAgents adds every SAPI agent service at its newest image, updating
-	// only servers that run it; marlin-agent only when named in Agents.
+	// only servers that run it; marlin only when named in Agents.
 	AllAgents      bool            `json:"allAgents,omitempty"`
 	Selection      ServerSelection `json:"selection"`
 	ExcludeServers []string        `json:"excludeServers,omitempty"`
@@ -191,20 +191,19 @@ func (a *AgentActivities) agentImage(ctx context.Context, ag AgentRequest) (trit
 	if err != nil {
 		return triton.Image{}, tritonErr(err, "list images")
 	}
-	var best *triton.Image
-	for i := range list {
-		im := &list[i]
-		if im.Name != ag.Name || !im.IsAgent() || im.State != "active" {
-			continue
-		}
-		if best == nil || CompareVersions(im.Version, best.Version) > 0 {
-			best = im
+	var candidates []triton.Image
+	for _, im := range list {
+		// IMGAPI's name filter is checked again, as sdcadm does (sdcadm
+		// lib/sdcadm.js getCandidateImages).
+		if im.Name == ag.Name && im.IsAgent() && im.State == "active" {
+			candidates = append(candidates, im)
 		}
 	}
-	if best == nil {
+	best, ok := triton.Newest(candidates)
+	if !ok {
 		return triton.Image{}, nonRetryable(failure.ImageInvalid, "IMGAPI has no active image of agent %s", ag.Name)
 	}
-	return *best, nil
+	return best, nil
 }
 
 // SetAgentServiceImageRequest moves an agent's fleet-wide intent.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
@@ -97,6 +98,13 @@ func TestSkipReasonOrderAgentsCompareVersions(t *testing.T) {
 	assert.Equal(t, 1, agents.CompareVersions("1.0.0-b", "1.0.0-a"))
 }
 
+// The tests' waits for a server to show its image (the product's are
+// minutes): long enough for fleetsim at speed-up 1000.
+const (
+	testReportWait     = 300 * time.Millisecond
+	testSelfUpdateWait = 3 * time.Second
+)
+
 // simEnv runs a fleetsim datacenter and agent activities against it.
 type simEnv struct {
 	dc   spec.Datacenter
@@ -114,6 +122,7 @@ func newSim(t *testing.T, d spec.Datacenter) *simEnv {
 	t.Cleanup(func() { _ = srv.Close() })
 	acts, err := agents.NewAgentActivities(fleet.FromFleetsim(srv.URL, ""), nil, nil, "test")
 	require.NoError(t, err)
+	acts.ReportWait, acts.SelfUpdateWait = testReportWait, testSelfUpdateWait
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
 	env.RegisterActivity(acts)
@@ -174,9 +183,8 @@ func TestInstallAgentImageAgainstFleetsim(t *testing.T) {
 	assert.Equal(t, failure.AgentTaskFailed, errType(err), err)
 }
 
-func TestRefreshAndIntentAgainstFleetsim(t *testing.T) {
+func TestIntentAgainstFleetsim(t *testing.T) {
 	d := spec.GenerateDatacenter(3, 4)
-	d.Servers[0].StaleRefresh = true
 	e := newSim(t, d)
 	ctx := context.Background()
 	vm := planned(t, d, "vm-agent")
@@ -184,21 +192,12 @@ func TestRefreshAndIntentAgainstFleetsim(t *testing.T) {
 
 	_, err := e.act.ExecuteActivity(e.acts.InstallAgentImage, agents.InstallAgentRequest{Server: srv, Agent: vm})
 	require.NoError(t, err)
-	s, err := e.acts.CNAPI.GetServer(ctx, srv)
-	require.NoError(t, err)
-	stale, _ := s.Agent("vm-agent")
-	require.NotEqual(t, vm.ImageUUID, stale.ImageUUID, "StaleRefresh leaves the record behind")
-
-	v, err := e.act.ExecuteActivity(e.acts.RefreshServerAgents, agents.RefreshAgentRequest{Server: srv, Agent: vm})
+	v, err := e.act.ExecuteActivity(e.acts.ConfirmServerAgent, agents.RefreshAgentRequest{Server: srv, Agent: vm})
 	require.NoError(t, err)
 	var entry triton.Agent
 	require.NoError(t, v.Get(&entry))
 	assert.Equal(t, vm.ImageUUID, entry.ImageUUID)
-	assert.Equal(t, stale.UUID, entry.UUID, "the agent keeps its instance UUID")
-	s, err = e.acts.CNAPI.GetServer(ctx, srv)
-	require.NoError(t, err)
-	rec, _ := s.Agent("vm-agent")
-	assert.Equal(t, vm.ImageUUID, rec.ImageUUID)
+	assert.Equal(t, d.Servers[0].Agents[3].UUID, entry.UUID, "the agent keeps its instance UUID")
 
 	// Intent: the existing instance (same UUID as the agent) is updated.
 	v, err = e.act.ExecuteActivity(e.acts.SetAgentIntent, agents.SetAgentIntentRequest{Server: srv, Agent: vm, InstanceUUID: entry.UUID})
@@ -379,12 +378,38 @@ func TestOrphanedInstancesOfDeletedServerAreFoundAndRemoved(t *testing.T) {
 	assert.Zero(t, rep.Counts[agents.DriftOrphanInstance])
 }
 
-// RecordAgentOnServer after an install whose refresh cn-agent lost: CNAPI's
-// record and then the SAPI instance show the new image, and a retry of the
-// pair changes nothing more.
-func TestRecordAgentOnServerMovesRecordThenIntent(t *testing.T) {
+// A task that reports success while the server's own agent list still
+// shows the old image (cn-agent's post to CNAPI failed: staleRefresh) is
+// not an install: AgentNotConfirmed, and fleetsaga writes nothing to
+// server.agents, so a retry or the next run sees the truth CNAPI has.
+func TestTaskSuccessWhileTheServerShowsTheOldImageIsNotInstalled(t *testing.T) {
 	d := spec.GenerateDatacenter(2, 4)
 	d.Servers[0].StaleRefresh = true
+	e := newSim(t, d)
+	ctx := context.Background()
+	vm := planned(t, d, "vm-agent")
+	srv := d.Servers[0]
+
+	_, err := e.act.ExecuteActivity(e.acts.InstallAgentImage, agents.InstallAgentRequest{Server: srv.UUID, Agent: vm})
+	assert.Equal(t, failure.AgentNotConfirmed, errType(err), err)
+	assert.True(t, isNonRetryable(err))
+	assert.Contains(t, err.Error(), "completed")
+	_, err = e.act.ExecuteActivity(e.acts.RecordAgentOnServer, agents.RefreshAgentRequest{Server: srv.UUID, Agent: vm})
+	assert.Equal(t, failure.AgentNotConfirmed, errType(err), err)
+
+	s, err := e.acts.CNAPI.GetServer(ctx, srv.UUID)
+	require.NoError(t, err)
+	rec, _ := s.Agent("vm-agent")
+	assert.Equal(t, srv.Agents[3].ImageUUID, rec.ImageUUID, "server.agents is the server's, never written from the plan")
+	inst, err := e.acts.SAPI.GetInstance(ctx, srv.Agents[3].UUID)
+	require.NoError(t, err)
+	assert.Equal(t, srv.Agents[3].ImageUUID, inst.Params.ImageUUID, "the intent stays at the old image")
+}
+
+// RecordAgentOnServer after an install the server reported: the SAPI
+// instance (the agent's own UUID) moves to the image, once.
+func TestRecordAgentOnServerMovesTheIntentOfAReportedInstall(t *testing.T) {
+	d := spec.GenerateDatacenter(2, 4)
 	e := newSim(t, d)
 	ctx := context.Background()
 	vm := planned(t, d, "vm-agent")
@@ -400,10 +425,6 @@ func TestRecordAgentOnServerMovesRecordThenIntent(t *testing.T) {
 		assert.Equal(t, srv.Agents[3].UUID, ir.InstanceUUID, "the agent's own instance")
 		assert.Equal(t, i == 0, ir.Changed, "a retry changes nothing more")
 	}
-	s, err := e.acts.CNAPI.GetServer(ctx, srv.UUID)
-	require.NoError(t, err)
-	rec, _ := s.Agent("vm-agent")
-	assert.Equal(t, vm.ImageUUID, rec.ImageUUID, "CNAPI's record")
 	inst, err := e.acts.SAPI.GetInstance(ctx, srv.Agents[3].UUID)
 	require.NoError(t, err)
 	assert.Equal(t, vm.ImageUUID, inst.Params.ImageUUID, "SAPI's intent")

@@ -55,7 +55,7 @@ type AgentInstallInput struct {
 	// Agents to install (name, and image UUID or nil for the newest).
 	Agents []AgentRequest `json:"agents,omitempty"`
 	// AllAgents adds every agent SAPI knows at its newest image, updating
-	// only the servers that run it. marlin-agent only when named in Agents.
+	// only the servers that run it. marlin only when named in Agents.
 	AllAgents      bool            `json:"allAgents,omitempty"`
 	Selection      ServerSelection `json:"selection"`
 	ExcludeServers []string        `json:"excludeServers,omitempty"`

@@ -39,7 +39,8 @@ func newAgentStack(t *testing.T, d spec.Datacenter, speedUp float64) *agentStack
 	sp := &spec.Spec{Seed: 3, SpeedUp: speedUp, Timings: spec.DefaultTimings(), Datacenter: d}
 	require.NoError(t, sp.Validate())
 	sim := env.StartFleetsim(sp)
-	return &agentStack{env: env, sim: sim, dc: d, dep: workerapp.Deps{Fleet: env.Endpoints(sim)}}
+	return &agentStack{env: env, sim: sim, dc: d, dep: workerapp.Deps{Fleet: env.Endpoints(sim),
+		AgentReportWait: testReportWait, AgentSelfUpdateWait: testSelfUpdateWait}}
 }
 
 func (s *agentStack) worker() (stop func()) { return s.env.StartWorker(s.dep) }
@@ -137,7 +138,9 @@ func TestAgentInstallOnFleetsimWithOfflineAndFailingServers(t *testing.T) {
 	no := false
 	d.Servers[3].Status = spec.ServerUnknown
 	d.Servers[4].Setup = &no
-	d.Servers[7].StaleRefresh = true // cn-agent's own refresh fails: fleetsaga refreshes
+	// cn-agent's post of its agents fails: the task completes, CNAPI shows
+	// the old image, and the install is not recorded.
+	d.Servers[7].StaleRefresh = true
 	s := newAgentStack(t, d, 1000)
 	s.arm(t, faults.Fault{Kind: faults.TaskFailure, Target: "server/" + d.Servers[5].UUID.String(), Times: 1})
 	s.arm(t, faults.Fault{Kind: faults.TaskFailure, Target: "server/" + d.Servers[6].UUID.String(), Times: 1})
@@ -158,13 +161,14 @@ func TestAgentInstallOnFleetsimWithOfflineAndFailingServers(t *testing.T) {
 	assert.Equal(t, 23, res.Selected)
 	assert.Equal(t, 1, res.Excluded)
 	assert.Equal(t, 2, res.Skipped)
-	assert.Equal(t, 2, res.Failed)
-	assert.Equal(t, 19, res.Installed)
+	assert.Equal(t, 3, res.Failed)
+	assert.Equal(t, 18, res.Installed)
 	assert.False(t, res.ServiceImageSet)
 
 	tr := s.truth(t)
 	ok := succeeded(t, s.env.Store, res.RolloutID)
-	assert.Len(t, ok, 19)
+	assert.Len(t, ok, 18)
+	assert.False(t, ok[d.Servers[7].UUID], "a task CNAPI's agent list does not confirm is not an install")
 	checkAgreement(t, tr, "vm-agent", img.UUID, ok)
 	touched := map[uuid.UUID]bool{}
 	for _, rec := range tr.Installs {
@@ -179,6 +183,25 @@ func TestAgentInstallOnFleetsimWithOfflineAndFailingServers(t *testing.T) {
 	require.Len(t, atts, 1)
 	assert.Equal(t, ledger.StateFailed, atts[0].State)
 	assert.Contains(t, atts[0].Error, "task_failure")
+
+	stale := d.Servers[7]
+	atts, err = s.env.Store.List(ctx, ledger.ListFilter{Kind: string(workflows.KindAgentInstall), Target: agents.ServerTarget(stale.UUID)})
+	require.NoError(t, err)
+	require.Len(t, atts, 1)
+	assert.Equal(t, ledger.StateFailed, atts[0].State)
+	assert.Contains(t, atts[0].Error, "server.agents shows vm-agent@"+spec.GeneratedOldVersion)
+	for _, srv := range tr.Servers {
+		if srv.UUID != stale.UUID {
+			continue
+		}
+		record, _ := agentOf(srv.Record, "vm-agent")
+		assert.NotEqual(t, img.UUID, record.ImageUUID, "fleetsaga wrote nothing into server.agents")
+		for _, in := range srv.Instances {
+			if in.Service == "vm-agent" {
+				assert.NotEqual(t, img.UUID, in.ImageUUID, "the SAPI intent stays at the image CNAPI shows")
+			}
+		}
+	}
 }
 
 // A worker dies mid-rollout; another takes over; every server ends at the
@@ -332,7 +355,8 @@ func TestAgentInstallThousandServers(t *testing.T) {
 	checkAgreement(t, s.truth(t), "cmon-agent", img.UUID, succeeded(t, s.env.Store, res.RolloutID))
 }
 
-// All agents: marlin-agent untouched unless named, excluded agents
+// All agents, from images shaped as the agents' manifest.tmpl (cn-agent
+// updating itself): marlin untouched unless named, excluded agents
 // untouched, core agents installed first, one at a time.
 func TestAgentInstallAllAgentsOnFleetsim(t *testing.T) {
 	if testing.Short() {
@@ -371,8 +395,10 @@ func TestAgentInstallAllAgentsOnFleetsim(t *testing.T) {
 			}
 		}
 		for _, ag := range srv.Agents {
+			rec, _ := agentOf(srv.Record, ag.Name)
+			assert.Equal(t, ag, rec, "%s %s: CNAPI's agent list matches the server's", srv.Hostname, ag.Name)
 			switch ag.Name {
-			case "marlin-agent", "smartlogin":
+			case spec.GeneratedMarlin, "smartlogin":
 				assert.Equal(t, spec.GeneratedOldVersion, ag.Version, "%s %s must not be touched", srv.Hostname, ag.Name)
 			default:
 				assert.Equal(t, spec.GeneratedNewVersion, ag.Version, "%s %s", srv.Hostname, ag.Name)

@@ -98,7 +98,7 @@ func agentRow(s triton.Server, ag PlannedAgent) activities.PlanRow {
 }
 
 // excludedAgentRows lists the agents an all-agents request leaves out:
-// excluded ones, and marlin-agent unless named.
+// excluded ones, and marlin (Manta's agent) unless named.
 func (a *AgentActivities) excludedAgentRows(ctx context.Context, r PlanAgentInstallRequest, planned []PlannedAgent) []activities.PlanRow {
 	var rows []activities.PlanRow
 	for _, n := range r.ExcludeAgents {
@@ -110,7 +110,7 @@ func (a *AgentActivities) excludedAgentRows(ctx context.Context, r PlanAgentInst
 	}
 	services, err := a.SAPI.ListServices(ctx, triton.ListServicesOptions{Type: triton.ServiceTypeAgent})
 	if err == nil && slices.ContainsFunc(services, func(s triton.Service) bool { return s.Name == MarlinAgent }) {
-		rows = append(rows, activities.PlanRow{Device: MarlinAgent, Action: activities.PlanSkip, Reason: "excluded agent: marlin-agent is only installed when named"})
+		rows = append(rows, activities.PlanRow{Device: MarlinAgent, Action: activities.PlanSkip, Reason: "excluded agent: marlin (Manta's agent) is only installed when named"})
 	}
 	return rows
 }

@@ -113,7 +113,7 @@ func TestDryRunChangesNothingAndNamesEveryActionAndReason(t *testing.T) {
 		{"agents", "", srv[1].Hostname, activities.PlanSkip, "excluded server"},
 		{"agents", "", srv[2].Hostname, activities.PlanSkip, "offline"},
 		{"agents", "", "amon-agent", activities.PlanSkip, "excluded agent"},
-		{"agents", "", "marlin-agent", activities.PlanSkip, "only installed when named"},
+		{"agents", "", "marlin", activities.PlanSkip, "only installed when named"},
 		{"agents", "", "(request)", activities.PlanRefuse, failure.InvalidAgentRequest},
 		{"zones", "zone/" + nexus.zone.String(), "", activities.PlanUpdate, "Nexus"},
 		{"zones", "", "", activities.PlanRefuse, failure.ZoneNotFound},
