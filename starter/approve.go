@@ -81,15 +81,18 @@ touched (outcome PlanDrift).`,
 // the gate's full digest. The signature binds the digest the operator
 // gave: if the gate shows another plan, the workflow refuses it.
 func approveReviewedPlan(ctx context.Context, c client.Client, id string, ap workflows.Approval, sf signFlags) error {
-	sp := awaitGatePlan(ctx, c, id)
 	if ap.PlanDigest == "" {
+		sp, err := queryGatePlan(ctx, c, id)
+		if err != nil {
+			return err // Temporal's answer (no such rollout, access refused) says more than the missing flag
+		}
 		if sp == nil {
 			return usageErr("--plan-digest is required, and %s shows no plan at a gate now: nothing approved", id)
 		}
 		return usageErr("--plan-digest is required: stage %s's plan at the gate is %s; review it (starter status %s) and approve with --plan-digest %s. Nothing approved",
 			sp.Stage, sp.Digest, id, sp.Digest)
 	}
-	if sp != nil {
+	if sp := awaitGatePlan(ctx, c, id); sp != nil {
 		fmt.Fprintf(os.Stderr, "stage %s's plan at the gate: %s\n", sp.Stage, sp.Digest)
 		ap.Stage = sp.Stage
 		signed, err := signStatement(ctx, sf, id, sp.Stage, ap.PlanDigest, approval.DecisionApprove, ap.Reason)

@@ -34,7 +34,7 @@ func (a *Approvals) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&a.OIDCAudience, "approval-oidc-audience", env("FLEETSAGA_APPROVAL_OIDC_AUDIENCE", ""), "the audience (client ID) those tokens must be issued for (env FLEETSAGA_APPROVAL_OIDC_AUDIENCE)")
 	fs.StringVar(&a.OIDCSubjects, "approval-oidc-subjects", env("FLEETSAGA_APPROVAL_OIDC_SUBJECTS", ""), "comma-separated subjects (the tokens' sub claim) that may sign; with --approval-oidc-groups, either admits (env FLEETSAGA_APPROVAL_OIDC_SUBJECTS)")
 	fs.StringVar(&a.OIDCGroups, "approval-oidc-groups", env("FLEETSAGA_APPROVAL_OIDC_GROUPS", ""), "comma-separated groups (the tokens' groups claim) that may sign (env FLEETSAGA_APPROVAL_OIDC_GROUPS)")
-	fs.BoolVar(&a.OIDCAllowHTTP, "approval-oidc-allow-http", false, "DEVELOPMENT ONLY: accept an http:// issuer, whose keys (and so every token) anyone on the path can forge")
+	fs.BoolVar(&a.OIDCAllowHTTP, "approval-oidc-allow-http", env("FLEETSAGA_APPROVAL_OIDC_ALLOW_HTTP", "") == "true", "DEVELOPMENT ONLY: accept an http:// issuer, whose keys (and so every token) anyone on the path can forge (env FLEETSAGA_APPROVAL_OIDC_ALLOW_HTTP=true)")
 	fs.StringVar(&a.People, "approval-people", env("FLEETSAGA_APPROVAL_PEOPLE", ""), "file naming which identities are one person, a line each: PERSON ssh:PRINCIPAL oidc:ISSUER#SUBJECT...; needed for four eyes or several approvers once both SSH keys and an issuer are trusted (env FLEETSAGA_APPROVAL_PEOPLE)")
 	fs.DurationVar(&a.MaxAge, "approval-max-age", approval.DefaultMaxAge, "a signed start or approval older than this is refused")
 }
