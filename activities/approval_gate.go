@@ -53,24 +53,25 @@ func (a *ApprovalActivities) unsignedApprovers(ctx context.Context, in GateAppro
 // countedApprovers lists the persons whose approvals recorded under the
 // ledger stage key for gate's plan verify again against keyring; a row
 // that does not is logged and not counted. A signature is used once: a
-// row whose replay key an earlier row of the rollout holds is a copy (of
-// another run's approval, say, made by a role that may drop the unique
-// index) and does not count either.
+// replay key that two rows of the rollout hold was copied (by a role that
+// may drop the unique index, and set seq to come first), and neither row
+// counts: which one is the original, the rows cannot say.
 func countedApprovers(ctx context.Context, store *ledger.Store, keyring *approval.Keyring, key string, gate approval.Gate) ([]string, error) {
-	all, err := store.Approvals(ctx, gate.Rollout) // in seq order
+	all, err := store.Approvals(ctx, gate.Rollout)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	seen := map[string]bool{}
+	uses := map[string]int{}
 	for _, ap := range all {
-		first := !seen[ap.ReplayKey]
-		seen[ap.ReplayKey] = true
+		uses[ap.ReplayKey]++
+	}
+	var out []string
+	for _, ap := range all {
 		if ap.Stage != key || ap.PlanDigest != gate.PlanDigest {
 			continue
 		}
-		if !first {
-			activity.GetLogger(ctx).Warn("a recorded approval does not count: an earlier row used its signature", "rollout", gate.Rollout,
+		if uses[ap.ReplayKey] > 1 {
+			activity.GetLogger(ctx).Warn("a recorded approval does not count: another row holds its signature", "rollout", gate.Rollout,
 				"stage", gate.Stage, "seq", ap.Seq, "recorded principal", ap.Principal)
 			continue
 		}
