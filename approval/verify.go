@@ -133,7 +133,6 @@ func (k *Keyring) verifySSH(s Signed) (Verified, error) {
 
 // idClaims are the ID token claims that name and bind a principal.
 type idClaims struct {
-	Email string `json:"email"`
 	// EmailVerified is a bool, or a string at some providers.
 	EmailVerified any      `json:"email_verified"`
 	Groups        []string `json:"groups"`

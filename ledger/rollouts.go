@@ -23,12 +23,13 @@ type Approval struct {
 	At         time.Time `json:"at"`
 
 	// Who signed, proved (issue 29); empty for unsigned approvals.
+	// Principal is the person (approval.Principal.Name).
 	Principal      string `json:"principal,omitempty"`
 	Method         string `json:"method,omitempty"`         // "ssh", "oidc", or MethodUnsigned
 	KeyFingerprint string `json:"keyFingerprint,omitempty"` // SSH SHA256:…, or OIDC issuer#subject
 	Signature      string `json:"signature,omitempty"`      // armored SSHSIG ("" for OIDC)
 	Payload        string `json:"payload,omitempty"`        // the statement, exactly as signed
-	ReplayKey      string `json:"replayKey,omitempty"`      // used once: the statement's nonce, or an ID token's digest
+	ReplayKey      string `json:"replayKey,omitempty"`      // used once: the statement's nonce, or a digest of an ID token's verified claims
 
 	// Seq, PrevHash and Hash chain the rollout's approvals (audit.go).
 	Seq      int64  `json:"seq,omitempty"`
