@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	"go.temporal.io/sdk/activity"
+
 	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
@@ -20,11 +22,20 @@ type GateApprovalsInput struct {
 // from the ledger: the approvals recorded under the gate's key for that
 // plan's digest. A rollout reset to a point before its gate replays its
 // history without the approvals given after that point, while the ledger
-// keeps them (and refuses the same approver a second time); the gate
-// counts them from here. Signed approvals count by their principal; an
-// unsigned one (method "unsigned", typed name) only on a worker without a
-// keyring, where it is the only kind there is.
+// keeps them; the gate counts them from here. The ledger is not a key: a
+// signed approval counts only once its signature verifies again against
+// the worker's keyring, as the person who signed it (a row written with
+// SQL does not); an unsigned one (method "unsigned", typed name) only on
+// a worker without a keyring, where it is the only kind there is.
 func (a *ApprovalActivities) GateApprovals(ctx context.Context, in GateApprovalsInput) ([]string, error) {
+	in.Gate.Decision = approval.DecisionApprove
+	if !a.Keyring.Configured() {
+		return a.unsignedApprovers(ctx, in)
+	}
+	return countedApprovers(ctx, a.Store, a.Keyring, gateStageKey(in.Gate.Stage, in.RunID), in.Gate)
+}
+
+func (a *ApprovalActivities) unsignedApprovers(ctx context.Context, in GateApprovalsInput) ([]string, error) {
 	all, err := a.Store.Approvals(ctx, in.Gate.Rollout)
 	if err != nil {
 		return nil, err
@@ -32,15 +43,47 @@ func (a *ApprovalActivities) GateApprovals(ctx context.Context, in GateApprovals
 	key := gateStageKey(in.Gate.Stage, in.RunID)
 	var out []string
 	for _, ap := range all {
-		if ap.Stage != key || ap.PlanDigest != in.Gate.PlanDigest {
+		if ap.Stage == key && ap.PlanDigest == in.Gate.PlanDigest && ap.Method == ledger.MethodUnsigned && ap.By != "" && !slices.Contains(out, ap.By) {
+			out = append(out, ap.By)
+		}
+	}
+	return out, nil
+}
+
+// countedApprovers lists the persons whose approvals recorded under the
+// ledger stage key for gate's plan verify again against keyring; a row
+// that does not is logged and not counted. A signature is used once: a
+// replay key that two rows of the rollout hold was copied (by a role that
+// may drop the unique index, and set seq to come first), and neither row
+// counts: which one is the original, the rows cannot say.
+func countedApprovers(ctx context.Context, store *ledger.Store, keyring *approval.Keyring, key string, gate approval.Gate) ([]string, error) {
+	all, err := store.Approvals(ctx, gate.Rollout)
+	if err != nil {
+		return nil, err
+	}
+	uses := map[string]int{}
+	for _, ap := range all {
+		uses[ap.ReplayKey]++
+	}
+	var out []string
+	for _, ap := range all {
+		if ap.Stage != key || ap.PlanDigest != gate.PlanDigest {
 			continue
 		}
-		who := ap.Principal
-		if who == "" && ap.Method == ledger.MethodUnsigned && !a.Keyring.Configured() {
-			who = ap.By
+		if uses[ap.ReplayKey] > 1 {
+			activity.GetLogger(ctx).Warn("a recorded approval does not count: another row holds its signature", "rollout", gate.Rollout,
+				"stage", gate.Stage, "seq", ap.Seq, "recorded principal", ap.Principal)
+			continue
 		}
-		if who != "" && !slices.Contains(out, who) {
-			out = append(out, who)
+		who, err := keyring.Reverify(approval.Recorded{Method: approval.Method(ap.Method), Principal: ap.Principal,
+			KeyFingerprint: ap.KeyFingerprint, Signature: ap.Signature, Payload: ap.Payload, ReplayKey: ap.ReplayKey}, gate)
+		if err != nil {
+			activity.GetLogger(ctx).Warn("a recorded approval does not count: it does not verify again", "rollout", gate.Rollout,
+				"stage", gate.Stage, "seq", ap.Seq, "recorded principal", ap.Principal, "error", err)
+			continue
+		}
+		if !slices.Contains(out, who.Name) {
+			out = append(out, who.Name)
 		}
 	}
 	return out, nil

@@ -62,7 +62,7 @@ func (a *ApprovalActivities) VerifyApproval(ctx context.Context, in VerifyApprov
 		return a.acceptUnsigned(ctx, in)
 	}
 	key := gateStageKey(in.Gate.Stage, in.RunID)
-	v, needed, retry, err := a.Keyring.Check(ctx, in.Signed, in.Gate, in.Policy, in.Starter, keyedHistory{ledgerHistory{a.Store}, key, in.Gate.Stage})
+	v, needed, retry, err := a.Keyring.Check(ctx, in.Signed, in.Gate, in.Policy, in.Starter, gateHistory{a.Store, a.Keyring, key, in.Gate.Stage})
 	if err != nil {
 		return VerifyApprovalResult{}, refusal(ctx, in.Gate, err)
 	}
@@ -124,7 +124,7 @@ func (a *ApprovalActivities) VerifyStart(ctx context.Context, in VerifyStartInpu
 	}
 	gate := approval.Gate{Rollout: in.Rollout, PlanDigest: in.PlanDigest, Decision: approval.DecisionStart}
 	stage := startStagePrefix + in.RunID
-	v, _, retry, err := a.Keyring.Check(ctx, in.Signed, gate, approval.Policy{}, "", keyedHistory{ledgerHistory{a.Store}, stage, ""})
+	v, _, retry, err := a.Keyring.Check(ctx, in.Signed, gate, approval.Policy{}, "", gateHistory{a.Store, a.Keyring, stage, ""})
 	if err != nil {
 		return approval.Principal{}, refusal(ctx, gate, err)
 	}
@@ -158,53 +158,30 @@ func refusal(ctx context.Context, gate approval.Gate, err error) error {
 	return temporal.NewNonRetryableApplicationError(r.Error(), failure.ApprovalRefused, nil, string(r.Reason))
 }
 
-// ledgerHistory answers approval.History from the ledger.
-type ledgerHistory struct{ store *ledger.Store }
-
-func (h ledgerHistory) Used(ctx context.Context, key string) (*approval.Use, error) {
-	a, err := h.store.ApprovalByReplayKey(ctx, key)
-	if a == nil || err != nil {
-		return nil, err
-	}
-	return &approval.Use{Rollout: a.Rollout, Stage: a.Stage, Principal: a.Principal}, nil
-}
-
-func (h ledgerHistory) Approvers(ctx context.Context, g approval.Gate) ([]string, error) {
-	all, err := h.store.Approvals(ctx, g.Rollout)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, ap := range all {
-		// Only signed approvals of this stage's plan count: one given for
-		// an earlier plan at the same gate, or before signing, does not.
-		if ap.Stage == g.Stage && ap.PlanDigest == g.PlanDigest && ap.Principal != "" {
-			out = append(out, ap.Principal)
-		}
-	}
-	return out, nil
-}
-
-// keyedHistory answers for one gate whose ledger stage is key (a gate's
-// "<stage>@run:<run ID>", a start's "start:<run ID>"): an approval recorded
-// under key is this gate's (a retry, not a replay), and only the
-// approvals under key count.
-type keyedHistory struct {
-	ledgerHistory
+// gateHistory answers approval.History for one gate whose ledger stage
+// is key (a gate's "<stage>@run:<run ID>", a start's "start:<run ID>"):
+// an approval recorded under key is this gate's (a retry, not a replay),
+// and only the approvals under key that verify again count as given.
+type gateHistory struct {
+	store      *ledger.Store
+	keyring    *approval.Keyring
 	key, stage string
 }
 
-func (h keyedHistory) Used(ctx context.Context, replayKey string) (*approval.Use, error) {
-	u, err := h.ledgerHistory.Used(ctx, replayKey)
-	if u != nil && u.Stage == h.key {
+func (h gateHistory) Used(ctx context.Context, replayKey string) (*approval.Use, error) {
+	a, err := h.store.ApprovalByReplayKey(ctx, replayKey)
+	if a == nil || err != nil {
+		return nil, err
+	}
+	u := &approval.Use{Rollout: a.Rollout, Stage: a.Stage, Principal: a.Principal}
+	if u.Stage == h.key {
 		u.Stage = h.stage
 	}
-	return u, err
+	return u, nil
 }
 
-func (h keyedHistory) Approvers(ctx context.Context, g approval.Gate) ([]string, error) {
-	g.Stage = h.key
-	return h.ledgerHistory.Approvers(ctx, g)
+func (h gateHistory) Approvers(ctx context.Context, g approval.Gate) ([]string, error) {
+	return countedApprovers(ctx, h.store, h.keyring, h.key, g)
 }
 
 // runSep joins a gate's stage and its run in the ledger's stage column.

@@ -67,7 +67,7 @@ func TestVerifyApprovalOnTheLedger(t *testing.T) {
 
 	// bob approves the rest's plan; his signature is then replayed at the canary.
 	bobRest := signed("bob", rest)
-	_, err = verify(activities.VerifyApprovalInput{Gate: rest, Signed: bobRest, Policy: policy, Starter: "alice"})
+	_, err = verify(activities.VerifyApprovalInput{Gate: rest, Signed: bobRest, Policy: policy, Starter: "ssh:alice"})
 	require.NoError(t, err)
 	replayed := bobRest
 
@@ -84,7 +84,7 @@ func TestVerifyApprovalOnTheLedger(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := rows()
-			_, err := verify(activities.VerifyApprovalInput{Gate: canary, Signed: tc.signed, Policy: policy, Starter: "alice"})
+			_, err := verify(activities.VerifyApprovalInput{Gate: canary, Signed: tc.signed, Policy: policy, Starter: "ssh:alice"})
 			var appErr *temporal.ApplicationError
 			require.True(t, errors.As(err, &appErr), "%v", err)
 			require.Equal(t, failure.ApprovalRefused, appErr.Type())
@@ -99,15 +99,15 @@ func TestVerifyApprovalOnTheLedger(t *testing.T) {
 	// The same signed approval at the same gate, sent again, is a replay:
 	// the activity's retry of its own write is not.
 	carol := signed("carol", canary)
-	res, err := verify(activities.VerifyApprovalInput{Gate: canary, Signed: carol, Policy: policy, Starter: "alice"})
+	res, err := verify(activities.VerifyApprovalInput{Gate: canary, Signed: carol, Policy: policy, Starter: "ssh:alice"})
 	require.NoError(t, err)
-	require.Equal(t, "carol", res.Principal.Name)
-	require.Equal(t, approval.Needed{Approvers: 1, Not: []string{"carol", "alice"}}, res.Needed, "two approvers where the plan says two")
-	again, err := verify(activities.VerifyApprovalInput{Gate: canary, Signed: carol, Policy: policy, Starter: "alice"})
+	require.Equal(t, "ssh:carol", res.Principal.Name)
+	require.Equal(t, approval.Needed{Approvers: 1, Not: []string{"ssh:carol", "ssh:alice"}}, res.Needed, "two approvers where the plan says two")
+	again, err := verify(activities.VerifyApprovalInput{Gate: canary, Signed: carol, Policy: policy, Starter: "ssh:alice"})
 	require.NoError(t, err, "a retry after the write answers as the first time")
 	require.Equal(t, res.Needed, again.Needed)
 
-	res, err = verify(activities.VerifyApprovalInput{Gate: canary, Signed: signed("bob", canary), Policy: policy, Starter: "alice"})
+	res, err = verify(activities.VerifyApprovalInput{Gate: canary, Signed: signed("bob", canary), Policy: policy, Starter: "ssh:alice"})
 	require.NoError(t, err)
 	require.True(t, res.Needed.Open())
 
@@ -118,7 +118,7 @@ func TestVerifyApprovalOnTheLedger(t *testing.T) {
 		}
 	}
 	require.Len(t, got, 2)
-	require.Equal(t, "carol", got[0].Principal)
+	require.Equal(t, "ssh:carol", got[0].Principal)
 	require.Equal(t, ssh.FingerprintSHA256(keys["carol"].PublicKey()), got[0].KeyFingerprint)
 	require.Contains(t, got[0].Signature, "BEGIN SSH SIGNATURE")
 	require.Equal(t, canary.PlanDigest, got[0].PlanDigest)
@@ -163,7 +163,7 @@ func TestVerifyStartOnTheLedger(t *testing.T) {
 	}
 	p, err := start(alice, digest)
 	require.NoError(t, err)
-	require.Equal(t, "alice", p.Name)
+	require.Equal(t, "ssh:alice", p.Name)
 	_, err = start(mallory, digest)
 	require.ErrorContains(t, err, string(approval.ReasonUnknownKey))
 	_, err = start(alice, strings.Repeat("d4", 32))

@@ -83,7 +83,8 @@ func TestSignedApprovalByAnAllowedKeyIsAccepted(t *testing.T) {
 	k := keyring(t, map[string]ssh.Signer{"alice@example.com": alice})
 	v, needed, err := check(k, sign(t, statement(t, gate, now.Add(-time.Minute)), alice), approval.Policy{}, "", nil)
 	require.NoError(t, err)
-	require.Equal(t, "alice@example.com", v.Principal.Name)
+	require.Equal(t, "ssh:alice@example.com", v.Principal.Name, "with no people file, the person is the identity")
+	require.Equal(t, "ssh:alice@example.com", v.Principal.ID)
 	require.Equal(t, ssh.FingerprintSHA256(alice.PublicKey()), v.Principal.KeyFingerprint)
 	require.Contains(t, v.Signature, "BEGIN SSH SIGNATURE")
 	require.True(t, needed.Open(), needed.String())
@@ -135,9 +136,10 @@ func TestRefusedApprovalsSayWhy(t *testing.T) {
 		{"replayed nonce", replayed, approval.Policy{}, "", elsewhere, approval.ReasonReplayed},
 		{"expired", sign(t, statement(t, gate, now.Add(-2*approval.DefaultMaxAge)), alice), approval.Policy{}, "", nil, approval.ReasonExpired},
 		{"wrong namespace", wrongNamespace(), approval.Policy{}, "", nil, approval.ReasonBadSignature},
-		{"starter approves own rollout under four eyes", sign(t, statement(t, gate, fresh), alice), approval.Policy{FourEyes: true}, "alice", nil, approval.ReasonFourEyes},
+		{"starter approves own rollout under four eyes", sign(t, statement(t, gate, fresh), alice), approval.Policy{FourEyes: true}, "ssh:alice", nil, approval.ReasonFourEyes},
+		{"four eyes with an unknown starter", sign(t, statement(t, gate, fresh), alice), approval.Policy{FourEyes: true}, "", nil, approval.ReasonFourEyes},
 		{"not among the allowed", sign(t, statement(t, gate, fresh), alice), approval.Policy{Allowed: []string{"bob", "group:sp-admins"}}, "", nil, approval.ReasonNotAllowed},
-		{"same approver twice", sign(t, statement(t, gate, fresh), alice), approval.Policy{Approvers: 2}, "", &history{sofar: []string{"alice"}}, approval.ReasonAlreadyApproved},
+		{"same approver twice", sign(t, statement(t, gate, fresh), alice), approval.Policy{Approvers: 2}, "", &history{sofar: []string{"ssh:alice"}}, approval.ReasonAlreadyApproved},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := check(k, tc.signed, tc.policy, tc.starter, tc.h)
@@ -151,22 +153,22 @@ func TestTwoDistinctApproversOpenTheGate(t *testing.T) {
 	alice, bob, carol := newKey(t), newKey(t), newKey(t)
 	k := keyring(t, map[string]ssh.Signer{"alice": alice, "bob": bob, "carol": carol})
 	p := approval.Policy{Approvers: 2, FourEyes: true}
-	require.Equal(t, "2 more approvals, not by alice", p.StillNeeded("alice", nil).String())
+	require.Equal(t, "2 more approvals, not by ssh:alice", p.StillNeeded("ssh:alice", nil).String())
 
 	h := &history{}
 	bobs := sign(t, statement(t, gate, now), bob)
-	_, needed, err := check(k, bobs, p, "alice", h)
+	_, needed, err := check(k, bobs, p, "ssh:alice", h)
 	require.NoError(t, err)
-	require.Equal(t, approval.Needed{Approvers: 1, Not: []string{"bob", "alice"}}, needed)
-	require.Equal(t, "1 more approval, not by bob or alice", needed.String())
+	require.Equal(t, approval.Needed{Approvers: 1, Not: []string{"ssh:bob", "ssh:alice"}}, needed)
+	require.Equal(t, "1 more approval, not by ssh:bob or ssh:alice", needed.String())
 
 	// The activity retried after its write: bob's approval counts once.
-	_, needed, retry, err := k.Check(context.Background(), bobs, gate, p, "alice", h)
+	_, needed, retry, err := k.Check(context.Background(), bobs, gate, p, "ssh:alice", h)
 	require.NoError(t, err)
 	require.True(t, retry)
 	require.Equal(t, 1, needed.Approvers)
 
-	_, needed, err = check(k, sign(t, statement(t, gate, now), carol), p, "alice", h)
+	_, needed, err = check(k, sign(t, statement(t, gate, now), carol), p, "ssh:alice", h)
 	require.NoError(t, err)
 	require.True(t, needed.Open())
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -33,9 +34,14 @@ type KeyringConfig struct {
 	AllowedSigners string // path of an OpenSSH allowed_signers file
 	OIDCIssuer     string
 	OIDCAudience   string   // the client ID the tokens are issued for
-	OIDCSubjects   []string // principals (email, else subject) allowed to sign; empty: any, see OIDCGroups
+	OIDCSubjects   []string // subjects (the "sub" claim) allowed to sign; empty: any, see OIDCGroups
 	OIDCGroups     []string // groups (the "groups" claim) allowed to sign; empty: any
-	MaxAge         time.Duration
+	// AllowHTTPIssuer admits an http:// issuer (a development identity
+	// provider): over http its keys, and so every token, can be forged
+	// by anyone on the path.
+	AllowHTTPIssuer bool
+	People          string // path of a people file (ParsePeople); "": none
+	MaxAge          time.Duration
 }
 
 // Configured reports whether any signer is configured.
@@ -46,6 +52,7 @@ type Keyring struct {
 	configured bool // a signers file or an issuer was given
 	signers    AllowedSigners
 	oidc       *oidcSigners
+	people     People
 	maxAge     time.Duration
 	now        func() time.Time
 }
@@ -79,9 +86,53 @@ func LoadKeyring(c KeyringConfig) (*Keyring, error) {
 		return nil, fmt.Errorf("approval keyring: an OIDC issuer needs its audience (client ID) and the other way round")
 	}
 	if c.OIDCIssuer != "" {
+		if u, err := url.Parse(c.OIDCIssuer); err != nil || u.Host == "" || u.Scheme != "https" && !(u.Scheme == "http" && c.AllowHTTPIssuer) {
+			return nil, fmt.Errorf("approval keyring: OIDC issuer %q: want an https:// URL (http only with the development override)", c.OIDCIssuer)
+		}
 		k.oidc = &oidcSigners{issuer: c.OIDCIssuer, audience: c.OIDCAudience, subjects: c.OIDCSubjects, groups: c.OIDCGroups}
 	}
+	if c.People != "" {
+		b, err := os.ReadFile(c.People)
+		if err != nil {
+			return nil, fmt.Errorf("approval people: %w", err)
+		}
+		if k.people, err = ParsePeople(b); err != nil {
+			return nil, fmt.Errorf("approval people %s: %w", c.People, err)
+		}
+		if len(k.people) == 0 {
+			return nil, fmt.Errorf("approval people %s names no one: four eyes could tell no one apart", c.People)
+		}
+	}
 	return k, nil
+}
+
+// person is the person identity is, and whether that is known. With no
+// people file and one kind of signer, each identity is its own person
+// (an allowed_signers principal, or one issuer's subject). Once a people
+// file is given, or SSH keys and an issuer are both trusted (one person
+// may hold an identity of each), only the people file says who is who:
+// an identity it does not name is unknown.
+func (k *Keyring) person(identity string) (string, bool) {
+	if p, ok := k.people[identity]; ok {
+		return p, true
+	}
+	return identity, !k.needsPeople()
+}
+
+// knownPerson says whether name (a person as person answered it, e.g.
+// the rollout's starter) is one the keyring can vouch for.
+func (k *Keyring) knownPerson(name string) bool {
+	if name == "" {
+		return false
+	}
+	if k.needsPeople() {
+		return k.people.isPerson(name)
+	}
+	return true
+}
+
+func (k *Keyring) needsPeople() bool {
+	return len(k.people) > 0 || len(k.signers) > 0 && k.oidc != nil
 }
 
 // Configured reports whether the worker was given signers: a worker

@@ -14,7 +14,7 @@ import (
 func TestOIDCTokenFromARealIssuer(t *testing.T) {
 	iss := approvaltest.StartIssuer(t)
 	k, err := approval.LoadKeyring(approval.KeyringConfig{OIDCIssuer: iss.URL, OIDCAudience: "fleetsaga",
-		OIDCGroups: []string{"sp-admins"}})
+		OIDCGroups: []string{"sp-admins"}, AllowHTTPIssuer: true})
 	require.NoError(t, err)
 	k = k.WithClock(func() time.Time { return now })
 	claims := func(exp time.Time, mod func(map[string]any)) map[string]any {
@@ -28,28 +28,34 @@ func TestOIDCTokenFromARealIssuer(t *testing.T) {
 	st := statement(t, gate, now)
 	policy := approval.Policy{Allowed: []string{"group:sp-admins"}}
 
-	ok := approval.WithIDToken(st, iss.Token(t, claims(now.Add(5*time.Minute), nil)))
-	v, needed, err := check(k, ok, policy, "", nil)
-	require.NoError(t, err)
-	require.Equal(t, approval.Principal{Name: "dana@example.com", Groups: []string{"sp-admins"}, Method: approval.MethodOIDC,
-		KeyFingerprint: iss.URL + "#u-123"}, v.Principal)
+	bind := func(c map[string]any) { c["nonce"] = approval.StatementDigest(st) }
+	bound := approval.WithIDToken(st, iss.Token(t, claims(now.Add(5*time.Minute), bind)))
+	v, needed, err := check(k, bound, policy, "", nil)
+	require.NoError(t, err, "a token whose nonce is the statement's digest binds it")
+	id := "oidc:" + iss.URL + "#u-123"
+	require.Equal(t, approval.Principal{Name: id, ID: id, Groups: []string{"sp-admins"}, Method: approval.MethodOIDC,
+		KeyFingerprint: iss.URL + "#u-123"}, v.Principal, "the issuer's subject, never the email claim")
 	require.True(t, strings.HasPrefix(v.ReplayKey, "idtoken:"))
 	require.True(t, needed.Open())
-
-	bound := approval.WithIDToken(st, iss.Token(t, claims(now.Add(5*time.Minute), func(c map[string]any) { c["nonce"] = approval.StatementDigest(st) })))
-	_, _, err = check(k, bound, policy, "", nil)
-	require.NoError(t, err, "a token whose nonce is the statement's digest binds it")
+	also := func(mod func(map[string]any)) func(map[string]any) {
+		return func(c map[string]any) { bind(c); mod(c) }
+	}
 
 	for _, tc := range []struct {
 		name  string
 		token string
 		want  approval.Reason
 	}{
-		{"expired", iss.Token(t, claims(now.Add(-time.Minute), nil)), approval.ReasonTokenExpired},
-		{"another audience", iss.Token(t, claims(now.Add(5*time.Minute), func(c map[string]any) { c["aud"] = "grafana" })), approval.ReasonBadToken},
-		{"another issuer", iss.Token(t, claims(now.Add(5*time.Minute), func(c map[string]any) { c["iss"] = "https://evil.example" })), approval.ReasonBadToken},
-		{"not in an allowed group", iss.Token(t, claims(now.Add(5*time.Minute), func(c map[string]any) { c["groups"] = []string{"devs"} })), approval.ReasonUnknownKey},
+		{"expired", iss.Token(t, claims(now.Add(-time.Minute), bind)), approval.ReasonTokenExpired},
+		{"another audience", iss.Token(t, claims(now.Add(5*time.Minute), also(func(c map[string]any) { c["aud"] = "grafana" }))), approval.ReasonBadToken},
+		{"another issuer", iss.Token(t, claims(now.Add(5*time.Minute), also(func(c map[string]any) { c["iss"] = "https://evil.example" }))), approval.ReasonBadToken},
+		{"not in an allowed group", iss.Token(t, claims(now.Add(5*time.Minute), also(func(c map[string]any) { c["groups"] = []string{"devs"} }))), approval.ReasonUnknownKey},
 		{"issued for another statement", iss.Token(t, claims(now.Add(5*time.Minute), func(c map[string]any) { c["nonce"] = "0000" })), approval.ReasonWrongGate},
+		{"unbound: no nonce", iss.Token(t, claims(now.Add(5*time.Minute), nil)), approval.ReasonUnboundToken},
+		{"email not verified", iss.Token(t, claims(now.Add(5*time.Minute), also(func(c map[string]any) { c["email_verified"] = false }))), approval.ReasonBadToken},
+		{"email not verified, as a string", iss.Token(t, claims(now.Add(5*time.Minute), also(func(c map[string]any) { c["email_verified"] = "false" }))), approval.ReasonBadToken},
+		{"issued to another client (azp)", iss.Token(t, claims(now.Add(5*time.Minute), also(func(c map[string]any) { c["azp"] = "grafana" }))), approval.ReasonBadToken},
+		{"several audiences, no azp", iss.Token(t, claims(now.Add(5*time.Minute), also(func(c map[string]any) { c["aud"] = []string{"fleetsaga", "grafana"} }))), approval.ReasonBadToken},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := check(k, approval.WithIDToken(st, tc.token), policy, "", nil)
@@ -58,7 +64,7 @@ func TestOIDCTokenFromARealIssuer(t *testing.T) {
 		})
 	}
 
-	forged := approval.WithIDToken(st, iss.Token(t, claims(now.Add(5*time.Minute), nil))+"x")
+	forged := approval.WithIDToken(st, iss.Token(t, claims(now.Add(5*time.Minute), bind))+"x")
 	_, _, err = check(k, forged, policy, "", nil)
 	requireRefused(t, err, approval.ReasonBadToken)
 }

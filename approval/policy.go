@@ -19,8 +19,10 @@ type Policy struct {
 	Approvers int `json:"approvers,omitempty"`
 	// FourEyes refuses an approval by the principal who started the rollout.
 	FourEyes bool `json:"fourEyes,omitempty"`
-	// Allowed lists who may approve: principals, or groups as
-	// "group:NAME" (OIDC groups). Empty: any allowed signer.
+	// Allowed lists who may approve: persons (as the people file names
+	// them), identities ("ssh:alice", "oidc:<issuer>#<subject>"), a bare
+	// allowed_signers principal ("alice", read as "ssh:alice"), or groups
+	// as "group:NAME" (OIDC groups). Empty: any allowed signer.
 	Allowed []string `json:"allowed,omitempty"`
 }
 
@@ -54,7 +56,7 @@ func (p Policy) permits(who Principal) bool {
 			if slices.Contains(who.Groups, g) {
 				return true
 			}
-		} else if a == who.Name {
+		} else if a == who.Name || a == who.ID || who.ID != "" && SSHIdentity(a) == who.ID {
 			return true
 		}
 	}
@@ -62,13 +64,16 @@ func (p Policy) permits(who Principal) bool {
 }
 
 // Admit decides whether who's approval counts at a gate under p, given
-// the rollout's starter ("" when the start was not signed) and the
-// principals who approved the gate so far. A refusal is a *Refusal.
+// the rollout's starter ("" when the start was not signed: four eyes then
+// refuses) and the persons who approved the gate so far (Principal.Name,
+// never a typed name). A refusal is a *Refusal.
 func (p Policy) Admit(who Principal, starter string, sofar []string) error {
 	switch {
 	case !p.permits(who):
 		return refuse(ReasonNotAllowed, "%s may not approve this stage: it needs one of %s", who.Name, strings.Join(p.Allowed, ", "))
-	case p.FourEyes && starter != "" && who.Name == starter:
+	case p.FourEyes && starter == "":
+		return refuse(ReasonFourEyes, "this stage needs four eyes and the rollout's start was not verified, so no one can tell who started it: start it signed")
+	case p.FourEyes && who.Name == starter:
 		return refuse(ReasonFourEyes, "%s started this rollout and may not approve it (four eyes): someone else must", who.Name)
 	case slices.Contains(sofar, who.Name):
 		return refuse(ReasonAlreadyApproved, "%s approved this gate already: it needs distinct approvers", who.Name)
@@ -158,6 +163,16 @@ func (k *Keyring) Check(ctx context.Context, s Signed, gate Gate, p Policy, star
 			return Verified{}, Needed{}, false, refuse(ReasonReplayed, "this signed approval (by %s) was used before: sign a new one", v.Principal.Name)
 		}
 		return v, p.StillNeeded(starter, sofar), true, nil
+	}
+	if p.FourEyes || p.approvers() > 1 {
+		// Comparing persons needs them known: an identity the people file
+		// does not name could be anyone, the starter or an approver.
+		if _, ok := k.person(v.Principal.ID); !ok {
+			return Verified{}, Needed{}, false, refuse(ReasonUnknownPerson, "%s is not in the worker's people file (--approval-people), so four eyes and distinct approvers cannot tell who it is", v.Principal.ID)
+		}
+		if p.FourEyes && starter != "" && !k.knownPerson(starter) {
+			return Verified{}, Needed{}, false, refuse(ReasonUnknownPerson, "the rollout's starter %s is not in the worker's people file (--approval-people): four eyes cannot tell who started it", starter)
+		}
 	}
 	if err := p.Admit(v.Principal, starter, sofar); err != nil {
 		return Verified{}, Needed{}, false, err

@@ -21,6 +21,8 @@ const (
 	ReasonFourEyes        Reason = "FourEyes"        // the rollout's starter may not approve it
 	ReasonAlreadyApproved Reason = "AlreadyApproved" // this principal approved this gate already
 	ReasonNoKeyring       Reason = "NoKeyring"       // the worker has no signers configured
+	ReasonUnboundToken    Reason = "UnboundToken"    // the ID token's nonce is not the statement's digest
+	ReasonUnknownPerson   Reason = "UnknownPerson"   // four eyes or distinct approvers, and who is who is not known
 )
 
 // Refusal is a refused approval: one reason and one sentence, never a

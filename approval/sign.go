@@ -19,9 +19,14 @@ func SignSSH(st Statement, signer ssh.Signer) (Signed, error) {
 	return Signed{Payload: string(payload), SSHSig: string(sshsig.Armor(sig))}, nil
 }
 
+// IDTokenNonceEnv names the environment variable in which `starter
+// --id-token-command` is given the nonce the token must carry: the
+// statement's digest (StatementDigest).
+const IDTokenNonceEnv = "FLEETSAGA_ID_TOKEN_NONCE"
+
 // WithIDToken carries st with an OIDC ID token instead of a signature.
-// An identity provider that lets the client choose the token's nonce
-// should be given StatementDigest(st): the token then binds the statement.
+// The token counts only if its nonce is StatementDigest(st): asked for
+// with that nonce, it binds the statement.
 func WithIDToken(st Statement, token string) Signed {
 	return Signed{Payload: string(st.Payload()), IDToken: token}
 }

@@ -52,9 +52,10 @@ type Signed struct {
 	// SSHSig is the armored SSHSIG signature of Payload ("-----BEGIN SSH
 	// SIGNATURE-----"), made in Namespace.
 	SSHSig string `json:"sshsig,omitempty"`
-	// IDToken is an OIDC ID token of the approver, used instead of SSHSig.
-	// It is a bearer credential: never logged, never stored (the ledger
-	// keeps its digest).
+	// IDToken is an OIDC ID token of the approver, used instead of SSHSig;
+	// it counts only if its nonce is the Payload's digest. It is a bearer
+	// credential: never logged, never stored (the ledger keeps a replay
+	// key made of its verified claims).
 	IDToken string `json:"idToken,omitempty"`
 }
 

@@ -35,7 +35,12 @@ type Gate struct {
 
 // Principal is who signed, as the keyring knows them.
 type Principal struct {
-	Name   string   `json:"name"`
+	// Name is the person: the people file's name for ID, else ID itself.
+	// Four eyes and distinct approvers compare it.
+	Name string `json:"name"`
+	// ID is the identity proved: "ssh:<allowed_signers principal>" or
+	// "oidc:<issuer>#<subject>".
+	ID     string   `json:"id,omitempty"`
 	Groups []string `json:"groups,omitempty"`
 	Method Method   `json:"method"`
 	// KeyFingerprint is the SSH key's SHA256 fingerprint, or for OIDC
@@ -52,7 +57,9 @@ type Verified struct {
 	Payload   string `json:"payload"`
 	Signature string `json:"signature,omitempty"`
 	// ReplayKey is what may be used once: the statement's nonce (SSH), or
-	// "idtoken:" and the token's SHA-256 (OIDC).
+	// "idtoken:" and the SHA-256 of the verified token's issuer, subject
+	// and jti (else its iat and exp), never of its bytes, which may be
+	// re-encoded without changing what verifies (OIDC).
 	ReplayKey string `json:"replayKey"`
 }
 
@@ -75,7 +82,7 @@ func (k *Keyring) Verify(ctx context.Context, s Signed, gate Gate) (Verified, er
 	case s.IDToken != "":
 		v, err = k.verifyOIDC(ctx, s)
 	default:
-		return Verified{}, refuse(ReasonUnsigned, "the approval is not signed: sign it with --sign-key, an ssh-agent key, or --id-token")
+		return Verified{}, refuse(ReasonUnsigned, "the approval is not signed: sign it with --sign-key, an ssh-agent key, or --id-token-command")
 	}
 	if err != nil {
 		return Verified{}, err
@@ -119,14 +126,19 @@ func (k *Keyring) verifySSH(s Signed) (Verified, error) {
 		}
 		return Verified{}, refuse(ReasonBadSignature, "the signature by key %s (%s) does not verify over the statement", fp, name)
 	}
-	return Verified{Principal: Principal{Name: name, Method: MethodSSH, KeyFingerprint: fp}, Signature: s.SSHSig}, nil
+	id := SSHIdentity(name)
+	person, _ := k.person(id)
+	return Verified{Principal: Principal{Name: person, ID: id, Method: MethodSSH, KeyFingerprint: fp}, Signature: s.SSHSig}, nil
 }
 
-// idClaims are the ID token claims that name a principal.
+// idClaims are the ID token claims that name and bind a principal.
 type idClaims struct {
-	Email  string   `json:"email"`
-	Groups []string `json:"groups"`
-	Nonce  string   `json:"nonce"`
+	// EmailVerified is a bool, or a string at some providers.
+	EmailVerified any      `json:"email_verified"`
+	Groups        []string `json:"groups"`
+	Nonce         string   `json:"nonce"`
+	JTI           string   `json:"jti"`
+	AZP           string   `json:"azp"`
 }
 
 func (k *Keyring) verifyOIDC(ctx context.Context, s Signed) (Verified, error) {
@@ -150,24 +162,49 @@ func (k *Keyring) verifyOIDC(ctx context.Context, s Signed) (Verified, error) {
 	if err := tok.Claims(&c); err != nil {
 		return Verified{}, refuse(ReasonBadToken, "the ID token's claims do not parse: %v", err)
 	}
-	// A token that carries a nonce binds the statement; one without is
-	// bound by being used once and by its short life.
-	if c.Nonce != "" && c.Nonce != digest([]byte(s.Payload)) {
+	// A token binds nothing unless it was issued for this statement: one
+	// without the statement's digest as its nonce could approve any gate
+	// its holder (or whoever found it in a log) chose.
+	switch {
+	case c.Nonce == "":
+		return Verified{}, refuse(ReasonUnboundToken, "the ID token has no nonce, so it binds no approval: get a token whose nonce is the statement's digest (starter --id-token-command)")
+	case c.Nonce != digest([]byte(s.Payload)):
 		return Verified{}, refuse(ReasonWrongGate, "the ID token's nonce is not the statement's digest: it was issued for another approval")
 	}
-	name := c.Email
-	if name == "" {
-		name = tok.Subject
+	// OpenID Connect Core 3.1.3.7: azp, when present, is the client the
+	// token was issued to; with several audiences it must be present.
+	if c.AZP != "" && c.AZP != k.oidc.audience || c.AZP == "" && len(tok.Audience) > 1 {
+		return Verified{}, refuse(ReasonBadToken, "the ID token was issued to client %q, not %s", c.AZP, k.oidc.audience)
 	}
+	if v, ok := c.EmailVerified.(bool); ok && !v || c.EmailVerified == "false" {
+		return Verified{}, refuse(ReasonBadToken, "the ID token's email is not verified (email_verified: false)")
+	}
+	if tok.Subject == "" {
+		return Verified{}, refuse(ReasonBadToken, "the ID token has no subject")
+	}
+	id := OIDCIdentity(tok.Issuer, tok.Subject)
 	if len(k.oidc.subjects) > 0 || len(k.oidc.groups) > 0 {
-		if !slices.Contains(k.oidc.subjects, name) && !slices.ContainsFunc(c.Groups, func(g string) bool { return slices.Contains(k.oidc.groups, g) }) {
-			return Verified{}, refuse(ReasonUnknownKey, "%s (issuer %s) is not among the allowed OIDC subjects or groups", name, tok.Issuer)
+		if !slices.Contains(k.oidc.subjects, tok.Subject) && !slices.ContainsFunc(c.Groups, func(g string) bool { return slices.Contains(k.oidc.groups, g) }) {
+			return Verified{}, refuse(ReasonUnknownKey, "%s is not among the allowed OIDC subjects or groups", id)
 		}
 	}
+	person, _ := k.person(id)
 	return Verified{
-		Principal: Principal{Name: name, Groups: c.Groups, Method: MethodOIDC, KeyFingerprint: tok.Issuer + "#" + tok.Subject},
-		ReplayKey: "idtoken:" + digest([]byte(s.IDToken)),
+		Principal: Principal{Name: person, ID: id, Groups: c.Groups, Method: MethodOIDC, KeyFingerprint: tok.Issuer + "#" + tok.Subject},
+		ReplayKey: tokenReplayKey(tok.Issuer, tok.Subject, c.JTI, tok.IssuedAt.Unix(), tok.Expiry.Unix()),
 	}, nil
+}
+
+// tokenReplayKey names one ID token by what verified in it: its issuer,
+// subject and jti, or without a jti its issue and expiry times (two
+// tokens of one subject issued in the same second then count as one).
+func tokenReplayKey(issuer, subject, jti string, iat, exp int64) string {
+	parts := []string{issuer, subject, "jti", jti}
+	if jti == "" {
+		parts = []string{issuer, subject, "iat-exp", fmt.Sprint(iat), fmt.Sprint(exp)}
+	}
+	b, _ := json.Marshal(parts) // strings: cannot fail; JSON keeps the parts apart
+	return "idtoken:" + digest(b)
 }
 
 func checkGate(st Statement, g Gate) error {

@@ -30,10 +30,12 @@ $starter rollout demo/plan.yaml
 # refuse unsigned approvals), watch to the end.
 status=0
 if $starter watch "$id" --until-gate; then
+  # approve needs the full digest of the plan reviewed (a prefix can collide).
+  digest=$($starter status "$id" --json | grep -o '"digest": *"[0-9a-f]\{64\}"' | head -1 | grep -o '[0-9a-f]\{64\}')
   if [ -n "${FLEETSAGA_APPROVAL_ALLOWED_SIGNERS:-}" ]; then
     echo "== an unsigned approval (no key at hand): the workers refuse it, and nothing is approved"
     unsigned=0
-    FLEETSAGA_SIGN_KEY= SSH_AUTH_SOCK= $starter approve "$id" --by mallory --reason "looks fine" >.stack/demo/unsigned.txt 2>&1 || unsigned=$?
+    FLEETSAGA_SIGN_KEY= SSH_AUTH_SOCK= $starter approve "$id" --plan-digest "$digest" --by mallory --reason "looks fine" >.stack/demo/unsigned.txt 2>&1 || unsigned=$?
     tail -1 .stack/demo/unsigned.txt
     if [ "$unsigned" -ne 1 ]; then
       echo "== demo: the unsigned approval was not refused (exit $unsigned)"
@@ -42,7 +44,7 @@ if $starter watch "$id" --until-gate; then
   fi
   key=${FLEETSAGA_SIGN_KEY:-(no key)}
   echo "== gate reached: approving the host OS stage's plan (above), signed with ${key#"$PWD"/}"
-  $starter approve "$id" --by demo-operator --reason "SP firmware stage healthy"
+  $starter approve "$id" --plan-digest "$digest" --by demo-operator --reason "SP firmware stage healthy"
   $starter watch "$id" || status=$?
 else
   status=$?

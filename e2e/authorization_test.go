@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,7 +138,7 @@ func (a *authStack) refused(token, who, id string, cmds ...string) {
 	for _, cmd := range cmds {
 		args := []string{cmd, id}
 		if cmd == "approve" {
-			args = append(args, "--by", who, "--reason", "looks fine")
+			args = append(args, "--by", who, "--reason", "looks fine", "--plan-digest", strings.Repeat("0", 64))
 		}
 		r := a.as(token, args...)
 		require.Equal(a.t, 8, r.code, "%s may not %s: %s", who, cmd, r.stderr)
@@ -170,7 +171,15 @@ func (a *authStack) mayRead(token, id string) {
 // rollout moves on to its second).
 func (a *authStack) approve(token, id string) {
 	a.t.Helper()
-	r := a.as(token, "approve", id, "--by", "alice", "--reason", "stage one reviewed")
+	var gate struct {
+		GatePlan struct {
+			Digest string `json:"digest"`
+		} `json:"gatePlan"`
+	}
+	r := a.as(token, "status", id, "--json")
+	require.Equal(a.t, 0, r.code, r.stderr)
+	require.NoError(a.t, json.Unmarshal([]byte(r.stdout), &gate), r.stdout)
+	r = a.as(token, "approve", id, "--by", "alice", "--reason", "stage one reviewed", "--plan-digest", gate.GatePlan.Digest)
 	require.Equal(a.t, 0, r.code, r.stderr)
 	require.Eventually(a.t, func() bool {
 		var st struct {

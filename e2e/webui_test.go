@@ -80,7 +80,7 @@ func TestWebUIShowsTheGateAndTheProgress(t *testing.T) {
 	ui.screenshot(rolloutPage, "webui-rollout.png")
 
 	// Approved: the SP update's page shows its delivery's progress rise.
-	ap := op.run("approve", rolloutID, "--by", "e2e", "--reason", "web UI test", "--plan-digest", digest)
+	ap := op.run("approve", rolloutID, "--by", "e2e", "--reason", "web UI test", "--plan-digest", st.GatePlan.Digest)
 	require.Equal(t, 0, ap.code, "approve: %s%s", ap.stdout, ap.stderr)
 	c, err := client.Dial(client.Options{HostPort: stack.Temporal.FrontendHostPort()})
 	require.NoError(t, err)

@@ -1,6 +1,10 @@
 package kinds
 
-import "time"
+import (
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+)
 
 // Test hooks for the external test package (kinds_test), whose
 // integration tests use the real stack.
@@ -21,6 +25,20 @@ func SetTestDeviceTime(t interface{ Cleanup(func()) }, d time.Duration) {
 	Kinds[kindTest] = info
 	t.Cleanup(func() {
 		info.DeviceTime = before
+		Kinds[kindTest] = info
+	})
+}
+
+// PinTestKind gives the test kind a versioning behaviour until the test
+// ends, so that a workerapp worker (which registers every kind with its
+// behaviour) can run beside it.
+func PinTestKind(t interface{ Cleanup(func()) }) {
+	info := Kinds[kindTest]
+	before := info.Behavior
+	info.Behavior = workflow.VersioningBehaviorPinned
+	Kinds[kindTest] = info
+	t.Cleanup(func() {
+		info.Behavior = before
 		Kinds[kindTest] = info
 	})
 }

@@ -50,7 +50,7 @@ func (r *rollout) showGatePlan(ctx workflow.Context, st Stage) {
 // can only say where the gates are: RolloutInput.StartSummary.)
 func gateDetails(id string, state workflows.State, stage string, sp StagePlan) string {
 	s := fmt.Sprintf("**%s** — **awaiting approval** of stage %s, plan %s (phase %s)\n\n%s\nApprove: `starter approve %s --plan-digest %s --reason \"…\"` (`starter status %s` shows the plan)\n",
-		state, stage, sp.Digest[:12], workflows.PhaseAwaitingApproval, gatePlanDetails(sp), id, sp.Digest[:12], id)
+		state, stage, sp.Digest[:12], workflows.PhaseAwaitingApproval, gatePlanDetails(sp), id, sp.Digest, id) // approve needs the full digest
 	if sp.StillNeeded != "" {
 		s += "\nStill needed: " + sp.StillNeeded
 		if len(sp.ApprovedBy) > 0 {

@@ -38,7 +38,7 @@ func TestRolloutOIDCApprovalOnRealServer(t *testing.T) {
 	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
 	flags.Bind(fs)
 	require.NoError(t, fs.Parse([]string{"--approval-oidc-issuer", iss.URL, "--approval-oidc-audience", "fleetsaga",
-		"--approval-oidc-groups", "sp-admins"}))
+		"--approval-oidc-groups", "sp-admins", "--approval-oidc-allow-http"}))
 	require.NoError(t, flags.Validate())
 	keyring, err := approval.LoadKeyring(flags.Config())
 	require.NoError(t, err)
@@ -54,23 +54,26 @@ func TestRolloutOIDCApprovalOnRealServer(t *testing.T) {
 	require.NoError(t, err)
 	gate := awaitGate(ctx, t, env, id, "one")
 
-	token := func(exp time.Time) string {
+	// Each token is issued for its statement (its nonce the statement's
+	// digest), as starter --id-token-command asks the issuer for.
+	token := func(st approval.Statement, exp time.Time) string {
 		return iss.Token(t, map[string]any{"iss": iss.URL, "aud": "fleetsaga", "sub": "u-123", "email": "dana@example.com",
-			"groups": []string{"sp-admins"}, "iat": time.Now().Add(-time.Hour).Unix(), "exp": exp.Unix()})
+			"groups": []string{"sp-admins"}, "iat": time.Now().Add(-time.Hour).Unix(), "exp": exp.Unix(), "nonce": approval.StatementDigest(st)})
 	}
-	approve := func(tok string) error {
+	var live string
+	approve := func(exp time.Time) (string, error) {
 		st := approvaltest.Statement(t, approval.Gate{Rollout: id, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
 			"dashboards green", time.Now())
+		tok := token(st, exp)
 		signed := approval.WithIDToken(st, tok)
 		h, err := env.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
 			Args:         []any{workflows.Approval{By: "dana", Reason: "dashboards green", Stage: gate.Stage, PlanDigest: gate.Digest, Signed: &signed}},
 			WaitForStage: client.WorkflowUpdateStageCompleted})
 		require.NoError(t, err)
-		return h.Get(ctx, nil)
+		return tok, h.Get(ctx, nil)
 	}
 
-	expired := token(time.Now().Add(-time.Minute))
-	err = approve(expired)
+	expired, err := approve(time.Now().Add(-time.Minute))
 	requireApprovalRefused(t, err, approval.ReasonTokenExpired)
 	require.NotContains(t, err.Error(), expired, "no token in the refusal")
 	now := gateNow(ctx, t, env, id)
@@ -80,8 +83,8 @@ func TestRolloutOIDCApprovalOnRealServer(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, got, "the expired token is not in the ledger")
 
-	live := token(time.Now().Add(5 * time.Minute))
-	require.NoError(t, approve(live))
+	live, err = approve(time.Now().Add(5 * time.Minute))
+	require.NoError(t, err)
 	var res kinds.RolloutResult
 	require.NoError(t, run.Get(ctx, &res))
 	require.Len(t, res.Outcomes, 1)
@@ -91,7 +94,7 @@ func TestRolloutOIDCApprovalOnRealServer(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	a := got[0]
-	require.Equal(t, "dana@example.com", a.Principal)
+	require.Equal(t, "oidc:"+iss.URL+"#u-123", a.Principal, "the issuer's subject, never the email claim")
 	require.Equal(t, string(approval.MethodOIDC), a.Method)
 	require.Equal(t, iss.URL+"#u-123", a.KeyFingerprint)
 	require.Equal(t, gate.Digest, a.PlanDigest)

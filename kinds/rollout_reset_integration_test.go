@@ -68,13 +68,13 @@ func TestRolloutResetAtASignedGate(t *testing.T) {
 
 			gate := awaitGate(ctx, t, env, id, "one")
 			require.NoError(t, approve("alice", gate))
-			require.Equal(t, "1 more approval, not by alice or carol", gateNow(ctx, t, env, id).StillNeeded)
+			require.Equal(t, "1 more approval, not by ssh:alice or ssh:carol", gateNow(ctx, t, env, id).StillNeeded)
 			reset := testenv.ResetWorkflow(t, env.Client, id, p)
 
 			var after *kinds.StagePlan
 			require.Eventually(t, func() bool {
 				after = gateNow(ctx, t, env, id)
-				return after != nil && after.Stage == "one" && after.StillNeeded == "1 more approval, not by alice or carol"
+				return after != nil && after.Stage == "one" && after.StillNeeded == "1 more approval, not by ssh:alice or ssh:carol"
 			}, 30*time.Second, 100*time.Millisecond, "the reset run's gate does not count alice's approval")
 			require.Equal(t, gate.Digest, after.Digest, "the same plan at the gate")
 			require.NoError(t, approve("bob", after))
@@ -92,7 +92,7 @@ func TestRolloutResetAtASignedGate(t *testing.T) {
 				require.Contains(t, a.Stage, run.GetRunID(), "keyed by the original run")
 				who = append(who, a.Principal)
 			}
-			require.Equal(t, []string{"carol", "alice", "bob"}, who, "the start and each approval recorded once")
+			require.Equal(t, []string{"ssh:carol", "ssh:alice", "ssh:bob"}, who, "the start and each approval recorded once")
 			if p == testenv.ResetFirst {
 				replay.Record(t, env.Client, id, reset.GetRunID(), "testdata/histories/rollout-reset-signed-gate.json")
 			}

@@ -97,7 +97,7 @@ func TestRolloutSignedApprovalsOnRealServer(t *testing.T) {
 	require.Equal(t, "1 more approval", one.StillNeeded)
 	afterStart := approvals()
 	require.Len(t, afterStart, 1, "the signed start is recorded")
-	require.Equal(t, "carol", afterStart[0].Principal)
+	require.Equal(t, "ssh:carol", afterStart[0].Principal)
 	refused(one, "an unsigned approval", approval.ReasonUnsigned, approve(one, "alice", nil))
 	refused(one, "an unknown key", approval.ReasonUnknownKey, approve(one, "mallory", sign("mallory", one, one.Digest)))
 	refused(one, "a signature for another digest", approval.ReasonWrongGate, approve(one, "alice", sign("alice", one, strings.Repeat("0", 64))))
@@ -106,7 +106,7 @@ func TestRolloutSignedApprovalsOnRealServer(t *testing.T) {
 	require.NoError(t, approve(one, "alice", aliceOne))
 
 	two := awaitGate(ctx, t, env, id, "two")
-	require.Equal(t, "2 more approvals, not by carol", two.StillNeeded)
+	require.Equal(t, "2 more approvals, not by ssh:carol", two.StillNeeded)
 	before := approvals()
 	refused(two, "alice's approval replayed from the first gate", approval.ReasonWrongGate, approve(two, "alice", aliceOne))
 	refused(two, "the starter's approval under four eyes", approval.ReasonFourEyes, approve(two, "carol", sign("carol", two, two.Digest)))
@@ -114,8 +114,8 @@ func TestRolloutSignedApprovalsOnRealServer(t *testing.T) {
 	require.NoError(t, approve(two, "alice", sign("alice", two, two.Digest)))
 	two = gateNow(ctx, t, env, id)
 	require.Equal(t, "two", two.Stage, "one approver of two does not open the gate")
-	require.Equal(t, "1 more approval, not by alice or carol", two.StillNeeded)
-	require.Equal(t, []string{"alice"}, two.ApprovedBy)
+	require.Equal(t, "1 more approval, not by ssh:alice or ssh:carol", two.StillNeeded)
+	require.Equal(t, []string{"ssh:alice"}, two.ApprovedBy)
 	refused(two, "alice's second approval", approval.ReasonAlreadyApproved, approve(two, "alice", sign("alice", two, two.Digest)))
 	require.NoError(t, approve(two, "bob", sign("bob", two, two.Digest)))
 
@@ -132,12 +132,12 @@ func TestRolloutSignedApprovalsOnRealServer(t *testing.T) {
 		require.Equal(t, activities.StoredApprovalGate(a).Stage+"@run:"+run.GetRunID(), a.Stage, "keyed by stage and run")
 		who = append(who, activities.StoredApprovalGate(a).Stage+" "+a.Principal)
 		require.Equal(t, "ssh", a.Method)
-		require.Equal(t, ssh.FingerprintSHA256(keys[a.Principal].PublicKey()), a.KeyFingerprint)
+		require.Equal(t, ssh.FingerprintSHA256(keys[strings.TrimPrefix(a.Principal, "ssh:")].PublicKey()), a.KeyFingerprint)
 		require.Contains(t, a.Signature, "BEGIN SSH SIGNATURE")
 		require.NoError(t, approval.VerifyStored(nil, approval.Method(a.Method), a.Payload, a.Signature, a.KeyFingerprint,
 			activities.StoredApprovalGate(a)))
 	}
-	require.Equal(t, []string{"one alice", "two alice", "two bob"}, who)
+	require.Equal(t, []string{"one ssh:alice", "two ssh:alice", "two ssh:bob"}, who)
 	require.Equal(t, one.Digest, got[1].PlanDigest)
 
 	replay.Record(t, env.Client, id, run.GetRunID(), "testdata/histories/rollout-approval-signed.json")
@@ -230,6 +230,6 @@ func TestRolloutApprovalsAreKeptPerRun(t *testing.T) {
 	require.Len(t, got, 2)
 	for i, a := range got {
 		require.Equal(t, "one@run:"+runs[i], a.Stage)
-		require.Equal(t, "alice", a.Principal)
+		require.Equal(t, "ssh:alice", a.Principal)
 	}
 }

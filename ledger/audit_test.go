@@ -155,3 +155,32 @@ func TestAuditMigrationChainsEarlierRows(t *testing.T) {
 	require.Equal(t, 6, v.Records)
 	require.Equal(t, 2, v.Chains)
 }
+
+// An approver who approved a gate's plan approves it again once the gate
+// shows a new plan: both approvals are rows, the second not dropped as a
+// duplicate of the first.
+func TestApprovalOfANewPlanBySameApproverIsRecorded(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	s := env.Store
+	rollout := "fleetsaga/rollout/plan/" + uuid.NewString()[:8]
+	first := ledger.Approval{Rollout: rollout, Stage: "canary@run:r1", By: "ssh:alice", Reason: "ok", PlanDigest: "d1",
+		Principal: "ssh:alice", Method: "ssh", Payload: `{"nonce":"n1"}`, ReplayKey: "n1-" + rollout}
+	require.NoError(t, s.RecordApproval(ctx, first))
+	second := first
+	second.PlanDigest, second.Payload, second.ReplayKey = "d2", `{"nonce":"n2"}`, "n2-"+rollout
+	require.NoError(t, s.RecordApproval(ctx, second))
+	all, err := s.Approvals(ctx, rollout)
+	require.NoError(t, err)
+	require.Len(t, all, 2, "the approval of the new plan is in the ledger")
+	require.Equal(t, []string{"d1", "d2"}, []string{all[0].PlanDigest, all[1].PlanDigest})
+
+	unsigned := ledger.Approval{Rollout: rollout, Stage: "rest", By: "bob", Reason: "ok", PlanDigest: "d1", Method: ledger.MethodUnsigned}
+	require.NoError(t, s.RecordApproval(ctx, unsigned))
+	require.NoError(t, s.RecordApproval(ctx, unsigned), "a retried unsigned write is a no-op")
+	unsigned.PlanDigest = "d2"
+	require.NoError(t, s.RecordApproval(ctx, unsigned))
+	all, err = s.Approvals(ctx, rollout)
+	require.NoError(t, err)
+	require.Len(t, all, 4)
+}

@@ -23,12 +23,13 @@ type Approval struct {
 	At         time.Time `json:"at"`
 
 	// Who signed, proved; empty for unsigned approvals.
+	// Principal is the person (approval.Principal.Name).
 	Principal      string `json:"principal,omitempty"`
 	Method         string `json:"method,omitempty"`         // "ssh", "oidc", or MethodUnsigned
 	KeyFingerprint string `json:"keyFingerprint,omitempty"` // SSH SHA256:…, or OIDC issuer#subject
 	Signature      string `json:"signature,omitempty"`      // armored SSHSIG ("" for OIDC)
 	Payload        string `json:"payload,omitempty"`        // the statement, exactly as signed
-	ReplayKey      string `json:"replayKey,omitempty"`      // used once: the statement's nonce, or an ID token's digest
+	ReplayKey      string `json:"replayKey,omitempty"`      // used once: the statement's nonce, or a digest of an ID token's verified claims
 
 	// Seq, PrevHash and Hash chain the rollout's approvals (audit.go).
 	Seq      int64  `json:"seq,omitempty"`
@@ -44,15 +45,23 @@ const MethodUnsigned = "unsigned"
 // ErrReplayed is an approval whose replay key the ledger holds already.
 var ErrReplayed = errors.New("ledger: this approval's nonce was used before")
 
-// RecordApproval stores an approval; the first one per stage and approver
-// stands. A replay key used before (by another approval) is ErrReplayed.
+// RecordApproval stores an approval. A signed one is recorded once per
+// replay key: a key used before (by another approval) is ErrReplayed. An
+// unsigned one (no replay key) is recorded once per stage, plan and typed
+// name. An approver's approval of a new plan at the same gate is a new row.
 func (s *Store) RecordApproval(ctx context.Context, a Approval) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO rollout_approval (rollout_id, stage, approved_by, reason, plan_digest,
 			principal, method, key_fingerprint, signature, payload, replay_key)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (rollout_id, stage, approved_by) DO NOTHING`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (rollout_id, stage, plan_digest, approved_by) WHERE replay_key = '' DO NOTHING`,
 		a.Rollout, a.Stage, a.By, a.Reason, a.PlanDigest, a.Principal, a.Method, a.KeyFingerprint, a.Signature, a.Payload, a.ReplayKey)
 	var pqErr *pq.Error
 	if errors.As(err, &pqErr) && pqErr.Code == "23505" && pqErr.Constraint == "rollout_approval_replay_once" {
+		// The same approval written again (a retried write) is a no-op;
+		// any other use of its replay key is a replay.
+		prev, perr := s.ApprovalByReplayKey(ctx, a.ReplayKey)
+		if perr == nil && prev != nil && prev.Rollout == a.Rollout && prev.Stage == a.Stage && prev.Payload == a.Payload && prev.Principal == a.Principal {
+			return nil
+		}
 		return ErrReplayed
 	}
 	if err != nil {

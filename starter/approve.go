@@ -19,87 +19,90 @@ func approveCmd(a *app) *cobra.Command {
 	var ap workflows.Approval
 	var sf signFlags
 	cmd := &cobra.Command{
-		Use:   "approve WORKFLOW_ID --reason TEXT [--sign-key KEY | --id-token FILE] [--plan-digest D]",
-		Short: "Approve the plan a rollout shows at its gate, and only that plan",
-		Long: `Approves the plan the gate shows, and only that one. approve reads the gate's
-stage and plan (the same plan starter status and watch --until-gate print),
-prints "stage S's plan at the gate: DIGEST", and binds the approval to that
-stage and digest. If the gate shows another stage or plan when the approval
-arrives (someone approved it and the rollout moved on to its next gate, or
-the rollout was started again with another plan), the approval is refused
-(exit 1) with what the gate shows now, and nothing is approved: look at the
-plan again and approve again.
-
-With --plan-digest the approval binds to the plan you reviewed instead (its
-digest or first 12+ characters, from starter status or a dry run): it is
-refused unless the gate still shows that plan.
+		Use:   "approve WORKFLOW_ID --plan-digest DIGEST --reason TEXT [--sign-key KEY | --id-token-command CMD]",
+		Short: "Approve the plan you reviewed at a rollout's gate, and only that plan",
+		Long: `Approves one plan at a rollout's gate: the one whose full digest
+--plan-digest names (starter status, watch --until-gate and a dry run print
+it). Without --plan-digest nothing is approved: approve prints the gate's
+stage and full digest and exits 2, so that you approve what you reviewed,
+not whatever the gate shows when the approval arrives. A prefix is refused:
+short digests of two plans can be made to collide. If the gate shows
+another stage or plan when the approval arrives (someone approved it and
+the rollout moved on, or it was started again with another plan), the
+approval is refused (exit 1) with what the gate shows now, and nothing is
+approved.
 
 The approval is signed with your own key: an SSH signature (the format git
 uses, namespace fleetsaga) over the rollout, stage, plan digest, decision,
 reason, time and a nonce, made with --sign-key (a private key file, or the
-.pub of a key ssh-agent holds) or ssh-agent's only key; or, with --id-token,
-your identity provider's OIDC ID token. The worker's VerifyApproval checks
-it against the worker's allowed signers and the gate's policy (how many
+.pub of a key ssh-agent holds) or ssh-agent's only key; or an OIDC ID token
+bound to that statement: --id-token-command is run by sh with
+` + approval.IDTokenNonceEnv + ` set to the statement's digest, asks your
+identity provider for a token with that nonce and prints it; a token
+without it is refused. The worker's VerifyApproval checks the approval
+against the worker's allowed signers and the gate's policy (how many
 distinct approvers, four eyes, who may approve) and refuses an unsigned,
-unknown, expired, replayed or misdirected one (exit 1, with the reason);
-a refused approval changes nothing. A gate that needs several approvers
-stays closed until they all approved: starter status shows what it still
-needs. With no key at hand the approval goes unsigned, which only a worker
-with no keyring accepts (README, "Approvals").
+unknown, expired, replayed, unbound or misdirected one (exit 1, with the
+reason); a refused approval changes nothing. A gate that needs several
+approvers stays closed until they all approved: starter status shows what
+it still needs. With no key at hand the approval goes unsigned, which only
+a worker with no keyring accepts (README, "Approvals").
 
-The ledger records who (the principal the worker's keyring names, its key
+The ledger records who (the person the worker's keyring names, its key
 fingerprint and the signature), why and the plan's digest. When the stage
 runs, a target whose state no longer matches the approved plan is not
 touched (outcome PlanDrift).`,
-		Example: `  starter watch fleetsaga/rollout/plan/q3 --until-gate   # waits for the gate, prints its plan
-  starter approve fleetsaga/rollout/plan/q3 --reason "canary sleds healthy" --sign-key ~/.ssh/id_ed25519.pub
-  starter approve fleetsaga/rollout/plan/q3 --reason "canary sleds healthy" --id-token ~/.cache/fleetsaga/id-token
-  starter approve fleetsaga/rollout/plan/q3 --by alice --reason "reviewed" --plan-digest 3f9a1c0e7b2d`,
+		Example: `  starter watch fleetsaga/rollout/plan/q3 --until-gate   # waits for the gate, prints its plan and digest
+  starter approve fleetsaga/rollout/plan/q3 --plan-digest 3f9a…(64 hex) --reason "canary sleds healthy" --sign-key ~/.ssh/id_ed25519.pub
+  starter approve fleetsaga/rollout/plan/q3 --plan-digest 3f9a…(64 hex) --reason "canary sleds healthy" --id-token-command 'my-oidc-login --nonce "$` + approval.IDTokenNonceEnv + `"'`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(ap.By) == "" || strings.TrimSpace(ap.Reason) == "" {
 				return usageErr("--by and --reason are required: approvals are recorded in the ledger")
 			}
 			ap.PlanDigest = strings.ToLower(strings.TrimSpace(ap.PlanDigest))
-			if ap.PlanDigest != "" && !digestPrefix(ap.PlanDigest) {
-				return usageErr("--plan-digest %q: want the plan's digest or its first 12+ hex characters (starter status prints it)", ap.PlanDigest)
+			if ap.PlanDigest != "" && !fullDigest(ap.PlanDigest) {
+				return usageErr("--plan-digest %q: want the plan's full digest, 64 hex characters (starter status prints it); a prefix is not enough", ap.PlanDigest)
 			}
 			return a.control(cmd.Context(), args[0], "approved", func(c client.Client) error {
-				return approveShownPlan(cmd.Context(), c, args[0], ap, sf)
+				return approveReviewedPlan(cmd.Context(), c, args[0], ap, sf)
 			})
 		},
 	}
-	cmd.Flags().StringVar(&ap.By, "by", os.Getenv("USER"), "who approves")
+	cmd.Flags().StringVar(&ap.By, "by", os.Getenv("USER"), "who approves (recorded as typed only by a worker with no keyring)")
 	cmd.Flags().StringVar(&ap.Reason, "reason", "", "why")
-	cmd.Flags().StringVar(&ap.PlanDigest, "plan-digest", "", "approve only this plan (its digest or its first 12+ characters, from starter status) instead of the one the gate shows now")
+	cmd.Flags().StringVar(&ap.PlanDigest, "plan-digest", "", "the full digest of the plan you reviewed (starter status prints it); required")
 	sf.bind(cmd)
 	return cmd
 }
 
-// approveShownPlan approves the stage and plan the gate shows now, as
-// printed (or the operator's --plan-digest): the workflow refuses the
-// approval if its gate shows another by the time it arrives. With no plan
-// to show (no gate, or still planning) the approval goes without one, and
-// the workflow's refusal says why. The signature binds the gate's full
-// digest, and only when the plan approved is the one the gate shows.
-func approveShownPlan(ctx context.Context, c client.Client, id string, ap workflows.Approval, sf signFlags) error {
-	send := ap
+// approveReviewedPlan approves the plan ap.PlanDigest names at the stage
+// the gate shows now; without a digest it approves nothing and answers
+// the gate's full digest. The signature binds the digest the operator
+// gave: if the gate shows another plan, the workflow refuses it.
+func approveReviewedPlan(ctx context.Context, c client.Client, id string, ap workflows.Approval, sf signFlags) error {
+	if ap.PlanDigest == "" {
+		sp, err := queryGatePlan(ctx, c, id)
+		if err != nil {
+			return err // Temporal's answer (no such rollout, access refused) says more than the missing flag
+		}
+		if sp == nil {
+			return usageErr("--plan-digest is required, and %s shows no plan at a gate now: nothing approved", id)
+		}
+		return usageErr("--plan-digest is required: stage %s's plan at the gate is %s; review it (starter status %s) and approve with --plan-digest %s. Nothing approved",
+			sp.Stage, sp.Digest, id, sp.Digest)
+	}
 	if sp := awaitGatePlan(ctx, c, id); sp != nil {
-		fmt.Fprintf(os.Stderr, "stage %s's plan at the gate: %s\n", sp.Stage, shortDigest(sp.Digest))
-		send.Stage = sp.Stage
-		if send.PlanDigest == "" {
-			send.PlanDigest = sp.Digest
+		fmt.Fprintf(os.Stderr, "stage %s's plan at the gate: %s\n", sp.Stage, sp.Digest)
+		ap.Stage = sp.Stage
+		signed, err := signStatement(ctx, sf, id, sp.Stage, ap.PlanDigest, approval.DecisionApprove, ap.Reason)
+		if err != nil {
+			return err
 		}
-		if strings.HasPrefix(sp.Digest, send.PlanDigest) {
-			signed, err := signStatement(sf, id, sp.Stage, sp.Digest, approval.DecisionApprove, ap.Reason)
-			if err != nil {
-				return err
-			}
-			send.Signed = signed
-		}
+		ap.Signed = signed
 	}
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: id, UpdateName: workflows.ApproveUpdate, Args: []any{send},
+		WorkflowID: id, UpdateName: workflows.ApproveUpdate, Args: []any{ap},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
@@ -108,8 +111,7 @@ func approveShownPlan(ctx context.Context, c client.Client, id string, ap workfl
 	return h.Get(ctx, nil)
 }
 
-// digestPrefix: a plan's digest (SHA-256 in lower-case hex) or its first
-// 12+ characters, as the workflow compares them.
-func digestPrefix(d string) bool {
-	return len(d) >= 12 && len(d) <= 64 && strings.Trim(d, "0123456789abcdef") == ""
+// fullDigest: a plan's digest, SHA-256 in lower-case hex.
+func fullDigest(d string) bool {
+	return len(d) == 64 && strings.Trim(d, "0123456789abcdef") == ""
 }

@@ -69,7 +69,7 @@ stages:
 	gate := gateShows(ctx, t, env, id, "cmon")
 	require.Equal(t, "2 more approvals", gate.StillNeeded)
 
-	r = runStarter(t, vars, "approve", id, "--by", "alice", "--reason", "cmon plan reviewed")
+	r = runStarter(t, vars, "approve", id, "--by", "alice", "--reason", "cmon plan reviewed", "--plan-digest", gate.Digest)
 	require.Equal(t, exitFailed, r.code, r.stderr)
 	require.Contains(t, r.stderr, "approval refused (Unsigned)")
 	approvals := func() []ledger.Approval {
@@ -79,13 +79,13 @@ stages:
 	}
 	require.Empty(t, approvals(), "a refused approval records nothing")
 
-	r = runStarter(t, vars, "approve", id, "--by", "alice", "--reason", "cmon plan reviewed", "--sign-key", aliceKey)
+	r = runStarter(t, vars, "approve", id, "--by", "alice", "--reason", "cmon plan reviewed", "--plan-digest", gate.Digest, "--sign-key", aliceKey)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	r = runStarter(t, vars, "status", id)
 	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Contains(t, r.stdout, "still needed: 1 more approval, not by alice (approved so far by alice)")
+	require.Contains(t, r.stdout, "still needed: 1 more approval, not by ssh:alice (approved so far by ssh:alice)")
 
-	r = runStarter(t, vars, "approve", id, "--by", "bob", "--reason", "cmon plan reviewed too", "--sign-key", bobKey)
+	r = runStarter(t, vars, "approve", id, "--by", "bob", "--reason", "cmon plan reviewed too", "--plan-digest", gate.Digest, "--sign-key", bobKey)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	r = runStarter(t, vars, "watch", id)
 	require.Equal(t, exitOK, r.code, r.stderr)
@@ -93,7 +93,7 @@ stages:
 	got := approvals()
 	require.Len(t, got, 2)
 	for i, who := range []string{"alice", "bob"} {
-		require.Equal(t, who, got[i].Principal)
+		require.Equal(t, "ssh:"+who, got[i].Principal, "an SSH identity, in its namespace")
 		require.Equal(t, gate.Digest, got[i].PlanDigest)
 		require.Equal(t, "ssh", got[i].Method)
 		require.Equal(t, ssh.FingerprintSHA256(map[string]ssh.Signer{"alice": alice, "bob": bob}[who].PublicKey()), got[i].KeyFingerprint)
@@ -104,6 +104,6 @@ stages:
 	r = runStarter(t, vars, "status", id)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "approvals (ledger):")
-	require.Contains(t, r.stdout, ": alice (ssh "+got[0].KeyFingerprint+`) "cmon plan reviewed"`)
-	require.Contains(t, r.stdout, ": bob (ssh "+got[1].KeyFingerprint+`) "cmon plan reviewed too"`)
+	require.Contains(t, r.stdout, ": ssh:alice (ssh "+got[0].KeyFingerprint+`) "cmon plan reviewed"`)
+	require.Contains(t, r.stdout, ": ssh:bob (ssh "+got[1].KeyFingerprint+`) "cmon plan reviewed too"`)
 }

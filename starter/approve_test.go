@@ -23,11 +23,12 @@ import (
 // two-server simulated fleet (seconds when healthy).
 const approveTimeout = 3 * time.Minute
 
-// starter approve binds the stage and plan it shows: without
-// --plan-digest the ledger records the plan the gate showed (the workflow
-// refuses an approval that names no plan); an approval for a plan the gate
-// no longer shows — the previous gate's — exits 1 with one line saying
-// what the gate shows now, and approves nothing.
+// starter approve approves only the plan whose full digest the operator
+// names: without --plan-digest, or with a prefix of it, it exits 2,
+// prints the gate's full digest and approves nothing (a 12-character
+// prefix of another plan can be found in seconds); an approval for a plan
+// the gate no longer shows — the previous gate's — exits 1 with one line
+// saying what the gate shows now, and approves nothing.
 func TestApproveBindsThePlanTheGateShows(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
@@ -73,19 +74,30 @@ stages:
 
 	cmon := gateShows(ctx, t, env, id, "cmon")
 	r = runStarter(t, vars, "approve", id, "--by", "alice", "--reason", "cmon plan reviewed")
+	require.Equal(t, exitUsage, r.code, "no --plan-digest: nothing approved: %s", r.stderr)
+	require.Contains(t, r.stderr, "--plan-digest is required: stage cmon's plan at the gate is "+cmon.Digest+";", "the full digest to review")
+	r = runStarter(t, vars, "approve", id, "--by", "alice", "--reason", "cmon plan reviewed", "--plan-digest", cmon.Digest[:12])
+	require.Equal(t, exitUsage, r.code, "a prefix can collide: %s", r.stderr)
+	require.Contains(t, r.stderr, "want the plan's full digest")
+	none, err := env.Store.Approvals(ctx, id)
+	require.NoError(t, err)
+	require.Empty(t, none, "the refused approvals recorded nothing")
+	require.Equal(t, "cmon", gateShows(ctx, t, env, id, "cmon").Stage, "the gate is still closed")
+
+	r = runStarter(t, vars, "approve", id, "--by", "alice", "--reason", "cmon plan reviewed", "--plan-digest", cmon.Digest)
 	require.Equal(t, exitOK, r.code, "an approval of the plan the gate shows: %s", r.stderr)
-	require.Contains(t, r.stderr, "stage cmon's plan at the gate: "+cmon.Digest[:12])
+	require.Contains(t, r.stderr, "stage cmon's plan at the gate: "+cmon.Digest)
 
 	// bob reviewed the cmon plan; by the time he approves it, the rollout
 	// waits at the next gate.
 	fw := gateShows(ctx, t, env, id, "firewaller")
-	r = runStarter(t, vars, "approve", id, "--by", "bob", "--reason", "cmon plan reviewed", "--plan-digest", cmon.Digest[:12])
+	r = runStarter(t, vars, "approve", id, "--by", "bob", "--reason", "cmon plan reviewed", "--plan-digest", cmon.Digest)
 	require.Equal(t, exitFailed, r.code, r.stderr)
-	require.Equal(t, "starter: "+id+": the approval is for plan "+cmon.Digest[:12]+", but the gate now shows stage firewaller with plan "+
-		fw.Digest[:12]+": look at it again (starter status) and approve again\n", strings.SplitN(r.stderr, "\n", 2)[1],
-		"one line after the plan shown")
+	require.Equal(t, "starter: "+id+": the approval is for plan "+cmon.Digest+", but the gate now shows stage firewaller with plan "+
+		fw.Digest[:12]+": look at it again (starter status) and approve again", lastLine(r.stderr),
+		"one line says why")
 
-	r = runStarter(t, vars, "approve", id, "--by", "carol", "--reason", "firewaller plan reviewed")
+	r = runStarter(t, vars, "approve", id, "--by", "carol", "--reason", "firewaller plan reviewed", "--plan-digest", fw.Digest)
 	require.Equal(t, exitOK, r.code, r.stderr)
 
 	approvals, err := env.Store.Approvals(ctx, id)
@@ -105,4 +117,9 @@ func gateShows(ctx context.Context, t *testing.T, env *testenv.Env, id, stage st
 		return err == nil && v.Get(&sp) == nil && sp != nil && sp.Stage == stage
 	}, approveTimeout, 200*time.Millisecond, "the rollout never showed stage %s's plan", stage)
 	return *sp
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }

@@ -21,7 +21,7 @@ func init() {
 gate (starter approve), a failure budget and exclusive groups of targets that
 never run at once. The plan is validated fully before anything starts.
 
-The start is signed like an approval (--sign-key, ssh-agent, or --id-token):
+The start is signed like an approval (--sign-key, ssh-agent, or --id-token-command):
 the signature covers the plan's digest, so the worker knows who started
 which plan, and a gate with four eyes refuses that person's approval.`,
 			Example: `  starter rollout plans/q3-firmware.yaml --wait
@@ -39,7 +39,7 @@ which plan, and a gate with four eyes refuses that person's approval.`,
 					if err != nil {
 						return err
 					}
-					signed, err := signStatement(sign, workflows.WorkflowID(u.Kind, u.Target), "", digest, approval.DecisionStart, "start plan "+in.Name)
+					signed, err := signStatement(cmd.Context(), sign, workflows.WorkflowID(u.Kind, u.Target), "", digest, approval.DecisionStart, "start plan "+in.Name)
 					if err != nil {
 						return err
 					}

@@ -131,7 +131,7 @@ func printStagePlan(w io.Writer, st kinds.StagePlan) {
 	if st.Approval {
 		fmt.Fprint(w, ", waits for approval")
 	}
-	fmt.Fprintf(w, "; %d to change, %d refused, about %s; digest %s\n", st.Changes, st.Refused, st.Estimate.Round(time.Second), shortDigest(st.Digest))
+	fmt.Fprintf(w, "; %d to change, %d refused, about %s; digest %s\n", st.Changes, st.Refused, st.Estimate.Round(time.Second), st.Digest)
 	if st.EstimateBasis != "" {
 		fmt.Fprintf(w, "estimate: %s\n", st.EstimateBasis)
 	}
@@ -155,14 +155,6 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// shortDigest is the digest's first 12 characters (what approve accepts).
-func shortDigest(d string) string {
-	if len(d) > 12 {
-		return d[:12]
-	}
-	return d
 }
 
 // gatePlan is the plan a rollout shows at its gate (nil when none).

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -18,34 +19,38 @@ import (
 // signFlags choose how the operator signs what they approve or start:
 // an SSH key (a private key file, or a public key file naming the
 // ssh-agent key to use, as git's user.signingKey does), the only key in
-// ssh-agent, or an OIDC ID token.
+// ssh-agent, or an OIDC ID token bound to the statement, from a command.
 type signFlags struct {
-	key     string
-	idToken string
+	key        string
+	idToken    string // refused: see errIDTokenFile
+	idTokenCmd string
 }
 
 func (f *signFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.key, "sign-key", os.Getenv("FLEETSAGA_SIGN_KEY"), "SSH key to sign with: an unencrypted private key file, or a public key file whose key ssh-agent holds (default: ssh-agent's only key) (env FLEETSAGA_SIGN_KEY)")
-	cmd.Flags().StringVar(&f.idToken, "id-token", os.Getenv("FLEETSAGA_ID_TOKEN_FILE"), "file holding an OIDC ID token to present instead of an SSH signature (env FLEETSAGA_ID_TOKEN_FILE)")
+	cmd.Flags().StringVar(&f.idTokenCmd, "id-token-command", os.Getenv("FLEETSAGA_ID_TOKEN_COMMAND"), "command (run by sh) that prints an OIDC ID token whose nonce is $"+approval.IDTokenNonceEnv+", the statement's digest, to present instead of an SSH signature (env FLEETSAGA_ID_TOKEN_COMMAND)")
+	cmd.Flags().StringVar(&f.idToken, "id-token", "", "no longer accepted: a token from a file binds no approval; see --id-token-command")
+	_ = cmd.Flags().MarkHidden("id-token")
 }
 
 // errNoSigner: neither a key nor a token is at hand; the statement goes
 // unsigned and the worker decides.
-var errNoSigner = errors.New("no signing key: give --sign-key or --id-token, or load a key into ssh-agent")
+var errNoSigner = errors.New("no signing key: give --sign-key or --id-token-command, or load a key into ssh-agent")
 
 // sign signs st; errNoSigner when there is nothing to sign with.
-func (f signFlags) sign(st approval.Statement) (approval.Signed, error) {
+// The statement is made first, so an ID token can be asked for with its
+// digest as the nonce: only such a token binds it.
+func (f signFlags) sign(ctx context.Context, st approval.Statement) (approval.Signed, error) {
 	if f.idToken != "" {
+		return approval.Signed{}, errIDTokenFile
+	}
+	if f.idTokenCmd != "" {
 		if f.key != "" {
-			return approval.Signed{}, usageErr("--sign-key and --id-token: give one")
+			return approval.Signed{}, usageErr("--sign-key and --id-token-command: give one")
 		}
-		b, err := os.ReadFile(f.idToken)
+		tok, err := idTokenFor(ctx, f.idTokenCmd, st)
 		if err != nil {
-			return approval.Signed{}, usageErr("--id-token: %v", err)
-		}
-		tok := strings.TrimSpace(string(b))
-		if strings.Count(tok, ".") != 2 {
-			return approval.Signed{}, usageErr("--id-token %s: not a JWT (want header.payload.signature)", f.idToken)
+			return approval.Signed{}, err
 		}
 		return approval.WithIDToken(st, tok), nil
 	}
@@ -115,12 +120,12 @@ func (f signFlags) signer() (ssh.Signer, error) {
 }
 
 // signStatement signs, or says on stderr why the statement goes unsigned.
-func signStatement(f signFlags, rollout, stage, digest string, d approval.Decision, reason string) (*approval.Signed, error) {
+func signStatement(ctx context.Context, f signFlags, rollout, stage, digest string, d approval.Decision, reason string) (*approval.Signed, error) {
 	st, err := approval.NewStatement(rollout, stage, digest, d, reason, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	s, err := f.sign(st)
+	s, err := f.sign(ctx, st)
 	if errors.Is(err, errNoSigner) {
 		fmt.Fprintf(os.Stderr, "not signed (%v): a worker that requires signatures will refuse it\n", err)
 		return nil, nil
@@ -131,7 +136,7 @@ func signStatement(f signFlags, rollout, stage, digest string, d approval.Decisi
 	if s.SSHSig != "" {
 		fmt.Fprintf(os.Stderr, "signed %s of %s with key %s\n", d, rollout, signingKey(s))
 	} else {
-		fmt.Fprintf(os.Stderr, "%s of %s carries an OIDC ID token\n", d, rollout)
+		fmt.Fprintf(os.Stderr, "%s of %s carries an OIDC ID token bound to it\n", d, rollout)
 	}
 	return &s, nil
 }

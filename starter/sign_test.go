@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/fleetsaga/fleetsaga/approval"
+	"github.com/fleetsaga/fleetsaga/approval/approvaltest"
 )
 
 // The starter signs with a key file, with the ssh-agent key a .pub names,
@@ -60,7 +61,7 @@ func TestStarterSignsWithAKeyFileOrSSHAgent(t *testing.T) {
 	st, err := approval.NewStatement("fleetsaga/rollout/plan/q3", "canary", strings.Repeat("ab", 32), approval.DecisionApprove, "ok", time.Now())
 	require.NoError(t, err)
 	signedBy := func(f signFlags) (string, error) {
-		s, err := f.sign(st)
+		s, err := f.sign(t.Context(), st)
 		if err != nil {
 			return "", err
 		}
@@ -89,7 +90,7 @@ func TestStarterSignsWithAKeyFileOrSSHAgent(t *testing.T) {
 	require.ErrorContains(t, err, "is encrypted: load it into ssh-agent")
 
 	// What the agent signed verifies as the allowed signer bob.
-	s, err := signFlags{key: filepath.Join(dir, "bob.pub")}.sign(st)
+	s, err := signFlags{key: filepath.Join(dir, "bob.pub")}.sign(t.Context(), st)
 	require.NoError(t, err)
 	allowed := filepath.Join(dir, "allowed_signers")
 	require.NoError(t, os.WriteFile(allowed, []byte("bob@example.com "+string(ssh.MarshalAuthorizedKey(bobPub))), 0o600))
@@ -97,10 +98,49 @@ func TestStarterSignsWithAKeyFileOrSSHAgent(t *testing.T) {
 	require.NoError(t, err)
 	v, err := k.Verify(t.Context(), s, approval.Gate{Rollout: st.Rollout, Stage: st.Stage, PlanDigest: st.PlanDigest, Decision: approval.DecisionApprove})
 	require.NoError(t, err)
-	require.Equal(t, "bob@example.com", v.Principal.Name)
+	require.Equal(t, "ssh:bob@example.com", v.Principal.Name, "an SSH identity, in its namespace")
 
 	token := filepath.Join(dir, "token")
-	require.NoError(t, os.WriteFile(token, []byte("not-a-jwt\n"), 0o600))
-	_, err = signFlags{idToken: token}.sign(st)
-	require.ErrorContains(t, err, "not a JWT")
+	require.NoError(t, os.WriteFile(token, []byte("a.b.c\n"), 0o600))
+	_, err = signFlags{idToken: token}.sign(t.Context(), st)
+	require.ErrorIs(t, err, errIDTokenFile, "a token from a file binds no approval")
+	require.ErrorContains(t, err, "--id-token-command")
+}
+
+// The red team's OIDC replay: a token read from a file (or found in a
+// log) approved whatever statement it was sent with. The starter now
+// makes the statement first and asks the --id-token-command for a token
+// bound to its digest; that token verifies for the statement, and the
+// same token sent with another statement (another gate) is refused.
+func TestStarterGetsAnIDTokenBoundToTheStatement(t *testing.T) {
+	iss := approvaltest.StartIssuer(t)
+	iss.IssueAs(map[string]any{"iss": iss.URL, "aud": "fleetsaga", "sub": "u-123", "email": "dana@example.com", "email_verified": true,
+		"iat": time.Now().Add(-time.Minute).Unix(), "exp": time.Now().Add(5 * time.Minute).Unix()})
+	k, err := approval.LoadKeyring(approval.KeyringConfig{OIDCIssuer: iss.URL, OIDCAudience: "fleetsaga", AllowHTTPIssuer: true})
+	require.NoError(t, err)
+	gate := approval.Gate{Rollout: "fleetsaga/rollout/plan/q3", Stage: "canary", PlanDigest: strings.Repeat("ab", 32), Decision: approval.DecisionApprove}
+	st, err := approval.NewStatement(gate.Rollout, gate.Stage, gate.PlanDigest, gate.Decision, "ok", time.Now())
+	require.NoError(t, err)
+
+	s, err := signFlags{idTokenCmd: iss.TokenCommand()}.sign(t.Context(), st)
+	require.NoError(t, err)
+	v, err := k.Verify(t.Context(), s, gate)
+	require.NoError(t, err)
+	require.Equal(t, approval.OIDCIdentity(iss.URL, "u-123"), v.Principal.ID)
+
+	other := gate
+	other.Rollout = "fleetsaga/rollout/plan/q4"
+	st2, err := approval.NewStatement(other.Rollout, other.Stage, other.PlanDigest, other.Decision, "ok", time.Now())
+	require.NoError(t, err)
+	_, err = k.Verify(t.Context(), approval.WithIDToken(st2, s.IDToken+"\n"), other)
+	var r *approval.Refusal
+	require.ErrorAs(t, err, &r)
+	require.Equal(t, approval.ReasonWrongGate, r.Reason, "the token is bound to the first statement")
+
+	_, err = signFlags{idTokenCmd: "echo secret-ish-output; exit 3"}.sign(t.Context(), st)
+	require.ErrorContains(t, err, "--id-token-command failed")
+	require.NotContains(t, err.Error(), "secret-ish-output", "the command's stdout is never shown")
+	_, err = signFlags{idTokenCmd: "echo not-a-jwt"}.sign(t.Context(), st)
+	require.ErrorContains(t, err, "printed no JWT")
+	require.NotContains(t, err.Error(), "not-a-jwt")
 }

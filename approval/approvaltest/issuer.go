@@ -4,12 +4,16 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fleetsaga/fleetsaga/approval"
 )
 
 // Issuer is a real OIDC issuer over HTTP: discovery, a JWKS at JWKSURL,
@@ -18,6 +22,9 @@ import (
 type Issuer struct {
 	*httptest.Server
 	signer jose.Signer
+
+	mu     sync.Mutex
+	claims map[string]any // what /token issues, nil: it issues nothing
 }
 
 // StartIssuer starts an issuer, stopped when the test ends.
@@ -41,6 +48,33 @@ func StartIssuer(t testing.TB) *Issuer {
 		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{
 			{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
 	})
+	// /token?nonce=N issues a token of the claims IssueAs set, bound to
+	// nonce N, as an identity provider's login would for an authorization
+	// request with that nonce: what `starter --id-token-command` runs.
+	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
+		iss.mu.Lock()
+		claims := maps.Clone(iss.claims)
+		iss.mu.Unlock()
+		if claims == nil {
+			http.Error(w, "no identity to issue for", http.StatusForbidden)
+			return
+		}
+		if n := r.URL.Query().Get("nonce"); n != "" {
+			claims["nonce"] = n
+		}
+		b, err := json.Marshal(claims)
+		if err == nil {
+			var obj *jose.JSONWebSignature
+			if obj, err = iss.signer.Sign(b); err == nil {
+				var tok string
+				if tok, err = obj.CompactSerialize(); err == nil {
+					_, _ = w.Write([]byte(tok + "\n"))
+					return
+				}
+			}
+		}
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	})
 	iss.Server = httptest.NewServer(mux)
 	t.Cleanup(iss.Close)
 	return iss
@@ -48,6 +82,19 @@ func StartIssuer(t testing.TB) *Issuer {
 
 // JWKSURL is where the issuer's public keys are.
 func (iss *Issuer) JWKSURL() string { return iss.URL + "/jwks" }
+
+// IssueAs makes /token issue tokens of claims (and the nonce asked for).
+func (iss *Issuer) IssueAs(claims map[string]any) {
+	iss.mu.Lock()
+	defer iss.mu.Unlock()
+	iss.claims = maps.Clone(claims)
+}
+
+// TokenCommand is a `starter --id-token-command` that logs in at this
+// issuer: it asks /token for a token bound to the statement's digest.
+func (iss *Issuer) TokenCommand() string {
+	return `curl -sf "` + iss.URL + `/token?nonce=$` + approval.IDTokenNonceEnv + `"`
+}
 
 // Token is a compact JWT of claims, signed by the issuer.
 func (iss *Issuer) Token(t testing.TB, claims map[string]any) string {

@@ -31,6 +31,11 @@ func TestApprovalsFlags(t *testing.T) {
 	require.ErrorContains(t, err, "need --approval-oidc-issuer")
 	_, err = parse("--approval-oidc-issuer", "id.example.com", "--approval-oidc-audience", "x")
 	require.ErrorContains(t, err, "https://")
+	_, err = parse("--approval-oidc-issuer", "http://id.example.com", "--approval-oidc-audience", "x")
+	require.ErrorContains(t, err, "is http", "a plain-http issuer's tokens can be forged on the way")
+	a, err = parse("--approval-oidc-issuer", "http://localhost:5556", "--approval-oidc-audience", "x", "--approval-oidc-allow-http")
+	require.NoError(t, err, "the development override")
+	require.True(t, a.Config().AllowHTTPIssuer)
 	_, err = parse("--approval-max-age", "0s")
 	require.ErrorContains(t, err, "positive")
 }

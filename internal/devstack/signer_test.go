@@ -31,5 +31,5 @@ func TestDemoSignerKeyVerifiesAgainstItsAllowedSigners(t *testing.T) {
 	require.NoError(t, err)
 	v, err := k.Verify(context.Background(), signed, gate)
 	require.NoError(t, err)
-	require.Equal(t, DemoOperator, v.Principal.Name)
+	require.Equal(t, approval.SSHIdentity(DemoOperator), v.Principal.Name)
 }
