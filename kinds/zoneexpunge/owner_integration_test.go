@@ -249,8 +249,10 @@ func TestZoneExpungeDirectMovesSagasOnlyWithinTheirGeneration(t *testing.T) {
 	id := uuid.New()
 	m["id"], m["parent_blueprint_id"] = id.String(), tg.TargetID.String()
 	for _, s := range m["sleds"].(map[string]any) {
-		if z, ok := s.(map[string]any)["zones"].(map[string]any)[r.nexusB.String()]; ok {
-			z.(map[string]any)["zone_type"].(map[string]any)["nexus_generation"] = 2
+		for _, z := range s.(map[string]any)["zones"].([]any) { // an IdOrdMap: a JSON array
+			if z := z.(map[string]any); z["id"] == r.nexusB.String() {
+				z["zone_type"].(map[string]any)["nexus_generation"] = 2
+			}
 		}
 	}
 	raw, err = json.Marshal(m)
