@@ -128,7 +128,13 @@ func (st *runStack) startFleetsim(ctx context.Context) error {
 	return nil
 }
 
-func (st *runStack) endpoints() fleet.Endpoints { return fleet.FromFleetsim(st.fleetsimURL, "") }
+// endpoints are direct mode's: the benchmark's racks have no Nexus
+// (spDriver.spec turns the owners off).
+func (st *runStack) endpoints() fleet.Endpoints {
+	e := fleet.FromFleetsim(st.fleetsimURL, "")
+	e.DirectMode = true
+	return e
+}
 
 func (st *runStack) startWorker(ctx context.Context, i int) (*workerProc, error) {
 	w := &workerProc{identity: fmt.Sprintf("bench-worker-%d", i)}
@@ -139,6 +145,7 @@ func (st *runStack) startWorker(ctx context.Context, i int) (*workerProc, error)
 		"FLEETSAGA_TASK_QUEUE=" + workflows.TaskQueue,
 		"FLEETSIM_URL=" + st.fleetsimURL,
 		"NEXUS_DATABASE_URL=",
+		"FLEETSAGA_DIRECT_MODE=true", // the benchmark's racks have no Nexus
 	}
 	// The worker binds its metrics port itself and says which it got.
 	urlPath := filepath.Join(st.dir, fmt.Sprintf("worker-%d.metrics-url", i))

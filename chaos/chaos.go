@@ -204,9 +204,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.NewBuild {
 		version = firstBuild
 	}
+	var workerEnv []string
+	if cfg.NoOwners {
+		workerEnv = []string{"FLEETSAGA_DIRECT_MODE=true"} // the racks have no Nexus
+	}
 	stack, err := devstack.StartStack(ctx, devstack.StackOptions{
 		Dir: cfg.Dir, BinDir: cfg.BinDir, UIPort: cfg.UIPort, FleetsimSpec: fl.specPath,
 		Workers: cfg.Workers, WorkerVersion: version, PersistTemporal: true, Database: "fleetsaga", Temporal: cfg.Temporal,
+		WorkerEnv: workerEnv,
 	}, log)
 	if err != nil {
 		return nil, fmt.Errorf("start the stack: %w", err)

@@ -141,9 +141,15 @@ const (
 	// TargetMovedTooOften (owner mode): the target blueprint kept moving
 	// under the expunge's child blueprint past the rebase bound.
 	TargetMovedTooOften = "TargetMovedTooOften"
-	// TargetDisabled (owner mode): the target blueprint was disabled while
-	// the expunge went through it; fleetsaga does not write behind it.
+	// TargetDisabled: the target blueprint is disabled (an operator paused
+	// Nexus's executor; its planner still runs): fleetsaga neither writes
+	// sled configs behind it nor enables it.
 	TargetDisabled = "TargetDisabled"
+	// OwnerUnknown: who owns a rack's sled configs and SP updates is not
+	// known (no Nexus lockstep endpoint and no direct mode, an endpoint that
+	// is not the lockstep API, a sled whose rack or state says nothing):
+	// the work stops until the configuration names the owner.
+	OwnerUnknown = "OwnerUnknown"
 	// OwnerCleanupTimedOut (owner mode): Nexus did not mark the zone ready
 	// for cleanup, or did not move its sagas, within the bound.
 	OwnerCleanupTimedOut = "OwnerCleanupTimedOut"

@@ -90,6 +90,7 @@ var needsChange = map[string]bool{
 	ExpungeConflict:       true,
 	NexusLockstepRejected: true,
 	TargetDisabled:        true,
+	OwnerUnknown:          true,
 	SagaWrongGeneration:   true,
 	ApprovalRefused:       true,
 	// The release the gate judged is bad: a rerun only spreads it.

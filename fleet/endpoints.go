@@ -25,14 +25,19 @@ type Endpoints struct {
 	// (database omicron on a real rack).
 	NexusDB string `json:"nexusDB"`
 	// NexusLockstep is Nexus's lockstep API (the owner of sled configs
-	// through the target blueprint, docs/CONFORMANCE.md §I); "{rack}" in it, if any,
-	// is replaced by the sled's rack_id from Nexus's sled table. Empty: no
-	// owner is known, and zone expunge writes sled configs itself (only
-	// right on a rack with no blueprint executor; docs/DEPLOYING.md).
+	// and SP updates through the target blueprint, docs/CONFORMANCE.md §I); "{rack}"
+	// in it, if any, is replaced by the sled's rack_id from Nexus's sled
+	// table. Every rack with a Nexus needs it: without it (and without
+	// DirectMode) zone expunge, host flash and SP firmware stop with
+	// OwnerUnknown.
 	NexusLockstep string `json:"nexusLockstep,omitempty"`
-	CNAPI         string `json:"cnapi"`
-	SAPI          string `json:"sapi"`
-	IMGAPI        string `json:"imgapi"`
+	// DirectMode says the racks have no Nexus: fleetsaga writes sled
+	// configs itself and asks no owner (docs/DEPLOYING.md). Exclusive with
+	// NexusLockstep.
+	DirectMode bool   `json:"directMode,omitempty"`
+	CNAPI      string `json:"cnapi"`
+	SAPI       string `json:"sapi"`
+	IMGAPI     string `json:"imgapi"`
 	// Kube is a multi-cluster Kubernetes API root for the machine API
 	// ({Kube}/clusters/{name}).
 	Kube string `json:"kube"`
@@ -47,6 +52,12 @@ type Endpoints struct {
 	// (its HTTP API; empty: query checks are refused).
 	Prometheus string `json:"prometheus,omitempty"`
 }
+
+// NoOwnerConfigured says, for an operator, what to configure when neither a
+// Nexus lockstep endpoint nor direct mode is set.
+const NoOwnerConfigured = "no owner of the rack's sled configs and SP updates is configured: set the Nexus lockstep endpoint " +
+	"(--nexus-lockstep, FLEETSAGA_NEXUS_LOCKSTEP_URL: a Nexus zone's lockstep port) or, for racks without a Nexus, " +
+	"direct mode (--direct-mode, FLEETSAGA_DIRECT_MODE=true)"
 
 // FromFleetsim derives every HTTP endpoint from a fleetsim base URL.
 // nexusDB is the database fleetsim's Nexus instances use; with it,
@@ -134,6 +145,9 @@ func (e Endpoints) Validate() error {
 	check("kube", e.Kube)
 	check("fleetsim", e.Fleetsim)
 	check("prometheus", e.Prometheus)
+	if e.DirectMode && e.NexusLockstep != "" {
+		errs = append(errs, errors.New("direct mode (racks without a Nexus) and a nexus-lockstep endpoint exclude each other: set one"))
+	}
 	if e.SledAgent != "" && !strings.Contains(e.SledAgent, "{sled}") {
 		errs = append(errs, fmt.Errorf("sled-agent endpoint %q must contain {sled}", e.SledAgent))
 	}

@@ -51,6 +51,7 @@ var classOfType = map[string]FailureClass{
 	failure.WouldDowngrade: ClassRefused, failure.WrongDevice: ClassRefused, failure.OwnedByNexus: ClassRefused,
 	failure.ConcurrentDowngrade: ClassRefused, failure.TritonAPI: ClassRefused, failure.AgentTaskFailed: ClassRefused,
 	failure.ServerNotRunning: ClassRefused, failure.ServerNotSetup: ClassRefused, failure.LastNexusZone: ClassRefused,
+	failure.OwnerUnknown: ClassRefused, failure.TargetDisabled: ClassRefused,
 
 	failure.WrongActiveVersion: ClassVerification, failure.WrongInactiveVersion: ClassVerification,
 	failure.ArtifactMismatch: ClassVerification, failure.BootImageRelease: ClassVerification,

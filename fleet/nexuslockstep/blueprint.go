@@ -32,15 +32,36 @@ type Blueprint struct {
 
 // Sled is the part of a BlueprintSledConfig fleetsaga reads.
 type Sled struct {
-	SledAgentGeneration uint64             `json:"sled_agent_generation"`
-	State               string             `json:"state"`
-	Zones               map[uuid.UUID]Zone `json:"zones"`
+	SledAgentGeneration uint64 `json:"sled_agent_generation"`
+	State               string `json:"state"`
+	Zones               Zones  `json:"zones"`
 	// HostPhase2 is the desired phase 2 of each boot disk (slot_a, slot_b:
 	// {type: current_contents} or {type: artifact, hash, version}).
 	HostPhase2 map[string]struct {
 		Type string `json:"type"`
 		Hash string `json:"hash,omitempty"`
 	} `json:"host_phase_2,omitempty"`
+}
+
+// Zones are a sled's zones by ID. On the wire they are an iddqd IdOrdMap
+// (omicron nexus/types/src/deployment.rs BlueprintSledConfig.zones): a JSON
+// array of zone configs, each keyed by its id, no id twice.
+type Zones map[uuid.UUID]Zone
+
+// UnmarshalJSON reads the array.
+func (zs *Zones) UnmarshalJSON(raw []byte) error {
+	var list []Zone
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return fmt.Errorf("zones must be a JSON array (IdOrdMap): %w", err)
+	}
+	*zs = make(Zones, len(list))
+	for _, z := range list {
+		if _, dup := (*zs)[z.ID]; dup {
+			return fmt.Errorf("zone %s listed twice", z.ID)
+		}
+		(*zs)[z.ID] = z
+	}
+	return nil
 }
 
 // Zone is the part of a BlueprintZoneConfig fleetsaga reads.
@@ -139,8 +160,7 @@ func (bp *Blueprint) NexusGenerationOf(zone uuid.UUID) (uint64, bool) {
 // marks that from inventory). Everything else is bp's.
 func (bp *Blueprint) ChildExpunging(id, sled, zone uuid.UUID, asOf uint64, creator, comment string, now time.Time) (*Blueprint, error) {
 	return bp.child(id, sled, creator, comment, now, func(s map[string]any) error {
-		zones, _ := s["zones"].(map[string]any)
-		z, _ := zones[zone.String()].(map[string]any)
+		z := zoneIn(s, zone)
 		if z == nil {
 			return fmt.Errorf("blueprint %s has no zone %s on sled %s", bp.ID, zone, sled)
 		}
@@ -149,6 +169,17 @@ func (bp *Blueprint) ChildExpunging(id, sled, zone uuid.UUID, asOf uint64, creat
 		z["disposition"] = map[string]any{"kind": Expunged, "as_of_generation": gen, "ready_for_cleanup": false}
 		return nil
 	})
+}
+
+// zoneIn is the raw config of a zone in a raw sled config, or nil.
+func zoneIn(sled map[string]any, zone uuid.UUID) map[string]any {
+	zones, _ := sled["zones"].([]any)
+	for _, z := range zones {
+		if z, ok := z.(map[string]any); ok && z["id"] == zone.String() {
+			return z
+		}
+	}
+	return nil
 }
 
 // child is a child of bp (ID id) with sled's config edited by edit; the

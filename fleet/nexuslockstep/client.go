@@ -87,12 +87,46 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &he) && he.StatusCode == http.StatusNotFound && he.ErrorCode == CodeObjectNotFound
 }
 
-// IsNoLockstepAPI: the endpoint answers 404 without a Nexus error code to
-// the target's view, which every Nexus serves: no Nexus owns this rack's
-// sled configs there.
-func IsNoLockstepAPI(err error) bool {
+// IsNotLockstepAPI: the endpoint answers the target's view, which every
+// Nexus serves unversioned, with dropshot's answer of another server: 404
+// and no Nexus error code (a route it does not have), or 400 without a
+// code for a missing api-version header (a versioned server, such as
+// Nexus's internal API on 12221: omicron nexus/src/lib.rs gives it
+// ClientSpecifiesVersionInHeader, which refuses before routing). Whatever
+// listens there is not the lockstep API; it never means the rack has no
+// owner.
+func IsNotLockstepAPI(err error) bool {
 	var he *Error
-	return errors.As(err, &he) && he.StatusCode == http.StatusNotFound && he.ErrorCode != CodeObjectNotFound
+	if !errors.As(err, &he) {
+		return false
+	}
+	switch he.StatusCode {
+	case http.StatusNotFound:
+		return he.ErrorCode != CodeObjectNotFound
+	case http.StatusBadRequest:
+		return he.ErrorCode == "" && strings.Contains(he.Message, "api-version")
+	}
+	return false
+}
+
+// The ports of a Nexus zone (omicron common/src/address.rs): the lockstep
+// API, and the internal API an endpoint is easily pointed at instead.
+const (
+	LockstepPort = 12232
+	InternalPort = 12221
+)
+
+// NotLockstepAPI says, for an operator, what IsNotLockstepAPI found at url.
+func NotLockstepAPI(url string) string {
+	return fmt.Sprintf("%s answers GET /deployment/blueprints/target as another server would (404 without a Nexus error code, or 400 for a missing api-version header): it is not Nexus's lockstep API "+
+		"(a Nexus zone serves it on port %d; %d is its internal API); fix the nexus-lockstep endpoint", url, LockstepPort, InternalPort)
+}
+
+// Disabled says, for an operator, why a disabled target stops the work.
+func Disabled(t Target) string {
+	return fmt.Sprintf("target blueprint %s is disabled: an operator paused Nexus's executor (its planner still runs), so Nexus still owns the rack; "+
+		"fleetsaga neither writes behind it nor enables it; enable the target (omdb nexus blueprints target enable %s), then run the update again",
+		t.TargetID, t.TargetID)
 }
 
 // Target is BlueprintTarget.
@@ -123,6 +157,16 @@ func (c *Client) Target(ctx context.Context) (Target, error) {
 		return t, fmt.Errorf("%w: target without target_id", ErrBadResponse)
 	}
 	return t, nil
+}
+
+// Current reads the target and its blueprint.
+func (c *Client) Current(ctx context.Context) (Target, *Blueprint, error) {
+	t, err := c.Target(ctx)
+	if err != nil {
+		return t, nil, err
+	}
+	bp, err := c.Blueprint(ctx, t.TargetID)
+	return t, bp, err
 }
 
 // Blueprint reads one blueprint (GET /deployment/blueprints/all/{id}).
@@ -158,6 +202,16 @@ func (c *Client) SetTarget(ctx context.Context, id uuid.UUID, enabled bool) (Tar
 	body, _ := json.Marshal(map[string]any{"target_id": id, "enabled": enabled})
 	var t Target
 	err := c.do(ctx, http.MethodPost, "/deployment/blueprints/target", body, &t)
+	return t, err
+}
+
+// SetTargetEnabled enables or disables the current target (PUT
+// /deployment/blueprints/target/enabled: an operator's pause of Nexus's
+// executor). fleetsaga itself never calls it; its tests pause a rack.
+func (c *Client) SetTargetEnabled(ctx context.Context, id uuid.UUID, enabled bool) (Target, error) {
+	body, _ := json.Marshal(map[string]any{"target_id": id, "enabled": enabled})
+	var t Target
+	err := c.do(ctx, http.MethodPut, "/deployment/blueprints/target/enabled", body, &t)
 	return t, err
 }
 

@@ -2,7 +2,9 @@ package nexuslockstep_test
 
 import (
 	"context"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -22,7 +24,8 @@ import (
 // document (requests and answers), and its errors are classified: a child
 // expunging a zone is imported and made the target; a child of the old
 // target is refused as "target moved"; an unknown blueprint is not found;
-// a rack without a Nexus has no lockstep API.
+// what is not a lockstep API (a rack without a Nexus in fleetsim) answers
+// 404 without a code.
 func TestClientTrafficFollowsOpenAPI(t *testing.T) {
 	ctx := context.Background()
 	rack := spec.SampleRack("r", []string{"internal_ntp", "nexus"}, []string{"nexus"})
@@ -75,7 +78,7 @@ func TestClientTrafficFollowsOpenAPI(t *testing.T) {
 	assert.True(t, nexuslockstep.IsNotFound(err), "%v", err)
 
 	_, err = nexuslockstep.New(srv.URL+"/nexus/bare", nil).Target(ctx)
-	assert.True(t, nexuslockstep.IsNoLockstepAPI(err), "%v", err)
+	assert.True(t, nexuslockstep.IsNotLockstepAPI(err), "%v", err)
 }
 
 // A child naming a host phase 2 artifact for one boot disk follows the
@@ -114,4 +117,44 @@ func TestChildWithHostPhase2FollowsOpenAPI(t *testing.T) {
 	assert.Equal(t, hash, sc.HostPhase2["slot_b"].Hash)
 	assert.Equal(t, "current_contents", sc.HostPhase2["slot_a"].Type, "the other disk keeps its contents")
 	assert.Equal(t, bp.Sleds[rack.Sleds[1].ID], got.Sleds[rack.Sleds[1].ID], "other sleds unchanged")
+}
+
+// What answers where the lockstep API should be decides nothing about the
+// owner: another server's answer (dropshot's 404 for an unknown route, or
+// the 400 a versioned server such as Nexus's internal API gives a request
+// without api-version: dropshot/src/versioning.rs) is "not the lockstep
+// API"; a refused connection is retried, and is neither.
+func TestWhatIsNotTheLockstepAPI(t *testing.T) {
+	ctx := context.Background()
+	answer := func(status int, body string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(body))
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	for _, c := range []struct {
+		name, url string
+		notAPI    bool
+	}{
+		{"unknown route", answer(404, `{"request_id":"r1","message":"Not Found"}`), true},
+		{"versioned server", answer(400, `{"request_id":"r2","message":"missing expected header \"api-version\""}`), true},
+		{"a Nexus's not found", answer(404, `{"request_id":"r3","error_code":"ObjectNotFound","message":"not found: blueprint"}`), false},
+		{"a Nexus's bad request", answer(400, `{"request_id":"r4","error_code":"InvalidRequest","message":"no"}`), false},
+	} {
+		_, err := nexuslockstep.New(c.url, nil).Target(ctx)
+		require.Error(t, err, c.name)
+		assert.Equal(t, c.notAPI, nexuslockstep.IsNotLockstepAPI(err), "%s: %v", c.name, err)
+		assert.False(t, nexuslockstep.IsRetryable(err), c.name)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	refused := "http://" + l.Addr().String()
+	require.NoError(t, l.Close())
+	_, err = nexuslockstep.New(refused, nil).Target(ctx)
+	require.Error(t, err)
+	assert.False(t, nexuslockstep.IsNotLockstepAPI(err), "%v", err)
+	assert.True(t, nexuslockstep.IsRetryable(err), "%v", err)
 }

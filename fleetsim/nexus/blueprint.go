@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,6 +27,7 @@ type Blueprint struct {
 	Comment                             string                    `json:"comment"`
 	Creator                             string                    `json:"creator"`
 	ExternalDNSVersion                  uint64                    `json:"external_dns_version"`
+	ExternalNetworkingGeneration        uint64                    `json:"external_networking_generation"`
 	InternalDNSVersion                  uint64                    `json:"internal_dns_version"`
 	OximeterReadMode                    json.RawMessage           `json:"oximeter_read_mode"`
 	OximeterReadVersion                 uint64                    `json:"oximeter_read_version"`
@@ -38,20 +39,63 @@ type Blueprint struct {
 // requiredBlueprintFields are Blueprint's required properties.
 var requiredBlueprintFields = []string{
 	"cockroachdb_fingerprint", "cockroachdb_setting_preserve_downgrade", "comment", "creator",
-	"external_dns_version", "id", "internal_dns_version", "nexus_generation", "oximeter_read_mode",
+	"external_dns_version", "external_networking_generation", "id", "internal_dns_version", "nexus_generation", "oximeter_read_mode",
 	"oximeter_read_version", "pending_mgs_updates", "sleds", "source", "target_release_minimum_generation",
 	"time_created",
 }
 
-// SledConfig is BlueprintSledConfig.
+// SledConfig is BlueprintSledConfig (omicron nexus/types/src/deployment.rs).
 type SledConfig struct {
-	Datasets              json.RawMessage           `json:"datasets"`
-	Disks                 json.RawMessage           `json:"disks"`
-	HostPhase2            json.RawMessage           `json:"host_phase_2"`
-	RemoveMupdateOverride *uuid.UUID                `json:"remove_mupdate_override"`
-	SledAgentGeneration   uint64                    `json:"sled_agent_generation"`
-	State                 string                    `json:"state"`
-	Zones                 map[uuid.UUID]*ZoneConfig `json:"zones"`
+	Datasets                    json.RawMessage `json:"datasets"`
+	Disks                       json.RawMessage `json:"disks"`
+	HostPhase2                  json.RawMessage `json:"host_phase_2"`
+	LastAllocatedIPSubnetOffset uint16          `json:"last_allocated_ip_subnet_offset"`
+	Measurements                json.RawMessage `json:"measurements"`
+	RemoveMupdateOverride       *uuid.UUID      `json:"remove_mupdate_override"`
+	SledAgentGeneration         uint64          `json:"sled_agent_generation"`
+	State                       string          `json:"state"`
+	Subnet                      json.RawMessage `json:"subnet"`
+	UpdateDisposition           json.RawMessage `json:"update_disposition"`
+	Zones                       ZoneMap         `json:"zones"`
+}
+
+// requiredSledFields are BlueprintSledConfig's required properties.
+var requiredSledFields = []string{
+	"datasets", "disks", "host_phase_2", "last_allocated_ip_subnet_offset", "measurements",
+	"sled_agent_generation", "state", "subnet", "update_disposition", "zones",
+}
+
+// ZoneMap is a sled's zones by ID; on the wire an iddqd IdOrdMap: a JSON
+// array in ID order, no ID twice (omicron BlueprintSledConfig.zones).
+type ZoneMap map[uuid.UUID]*ZoneConfig
+
+// MarshalJSON writes the array in ID order.
+func (zs ZoneMap) MarshalJSON() ([]byte, error) {
+	list := make([]*ZoneConfig, 0, len(zs))
+	for _, z := range zs {
+		list = append(list, z)
+	}
+	slices.SortFunc(list, func(a, b *ZoneConfig) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+	return json.Marshal(list)
+}
+
+// UnmarshalJSON reads the array; an ID twice is refused, as iddqd does.
+func (zs *ZoneMap) UnmarshalJSON(raw []byte) error {
+	var list []*ZoneConfig
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return err
+	}
+	*zs = make(ZoneMap, len(list))
+	for _, z := range list {
+		if z == nil {
+			return errors.New("zones: null zone config")
+		}
+		if _, dup := (*zs)[z.ID]; dup {
+			return fmt.Errorf("zones: duplicate item with id %s", z.ID)
+		}
+		(*zs)[z.ID] = z
+	}
+	return nil
 }
 
 // ZoneConfig is BlueprintZoneConfig; ZoneType is a BlueprintZoneType.
@@ -136,14 +180,20 @@ func decodeBlueprint(raw []byte) (*Blueprint, error) {
 	if err := json.Unmarshal(raw, &bp); err != nil {
 		return nil, err
 	}
+	var sleds map[string]map[string]json.RawMessage
+	_ = json.Unmarshal(fields["sleds"], &sleds)
+	for sid, s := range sleds {
+		for _, f := range requiredSledFields {
+			if _, ok := s[f]; !ok {
+				return nil, fmt.Errorf("sled %s: missing field `%s`", sid, f)
+			}
+		}
+	}
 	for sid, s := range bp.Sleds {
 		if s == nil {
 			return nil, fmt.Errorf("sled %s: config is null", sid)
 		}
 		for zid, z := range s.Zones {
-			if z == nil || z.ID != zid {
-				return nil, fmt.Errorf("sled %s: zones key %s does not match its zone's id", sid, zid)
-			}
 			switch z.Disposition.Kind {
 			case InService:
 			case Expunged:
@@ -227,21 +277,20 @@ func sledAgentHostPhase2(raw json.RawMessage) json.RawMessage {
 }
 
 // omicronZoneType converts a BlueprintZoneType to the sled-agent's
-// OmicronZoneType: a Nexus zone loses lockstep_port and nexus_generation and
-// its external IP becomes the bare address; a boundary NTP zone's external
-// IP becomes its snat_cfg. Every other variant has the same fields.
+// OmicronZoneType as omicron's From<BlueprintZoneType> does
+// (nexus/types/src/deployment/zone_type.rs): a Nexus zone loses
+// nexus_generation and its external IP becomes the bare address; a
+// boundary NTP zone's external IP becomes its snat_cfg; an external DNS
+// zone's dns_address its bare addr. Every other field is the same in both
+// documents (the NIC's ip_config included).
 func omicronZoneType(raw json.RawMessage) (sledagent.OmicronZoneType, error) {
 	f, err := objectOf(raw)
 	if err != nil {
 		return sledagent.OmicronZoneType{}, err
 	}
 	kind, _ := f["type"].(string)
-	if nic, ok := f["nic"].(map[string]any); ok {
-		sledAgentNIC(nic)
-	}
 	switch kind {
 	case sledagent.ZoneTypeNexus:
-		delete(f, "lockstep_port")
 		delete(f, "nexus_generation")
 		if ext, ok := f["external_ip"].(map[string]any); ok {
 			f["external_ip"] = ext["ip"]
@@ -250,6 +299,10 @@ func omicronZoneType(raw json.RawMessage) (sledagent.OmicronZoneType, error) {
 		if ext, ok := f["external_ip"].(map[string]any); ok {
 			delete(f, "external_ip")
 			f["snat_cfg"] = ext["snat_cfg"]
+		}
+	case "external_dns":
+		if dns, ok := f["dns_address"].(map[string]any); ok {
+			f["dns_address"] = dns["addr"]
 		}
 	case "":
 		return sledagent.OmicronZoneType{}, errors.New("zone_type has no type")
@@ -260,7 +313,7 @@ func omicronZoneType(raw json.RawMessage) (sledagent.OmicronZoneType, error) {
 
 // blueprintZoneType is the reverse, for the initial blueprint made from the
 // sleds' ledgers: external IPs get IDs derived from the zone, a Nexus zone
-// Nexus's lockstep port and nexus_generation.
+// its nexus_generation (and the lockstep port, if the ledger lacks it).
 func blueprintZoneType(zone uuid.UUID, zt sledagent.OmicronZoneType, nexusGeneration uint64) (json.RawMessage, error) {
 	raw, err := json.Marshal(zt)
 	if err != nil {
@@ -270,56 +323,21 @@ func blueprintZoneType(zone uuid.UUID, zt sledagent.OmicronZoneType, nexusGenera
 	if err != nil {
 		return nil, err
 	}
-	if nic, ok := f["nic"].(map[string]any); ok {
-		blueprintNIC(nic)
-	}
 	ipID := v4(uuid.NewSHA1(zone, []byte("external-ip"))).String()
 	switch zt.Type {
 	case sledagent.ZoneTypeNexus:
 		f["external_ip"] = map[string]any{"id": ipID, "ip": f["external_ip"]}
-		f["lockstep_port"] = lockstepPort
+		if _, ok := f["lockstep_port"]; !ok {
+			f["lockstep_port"] = lockstepPort
+		}
 		f["nexus_generation"] = nexusGeneration
 	case "boundary_ntp":
 		f["external_ip"] = map[string]any{"id": ipID, "snat_cfg": f["snat_cfg"]}
 		delete(f, "snat_cfg")
+	case "external_dns":
+		f["dns_address"] = map[string]any{"id": ipID, "addr": f["dns_address"]}
 	}
 	return json.Marshal(f)
-}
-
-// The lockstep document's NetworkInterface (0.0.1) carries ip, subnet and
-// transit_ips; sled-agent 48.0.0's carries them in ip_config {type: v4 or
-// v6, value}. blueprintNIC and sledAgentNIC convert in place, and a
-// round trip gives back what the sled-agent ledgered.
-func blueprintNIC(nic map[string]any) {
-	cfg, ok := nic["ip_config"].(map[string]any)
-	if !ok {
-		return
-	}
-	delete(nic, "ip_config")
-	if v, ok := cfg["value"].(map[string]any); ok {
-		for k, x := range v {
-			nic[k] = x
-		}
-	}
-}
-
-func sledAgentNIC(nic map[string]any) {
-	ip, ok := nic["ip"].(string)
-	if !ok {
-		return
-	}
-	family := "v4"
-	if strings.Contains(ip, ":") {
-		family = "v6"
-	}
-	value := map[string]any{"ip": ip, "subnet": nic["subnet"]}
-	if tips, ok := nic["transit_ips"].([]any); ok && (len(tips) > 0 || family == "v6") {
-		value["transit_ips"] = tips
-	}
-	delete(nic, "ip")
-	delete(nic, "subnet")
-	delete(nic, "transit_ips")
-	nic["ip_config"] = map[string]any{"type": family, "value": value}
 }
 
 // nexusGenerationOf is a Nexus zone type's nexus_generation (ok false for

@@ -59,6 +59,10 @@ const (
 	initialNexusGeneration = 1
 	// plannerCreator names fleetsim's planner as a blueprint's creator.
 	plannerCreator = "fleetsim planner"
+	// firstSledIPOffset is a new sled's last_allocated_ip_subnet_offset: the
+	// lowest 32 addresses of its subnet are reserved (omicron
+	// nexus/types/src/deployment.rs, BlueprintSledConfig).
+	firstSledIPOffset = 32
 	// maxBlueprintBytes bounds an imported blueprint.
 	maxBlueprintBytes = 16 << 20
 	// sledAgentTimeout bounds one executor request to a sled-agent: a hung
@@ -179,6 +183,7 @@ func (r *rack) initialBlueprint(ctx context.Context) (*Blueprint, error) {
 		Comment:                             "initial blueprint from rack setup",
 		Creator:                             "RSS",
 		ExternalDNSVersion:                  1,
+		ExternalNetworkingGeneration:        1,
 		InternalDNSVersion:                  1,
 		OximeterReadMode:                    json.RawMessage(`{"type":"single_node"}`),
 		OximeterReadVersion:                 1,
@@ -186,7 +191,7 @@ func (r *rack) initialBlueprint(ctx context.Context) (*Blueprint, error) {
 		TargetReleaseMinimumGeneration:      1,
 		TimeCreated:                         time.Now().UTC(),
 	}
-	for _, s := range r.spec.Sleds {
+	for i, s := range r.spec.Sleds {
 		inv, err := r.d.inventory(ctx, s.ID)
 		if err != nil {
 			return nil, fmt.Errorf("fleetsim nexus: initial blueprint of rack %q: %w", r.spec.ID, err)
@@ -196,8 +201,12 @@ func (r *rack) initialBlueprint(ctx context.Context) (*Blueprint, error) {
 		}
 		led := inv.LedgeredSledConfig
 		sc := &SledConfig{
-			Datasets: json.RawMessage(`{}`), Disks: json.RawMessage(`{}`), HostPhase2: led.HostPhase2,
-			SledAgentGeneration: led.Generation, State: "active", Zones: map[uuid.UUID]*ZoneConfig{},
+			Datasets: json.RawMessage(`[]`), Disks: json.RawMessage(`[]`), HostPhase2: led.HostPhase2,
+			SledAgentGeneration: led.Generation, State: "active", Zones: ZoneMap{},
+			Subnet:                      json.RawMessage(fmt.Sprintf(`{"net":"fd00:1122:3344:%x::/64"}`, 0x101+i)),
+			LastAllocatedIPSubnetOffset: firstSledIPOffset + uint16(len(led.Zones)),
+			Measurements:                json.RawMessage(`{"type":"install_dataset"}`),
+			UpdateDisposition:           json.RawMessage(`{"generation":1,"kind":{"availability":"available"}}`),
 		}
 		for id, z := range led.Zones {
 			zt, err := blueprintZoneType(id, z.ZoneType, initialNexusGeneration)

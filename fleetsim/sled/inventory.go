@@ -52,6 +52,10 @@ var fileSourceResolverJSON = json.RawMessage(`{
 // zoneType returns a zone's whole OmicronZoneType: the variant's required
 // fields with plausible values derived from the zone ID (n numbers the
 // zone on its sled, for addresses).
+// nexusLockstepPort is a Nexus zone's lockstep port as rack setup plans it
+// (omicron sled-agent/rack-setup/src/plan/service.rs, NEXUS_LOCKSTEP_PORT).
+const nexusLockstepPort = 12232
+
 func zoneType(kind string, zone uuid.UUID, n int) sledagent.OmicronZoneType {
 	addr := fmt.Sprintf("[fd00:1122:3344:101::%x]", 0x20+n)
 	pool := map[string]any{"pool_name": "oxp_" + v4(uuid.NewSHA1(zone, []byte("pool"))).String()}
@@ -71,6 +75,7 @@ func zoneType(kind string, zone uuid.UUID, n int) sledagent.OmicronZoneType {
 	switch kind {
 	case "nexus":
 		f["internal_address"] = addr + ":12221"
+		f["lockstep_port"] = nexusLockstepPort
 		f["external_ip"] = fmt.Sprintf("192.0.2.%d", 10+n)
 		f["external_tls"] = true
 		f["external_dns_servers"] = []string{"192.0.2.2"}

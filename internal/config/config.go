@@ -243,8 +243,9 @@ type Fleet struct {
 	MGS       string
 	SledAgent string
 	NexusDB   string
-	// NexusLockstep: see fleet.Endpoints.NexusLockstep.
+	// NexusLockstep and DirectMode: see fleet.Endpoints.
 	NexusLockstep string
+	DirectMode    bool
 	CNAPI         string
 	SAPI          string
 	IMGAPI        string
@@ -261,7 +262,8 @@ func (f *Fleet) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.MGS, "mgs", env("FLEETSAGA_MGS_URLS", ""), "comma-separated MGS base URLs (env FLEETSAGA_MGS_URLS)")
 	fs.StringVar(&f.SledAgent, "sled-agent", env("FLEETSAGA_SLED_AGENT_URL", ""), "sled-agent URL template with {sled}; only for a fleetsim without a database: otherwise sled-agents are found at the ip:port in Nexus's sled table (env FLEETSAGA_SLED_AGENT_URL)")
 	fs.StringVar(&f.NexusDB, "nexus-db-url", env("NEXUS_DATABASE_URL", ""), "Nexus's database (saga and sled tables; a rack's CockroachDB database omicron) (env NEXUS_DATABASE_URL)")
-	fs.StringVar(&f.NexusLockstep, "nexus-lockstep", env("FLEETSAGA_NEXUS_LOCKSTEP_URL", ""), "Nexus's lockstep API (the target blueprint, owner of sled configs and SP updates); {rack} is replaced by the sled's rack_id from the sled table. Unset: no owner is known, zone expunge writes sled configs itself (env FLEETSAGA_NEXUS_LOCKSTEP_URL)")
+	fs.StringVar(&f.NexusLockstep, "nexus-lockstep", env("FLEETSAGA_NEXUS_LOCKSTEP_URL", ""), "Nexus's lockstep API (the target blueprint, owner of sled configs and SP updates); {rack} is replaced by the sled's rack_id from the sled table. Required on a rack with a Nexus (env FLEETSAGA_NEXUS_LOCKSTEP_URL)")
+	fs.BoolVar(&f.DirectMode, "direct-mode", env("FLEETSAGA_DIRECT_MODE", "") == "true", "the racks have no Nexus: fleetsaga writes sled configs itself and asks no owner; excludes --nexus-lockstep (env FLEETSAGA_DIRECT_MODE=true)")
 	fs.StringVar(&f.CNAPI, "cnapi", env("FLEETSAGA_CNAPI_URL", ""), "CNAPI base URL (env FLEETSAGA_CNAPI_URL)")
 	fs.StringVar(&f.SAPI, "sapi", env("FLEETSAGA_SAPI_URL", ""), "SAPI base URL (env FLEETSAGA_SAPI_URL)")
 	fs.StringVar(&f.IMGAPI, "imgapi", env("FLEETSAGA_IMGAPI_URL", ""), "IMGAPI base URL (env FLEETSAGA_IMGAPI_URL)")
@@ -291,6 +293,12 @@ func (f *Fleet) Endpoints() (fleet.Endpoints, error) {
 		set(&e.NexusDB, f.NexusDB)
 	}
 	set(&e.NexusLockstep, f.NexusLockstep)
+	if f.DirectMode {
+		e.DirectMode = true
+		if f.NexusLockstep == "" {
+			e.NexusLockstep = "" // derived from --fleetsim: the flag says there is no Nexus
+		}
+	}
 	set(&e.CNAPI, f.CNAPI)
 	set(&e.SAPI, f.SAPI)
 	set(&e.IMGAPI, f.IMGAPI)

@@ -25,16 +25,16 @@ type NexusUpdate struct {
 	ArtifactVersion string    `json:"artifactVersion"`
 }
 
-// ownerLookup finds a device's pending Nexus update. The zero value (no
-// lockstep endpoint) knows no owner.
+// ownerLookup finds a device's pending Nexus update.
 type ownerLookup struct {
-	url  string
-	http *http.Client
-	db   *nexusdb.DB // the sled table, for "{rack}" in url
+	url    string
+	direct bool // fleet endpoint directMode: the racks have no Nexus
+	http   *http.Client
+	db     *nexusdb.DB // the sled table, for "{rack}" in url
 }
 
 func newOwnerLookup(ep fleet.Endpoints, hc *http.Client) ownerLookup {
-	o := ownerLookup{url: ep.NexusLockstep, http: hc}
+	o := ownerLookup{url: ep.NexusLockstep, direct: ep.DirectMode, http: hc}
 	if strings.Contains(o.url, "{rack}") && ep.NexusDB != "" {
 		o.db, _ = nexusdb.Open(ep.NexusDB) // lazy: no connection until used
 	}
@@ -43,11 +43,16 @@ func newOwnerLookup(ep fleet.Endpoints, hc *http.Client) ownerLookup {
 
 // pendingUpdate reads the target blueprint of the device's rack (found by
 // its baseboard serial in the sled table when the endpoint names {rack}).
-// No endpoint, or no lockstep API there, is no owner; other errors are
-// retried (no update starts while the owner is unknown).
+// Only direct mode asks no owner. No endpoint, an endpoint that is not the
+// lockstep API, or a device the sled table does not know is OwnerUnknown;
+// other errors are retried (no update starts while the owner is unknown).
+// A disabled target still names its pending updates: Nexus owns them.
 func (o ownerLookup) pendingUpdate(ctx context.Context, serial, part string) (*NexusUpdate, error) {
-	if o.url == "" {
+	if o.direct {
 		return nil, nil
+	}
+	if o.url == "" {
+		return nil, mgsFatal(failure.OwnerUnknown, "SP %s: %s", serial, fleet.NoOwnerConfigured)
 	}
 	rack := ""
 	if strings.Contains(o.url, "{rack}") {
@@ -56,22 +61,18 @@ func (o ownerLookup) pendingUpdate(ctx context.Context, serial, part string) (*N
 		}
 		s, err := o.db.SledBySerial(ctx, serial)
 		if errors.Is(err, nexusdb.ErrNoSuchSled) {
-			return nil, nil // not a sled (no sled row): no blueprint covers it here
+			return nil, mgsFatal(failure.OwnerUnknown, "no sled with serial %s in Nexus's sled table: its rack, and so its owner, is unknown", serial)
 		}
 		if err != nil {
 			return nil, err
 		}
 		rack = s.RackID.String()
 	}
-	c := nexuslockstep.New(strings.ReplaceAll(o.url, "{rack}", rack), o.http)
-	t, err := c.Target(ctx)
-	if nexuslockstep.IsNoLockstepAPI(err) {
-		return nil, nil
+	url := strings.ReplaceAll(o.url, "{rack}", rack)
+	t, bp, err := nexuslockstep.New(url, o.http).Current(ctx)
+	if nexuslockstep.IsNotLockstepAPI(err) {
+		return nil, mgsFatal(failure.OwnerUnknown, "SP %s: %s", serial, nexuslockstep.NotLockstepAPI(url))
 	}
-	if err != nil {
-		return nil, lockstepErr(err)
-	}
-	bp, err := c.Blueprint(ctx, t.TargetID)
 	if err != nil {
 		return nil, lockstepErr(err)
 	}

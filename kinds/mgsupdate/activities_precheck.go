@@ -88,6 +88,11 @@ func (a *MGSActivities) MGSPrecheck(ctx context.Context, in PrecheckInput) (Prec
 	if out.NexusUpdate, err = a.owner.pendingUpdate(ctx, st.SerialNumber, st.Model); err != nil {
 		return out, err
 	}
+	if in.Component == mgs.ComponentHostBootFlash {
+		if err := a.sleds.precheckOwner(ctx, st.SerialNumber); err != nil {
+			return out, err
+		}
+	}
 	active, inactive := uint16(0), uint16(1)
 	if in.Component == mgs.ComponentHostBootFlash {
 		active, err = mgs.TryAll(ctx, set, func(ctx context.Context, c *mgs.Client) (uint16, error) {

@@ -24,12 +24,13 @@ import (
 type sledLookup struct {
 	template string // fleet endpoint sledAgent ("{sled}"): fleetsim without a database
 	lockstep string // fleet endpoint nexusLockstep
+	direct   bool   // fleet endpoint directMode: the racks have no Nexus
 	db       *nexusdb.DB
 	http     *http.Client
 }
 
 func newSledLookup(ep fleet.Endpoints, hc *http.Client) sledLookup {
-	l := sledLookup{template: ep.SledAgent, lockstep: ep.NexusLockstep, http: hc}
+	l := sledLookup{template: ep.SledAgent, lockstep: ep.NexusLockstep, direct: ep.DirectMode, http: hc}
 	if ep.NexusDB != "" {
 		l.db, _ = nexusdb.Open(ep.NexusDB) // lazy: no connection until used
 	}
@@ -79,9 +80,11 @@ func (l sledLookup) find(ctx context.Context, serial string, id uuid.UUID) (host
 		"the host's phase 2 is written by its sled-agent, found in Nexus's sled table (fleet endpoint nexusDB); without one, give the update's sledId and a sledAgent endpoint")
 }
 
-// configOwner is the target blueprint that owns the sled's config, or nil
-// when fleetsaga writes it itself (no lockstep API, the target disabled,
-// or the sled not active in it): the same rule as zone expunge's.
+// configOwner is the target blueprint that owns the sled's config; nil
+// only in direct mode, where fleetsaga writes it itself. The rule is zone
+// expunge's: no endpoint, an endpoint that is not the lockstep API or a
+// sled the target does not have active is OwnerUnknown, a disabled target
+// TargetDisabled; a transport error is retried.
 type configOwner struct {
 	client *nexuslockstep.Client
 	target nexuslockstep.Target
@@ -89,25 +92,49 @@ type configOwner struct {
 }
 
 func (l sledLookup) owner(ctx context.Context, s hostSled) (*configOwner, error) {
-	if l.lockstep == "" || (strings.Contains(l.lockstep, "{rack}") && s.rack == uuid.Nil) {
+	if l.direct {
 		return nil, nil
 	}
-	c := nexuslockstep.New(strings.ReplaceAll(l.lockstep, "{rack}", s.rack.String()), l.http)
-	t, err := c.Target(ctx)
-	if nexuslockstep.IsNoLockstepAPI(err) {
-		return nil, nil
+	if l.lockstep == "" {
+		return nil, mgsFatal(failure.OwnerUnknown, "sled %s: %s", s.id, fleet.NoOwnerConfigured)
+	}
+	if strings.Contains(l.lockstep, "{rack}") && s.rack == uuid.Nil {
+		return nil, mgsFatal(failure.NexusDBNotConfigured, "the Nexus lockstep endpoint names {rack}: the sled table (fleet endpoint nexusDB) is needed to find sled %s's rack", s.id)
+	}
+	url := strings.ReplaceAll(l.lockstep, "{rack}", s.rack.String())
+	c := nexuslockstep.New(url, l.http)
+	t, bp, err := c.Current(ctx)
+	if nexuslockstep.IsNotLockstepAPI(err) {
+		return nil, mgsFatal(failure.OwnerUnknown, "sled %s: %s", s.id, nexuslockstep.NotLockstepAPI(url))
 	}
 	if err != nil {
 		return nil, lockstepErr(err)
 	}
-	bp, err := c.Blueprint(ctx, t.TargetID)
-	if err != nil {
-		return nil, lockstepErr(err)
+	if !t.Enabled {
+		return nil, mgsFatal(failure.TargetDisabled, "sled %s: %s", s.id, nexuslockstep.Disabled(t))
 	}
-	if sc, ok := bp.Sleds[s.id]; !t.Enabled || !ok || sc.State != "active" {
-		return nil, nil
+	if sc, ok := bp.Sleds[s.id]; !ok || sc.State != "active" {
+		return nil, mgsFatal(failure.OwnerUnknown, "target blueprint %s does not have sled %s active: Nexus does not manage its config, and fleetsaga does not write it behind Nexus",
+			t.TargetID, s.id)
 	}
 	return &configOwner{client: c, target: t, bp: bp}, nil
+}
+
+// precheckOwner is a host flash's precheck of its sled config's owner,
+// through which its phase 2 is named: it fails closed as owner does, so an
+// unknown owner or a disabled target stops the update before phase 1 is
+// written. Without the sled table the sled is found only at the phase 2
+// step, which checks the owner then.
+func (l sledLookup) precheckOwner(ctx context.Context, serial string) error {
+	if l.direct || l.db == nil {
+		return nil
+	}
+	s, err := l.find(ctx, serial, uuid.Nil)
+	if err != nil {
+		return err
+	}
+	_, err = l.owner(ctx, s)
+	return err
 }
 
 // sledAgentErr: transport errors and 5xx stay retryable; a refused API

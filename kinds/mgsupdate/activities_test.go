@@ -52,6 +52,9 @@ func newMGSAct(t *testing.T, mutate ...func(*spec.Spec)) *mgsAct {
 	s.Timings.SPResetTime = spec.Duration{Duration: 20 * time.Second}
 	s.Timings.HostBootTime = spec.Duration{Duration: 10 * time.Second}
 	s.Racks = spec.GenerateRacks(4, 5)
+	for i := range s.Racks {
+		s.Racks[i].Owners = spec.NoOwners() // direct mode below: fleetsaga alone
+	}
 	for _, m := range mutate {
 		m(s)
 	}
@@ -63,12 +66,20 @@ func newMGSAct(t *testing.T, mutate ...func(*spec.Spec)) *mgsAct {
 	var ts testsuite.WorkflowTestSuite
 	reqs := &requestLog{n: map[string]int{}}
 	m := &mgsAct{t: t, sim: sim, reg: reg, env: ts.NewTestActivityEnvironment(), dir: t.TempDir(), spec: s, reqs: reqs,
-		a: mgsupdate.NewMGSActivities(fleet.FromFleetsim(sim.URL, ""), &http.Client{Timeout: 10 * time.Second, Transport: mgsChecked{t, reqs}}, nil, "test")}
+		a: mgsupdate.NewMGSActivities(directEndpoints(sim.URL), &http.Client{Timeout: 10 * time.Second, Transport: mgsChecked{t, reqs}}, nil, "test")}
 	m.env.RegisterActivity(m.a)
 	return m
 }
 
 var mgsContract = openapi.MustLoad(openapi.MGS)
+
+// directEndpoints are a fleetsim without a database, in direct mode: its
+// racks have no Nexus.
+func directEndpoints(url string) fleet.Endpoints {
+	e := fleet.FromFleetsim(url, "")
+	e.DirectMode = true
+	return e
+}
 
 // mgsChecked checks every request the activities send to an MGS instance
 // (/mgs/{i}/...) or a sled-agent (/sled-agent/{sled}/...) and every

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -51,6 +52,14 @@ func newMGSStack(t *testing.T, mutate ...func(*spec.Spec)) *mgsStack {
 // Fleet set here).
 func newMGSStackWorker(t *testing.T, d workerapp.Deps, mutate ...func(*spec.Spec)) *mgsStack {
 	t.Helper()
+	return newMGSStackFleet(t, d, nil, mutate...)
+}
+
+// newMGSStackFleet is newMGSStackWorker whose endpoints edit changes (nil:
+// none). A fleet whose racks have no Nexus is driven in direct mode, which
+// a deployment says explicitly.
+func newMGSStackFleet(t *testing.T, d workerapp.Deps, edit func(e *fleet.Endpoints, simURL string), mutate ...func(*spec.Spec)) *mgsStack {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: PostgreSQL + Temporal + fleetsim")
 	}
@@ -70,6 +79,12 @@ func newMGSStackWorker(t *testing.T, d workerapp.Deps, mutate ...func(*spec.Spec
 	// The worker reaches fleetsim through a proxy that checks every MGS
 	// response against MGS's OpenAPI document.
 	d.Fleet = fleet.FromFleetsim(contractProxy(t, st.sim.URL, 2*len(s.Racks)), env.DatabaseURL)
+	if !slices.ContainsFunc(s.Racks, func(r spec.Rack) bool { return r.Owners.NexusOn() }) {
+		d.Fleet.DirectMode, d.Fleet.NexusLockstep = true, ""
+	}
+	if edit != nil {
+		edit(&d.Fleet, st.sim.URL)
+	}
 	env.StartWorker(d)
 	return st
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
+	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleet/nexusdb"
 	"github.com/fleetsaga/fleetsaga/fleet/nexuslockstep"
 	"github.com/fleetsaga/fleetsaga/ledger"
@@ -47,13 +48,20 @@ type ownerView struct {
 	reason string
 }
 
-// owner reads who owns the sled's config: an enabled target blueprint that
-// has the sled active (ModeOwner), or nobody (ModeDirect, with the reason).
+// owner reads who owns the sled's config: the rack's Nexus, through its
+// enabled target blueprint (ModeOwner), or fleetsaga itself when direct mode
+// says the racks have no Nexus (ModeDirect). Anything else fails closed: no
+// endpoint, an endpoint that is not the lockstep API, a sled the target
+// does not have active (OwnerUnknown), a disabled target (TargetDisabled,
+// an operator's pause). A transport error is retried.
 func (a *ZoneActivities) owner(ctx context.Context, sled uuid.UUID) (ownerView, error) {
 	v := ownerView{mode: ModeDirect}
-	if a.Fleet.NexusLockstep == "" {
-		v.reason = "no Nexus lockstep endpoint configured (fleet endpoint nexusLockstep): no blueprint executor is known to own the sled's config"
+	if a.Fleet.DirectMode {
+		v.reason = "direct mode is configured (the racks have no Nexus): fleetsaga writes the sled's config"
 		return v, nil
+	}
+	if a.Fleet.NexusLockstep == "" {
+		return v, zoneFail(failure.OwnerUnknown, "sled %s: %s", sled, fleet.NoOwnerConfigured)
 	}
 	rack := ""
 	if strings.Contains(a.Fleet.NexusLockstep, "{rack}") {
@@ -71,30 +79,23 @@ func (a *ZoneActivities) owner(ctx context.Context, sled uuid.UUID) (ownerView, 
 	}
 	url := a.Fleet.NexusLockstepURL(rack)
 	v.client = nexuslockstep.New(url, a.HTTP)
-	t, err := v.client.Target(ctx)
-	if nexuslockstep.IsNoLockstepAPI(err) {
-		v.reason = fmt.Sprintf("no Nexus lockstep API answers at %s (404): no blueprint executor owns the sled's config", url)
-		return v, nil
+	t, bp, err := v.client.Current(ctx)
+	if nexuslockstep.IsNotLockstepAPI(err) {
+		return v, zoneFail(failure.OwnerUnknown, "sled %s: %s", sled, nexuslockstep.NotLockstepAPI(url))
 	}
 	if err != nil {
 		return v, lockstepErr(err)
 	}
-	v.target = t
-	bp, err := v.client.Blueprint(ctx, t.TargetID)
-	if err != nil {
-		return v, lockstepErr(err)
+	v.target, v.bp = t, bp
+	if !t.Enabled {
+		return v, zoneFail(failure.TargetDisabled, "sled %s: %s", sled, nexuslockstep.Disabled(t))
 	}
-	v.bp = bp
-	sc, ok := bp.Sleds[sled]
-	switch {
-	case !t.Enabled:
-		v.reason = fmt.Sprintf("target blueprint %s is disabled: Nexus's executor writes no sled config", t.TargetID)
-	case !ok || sc.State != "active":
-		v.reason = fmt.Sprintf("target blueprint %s does not have sled %s active: the executor does not write its config", t.TargetID, sled)
-	default:
-		v.mode = ModeOwner
-		v.reason = fmt.Sprintf("enabled target blueprint %s owns sled %s's config (Nexus's executor writes it): the expunge goes through a child blueprint, Nexus moves the sagas", t.TargetID, sled)
+	if sc, ok := bp.Sleds[sled]; !ok || sc.State != "active" {
+		return v, zoneFail(failure.OwnerUnknown, "target blueprint %s does not have sled %s active: Nexus does not manage its config, and fleetsaga does not write it behind Nexus",
+			t.TargetID, sled)
 	}
+	v.mode = ModeOwner
+	v.reason = fmt.Sprintf("enabled target blueprint %s owns sled %s's config (Nexus's executor writes it): the expunge goes through a child blueprint, Nexus moves the sagas", t.TargetID, sled)
 	return v, nil
 }
 
@@ -161,8 +162,7 @@ func (a *ZoneActivities) ExpungeThroughBlueprint(ctx context.Context, in ZoneBlu
 			return out, err
 		}
 		if v.mode != ModeOwner {
-			return out, zoneFail(failure.TargetDisabled, "the owner changed during the expunge (%s); fleetsaga does not write behind Nexus: "+
-				"the expunge is recorded, run it again once the target is enabled", v.reason)
+			return out, zoneFail(failure.OwnerUnknown, "the owner changed during the expunge (%s); fleetsaga does not write behind Nexus", v.reason)
 		}
 		sc := v.bp.Sleds[in.Sled]
 		z, ok := sc.Zones[in.Zone]
@@ -315,7 +315,7 @@ func (a *ZoneActivities) ownerCleanedUp(ctx context.Context, in ZoneOwnerCleanup
 		return false, "", err
 	}
 	if v.bp == nil {
-		return false, "", zoneFail(failure.TargetDisabled, "the owner went away during the expunge: %s", v.reason)
+		return false, "", zoneFail(failure.OwnerUnknown, "the owner went away during the expunge: %s", v.reason)
 	}
 	z, ok := v.bp.Zone(in.Sled, in.Zone)
 	if ok && z.Disposition.Kind != nexuslockstep.Expunged {
@@ -380,10 +380,9 @@ func (a *ZoneActivities) ownerCleanedUp(ctx context.Context, in ZoneOwnerCleanup
 }
 
 // sameGenerationAs tells which Nexus zones can run the sagas of zone: those
-// of its nexus_generation in the target blueprint (a disabled one too: it
-// still says which Nexus runs which generation). Without a blueprint, or
-// with zones it does not list, generations are unknown and every Nexus
-// counts (the rack has only one generation then).
+// of its nexus_generation in the target blueprint. In direct mode (no
+// blueprint), or with zones it does not list, generations are unknown and
+// every Nexus counts (the rack has only one generation then).
 func (a *ZoneActivities) sameGenerationAs(ctx context.Context, sled, zone uuid.UUID) (func(uuid.UUID) bool, error) {
 	all := func(uuid.UUID) bool { return true }
 	v, err := a.owner(ctx, sled)

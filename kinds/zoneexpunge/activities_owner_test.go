@@ -151,13 +151,8 @@ func TestExpungeThroughBlueprintRefusesADisabledTarget(t *testing.T) {
 	ctx := context.Background()
 	tg, err := f.lc.Target(ctx)
 	require.NoError(t, err)
-	req, _ := http.NewRequest(http.MethodPut, f.url+"/deployment/blueprints/target/enabled",
-		strings.NewReader(`{"target_id":"`+tg.TargetID.String()+`","enabled":false}`))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	_, err = f.lc.SetTargetEnabled(ctx, tg.TargetID, false)
 	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
 	_, err = f.expunge(4)
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app), "%v", err)

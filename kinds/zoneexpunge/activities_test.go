@@ -62,7 +62,9 @@ func newZoneFixtureMode(t *testing.T, nexusOnSled1 bool, mode string) *zoneFixtu
 	s.Racks = []spec.Rack{rack}
 	require.NoError(t, s.Validate())
 	f.sim = env.StartFleetsim(s)
-	f.acts = zoneexpunge.NewZoneActivities(env.Store, env.Endpoints(f.sim), &http.Client{Timeout: 10 * time.Second}, "test")
+	ep := env.Endpoints(f.sim)
+	ep.DirectMode, ep.NexusLockstep = true, "" // the rack has no Nexus
+	f.acts = zoneexpunge.NewZoneActivities(env.Store, ep, &http.Client{Timeout: 10 * time.Second}, "test")
 	var suite testsuite.WorkflowTestSuite
 	f.tenv = suite.NewTestActivityEnvironment()
 	f.tenv.RegisterActivity(f.acts)

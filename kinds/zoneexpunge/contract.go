@@ -113,8 +113,8 @@ const (
 	// the zone expunged, made the target; Nexus removes the zone, marks it
 	// ready for cleanup and moves its sagas; fleetsaga proves all of it.
 	ModeOwner = "owner"
-	// ModeDirect: no enabled target blueprint covers the sled (or no Nexus
-	// lockstep API is configured): fleetsaga writes the config itself and
+	// ModeDirect: direct mode is configured (the racks have no Nexus,
+	// fleet.Endpoints.DirectMode): fleetsaga writes the config itself and
 	// moves the sagas, and stops if another writer moves the sled on.
 	ModeDirect = "direct"
 )

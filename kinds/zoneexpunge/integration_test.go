@@ -80,6 +80,16 @@ func (r zxRack) input() zoneexpunge.ZoneExpungeInput {
 	}}
 }
 
+// endpoints are the fleet's: a rack without a Nexus (the owners off) is
+// driven in direct mode, which a deployment says explicitly.
+func (r zxRack) endpoints(env *testenv.Env, sim *fleetsim.Server) fleet.Endpoints {
+	e := env.Endpoints(sim)
+	if !r.spec.Racks[0].Owners.NexusOn() {
+		e.DirectMode, e.NexusLockstep = true, ""
+	}
+	return e
+}
+
 func startZoneExpunge(t *testing.T, env *testenv.Env, in zoneexpunge.ZoneExpungeInput) client.WorkflowRun {
 	run, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
 		ID:                    workflows.WorkflowID(workflows.KindZoneExpunge, in.Target()),
@@ -225,7 +235,7 @@ func testZoneExpungeNexusRace(t *testing.T, mode string) {
 	env := testenv.New(t)
 	r := newZXRack(t, 4, mode)
 	sim := env.StartFleetsim(r.spec)
-	env.StartWorker(workerapp.Deps{Fleet: env.Endpoints(sim)})
+	env.StartWorker(workerapp.Deps{Fleet: r.endpoints(env, sim)})
 	require.Eventually(t, func() bool { return nexusOf(sledTruth(t, sim), r.nexusA).SagasClaimed >= 5 },
 		10*time.Second, 10*time.Millisecond)
 
@@ -317,7 +327,7 @@ func testZoneExpungeSurvivesWorkerRestarts(t *testing.T, mode string) {
 	env := testenv.New(t)
 	r := newZXRack(t, 3, mode)
 	sim := env.StartFleetsim(r.spec)
-	deps := workerapp.Deps{Fleet: env.Endpoints(sim)}
+	deps := workerapp.Deps{Fleet: r.endpoints(env, sim)}
 	require.Eventually(t, func() bool { return nexusOf(sledTruth(t, sim), r.nexusA).SagasClaimed >= 5 },
 		10*time.Second, 10*time.Millisecond)
 
@@ -378,7 +388,7 @@ func TestZoneExpungeCancelledAfterRemovalStillMovesTheSagas(t *testing.T) {
 	env := testenv.New(t)
 	r := newZXRack(t, 4, spec.SledAgentLedgerFirst)
 	sim := env.StartFleetsim(r.spec)
-	env.StartWorker(workerapp.Deps{Fleet: env.Endpoints(sim)})
+	env.StartWorker(workerapp.Deps{Fleet: r.endpoints(env, sim)})
 	require.Eventually(t, func() bool { return nexusOf(sledTruth(t, sim), r.nexusA).SagasClaimed >= 5 },
 		10*time.Second, 10*time.Millisecond)
 
@@ -415,7 +425,7 @@ func TestZoneExpungeResetWhileAwaitingProof(t *testing.T) {
 			env := testenv.New(t)
 			r := newZXRack(t, 4, spec.SledAgentLedgerFirst)
 			sim := env.StartFleetsim(r.spec)
-			env.StartWorker(workerapp.Deps{Fleet: env.Endpoints(sim)})
+			env.StartWorker(workerapp.Deps{Fleet: r.endpoints(env, sim)})
 			run := startZoneExpunge(t, env, r.input())
 			require.Eventually(t, func() bool {
 				return sledOf(sledTruth(t, sim), r.sledA).RemovalAttempts[r.nexusA] >= 2

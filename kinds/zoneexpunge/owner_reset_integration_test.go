@@ -41,7 +41,7 @@ func TestZoneExpungeOwnerModeResetWhileAwaitingProof(t *testing.T) {
 			r.spec.Racks[0].Owners = spec.RackOwners{} // today's rack: every owner on
 			require.NoError(t, r.spec.Validate())
 			sim := env.StartFleetsim(r.spec)
-			env.StartWorker(workerapp.Deps{Fleet: env.Endpoints(sim)})
+			env.StartWorker(workerapp.Deps{Fleet: r.endpoints(env, sim)})
 			require.Eventually(t, func() bool { return nexusOf(sledTruth(t, sim), r.nexusA).SagasClaimed >= 5 },
 				10*time.Second, 10*time.Millisecond)
 			in := r.input()
