@@ -27,8 +27,8 @@ const (
 	// rollout's adoptPoll).
 	adoptInstallHeartbeat = time.Minute
 	// adoptUpdateActivity is the rollout's AdoptUpdate activity
-	// (kinds.RolloutActivities, registered on every worker), named here
-	// because package kinds imports this one.
+	// (rollout.RolloutActivities, registered on every worker), named here
+	// because kinds/rollout imports this package (through the catalogue).
 	adoptUpdateActivity = "AdoptUpdate"
 	// adoptedInstallFailed types the error of an adopted install that
 	// failed (its own error is the message).
@@ -36,7 +36,7 @@ const (
 )
 
 // adoptInput and adoptResult are AdoptUpdate's input and result
-// (kinds.AdoptUpdateInput, kinds.AdoptUpdateResult).
+// (rollout.AdoptUpdateInput, rollout.AdoptUpdateResult).
 type adoptInput struct {
 	WorkflowID string `json:"workflowId"`
 	Parent     string `json:"parent"`

@@ -1,0 +1,156 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/fleetsaga/fleetsaga/failure"
+	"github.com/fleetsaga/fleetsaga/fleet/prom"
+	"github.com/fleetsaga/fleetsaga/health"
+)
+
+// HealthActivities run a rollout's health checks (issue 30): a PromQL
+// query against the configured Prometheus, or an HTTP check.
+type HealthActivities struct {
+	Prom *prom.Client // nil: no Prometheus configured
+	HTTP *http.Client
+	// freshWait replaces freshDataTimeout in tests (0: the constant).
+	freshWait time.Duration
+}
+
+// HealthCheck is one check of a gate, as the plan states it.
+type HealthCheck struct {
+	Name string `json:"name"`
+	// Query is PromQL; every sample must satisfy Pass ("== 1").
+	Query string `json:"query,omitempty"`
+	Pass  string `json:"pass,omitempty"`
+	// URL is an HTTP check: it passes when the answer's status is
+	// ExpectStatus (default 200).
+	URL          string `json:"url,omitempty"`
+	ExpectStatus int    `json:"expectStatus,omitempty"`
+	// ScrapedAfter is set by the rollout, not the plan: the end of the
+	// batch the gate judges. A query check judges only data Prometheus
+	// scraped after it (zero: a check scheduled by an older build, judged
+	// as it was). An HTTP check is live and ignores it.
+	ScrapedAfter time.Time `json:"scrapedAfter,omitzero"`
+}
+
+// Validate checks a check before anything starts.
+func (c HealthCheck) Validate() error {
+	switch {
+	case c.Name == "":
+		return errors.New("a health check needs a name")
+	case (c.Query == "") == (c.URL == ""):
+		return fmt.Errorf("health check %q: %w (exactly one)", c.Name, health.ErrNoCheck)
+	case c.Query != "":
+		if _, err := health.ParseCondition(c.Pass); err != nil {
+			return fmt.Errorf("health check %q: pass: %w", c.Name, err)
+		}
+	case c.ExpectStatus != 0 && (c.ExpectStatus < 100 || c.ExpectStatus > 599):
+		return fmt.Errorf("health check %q: expectStatus %d is not an HTTP status", c.Name, c.ExpectStatus)
+	}
+	return nil
+}
+
+// HealthResult is one run of one check.
+type HealthResult struct {
+	Name string `json:"name"`
+	health.Result
+}
+
+// httpCheckTimeout bounds an HTTP check: a health endpoint that takes
+// longer is not healthy enough to judge by.
+const httpCheckTimeout = 10 * time.Second
+
+// CheckHealth runs one check once. A monitor that does not answer gives an
+// inconclusive verdict (the gate counts those); a query Prometheus refuses,
+// or a query check on a worker with no Prometheus, is a non-retryable
+// error: the plan or the worker's configuration is wrong.
+func (a *HealthActivities) CheckHealth(ctx context.Context, c HealthCheck) (HealthResult, error) {
+	if err := c.Validate(); err != nil {
+		return HealthResult{}, temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidInput, nil)
+	}
+	if c.Query != "" {
+		return a.checkQuery(ctx, c)
+	}
+	return a.checkURL(ctx, c), nil
+}
+
+func (a *HealthActivities) checkQuery(ctx context.Context, c HealthCheck) (HealthResult, error) {
+	if a.Prom == nil {
+		return HealthResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("health check %q queries Prometheus, and this worker has none configured", c.Name),
+			failure.HealthCheckInvalid, nil)
+	}
+	cond, _ := health.ParseCondition(c.Pass) // checked by Validate
+	samples, err := a.Prom.Query(ctx, c.Query)
+	if err == nil && !c.ScrapedAfter.IsZero() {
+		var stale []prom.Target
+		if stale, err = a.awaitScrapes(ctx, c.ScrapedAfter, samples); err == nil && len(stale) > 0 {
+			return HealthResult{Name: c.Name, Result: health.Result{Verdict: health.Inconclusive, Reason: a.notFresh(c.ScrapedAfter, stale)}}, nil
+		}
+		if err == nil {
+			samples, err = a.Prom.Query(ctx, c.Query) // now judges only data scraped after the batch
+		}
+	}
+	if errors.Is(err, prom.ErrBadQuery) {
+		return HealthResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("health check %q: %v", c.Name, err),
+			failure.HealthCheckInvalid, nil)
+	}
+	if err != nil {
+		return HealthResult{Name: c.Name, Result: health.Result{Verdict: health.Inconclusive,
+			Reason: "Prometheus did not answer: " + transportKind(err)}}, nil
+	}
+	readings := make([]health.Sample, 0, len(samples))
+	for _, s := range samples {
+		readings = append(readings, health.Sample{Series: s.Series, Value: s.Value})
+	}
+	return HealthResult{Name: c.Name, Result: health.Judge(cond, readings)}, nil
+}
+
+func (a *HealthActivities) checkURL(ctx context.Context, c HealthCheck) HealthResult {
+	ctx, cancel := context.WithTimeout(ctx, httpCheckTimeout)
+	defer cancel()
+	want := c.ExpectStatus
+	if want == 0 {
+		want = http.StatusOK
+	}
+	res := HealthResult{Name: c.Name}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL, nil)
+	if err != nil {
+		res.Result = health.Result{Verdict: health.Inconclusive, Reason: "bad URL"}
+		return res
+	}
+	client := a.HTTP
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		res.Result = health.Result{Verdict: health.Inconclusive, Reason: "no answer: " + transportKind(err)}
+		return res
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	if resp.StatusCode == want {
+		res.Result = health.Result{Verdict: health.Pass, Reason: fmt.Sprintf("HTTP %d", resp.StatusCode)}
+	} else {
+		res.Result = health.Result{Verdict: health.Fail, Reason: fmt.Sprintf("HTTP %d, want %d", resp.StatusCode, want)}
+	}
+	return res
+}
+
+// transportKind says what went wrong without the error's text, which
+// names the URL, and a URL may carry credentials.
+func transportKind(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timed out"
+	}
+	return "connection failed"
+}

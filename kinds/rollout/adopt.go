@@ -1,0 +1,71 @@
+package rollout
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+const (
+	// adoptedUpdateBound bounds the wait for an adopted update: longer
+	// than any kind's own bound, so the update ends first.
+	adoptedUpdateBound = 24 * time.Hour
+	// adoptHeartbeat: the wait heartbeats every 20 s (activities.adoptPoll).
+	adoptHeartbeat = time.Minute
+)
+
+// adoptEndedUpdatesChange marks the rollouts whose runs made by an
+// operator's reset adopt the updates an earlier run started and that
+// already ended (issue 25): without it a reset to before a batch started
+// its ended updates again (a second run, a second ledger attempt). Their
+// children start with REJECT_DUPLICATE, so an ended update of the same ID
+// is found and adopted (or, an earlier rollout's, started again). The
+// DefaultVersion branch may go once no rollout started before this change
+// can be open: a rollout's runs are bounded by its plan, so one release
+// after the change, when `starter list --rollout` shows none older
+// running.
+const adoptEndedUpdatesChange = "adopt-ended-updates"
+
+// adoptsEnded says whether this run adopts ended updates: a run of a
+// rollout with the change, made by a reset (its run ID is not the
+// original one).
+func (r *rollout) adoptsEnded(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return r.adoption >= 1 && info.WorkflowExecution.RunID != info.OriginalRunID
+}
+
+// adopt takes over an update that an earlier run of this rollout started
+// (an operator reset the rollout, which replays its stage and finds its own
+// child running, or ended, under the update's workflow ID): it waits for it
+// and books its ending as its own. It reports ours false for an update
+// that is not this rollout's (another rollout's, or one started by hand),
+// and whether that one has ended.
+func (r *rollout) adopt(ctx workflow.Context, id string, out *UpdateOutcome) (ours, ended bool) {
+	var a *RolloutActivities
+	actx := workflow.WithActivityOptions(workflows.AwaitCancel(ctx), workflow.ActivityOptions{
+		StartToCloseTimeout: adoptedUpdateBound, HeartbeatTimeout: adoptHeartbeat, RetryPolicy: workflows.DeviceRetry,
+		Summary: "wait for " + id + " (started before a reset)",
+	})
+	var res AdoptUpdateResult
+	err := workflow.ExecuteActivity(actx, a.AdoptUpdate, AdoptUpdateInput{
+		WorkflowID: id, Parent: workflow.GetInfo(ctx).WorkflowExecution.ID, ParentRun: workflow.GetInfo(ctx).OriginalRunID,
+	}).Get(ctx, &res)
+	switch {
+	case err != nil && workflows.IsCancel(ctx, err):
+		out.State, out.Error = workflows.StateCancelled, "cancelled"
+	case err != nil || !res.Ours:
+		return false, res.Ended
+	case res.Cancelled:
+		out.State, out.Error = workflows.StateCancelled, res.Error
+	case res.Error != "":
+		out.State, out.Error = workflows.StateFailed, res.Error
+	default:
+		out.State = workflows.StateCompleted
+		if o, ok := res.Result["outcome"].(string); ok {
+			out.Outcome = o
+		}
+	}
+	return true, true
+}

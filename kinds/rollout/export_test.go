@@ -1,0 +1,33 @@
+package rollout
+
+import (
+	"github.com/fleetsaga/fleetsaga/kinds"
+	"time"
+)
+
+// Test hooks for the external test package (kinds_test), whose
+// integration tests use the real stack.
+var (
+	TestUpdate  = testUpdate
+	KindTest    = kindTest
+	TestUpdates = updates
+)
+
+type TestInput = testInput
+
+// SetTestDeviceTime sets the test kind's catalogue time (what a window
+// check assumes an update takes) until the test ends.
+func SetTestDeviceTime(t interface{ Cleanup(func()) }, d time.Duration) {
+	info := kinds.Kinds[kindTest]
+	before := info.DeviceTime
+	info.DeviceTime = d
+	kinds.Kinds[kindTest] = info
+	t.Cleanup(func() {
+		info.DeviceTime = before
+		kinds.Kinds[kindTest] = info
+	})
+}
+
+// SetFreshDataTimeout shortens a's wait for data scraped after a batch, so
+// a test sees a round that never gets fresh data without waiting 90 s.
+func SetFreshDataTimeout(a *HealthActivities, d time.Duration) { a.freshWait = d }

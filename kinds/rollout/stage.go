@@ -1,0 +1,156 @@
+package rollout
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/fleetsaga/fleetsaga/failure"
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+// healthGatesChange marks the rollouts that honour issue 30's plan fields
+// (health gates, thresholds, ramps, calendar, notifications). Only a run
+// whose plan uses one asks for it (usesGates), so a plan without them
+// issues the commands it did before. The DefaultVersion branch (the
+// fields ignored) may go once no rollout started before this change can
+// be open: a rollout's runs are bounded by its plan, so one release after
+// the change, when `starter list --rollout` shows none older running.
+const healthGatesChange = "health-gates"
+
+// gatesOn says whether this run honours the issue 30 fields.
+func (r *rollout) gatesOn() bool { return r.gatesVersion >= 1 }
+
+// stageStop is why a gated stage stopped the rollout: a failed gate, a
+// threshold, a window that cancels.
+type stageStop struct {
+	kind   string // failure type
+	reason string
+}
+
+// runGatedStage runs a stage with a gate, thresholds, a ramp or a
+// calendar: in batches (the ramp's size, else the concurrency, else the
+// whole stage for a stage with only thresholds or a calendar), each
+// start waiting for the calendar, and after each batch the health gate.
+// It returns how many failed, and why it stopped the rollout (nil: it
+// did not).
+func (r *rollout) runGatedStage(ctx workflow.Context, st Stage) (int, *stageStop, error) {
+	r.setPhase(ctx, workflows.PhaseRunningStage, "stage "+st.Name)
+	size := st.Concurrency
+	if st.Ramp != nil {
+		size = st.Ramp.Start
+	}
+	batched := st.Health != nil || st.Ramp != nil
+	pending := st.Updates
+	var tally stageTally
+	var stop *stageStop
+	failedInStage := 0
+	over := func() bool { return st.budgetApplies() && failedInStage > st.FailureBudget }
+	for batch := 1; len(pending) > 0 && stop == nil; batch++ {
+		take := len(pending)
+		if batched {
+			take = min(size, len(pending))
+		}
+		conc := min(size, st.Concurrency)
+		r.rampSize = conc
+		r.explainWaiting(ctx, WaitRunning, st.Name, fmt.Sprintf("batch %d: %d updates, %d at once", batch, take, conc))
+		wctx, cancelWindow := workflow.WithCancel(ctx)
+		r.cancelWindow = cancelWindow
+		failed, unstarted, err := r.runWindow(wctx, st, pending[:take], windowHooks{
+			concurrency: func() int { return conc },
+			stop:        func(int) bool { return stop != nil || over() },
+			beforeStart: func(wctx workflow.Context) (bool, error) {
+				waited, err := r.awaitCalendar(ctx, st)
+				if err != nil && ctx.Err() == nil && stop == nil {
+					stop = &stageStop{kind: failure.WindowClosed, reason: "the calendar could not be read: " + failure.Line(err)}
+				}
+				return waited, err
+			},
+			ended: func(out UpdateOutcome) {
+				tally.add(out)
+				if out.State == workflows.StateFailed {
+					failedInStage++
+				}
+				if why := tally.breached(st.Thresholds); why != "" && stop == nil {
+					stop = &stageStop{kind: failure.FailureThreshold, reason: why}
+				}
+			},
+		})
+		r.cancelWindow = nil
+		rest := append(append([]PlanUpdate(nil), unstarted...), pending[take:]...)
+		pending = rest
+		if err != nil && ctx.Err() == nil && !r.windowCut.IsZero() {
+			err, stop = nil, &stageStop{kind: failure.WindowClosed,
+				reason: "the maintenance window closed at " + r.windowCut.UTC().Format(time.RFC3339) + " (endBehavior cancel): running updates were cancelled"}
+		}
+		if err != nil {
+			r.skipAll(st.Name, pending)
+			return failedInStage, nil, err
+		}
+		if stop != nil || over() {
+			break
+		}
+		if st.Health != nil {
+			gs, err := r.healthGate(ctx, st, batch)
+			if err != nil {
+				r.skipAll(st.Name, pending)
+				return failedInStage, nil, err
+			}
+			stop = gs
+			if stop == nil && failed == 0 && st.Ramp != nil {
+				size = st.Ramp.next(size, st.Concurrency)
+			}
+		} else if failed == 0 && st.Ramp != nil {
+			size = st.Ramp.next(size, st.Concurrency)
+		}
+		if stop == nil && len(pending) > 0 {
+			r.setPhase(ctx, workflows.PhaseRunningStage, fmt.Sprintf("stage %s: batch %d healthy, next batch of %d", st.Name, batch, min(size, len(pending))))
+		}
+	}
+	r.skipAll(st.Name, pending)
+	if stop != nil {
+		r.recordEvent(ctx, st.Name, "aborted", "", stop.reason, nil, false)
+	}
+	return failedInStage, stop, nil
+}
+
+// runAnyStage runs st gated (issue 30's fields, in a run that honours
+// them) or as before.
+func (r *rollout) runAnyStage(ctx workflow.Context, st Stage) (int, *stageStop, error) {
+	if r.gatesOn() && (st.gated() || r.in.Calendar != nil) {
+		failed, stop, err := r.runGatedStage(ctx, st)
+		if err == nil && stop == nil {
+			r.why = Explanation{} // the gated stage's waits are over
+			r.stageEnded(ctx, st, failed)
+		}
+		return failed, stop, err
+	}
+	failed, err := r.runStage(ctx, st)
+	if err == nil && r.gatesOn() && (!st.budgetApplies() || failed <= st.FailureBudget) {
+		r.stageEnded(ctx, st, failed) // a plan with only notifications
+	}
+	return failed, nil, err
+}
+
+// budgetApplies: a stage with thresholds keeps its absolute budget only
+// when the plan gives one.
+func (st Stage) budgetApplies() bool { return st.FailureBudget > 0 || len(st.Thresholds) == 0 }
+
+func (r *rollout) skipAll(stage string, us []PlanUpdate) {
+	for _, u := range us {
+		r.skip(stage, u)
+	}
+}
+
+// abort ends the rollout stopped by a gated stage: the later stages are
+// skipped and the reason is the rollout's ending.
+func (r *rollout) abort(ctx workflow.Context, st Stage, s *stageStop) error {
+	r.skipRest(st.Name)
+	msg := fmt.Sprintf("stage %s: %s", st.Name, s.reason)
+	r.explainStopped(ctx, st.Name, s.reason)
+	workflows.Count(ctx, workflows.MetricRolloutStops, map[string]string{"reason": s.kind})
+	r.notify(ctx, eventAborted, st.Name, map[string]any{"stage": st.Name, "reason": s.reason, "type": s.kind})
+	return r.end(ctx, temporal.NewNonRetryableApplicationError(msg, s.kind, nil), "aborted: "+msg)
+}
