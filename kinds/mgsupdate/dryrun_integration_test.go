@@ -299,5 +299,5 @@ func TestApprovedPlanThatDriftedRefusesTheDriftedTargetAndRunsTheRest(t *testing
 	require.Len(t, approvals, 1)
 	assert.Equal(t, gate.Digest, approvals[0].PlanDigest)
 
-	replay.Record(t, st.env.Client, id, run.GetRunID(), "../testdata/histories/rollout-approval-plan-drift-marked.json") // rollout-approval-plan-drift.json: before signed-approvals
+	replay.Record(t, st.env.Client, id, run.GetRunID(), "../testdata/histories/rollout-approval-plan-drift.json")
 }

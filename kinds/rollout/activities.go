@@ -1,8 +1,6 @@
 package rollout
 
 import (
-	"context"
-
 	"go.temporal.io/sdk/client"
 
 	"github.com/fleetsaga/fleetsaga/ledger"
@@ -13,9 +11,4 @@ import (
 type RolloutActivities struct {
 	Store    *ledger.Store
 	Temporal client.Client
-}
-
-// RecordApproval writes who approved a stage and why.
-func (a *RolloutActivities) RecordApproval(ctx context.Context, ap ledger.Approval) error {
-	return a.Store.RecordApproval(ctx, ap)
 }

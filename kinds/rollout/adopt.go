@@ -16,24 +16,16 @@ const (
 	adoptHeartbeat = time.Minute
 )
 
-// adoptEndedUpdatesChange marks the rollouts whose runs made by an
-// operator's reset adopt the updates an earlier run started and that
-// already ended (issue 25): without it a reset to before a batch started
-// its ended updates again (a second run, a second ledger attempt). Their
-// children start with REJECT_DUPLICATE, so an ended update of the same ID
-// is found and adopted (or, an earlier rollout's, started again). The
-// DefaultVersion branch may go once no rollout started before this change
-// can be open: a rollout's runs are bounded by its plan, so one release
-// after the change, when `starter list --rollout` shows none older
-// running.
-const adoptEndedUpdatesChange = "adopt-ended-updates"
-
-// adoptsEnded says whether this run adopts ended updates: a run of a
-// rollout with the change, made by a reset (its run ID is not the
-// original one).
+// adoptsEnded says whether this run adopts the updates an earlier run
+// started and that already ended: a run made by an operator's reset (its
+// run ID is not the original one). Without it a reset to before a batch
+// would start its ended updates again (a second run, a second ledger
+// attempt). Its children start with REJECT_DUPLICATE, so an ended update
+// of the same ID is found and adopted (or, an earlier rollout's, started
+// again).
 func (r *rollout) adoptsEnded(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
-	return r.adoption >= 1 && info.WorkflowExecution.RunID != info.OriginalRunID
+	return info.WorkflowExecution.RunID != info.OriginalRunID
 }
 
 // adopt takes over an update that an earlier run of this rollout started

@@ -14,17 +14,6 @@ import (
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// signedApprovalsChange marks the rollouts that verify signatures
-// (issue 29): VerifyStart before the first stage when the start is signed
-// (or a gate needs four eyes), VerifyApproval at each gate instead of
-// RecordApproval, and a gate that opens once its policy's distinct
-// approvers approved. The DefaultVersion branch (RecordApproval, one
-// approval opens the gate) may go once no rollout started before this
-// change can be open: a rollout's runs are bounded by its plan, so one
-// release after the change, when `starter list --rollout` shows none
-// older running.
-const signedApprovalsChange = "signed-approvals"
-
 // verifyTimeout bounds one VerifyApproval or VerifyStart attempt: a
 // signature check and a few ledger rows take milliseconds, an OIDC
 // provider's discovery at most its own 10 s timeout; a worker lost
@@ -42,10 +31,6 @@ func verifyOptions(ctx workflow.Context, summary string) workflow.Context {
 		RetryPolicy: workflows.LedgerRetry, Summary: summary,
 	})
 }
-
-// verifiesSignatures says whether this run verifies signed approvals (the
-// signedApprovalsChange branch).
-func (r *rollout) verifiesSignatures() bool { return r.version >= 1 }
 
 // needsStarter says whether the start must be verified even unsigned: a
 // gate with four eyes must know who started the rollout, so a worker
@@ -85,24 +70,14 @@ func (r *rollout) verifyStart(ctx workflow.Context) error {
 	return nil
 }
 
-// gateApprovalsFromLedgerChange marks the rollouts whose gate reads back
-// the approvals already recorded for it (GateApprovals) before it waits:
-// a reset to a point before the gate replays the history without the
-// approvals given after that point, while the ledger, keyed by the
-// original run ID that a reset keeps, still holds them and refuses the
-// same approver again. Without this the reset run's gate could need more
-// approvers than the plan has (issue 25). The DefaultVersion branch may go
-// as signedApprovalsChange's does.
-const gateApprovalsFromLedgerChange = "gate-approvals-from-ledger"
-
 // countRecordedApprovals adds the approvers the ledger already holds for
-// stage's gate and plan to the ones counted here. The ledger unreadable
-// past verifyRetryBound leaves the count as it is: the gate then needs
-// more approvals than were given, never fewer.
+// stage's gate and plan to the ones counted here: a reset to a point
+// before the gate replays the history without the approvals given after
+// that point, while the ledger, keyed by the original run ID that a reset
+// keeps, still holds them and refuses the same approver again. The ledger
+// unreadable past verifyRetryBound leaves the count as it is: the gate
+// then needs more approvals than were given, never fewer.
 func (r *rollout) countRecordedApprovals(ctx workflow.Context, stage, digest string) {
-	if workflow.GetVersion(ctx, gateApprovalsFromLedgerChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return
-	}
 	in := activities.GateApprovalsInput{
 		Gate:  approval.Gate{Rollout: workflow.GetInfo(ctx).WorkflowExecution.ID, Stage: stage, PlanDigest: digest, Decision: approval.DecisionApprove},
 		RunID: workflow.GetInfo(ctx).OriginalRunID,
@@ -130,8 +105,7 @@ func (r *rollout) policy(stage string) approval.Policy {
 	return approval.Policy{Approvers: 1}
 }
 
-// verifyApproval is the approve update's handler once the rollout
-// verifies signatures: the worker's VerifyApproval checks the approval
+// verifyApproval is the approve update's handler: the worker's VerifyApproval checks the approval
 // against its keyring, the gate and the stage's policy and records it; a
 // refusal goes back to the approver with its reason and changes nothing.
 // The gate opens once the policy's distinct approvers approved; until

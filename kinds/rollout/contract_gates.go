@@ -182,24 +182,6 @@ func (c *Calendar) endBehavior() WindowEnd {
 	return c.EndBehavior
 }
 
-// usesGates says whether the plan uses anything of issue 30: such a run
-// takes the healthGatesChange marker, and a plan without any issues the
-// commands it did before.
-func (in RolloutInput) usesGates() bool {
-	if in.Calendar != nil || in.Notify != nil {
-		return true
-	}
-	for _, st := range in.Stages {
-		if st.gated() {
-			return true
-		}
-	}
-	return false
-}
-
-// gated says whether the stage itself has a gate, thresholds or a ramp.
-func (st Stage) gated() bool { return st.Health != nil || st.Ramp != nil || len(st.Thresholds) > 0 }
-
 // validateGates checks a stage's issue 30 fields: one error each.
 func (st Stage) validateGates() []error {
 	var errs []error

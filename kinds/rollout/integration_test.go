@@ -135,6 +135,5 @@ func TestRolloutCancelOnRealServerWaitsAndEndsCancelled(t *testing.T) {
 	require.NoError(t, err)
 	sa := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
 	require.Contains(t, string(sa[workflows.SAState.GetName()].GetData()), string(workflows.StateCancelled))
-	// rollout-cancel.json is this run recorded before signedApprovalsChange.
-	replay.Record(t, env.Client, id, run.GetRunID(), "../testdata/histories/rollout-cancel-marked.json")
+	replay.Record(t, env.Client, id, run.GetRunID(), "../testdata/histories/rollout-cancel.json")
 }

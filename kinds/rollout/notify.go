@@ -34,7 +34,7 @@ const (
 // beside the rollout (it never waits on a receiver); the rollout's end
 // waits for them (flushNotices).
 func (r *rollout) notify(ctx workflow.Context, event, key string, data map[string]any) {
-	if r.in.Notify == nil || !r.gatesOn() {
+	if r.in.Notify == nil {
 		return
 	}
 	info := workflow.GetInfo(ctx)
@@ -96,7 +96,7 @@ func (r *rollout) stageEnded(ctx workflow.Context, st Stage, failed int) {
 // running that long), once each. It waits without timers while nothing
 // runs (a gate, a window, an approval is not a stall).
 func (r *rollout) watchStalls(ctx workflow.Context) {
-	if r.in.Notify == nil || r.in.Notify.StallAfter == 0 || !r.gatesOn() {
+	if r.in.Notify == nil || r.in.Notify.StallAfter == 0 {
 		return
 	}
 	after := r.in.Notify.StallAfter

@@ -17,7 +17,7 @@ import (
 // is Pinned: its runs finish on the build that started them, so its
 // changes need no marker; workerapp's versioning tests show the pinning.)
 func TestParentChangeWithoutMarkerFailsReplay(t *testing.T) {
-	const history = "../testdata/histories/rollout-approval.json"
+	const history = "../testdata/histories/rollout-approval-unsigned.json"
 	replay := func(wf func(workflow.Context, RolloutInput) (RolloutResult, error)) error {
 		r := worker.NewWorkflowReplayer()
 		r.RegisterWorkflowWithOptions(wf, workflow.RegisterOptions{Name: "Rollout"})

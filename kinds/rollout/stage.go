@@ -11,18 +11,6 @@ import (
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// healthGatesChange marks the rollouts that honour issue 30's plan fields
-// (health gates, thresholds, ramps, calendar, notifications). Only a run
-// whose plan uses one asks for it (usesGates), so a plan without them
-// issues the commands it did before. The DefaultVersion branch (the
-// fields ignored) may go once no rollout started before this change can
-// be open: a rollout's runs are bounded by its plan, so one release after
-// the change, when `starter list --rollout` shows none older running.
-const healthGatesChange = "health-gates"
-
-// gatesOn says whether this run honours the issue 30 fields.
-func (r *rollout) gatesOn() bool { return r.gatesVersion >= 1 }
-
 // stageStop is why a gated stage stopped the rollout: a failed gate, a
 // threshold, a window that cancels.
 type stageStop struct {
@@ -30,13 +18,13 @@ type stageStop struct {
 	reason string
 }
 
-// runGatedStage runs a stage with a gate, thresholds, a ramp or a
-// calendar: in batches (the ramp's size, else the concurrency, else the
-// whole stage for a stage with only thresholds or a calendar), each
-// start waiting for the calendar, and after each batch the health gate.
-// It returns how many failed, and why it stopped the rollout (nil: it
-// did not).
-func (r *rollout) runGatedStage(ctx workflow.Context, st Stage) (int, *stageStop, error) {
+// runStage runs a stage: in batches (the ramp's size, else the
+// concurrency, for a stage with a health gate or a ramp; else the whole
+// stage at once), each start waiting for the calendar, and after each
+// batch the health gate. It returns how many failed, and why it stopped
+// the rollout (nil: it did not); a stage that ran to its end is told to
+// the webhooks.
+func (r *rollout) runStage(ctx workflow.Context, st Stage) (int, *stageStop, error) {
 	r.setPhase(ctx, workflows.PhaseRunningStage, "stage "+st.Name)
 	size := st.Concurrency
 	if st.Ramp != nil {
@@ -112,26 +100,11 @@ func (r *rollout) runGatedStage(ctx workflow.Context, st Stage) (int, *stageStop
 	r.skipAll(st.Name, pending)
 	if stop != nil {
 		r.recordEvent(ctx, st.Name, "aborted", "", stop.reason, nil, false)
+		return failedInStage, stop, nil
 	}
-	return failedInStage, stop, nil
-}
-
-// runAnyStage runs st gated (issue 30's fields, in a run that honours
-// them) or as before.
-func (r *rollout) runAnyStage(ctx workflow.Context, st Stage) (int, *stageStop, error) {
-	if r.gatesOn() && (st.gated() || r.in.Calendar != nil) {
-		failed, stop, err := r.runGatedStage(ctx, st)
-		if err == nil && stop == nil {
-			r.why = Explanation{} // the gated stage's waits are over
-			r.stageEnded(ctx, st, failed)
-		}
-		return failed, stop, err
-	}
-	failed, err := r.runStage(ctx, st)
-	if err == nil && r.gatesOn() && (!st.budgetApplies() || failed <= st.FailureBudget) {
-		r.stageEnded(ctx, st, failed) // a plan with only notifications
-	}
-	return failed, nil, err
+	r.why = Explanation{} // the stage's waits are over
+	r.stageEnded(ctx, st, failedInStage)
+	return failedInStage, nil, nil
 }
 
 // budgetApplies: a stage with thresholds keeps its absolute budget only

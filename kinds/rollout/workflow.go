@@ -12,7 +12,6 @@ import (
 	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/kinds"
-	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -76,7 +75,7 @@ type UpdateOutcome struct {
 	Outcome    string          `json:"outcome,omitempty"`
 	Error      string          `json:"error,omitempty"`
 	// FailureType and Class say why a failed update failed (the thresholds
-	// count classes); set by rollouts with healthGatesChange.
+	// count classes).
 	FailureType string       `json:"failureType,omitempty"`
 	Class       FailureClass `json:"class,omitempty"`
 }
@@ -126,8 +125,7 @@ type rollout struct {
 	// startedAt is when each running target started (starter explain).
 	startedAt map[string]time.Time
 
-	// issue 30 (healthGatesChange): the gated stages' state.
-	gatesVersion workflow.Version
+	// the gated stages' state.
 	why          Explanation // what the rollout waits for (explain)
 	gateStatus   *GateStatus // the last health gate round
 	rampSize     int         // the current batch's size
@@ -140,10 +138,8 @@ type rollout struct {
 	notices      workflow.WaitGroup  // deliveries still running
 	lastMove     time.Time           // the last start or end of an update (stall)
 
-	version   workflow.Version // signedApprovalsChange's: 1 verifies signatures
-	adoption  workflow.Version // adoptEndedUpdatesChange's: 1 adopts ended updates after a reset
-	starter   string           // who signed the start (VerifyStart; "" unsigned)
-	approvers []string         // principals whose approvals count at the current gate
+	starter   string   // who signed the start (VerifyStart; "" unsigned)
+	approvers []string // principals whose approvals count at the current gate
 }
 
 func (r *rollout) setup(ctx workflow.Context) error {
@@ -153,11 +149,6 @@ func (r *rollout) setup(ctx workflow.Context) error {
 	r.running = map[string]bool{}
 	r.startedAt = map[string]time.Time{}
 	r.result.Name = r.in.Name
-	r.version = workflow.GetVersion(ctx, signedApprovalsChange, workflow.DefaultVersion, 1)
-	r.adoption = workflow.GetVersion(ctx, adoptEndedUpdatesChange, workflow.DefaultVersion, 1)
-	if r.in.usesGates() {
-		r.gatesVersion = workflow.GetVersion(ctx, healthGatesChange, workflow.DefaultVersion, 1)
-	}
 	total := 0
 	for _, st := range r.in.Stages {
 		total += len(st.Updates)
@@ -181,10 +172,7 @@ func (r *rollout) setup(ctx workflow.Context) error {
 		if err := r.awaitGatePlan(ctx, ap); err != nil {
 			return err
 		}
-		if r.verifiesSignatures() {
-			return r.verifyApproval(ctx, ap)
-		}
-		return r.recordApproval(ctx, ap)
+		return r.verifyApproval(ctx, ap)
 	}, workflow.UpdateHandlerOptions{Validator: func(ap workflows.Approval) error {
 		if r.gate == "" {
 			return fmt.Errorf("rollout %s is not waiting for an approval", r.in.Name)
@@ -217,15 +205,13 @@ func (r *rollout) awaitGatePlan(ctx workflow.Context, ap workflows.Approval) err
 }
 
 func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
-	if r.verifiesSignatures() {
-		if err := r.verifyStart(ctx); err != nil {
-			for _, st := range r.in.Stages {
-				for _, u := range st.Updates {
-					r.skip(st.Name, u) // nothing started
-				}
+	if err := r.verifyStart(ctx); err != nil {
+		for _, st := range r.in.Stages {
+			for _, u := range st.Updates {
+				r.skip(st.Name, u) // nothing started
 			}
-			return r.result, r.end(ctx, err, "start not verified: "+failure.Line(err))
 		}
+		return r.result, r.end(ctx, err, "start not verified: "+failure.Line(err))
 	}
 	r.watchStalls(ctx)
 	for _, st := range r.in.Stages {
@@ -242,14 +228,14 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 		if !st.Approval {
 			r.approved = nil
 		}
-		failed, stop, err := r.runAnyStage(ctx, st)
+		failed, stop, err := r.runStage(ctx, st)
 		if err != nil {
 			return r.result, r.cancelled(ctx, st.Name, err)
 		}
 		if stop != nil {
 			return r.result, r.abort(ctx, st, stop)
 		}
-		if (!r.gatesOn() || st.budgetApplies()) && failed > st.FailureBudget {
+		if st.budgetApplies() && failed > st.FailureBudget {
 			r.skipRest(st.Name)
 			msg := fmt.Sprintf("stage %s: %d failed, budget %d", st.Name, failed, st.FailureBudget)
 			return r.result, r.end(ctx, temporal.NewNonRetryableApplicationError(msg, failure.FailureBudget, nil), msg)
@@ -273,43 +259,6 @@ func (r *rollout) awaitApproval(ctx workflow.Context, st Stage) error {
 	r.approved = r.gatePlan
 	r.gate, r.approval, r.gatePlan, r.approvers = "", nil, nil, nil
 	return nil
-}
-
-// recordApproval is the approve update's handler in rollouts started
-// before signedApprovalsChange: it records the approval as typed and
-// opens the gate.
-func (r *rollout) recordApproval(ctx workflow.Context, ap workflows.Approval) error {
-	stage := r.gate
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second, ScheduleToCloseTimeout: 5 * time.Minute, RetryPolicy: workflows.LedgerRetry,
-		Summary: "record approval of stage " + stage + " by " + ap.By,
-	})
-	var a *RolloutActivities
-	rec := ledger.Approval{Rollout: workflow.GetInfo(ctx).WorkflowExecution.ID, Stage: stage, By: ap.By, Reason: ap.Reason}
-	if r.gatePlan != nil {
-		rec.PlanDigest = r.gatePlan.Digest
-	}
-	if err := workflow.ExecuteActivity(actx, a.RecordApproval, rec).Get(ctx, nil); err != nil {
-		return err
-	}
-	if r.gate == stage {
-		r.approval = &ap
-	}
-	return nil
-}
-
-// runStage starts the stage's updates in a sliding window and returns how
-// many failed.
-func (r *rollout) runStage(ctx workflow.Context, st Stage) (int, error) {
-	r.setPhase(ctx, workflows.PhaseRunningStage, "stage "+st.Name)
-	failed, unstarted, err := r.runWindow(ctx, st, st.Updates, windowHooks{
-		concurrency: func() int { return st.Concurrency },
-		stop:        func(failed int) bool { return failed > st.FailureBudget },
-	})
-	for _, u := range unstarted {
-		r.skip(st.Name, u)
-	}
-	return failed, err
 }
 
 // windowHooks are what a window of updates asks its stage: how many may
@@ -452,7 +401,7 @@ func (r *rollout) runUpdate(ctx workflow.Context, st Stage, u PlanUpdate) Update
 		if ours {
 			return out // started by this rollout before an operator reset it
 		}
-		if ended && r.adoption >= 1 { // an earlier rollout's (or a hand-started) update, ended: this one runs
+		if ended { // an earlier rollout's (or a hand-started) update, ended: this one runs
 			res, err = r.startUpdate(cctx, st, u, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
 		}
 	}
@@ -471,9 +420,7 @@ func (r *rollout) runUpdate(ctx workflow.Context, st Stage, u PlanUpdate) Update
 		out.State, out.Outcome, out.Error = StateRefused, failure.TargetBusy, failure.Line(err)
 	default:
 		out.State, out.Error = workflows.StateFailed, failure.Line(err)
-		if r.gatesOn() {
-			out.FailureType, out.Class = classify(err)
-		}
+		out.FailureType, out.Class = classify(err)
 	}
 	return out
 }
@@ -526,7 +473,7 @@ func (r *rollout) setPhase(ctx workflow.Context, phase workflows.Phase, detail s
 }
 
 // cancelled ends a rollout stopped by err in stage (after its children,
-// see runStage): what never started is skipped, and the ending is
+// see runWindow): what never started is skipped, and the ending is
 // published on a disconnected context (lifecycle.end).
 func (r *rollout) cancelled(ctx workflow.Context, stage string, err error) error {
 	r.skipRest(stage)
