@@ -16,6 +16,10 @@ const (
 	adoptHeartbeat = time.Minute
 )
 
+// adopter takes over, in a run an operator's reset made, the updates an
+// earlier run of the rollout started.
+type adopter struct{}
+
 // adoptsEnded says whether this run adopts the updates an earlier run
 // started and that already ended: a run made by an operator's reset (its
 // run ID is not the original one). Without it a reset to before a batch
@@ -23,7 +27,7 @@ const (
 // attempt). Its children start with REJECT_DUPLICATE, so an ended update
 // of the same ID is found and adopted (or, an earlier rollout's, started
 // again).
-func (r *rollout) adoptsEnded(ctx workflow.Context) bool {
+func (adopter) adoptsEnded(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
 	return info.WorkflowExecution.RunID != info.OriginalRunID
 }
@@ -34,7 +38,7 @@ func (r *rollout) adoptsEnded(ctx workflow.Context) bool {
 // and books its ending as its own. It reports ours false for an update
 // that is not this rollout's (another rollout's, or one started by hand),
 // and whether that one has ended.
-func (r *rollout) adopt(ctx workflow.Context, id string, out *UpdateOutcome) (ours, ended bool) {
+func (adopter) adopt(ctx workflow.Context, id string, out *UpdateOutcome) (ours, ended bool) {
 	var a *RolloutActivities
 	actx := workflow.WithActivityOptions(workflows.AwaitCancel(ctx), workflow.ActivityOptions{
 		StartToCloseTimeout: adoptedUpdateBound, HeartbeatTimeout: adoptHeartbeat, RetryPolicy: workflows.DeviceRetry,

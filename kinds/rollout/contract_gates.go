@@ -182,23 +182,6 @@ func (c *Calendar) endBehavior() WindowEnd {
 	return c.EndBehavior
 }
 
-// validateGates checks a stage's issue 30 fields: one error each.
-func (st Stage) validateGates() []error {
-	var errs []error
-	if st.Health != nil {
-		errs = append(errs, flatten(st.Health.Validate())...)
-	}
-	for i, t := range st.Thresholds {
-		for _, e := range flatten(t.Validate()) {
-			errs = append(errs, fmt.Errorf("thresholds[%d]: %w", i, e))
-		}
-	}
-	if st.Ramp != nil {
-		errs = append(errs, flatten(st.Ramp.Validate(st.Concurrency))...)
-	}
-	return errs
-}
-
 // flatten lists the errors joined in err (nil: none).
 func flatten(err error) []error {
 	if err == nil {

@@ -2,14 +2,12 @@ package rollout
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/fleetsaga/fleetsaga/failure"
-	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // FailureClass groups the failure types of the update kinds, so a plan
@@ -71,44 +69,4 @@ func classify(err error) (string, FailureClass) {
 		return app.Type(), ClassOther
 	}
 	return "", ClassOther
-}
-
-// stageTally counts a stage's ended updates by class, for its thresholds.
-type stageTally struct {
-	ended   int
-	failed  int
-	byClass map[FailureClass]int
-}
-
-func (t *stageTally) add(out UpdateOutcome) {
-	switch out.State {
-	case workflows.StateCompleted:
-		t.ended++
-	case workflows.StateFailed:
-		t.ended++
-		t.failed++
-		if t.byClass == nil {
-			t.byClass = map[FailureClass]int{}
-		}
-		t.byClass[out.Class]++
-	}
-}
-
-// breached is the first threshold the tally passes, as a sentence ("" if
-// none).
-func (t *stageTally) breached(thresholds []Threshold) string {
-	for _, th := range thresholds {
-		if t.ended < th.Minimum {
-			continue
-		}
-		n := t.byClass[th.Class]
-		if th.Class == ClassAny {
-			n = t.failed
-		}
-		if pct := 100 * float64(n) / float64(t.ended); pct > th.Percent {
-			return fmt.Sprintf("%d of %d ended updates failed with %s (%.0f%%), over the threshold of %g%%",
-				n, t.ended, th.Class, pct, th.Percent)
-		}
-	}
-	return ""
 }

@@ -108,3 +108,20 @@ func (in RolloutInput) StartDigest() (string, error) {
 	//workflowcheck:ignore
 	return approval.DigestJSON(in)
 }
+
+// validateGates checks a stage's issue 30 fields: one error each.
+func (st Stage) validateGates() []error {
+	var errs []error
+	if st.Health != nil {
+		errs = append(errs, flatten(st.Health.Validate())...)
+	}
+	for i, t := range st.Thresholds {
+		for _, e := range flatten(t.Validate()) {
+			errs = append(errs, fmt.Errorf("thresholds[%d]: %w", i, e))
+		}
+	}
+	if st.Ramp != nil {
+		errs = append(errs, flatten(st.Ramp.Validate(st.Concurrency))...)
+	}
+	return errs
+}

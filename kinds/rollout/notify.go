@@ -28,41 +28,49 @@ const (
 	notifyRetryBound = 10 * time.Minute
 )
 
+// notifier tells the plan's webhooks of the rollout's events, once each.
+type notifier struct {
+	spec     *Notify            // the plan's (nil: none)
+	moves    *inFlight          // what runs (stalls, stragglers)
+	notified map[string]bool    // events told (once each)
+	notices  workflow.WaitGroup // deliveries still running
+}
+
 // notify tells every webhook of the plan about an event, once: its ID is
 // the workflow ID, the run's original ID and the event's key, the same
 // on every retry and replay, so a receiver keeps it once. Deliveries run
 // beside the rollout (it never waits on a receiver); the rollout's end
-// waits for them (flushNotices).
-func (r *rollout) notify(ctx workflow.Context, event, key string, data map[string]any) {
-	if r.in.Notify == nil {
+// waits for them (flush).
+func (n *notifier) notify(ctx workflow.Context, event, key string, data map[string]any) {
+	if n.spec == nil {
 		return
 	}
 	info := workflow.GetInfo(ctx)
 	id := fmt.Sprintf("%s/%s/%s/%s", info.WorkflowExecution.ID, info.OriginalRunID, event, key)
-	if r.notified == nil {
-		r.notified = map[string]bool{}
+	if n.notified == nil {
+		n.notified = map[string]bool{}
 	}
-	if r.notified[id] {
+	if n.notified[id] {
 		return
 	}
-	r.notified[id] = true
-	n := Notice{ID: id, Type: event, Subject: info.WorkflowExecution.ID, Time: workflow.Now(ctx), Data: data}
+	n.notified[id] = true
+	notice := Notice{ID: id, Type: event, Subject: info.WorkflowExecution.ID, Time: workflow.Now(ctx), Data: data}
 	// Disconnected: a cancelled rollout still tells of its end.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	if r.notices == nil {
-		r.notices = workflow.NewWaitGroup(ctx)
+	if n.notices == nil {
+		n.notices = workflow.NewWaitGroup(ctx)
 	}
-	for _, hook := range r.in.Notify.Webhooks {
+	for _, hook := range n.spec.Webhooks {
 		actx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
 			StartToCloseTimeout: notifyTimeout, ScheduleToCloseTimeout: notifyRetryBound,
 			RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 			Summary:     "notify " + hook + ": " + event,
 		})
 		var a *NotifyActivities
-		f := workflow.ExecuteActivity(actx, a.NotifyWebhook, WebhookNotice{Webhook: hook, Notice: n})
-		r.notices.Add(1)
+		f := workflow.ExecuteActivity(actx, a.NotifyWebhook, WebhookNotice{Webhook: hook, Notice: notice})
+		n.notices.Add(1)
 		workflow.Go(dctx, func(ctx workflow.Context) {
-			defer r.notices.Done()
+			defer n.notices.Done()
 			if err := f.Get(ctx, nil); err != nil {
 				workflow.GetLogger(ctx).Warn("notification not delivered", "webhook", hook, "event", event, "error", err)
 			}
@@ -70,64 +78,53 @@ func (r *rollout) notify(ctx workflow.Context, event, key string, data map[strin
 	}
 }
 
-// flushNotices waits for the deliveries still running, so the rollout's
-// last events are sent before it ends.
-func (r *rollout) flushNotices(ctx workflow.Context) {
-	if r.notices == nil {
+// flush waits for the deliveries still running, so the rollout's last
+// events are sent before it ends.
+func (n *notifier) flush(ctx workflow.Context) {
+	if n.notices == nil {
 		return
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	r.notices.Wait(dctx)
-}
-
-// stageEnded tells that a stage ended with every batch healthy.
-func (r *rollout) stageEnded(ctx workflow.Context, st Stage, failed int) {
-	counts := map[string]int{}
-	for _, o := range r.result.Outcomes {
-		if o.Stage == st.Name {
-			counts[string(o.State)]++
-		}
-	}
-	r.notify(ctx, eventStageEnded, st.Name, map[string]any{"stage": st.Name, "failed": failed, "outcomes": counts})
+	n.notices.Wait(dctx)
 }
 
 // watchStalls, with notify.stallAfter, tells of a stall (updates run and
 // none started or ended for that long) and of each straggler (an update
 // running that long), once each. It waits without timers while nothing
 // runs (a gate, a window, an approval is not a stall).
-func (r *rollout) watchStalls(ctx workflow.Context) {
-	if r.in.Notify == nil || r.in.Notify.StallAfter == 0 {
+func (n *notifier) watchStalls(ctx workflow.Context) {
+	if n.spec == nil || n.spec.StallAfter == 0 {
 		return
 	}
-	after := r.in.Notify.StallAfter
+	m, after := n.moves, n.spec.StallAfter
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
-			if err := workflow.Await(ctx, func() bool { return len(r.running) > 0 }); err != nil {
+			if err := workflow.Await(ctx, func() bool { return len(m.running) > 0 }); err != nil {
 				return
 			}
 			// One timer to the stall's deadline, not one per move: a move
 			// meanwhile only moves the next deadline.
-			seen := r.lastMove
+			seen := m.lastMove
 			if wait := seen.Add(after).Sub(workflow.Now(ctx)); wait > 0 {
 				if err := workflow.Sleep(ctx, wait); err != nil {
 					return
 				}
 			}
-			if r.lastMove != seen || len(r.running) == 0 {
+			if m.lastMove != seen || len(m.running) == 0 {
 				continue
 			}
 			now := workflow.Now(ctx)
-			running := r.explain().Running
+			running := runningUpdates(m.startedAt)
 			workflows.Count(ctx, workflows.MetricRolloutStalls, nil)
-			r.notify(ctx, eventStalled, seen.UTC().Format(time.RFC3339Nano), map[string]any{
+			n.notify(ctx, eventStalled, seen.UTC().Format(time.RFC3339Nano), map[string]any{
 				"since": seen, "running": len(running), "reason": fmt.Sprintf("no update started or ended for %s", after)})
 			for _, u := range running {
 				if now.Sub(u.Since) >= after {
-					r.notify(ctx, eventStraggler, u.Target+"@"+u.Since.UTC().Format(time.RFC3339Nano), map[string]any{
+					n.notify(ctx, eventStraggler, u.Target+"@"+u.Since.UTC().Format(time.RFC3339Nano), map[string]any{
 						"target": u.Target, "since": u.Since, "running": now.Sub(u.Since).String()})
 				}
 			}
-			if err := workflow.Await(ctx, func() bool { return r.lastMove != seen }); err != nil {
+			if err := workflow.Await(ctx, func() bool { return m.lastMove != seen }); err != nil {
 				return
 			}
 		}

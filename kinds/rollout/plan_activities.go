@@ -11,6 +11,10 @@ import (
 // one slow device.
 const measuredWindow = 50
 
+// minMeasured is how many recent changes a measured time needs before a
+// dry run trusts it over the kind's typical time.
+const minMeasured = 3
+
 // MeasuredDeviceTimes are the kinds' measured change times from the
 // ledger (absent: none measured yet), for a dry run's estimate.
 func (a *RolloutActivities) MeasuredDeviceTimes(ctx context.Context, kinds []string) (map[string]ledger.Measured, error) {
