@@ -20,8 +20,8 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
-	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -168,24 +168,24 @@ func (d *spDriver) runRollouts(ctx context.Context, c client.Client, sleds []spe
 	var runs []client.WorkflowRun
 	next := 0
 	for i, size := range sizes {
-		st := kinds.Stage{Name: "sp", Kind: workflows.KindSPFirmware, Concurrency: concs[i], FailureBudget: size}
+		st := rollout.Stage{Name: "sp", Kind: workflows.KindSPFirmware, Concurrency: concs[i], FailureBudget: size}
 		for _, s := range sleds[next : next+size] {
 			in := d.input(s)
 			raw, err := json.Marshal(in)
 			if err != nil {
 				return out, err
 			}
-			st.Updates = append(st.Updates, kinds.PlanUpdate{Target: in.Target(), Artifact: spTargetVersion, Input: raw})
+			st.Updates = append(st.Updates, rollout.PlanUpdate{Target: in.Target(), Artifact: spTargetVersion, Input: raw})
 		}
 		next += size
-		plan := kinds.RolloutInput{Name: fmt.Sprintf("bench-sp-%d", i), Stages: []kinds.Stage{st}}
+		plan := rollout.RolloutInput{Name: fmt.Sprintf("bench-sp-%d", i), Stages: []rollout.Stage{st}}
 		if err := plan.Validate(); err != nil {
 			return out, err
 		}
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: kinds.RolloutWorkflowID(plan.Name), TaskQueue: workflows.TaskQueue,
+			ID: rollout.RolloutWorkflowID(plan.Name), TaskQueue: workflows.TaskQueue,
 			TypedSearchAttributes: workflows.StartAttributes(workflows.KindRollout, "plan/"+plan.Name, ""),
-		}, kinds.Rollout, plan)
+		}, rollout.Rollout, plan)
 		if err != nil {
 			return out, err
 		}
@@ -193,7 +193,7 @@ func (d *spDriver) runRollouts(ctx context.Context, c client.Client, sleds []spe
 	}
 	var errs []error
 	for _, run := range runs {
-		var res kinds.RolloutResult
+		var res rollout.RolloutResult
 		if err := run.Get(ctx, &res); err != nil {
 			errs = append(errs, err)
 		}

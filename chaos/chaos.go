@@ -33,7 +33,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 	"github.com/fleetsaga/fleetsaga/internal/logging"
-	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -236,7 +236,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("read fleetsim truth: %w", err)
 	}
 	h := &harness{cfg: cfg, stack: stack, c: c, obs: obs, out: out, log: log,
-		rng: rand.New(rand.NewSource(cfg.Seed + 1)), rep: newReport(cfg, expect), rolloutID: kinds.RolloutWorkflowID(plan.Name),
+		rng: rand.New(rand.NewSource(cfg.Seed + 1)), rep: newReport(cfg, expect), rolloutID: rollout.RolloutWorkflowID(plan.Name),
 		faultIDs: map[int]faults.Kind{}, withdrawn: map[int]bool{}}
 	for _, st := range plan.Stages {
 		h.stages = append(h.stages, st.Name)
@@ -264,10 +264,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	run, err := c.ExecuteWorkflow(runCtx, client.StartWorkflowOptions{
-		ID: kinds.RolloutWorkflowID(plan.Name), TaskQueue: workflows.TaskQueue,
+		ID: rollout.RolloutWorkflowID(plan.Name), TaskQueue: workflows.TaskQueue,
 		TypedSearchAttributes: workflows.StartAttributes(workflows.KindRollout, "plan/"+plan.Name, ""),
 		StaticSummary:         fmt.Sprintf("chaos rollout, seed %d", cfg.Seed),
-	}, kinds.Rollout, plan)
+	}, rollout.Rollout, plan)
 	if err != nil {
 		return nil, fmt.Errorf("start the rollout: %w", err)
 	}

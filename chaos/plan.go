@@ -16,6 +16,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -24,7 +25,7 @@ import (
 // the fleet, and arms that kind's device faults (seeded) before the rollout
 // starts. Every kind in kinds.Kinds must have one: a kind that lands
 // without a builder makes the run refuse to start, so it gets wired here.
-type stageBuilder func(b *planBuilder) (kinds.Stage, error)
+type stageBuilder func(b *planBuilder) (rollout.Stage, error)
 
 // stageOrder is the order of the rollout's stages (kinds missing from
 // kinds.Kinds are left out).
@@ -77,7 +78,7 @@ type expectations struct {
 // plannedUpdate is one update of the plan with its kind.
 type plannedUpdate struct {
 	Kind workflows.Kind
-	kinds.PlanUpdate
+	rollout.PlanUpdate
 }
 
 func (e *expectations) totalTargets() int {
@@ -89,12 +90,12 @@ func (e *expectations) totalTargets() int {
 }
 
 // buildPlan makes the chaos rollout covering every registered kind.
-func buildPlan(cfg Config, f *fleet) (kinds.RolloutInput, []faults.Fault, *expectations, error) {
+func buildPlan(cfg Config, f *fleet) (rollout.RolloutInput, []faults.Fault, *expectations, error) {
 	b := &planBuilder{cfg: cfg, fleet: f, rng: rand.New(rand.NewSource(cfg.Seed)),
 		expect: &expectations{offline: map[uuid.UUID]bool{}, canaryFailed: map[string]bool{}, targets: map[workflows.Kind]int{},
 			planned: map[string]plannedUpdate{}}}
 	wired := map[workflows.Kind]bool{}
-	in := kinds.RolloutInput{Name: fmt.Sprintf("chaos-%d", cfg.Seed)}
+	in := rollout.RolloutInput{Name: fmt.Sprintf("chaos-%d", cfg.Seed)}
 	for _, st := range stageOrder {
 		wired[st.kind] = true
 		if _, ok := kinds.Kinds[st.kind]; !ok || st.build == nil {
@@ -133,15 +134,15 @@ func buildPlan(cfg Config, f *fleet) (kinds.RolloutInput, []faults.Fault, *expec
 
 // update encodes one plan update through its kind's UpdateInput (the same
 // path `starter rollout` takes), validating it.
-func update(in workflows.UpdateInput) (kinds.PlanUpdate, error) {
+func update(in workflows.UpdateInput) (rollout.PlanUpdate, error) {
 	if err := in.Validate(); err != nil {
-		return kinds.PlanUpdate{}, err
+		return rollout.PlanUpdate{}, err
 	}
 	raw, err := json.Marshal(in)
 	if err != nil {
-		return kinds.PlanUpdate{}, err
+		return rollout.PlanUpdate{}, err
 	}
-	return kinds.PlanUpdate{Target: in.Target(), Artifact: in.ArtifactVersion(), Input: raw}, nil
+	return rollout.PlanUpdate{Target: in.Target(), Artifact: in.ArtifactVersion(), Input: raw}, nil
 }
 
 // mgsTiming: the real pacing divided by the speed-up; failure detection
@@ -185,10 +186,10 @@ func (b *planBuilder) exclusiveMGSSleds(targets map[int]string) [][]string {
 	return nil
 }
 
-func spFirmwareStage(b *planBuilder) (kinds.Stage, error) {
+func spFirmwareStage(b *planBuilder) (rollout.Stage, error) {
 	sleds := b.fleet.sleds()
 	idx := pick(b.rng, len(sleds), b.cfg.SPUpdates)
-	st := kinds.Stage{Name: "sp-firmware", Kind: workflows.KindSPFirmware, Concurrency: b.cfg.Concurrency, FailureBudget: len(idx)}
+	st := rollout.Stage{Name: "sp-firmware", Kind: workflows.KindSPFirmware, Concurrency: b.cfg.Concurrency, FailureBudget: len(idx)}
 	targets := map[int]string{}
 	for n, i := range idx {
 		s := sleds[i]
@@ -230,10 +231,10 @@ func spFirmwareStage(b *planBuilder) (kinds.Stage, error) {
 	return st, nil
 }
 
-func hostFlashStage(b *planBuilder) (kinds.Stage, error) {
+func hostFlashStage(b *planBuilder) (rollout.Stage, error) {
 	sleds := b.fleet.sleds()
 	idx := pick(b.rng, len(sleds), b.cfg.HostUpdates)
-	st := kinds.Stage{Name: "host-flash", Kind: workflows.KindHostFlash, Concurrency: b.cfg.Concurrency, FailureBudget: len(idx)}
+	st := rollout.Stage{Name: "host-flash", Kind: workflows.KindHostFlash, Concurrency: b.cfg.Concurrency, FailureBudget: len(idx)}
 	targets := map[int]string{}
 	for n, i := range idx {
 		s := sleds[i]
@@ -255,7 +256,7 @@ func hostFlashStage(b *planBuilder) (kinds.Stage, error) {
 	return st, nil
 }
 
-func zoneExpungeStage(b *planBuilder) (kinds.Stage, error) {
+func zoneExpungeStage(b *planBuilder) (rollout.Stage, error) {
 	type cand struct {
 		sled uuid.UUID
 		zone spec.Zone
@@ -303,7 +304,7 @@ func zoneExpungeStage(b *planBuilder) (kinds.Stage, error) {
 			b.expect.updateIDs = append(b.expect.updateIDs, workflows.WorkflowID(workflows.KindZoneExpunge, zoneexpunge.ZoneExpungeTarget(c.zone.ID)))
 		}
 	}
-	st := kinds.Stage{Name: "zone-expunge", Kind: workflows.KindZoneExpunge, Concurrency: b.cfg.Concurrency, FailureBudget: len(chosen)}
+	st := rollout.Stage{Name: "zone-expunge", Kind: workflows.KindZoneExpunge, Concurrency: b.cfg.Concurrency, FailureBudget: len(chosen)}
 	timing := zoneexpunge.ZoneExpungeTiming{PutTimeout: 3 * time.Minute, RetryInitial: 200 * time.Millisecond, RetryMax: 2 * time.Second,
 		PollInterval: 200 * time.Millisecond, ProofTimeout: 2 * time.Minute, HeartbeatTimeout: 5 * time.Second}
 	for n, c := range chosen {
@@ -330,9 +331,9 @@ func zoneExpungeStage(b *planBuilder) (kinds.Stage, error) {
 // machinery: installed alone) and two ordinary agents.
 var chaosAgents = []string{"cn-agent", "vm-agent", "firewaller"}
 
-func agentInstallStage(b *planBuilder) (kinds.Stage, error) {
+func agentInstallStage(b *planBuilder) (rollout.Stage, error) {
 	servers := b.fleet.spec.Datacenter.Servers
-	st := kinds.Stage{Name: "agent-install", Kind: workflows.KindAgentInstall, Concurrency: 1, FailureBudget: 1}
+	st := rollout.Stage{Name: "agent-install", Kind: workflows.KindAgentInstall, Concurrency: 1, FailureBudget: 1}
 	if len(servers) == 0 {
 		return st, nil
 	}
@@ -372,8 +373,8 @@ func agentInstallStage(b *planBuilder) (kinds.Stage, error) {
 	return st, nil
 }
 
-func agentDriftStage(b *planBuilder) (kinds.Stage, error) {
-	st := kinds.Stage{Name: "agent-drift", Kind: workflows.KindAgentDrift, Concurrency: 1, FailureBudget: 1}
+func agentDriftStage(b *planBuilder) (rollout.Stage, error) {
+	st := rollout.Stage{Name: "agent-drift", Kind: workflows.KindAgentDrift, Concurrency: 1, FailureBudget: 1}
 	if len(b.fleet.spec.Datacenter.Servers) == 0 {
 		return st, nil
 	}
@@ -388,9 +389,9 @@ func agentDriftStage(b *planBuilder) (kinds.Stage, error) {
 	return st, nil
 }
 
-func bootImageStage(b *planBuilder) (kinds.Stage, error) {
+func bootImageStage(b *planBuilder) (rollout.Stage, error) {
 	clusters := b.fleet.spec.Clusters
-	st := kinds.Stage{Name: "bootimage-bump", Kind: workflows.KindBootImageBump, Concurrency: b.cfg.Concurrency, FailureBudget: len(clusters)}
+	st := rollout.Stage{Name: "bootimage-bump", Kind: workflows.KindBootImageBump, Concurrency: b.cfg.Concurrency, FailureBudget: len(clusters)}
 	failCanary := -1
 	if len(clusters) > 0 {
 		failCanary = b.rng.Intn(len(clusters))

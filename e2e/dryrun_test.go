@@ -8,7 +8,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
-	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 )
 
 // --dry-run through the real binaries: the exit code says what the plan
@@ -25,11 +25,11 @@ func TestStarterDryRunExitCodesAndRows(t *testing.T) {
 	sled := s.Racks[0].Sleds[2]
 	args := []string{"sp-firmware", "--sled", "2", "--serial", sled.Serial, "--artifact", spImage(t, "1.1.0"), "--version", "1.1.0"}
 
-	plan := func(want int, args ...string) kinds.PlanResult {
+	plan := func(want int, args ...string) rollout.PlanResult {
 		t.Helper()
 		r := op.run(append(args, "--dry-run", "--json")...)
 		require.Equal(t, want, r.code, "%v: %s", args, r.stderr)
-		var res kinds.PlanResult
+		var res rollout.PlanResult
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &res), r.stdout)
 		require.Len(t, res.Rows(), 1)
 		return res

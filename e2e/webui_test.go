@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
+	"github.com/fleetsaga/fleetsaga/workflows"
 	"net/url"
 	"os"
 	"os/exec"
@@ -20,8 +22,6 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
-	"github.com/fleetsaga/fleetsaga/kinds"
-	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // The Web UI tells the story, read by a headless browser from
@@ -57,7 +57,7 @@ func TestWebUIShowsTheGateAndTheProgress(t *testing.T) {
 	plan := writePlan(t, name, "- name: firmware\n  kind: sp-firmware\n  concurrency: 1\n  approval: true\n  updates:\n"+
 		spPlanUpdate(t, img, 2, s.Racks[0].Sleds[2].Serial))
 	require.Equal(t, 0, op.run("rollout", plan).code)
-	rolloutID := kinds.RolloutWorkflowID(name)
+	rolloutID := rollout.RolloutWorkflowID(name)
 	childID := workflows.WorkflowID(workflows.KindSPFirmware, "sp/sled/2")
 
 	// At the gate: the rollout's page says so, with the digest.

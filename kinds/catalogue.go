@@ -86,11 +86,10 @@ type Registration struct {
 	Agents   bool // only with a CNAPI endpoint
 }
 
-// Registrations are every workflow a worker runs: the kinds and their
-// children, the rollout (a long-lived parent) and its dry run (a short,
-// read-only run that must not move between builds).
+// Registrations are the workflows of the kinds and their children (the
+// rollout and its dry run add theirs: rollout.Registrations).
 func Registrations() []Registration {
-	out := []Registration{{Workflow: Rollout, Behavior: autoUpgrade}, {Workflow: DryRun, Behavior: pinned}}
+	var out []Registration
 	// Kinds is a map: registrations list the kinds in name order.
 	for _, k := range slices.Sorted(maps.Keys(Kinds)) {
 		info := Kinds[k]

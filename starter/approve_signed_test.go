@@ -14,7 +14,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/approval/approvaltest"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
-	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workerapp"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -58,7 +58,7 @@ stages:
     selection: {all: true}
     pollInterval: 250ms
 `), 0o644))
-	id := kinds.RolloutWorkflowID(name)
+	id := rollout.RolloutWorkflowID(name)
 	t.Cleanup(func() {
 		for _, w := range []string{id, workflows.WorkflowID(workflows.KindAgentInstall, "dc/cmon-agent")} {
 			_ = env.Client.TerminateWorkflow(context.Background(), w, "", "test over")

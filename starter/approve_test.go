@@ -13,7 +13,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
-	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workerapp"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -63,7 +63,7 @@ stages:
     selection: {all: true}
     pollInterval: 250ms
 `), 0o644))
-	id := kinds.RolloutWorkflowID(name)
+	id := rollout.RolloutWorkflowID(name)
 	t.Cleanup(func() {
 		for _, w := range []string{id, workflows.WorkflowID(workflows.KindAgentInstall, "dc/cmon-agent"), workflows.WorkflowID(workflows.KindAgentInstall, "dc/firewaller")} {
 			_ = env.Client.TerminateWorkflow(context.Background(), w, "", "test over")
@@ -109,11 +109,11 @@ stages:
 }
 
 // gateShows waits until the rollout shows stage's plan at its gate.
-func gateShows(ctx context.Context, t *testing.T, env *testenv.Env, id, stage string) kinds.StagePlan {
+func gateShows(ctx context.Context, t *testing.T, env *testenv.Env, id, stage string) rollout.StagePlan {
 	t.Helper()
-	var sp *kinds.StagePlan
+	var sp *rollout.StagePlan
 	require.Eventually(t, func() bool {
-		v, err := env.Client.QueryWorkflow(ctx, id, "", kinds.GatePlanQuery)
+		v, err := env.Client.QueryWorkflow(ctx, id, "", rollout.GatePlanQuery)
 		return err == nil && v.Get(&sp) == nil && sp != nil && sp.Stage == stage
 	}, approveTimeout, 200*time.Millisecond, "the rollout never showed stage %s's plan", stage)
 	return *sp

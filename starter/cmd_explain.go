@@ -12,7 +12,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -30,11 +30,11 @@ type explainView struct {
 	Status     string `json:"status"`
 	Running    bool   `json:"running"`
 	// Answer is the one line that says why the rollout is not moving.
-	Answer  string             `json:"answer"`
-	Explain *kinds.Explanation `json:"explain,omitempty"`
+	Answer  string               `json:"answer"`
+	Explain *rollout.Explanation `json:"explain,omitempty"`
 	// Stalled is the update running longest, when it has run longer
 	// than --stalled-after.
-	Stalled *kinds.RunningUpdate `json:"stalled,omitempty"`
+	Stalled *rollout.RunningUpdate `json:"stalled,omitempty"`
 	// Events are the rollout's own decisions from the ledger, last first
 	// (with --database-url).
 	Events []ledger.RolloutEvent `json:"events,omitempty"`
@@ -88,9 +88,9 @@ func explainCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-func queryExplain(ctx context.Context, c client.Client, id string) (kinds.Explanation, error) {
-	var e kinds.Explanation
-	v, err := c.QueryWorkflow(ctx, id, "", kinds.ExplainQuery)
+func queryExplain(ctx context.Context, c client.Client, id string) (rollout.Explanation, error) {
+	var e rollout.Explanation
+	v, err := c.QueryWorkflow(ctx, id, "", rollout.ExplainQuery)
 	if err != nil {
 		return e, err
 	}
@@ -99,11 +99,11 @@ func queryExplain(ctx context.Context, c client.Client, id string) (kinds.Explan
 
 // answer is the one line: what holds the rollout, else the update that
 // has run too long, else that it moves.
-func answer(v explainView, now time.Time, stalledAfter time.Duration) (string, *kinds.RunningUpdate) {
+func answer(v explainView, now time.Time, stalledAfter time.Duration) (string, *rollout.RunningUpdate) {
 	e := v.Explain
 	if !v.Running {
 		line := "the rollout ended: " + strings.ToLower(v.Status)
-		if e != nil && e.Waiting == kinds.WaitStopped {
+		if e != nil && e.Waiting == rollout.WaitStopped {
 			line = "the rollout stopped itself in stage " + e.Stage + ": " + e.Reason
 		} else if len(v.Events) > 0 && v.Events[0].Kind == "aborted" {
 			line = "the rollout stopped itself in stage " + v.Events[0].Stage + ": " + v.Events[0].Reason
@@ -118,21 +118,21 @@ func answer(v explainView, now time.Time, stalledAfter time.Duration) (string, *
 		since = fmt.Sprintf(" (for %s)", now.Sub(e.Since).Round(time.Second))
 	}
 	switch e.Waiting {
-	case kinds.WaitWindow:
+	case rollout.WaitWindow:
 		return "waiting for a maintenance window" + since + ": " + e.Reason, nil
-	case kinds.WaitFreeze:
+	case rollout.WaitFreeze:
 		return "blocked by a change freeze" + since + ": " + e.Reason, nil
-	case kinds.WaitGate:
+	case rollout.WaitGate:
 		line := "waiting for a health gate" + since + ": " + e.Reason
 		if e.Gate != nil {
 			line += fmt.Sprintf("; last round %s: %s", e.Gate.Verdict, e.Gate.Reason)
 		}
 		return line, nil
-	case kinds.WaitApproval:
+	case rollout.WaitApproval:
 		return "waiting for approval" + since + ": " + e.Reason, nil
-	case kinds.WaitPaused:
+	case rollout.WaitPaused:
 		return "paused" + since + ": " + e.Reason, nil
-	case kinds.WaitStopped:
+	case rollout.WaitStopped:
 		return "stopped by its own check in stage " + e.Stage + ": " + e.Reason + " (running updates finish)", nil
 	}
 	if len(e.Running) > 0 {

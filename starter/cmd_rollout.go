@@ -5,7 +5,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/internal/plan"
-	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -33,7 +33,7 @@ which plan, and a gate with four eyes refuses that person's approval.`,
 				if err != nil {
 					return usageErr("%v", err)
 				}
-				u := update{Kind: workflows.KindRollout, Target: "plan/" + in.Name, Workflow: kinds.Rollout, Input: in}
+				u := update{Kind: workflows.KindRollout, Target: "plan/" + in.Name, Workflow: rollout.Rollout, Input: in}
 				if !sf.dryRun {
 					digest, err := in.StartDigest()
 					if err != nil {

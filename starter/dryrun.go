@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -28,17 +28,17 @@ const defaultDryRunTimeout = 5 * time.Minute
 
 // dryRunPlan is the plan a dry run of u covers: a rollout's own plan, or a
 // one-stage plan holding the one update.
-func dryRunPlan(u update) (kinds.RolloutInput, error) {
-	if in, ok := u.Input.(kinds.RolloutInput); ok {
+func dryRunPlan(u update) (rollout.RolloutInput, error) {
+	if in, ok := u.Input.(rollout.RolloutInput); ok {
 		return in, nil
 	}
 	raw, err := json.Marshal(u.Input)
 	if err != nil {
-		return kinds.RolloutInput{}, usageErr("encode the update: %v", err)
+		return rollout.RolloutInput{}, usageErr("encode the update: %v", err)
 	}
-	return kinds.RolloutInput{Name: string(u.Kind), Stages: []kinds.Stage{{
+	return rollout.RolloutInput{Name: string(u.Kind), Stages: []rollout.Stage{{
 		Name: string(u.Kind), Kind: u.Kind, Concurrency: 1,
-		Updates: []kinds.PlanUpdate{{Target: u.Target, Artifact: u.Artifact, Input: raw}},
+		Updates: []rollout.PlanUpdate{{Target: u.Target, Artifact: u.Artifact, Input: raw}},
 	}}}, nil
 }
 
@@ -58,16 +58,16 @@ func (a *app) dryRun(cmd *cobra.Command, u update, f startFlags) error {
 	if err != nil {
 		return err
 	}
-	if in, ok := u.Input.(kinds.RolloutInput); ok && in.Calendar != nil {
-		res.Schedule = kinds.StageTimes(in.Calendar, res.Stages, time.Now())
+	if in, ok := u.Input.(rollout.RolloutInput); ok && in.Calendar != nil {
+		res.Schedule = rollout.StageTimes(in.Calendar, res.Stages, time.Now())
 	}
 	a.print(res, func(w io.Writer) { printPlan(w, res) })
 	return planExit(res)
 }
 
 // runDryRun runs the DryRun workflow for u and returns its plan.
-func (a *app) runDryRun(ctx context.Context, c client.Client, u update, timeout time.Duration) (kinds.PlanResult, error) {
-	var res kinds.PlanResult
+func (a *app) runDryRun(ctx context.Context, c client.Client, u update, timeout time.Duration) (rollout.PlanResult, error) {
+	var res rollout.PlanResult
 	in, err := dryRunPlan(u)
 	if err != nil {
 		return res, err
@@ -75,10 +75,10 @@ func (a *app) runDryRun(ctx context.Context, c client.Client, u update, timeout 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       kinds.DryRunWorkflowID(u.Target, uuid.NewString()),
+		ID:                       rollout.DryRunWorkflowID(u.Target, uuid.NewString()),
 		TaskQueue:                a.temporal.TaskQueue,
 		WorkflowExecutionTimeout: timeout,
-	}, kinds.DryRun, in)
+	}, rollout.DryRun, in)
 	if err != nil {
 		return res, a.temporalErr("start the dry run", err)
 	}
@@ -93,7 +93,7 @@ func (a *app) runDryRun(ctx context.Context, c client.Client, u update, timeout 
 
 // planExit is a dry run's exit code: 0 nothing would change, 6 changes
 // planned, 7 some target would be refused.
-func planExit(res kinds.PlanResult) error {
+func planExit(res rollout.PlanResult) error {
 	switch {
 	case res.Refused > 0:
 		return &exitError{exitPlanRefused, nil}
@@ -104,7 +104,7 @@ func planExit(res kinds.PlanResult) error {
 }
 
 // printPlan prints a plan as one table per stage.
-func printPlan(w io.Writer, res kinds.PlanResult) {
+func printPlan(w io.Writer, res rollout.PlanResult) {
 	fmt.Fprintf(w, "dry run of %s: %d to change, %d refused, about %s (nothing was changed)\n",
 		res.Name, res.Changes, res.Refused, res.Estimate.Round(time.Second))
 	if len(res.Stages) > 1 {
@@ -123,7 +123,7 @@ func printPlan(w io.Writer, res kinds.PlanResult) {
 }
 
 // printStagePlan prints one stage's plan: its settings, then its rows.
-func printStagePlan(w io.Writer, st kinds.StagePlan) {
+func printStagePlan(w io.Writer, st rollout.StagePlan) {
 	fmt.Fprintf(w, "\nstage %s (%s): concurrency %d", st.Stage, st.Kind, st.Concurrency)
 	for _, g := range st.Exclusive {
 		fmt.Fprintf(w, ", never at once: %s", strings.Join(g, " "))
@@ -158,7 +158,7 @@ func dash(s string) string {
 }
 
 // gatePlan is the plan a rollout shows at its gate (nil when none).
-func gatePlan(ctx context.Context, c client.Client, id string) *kinds.StagePlan {
+func gatePlan(ctx context.Context, c client.Client, id string) *rollout.StagePlan {
 	if kind, _, _ := workflows.ParseWorkflowID(id); kind != workflows.KindRollout {
 		return nil
 	}
@@ -169,19 +169,19 @@ func gatePlan(ctx context.Context, c client.Client, id string) *kinds.StagePlan 
 // queryGatePlan asks a rollout for its gate's plan: nil while it plans (or
 // is at no gate); an error when it cannot answer (a run that started
 // before gates planned).
-func queryGatePlan(ctx context.Context, c client.Client, id string) (*kinds.StagePlan, error) {
-	v, err := c.QueryWorkflow(ctx, id, "", kinds.GatePlanQuery)
+func queryGatePlan(ctx context.Context, c client.Client, id string) (*rollout.StagePlan, error) {
+	v, err := c.QueryWorkflow(ctx, id, "", rollout.GatePlanQuery)
 	if err != nil {
 		return nil, err
 	}
-	var sp *kinds.StagePlan
+	var sp *rollout.StagePlan
 	return sp, v.Get(&sp)
 }
 
 // awaitGatePlan waits (bounded) until a rollout at a gate has planned the
 // stage, so an approval binds to a plan; nil when it is at no gate or
 // cannot say.
-func awaitGatePlan(ctx context.Context, c client.Client, id string) *kinds.StagePlan {
+func awaitGatePlan(ctx context.Context, c client.Client, id string) *rollout.StagePlan {
 	ctx, cancel := context.WithTimeout(ctx, gatePlanWait)
 	defer cancel()
 	for {

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -26,16 +26,16 @@ func TestDryRunValidatesBeforeContactingAnything(t *testing.T) {
 
 // The exit code says what the plan would do: refusals first, then changes.
 func TestPlanExitCodes(t *testing.T) {
-	code := func(res kinds.PlanResult) int {
+	code := func(res rollout.PlanResult) int {
 		err := planExit(res)
 		if err == nil {
 			return exitOK
 		}
 		return err.(*exitError).code
 	}
-	assert.Equal(t, exitOK, code(kinds.PlanResult{}))
-	assert.Equal(t, exitPlanChanges, code(kinds.PlanResult{Changes: 3}))
-	assert.Equal(t, exitPlanRefused, code(kinds.PlanResult{Changes: 3, Refused: 1}))
+	assert.Equal(t, exitOK, code(rollout.PlanResult{}))
+	assert.Equal(t, exitPlanChanges, code(rollout.PlanResult{Changes: 3}))
+	assert.Equal(t, exitPlanRefused, code(rollout.PlanResult{Changes: 3, Refused: 1}))
 }
 
 // One update's dry run is a one-stage plan holding it; a rollout's is its
@@ -49,7 +49,7 @@ func TestDryRunPlanOfOneUpdate(t *testing.T) {
 	assert.Equal(t, "zone/z", p.Stages[0].Updates[0].Target)
 	require.NoError(t, p.ValidateDecoded(map[int]bool{0: true}), "a valid plan name and stage")
 
-	ro := kinds.RolloutInput{Name: "q3"}
+	ro := rollout.RolloutInput{Name: "q3"}
 	p, err = dryRunPlan(update{Kind: workflows.KindRollout, Input: ro})
 	require.NoError(t, err)
 	assert.Equal(t, "q3", p.Name)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/internal/config"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -51,10 +52,10 @@ type statusView struct {
 	Failure *failureLine `json:"failure,omitempty"`
 	// Why is a rollout's starter explain answer (its health gate's last
 	// round, what it waits for).
-	Why     string             `json:"why,omitempty"`
-	Explain *kinds.Explanation `json:"explain,omitempty"`
+	Why     string               `json:"why,omitempty"`
+	Explain *rollout.Explanation `json:"explain,omitempty"`
 	// GatePlan is the plan a rollout shows at its gate.
-	GatePlan *kinds.StagePlan `json:"gatePlan,omitempty"`
+	GatePlan *rollout.StagePlan `json:"gatePlan,omitempty"`
 	// FailedUpdates are a rollout's updates that failed in this run.
 	FailedUpdates []failedUpdate `json:"failedUpdates,omitempty"`
 	// Approvals are the ledger's approvals of a rollout (every run's: the

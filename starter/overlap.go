@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -51,8 +51,8 @@ func (a *app) checkHeldByRollout(ctx context.Context, c client.Client, id string
 }
 
 // rolloutPlan is the plan a rollout run was started with (its first event).
-func rolloutPlan(ctx context.Context, c client.Client, id, runID string) (kinds.RolloutInput, error) {
-	var in kinds.RolloutInput
+func rolloutPlan(ctx context.Context, c client.Client, id, runID string) (rollout.RolloutInput, error) {
+	var in rollout.RolloutInput
 	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	if !it.HasNext() {
 		return in, fmt.Errorf("%s has no history", id)
@@ -69,7 +69,7 @@ func rolloutPlan(ctx context.Context, c client.Client, id, runID string) (kinds.
 }
 
 // sharedTargets are the targets of plan that are also in targets.
-func sharedTargets(plan kinds.RolloutInput, targets []string) []string {
+func sharedTargets(plan rollout.RolloutInput, targets []string) []string {
 	var shared []string
 	for _, st := range plan.Stages {
 		for _, u := range st.Updates {
@@ -95,7 +95,7 @@ func namedTargets(ts []string) string {
 // updateTargets are the targets an update covers: each of a rollout's
 // updates, or the one.
 func updateTargets(u update) []string {
-	in, ok := u.Input.(kinds.RolloutInput)
+	in, ok := u.Input.(rollout.RolloutInput)
 	if !ok {
 		return []string{u.Target}
 	}

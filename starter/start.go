@@ -21,7 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -197,7 +197,7 @@ func (a *app) start(ctx context.Context, c client.Client, id, digest string, u u
 // start: a rollout names its stages and gates (its current details say
 // when it waits at one), an update its kind, target and artifact.
 func (u update) staticSummary() (summary, details string) {
-	if in, ok := u.Input.(kinds.RolloutInput); ok {
+	if in, ok := u.Input.(rollout.RolloutInput); ok {
 		return in.StartSummary(), in.StartDetails()
 	}
 	summary = fmt.Sprintf("%s of %s", u.Kind, u.Target)

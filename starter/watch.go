@@ -20,7 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -166,7 +166,7 @@ func (a *app) printResult(ctx context.Context, c client.Client, id string) {
 		}
 		// A failed rollout has no result; its outcomes are in the progress query.
 	}
-	var ro kinds.RolloutResult
+	var ro rollout.RolloutResult
 	if kind, _, _ := workflows.ParseWorkflowID(id); kind == workflows.KindRollout && json.Unmarshal(res, &ro) == nil && len(ro.Outcomes) > 0 && !a.json {
 		tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "STAGE\tTARGET\tSTATE\tOUTCOME")

@@ -10,9 +10,9 @@ import (
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/client"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/fleet"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
@@ -33,7 +33,7 @@ type Deps struct {
 	// "unsigned"; README, "Approvals").
 	Keyring *approval.Keyring
 	// Webhooks are the notification receivers plans may name.
-	Webhooks []activities.Webhook
+	Webhooks []rollout.Webhook
 	// Phase2UploadStall shortens a host flash's phase 2 upload stall
 	// timeout (zero: the product's 75 s). Only tests set it, to drive a
 	// stalled upload and its retry in seconds.

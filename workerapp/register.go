@@ -13,11 +13,12 @@ import (
 	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 )
 
-// Register registers every workflow (kinds.Registrations: the
-// catalogue of kinds) and every activity on r. Endpoints without a CNAPI leave the agent kinds unregistered.
+// Register registers every workflow (Registrations) and every activity
+// on r. Endpoints without a CNAPI leave the agent kinds unregistered.
 func Register(r worker.Registry, d Deps) error {
 	// One ledger activity for every path that records intent: built with
 	// the Temporal client, it can release an attempt whose workflow was
@@ -28,13 +29,13 @@ func Register(r worker.Registry, d Deps) error {
 	mgsActs.Phase2UploadStall = d.Phase2UploadStall
 	acts := []any{
 		la,
-		&kinds.RolloutActivities{Store: d.Ledger, Temporal: d.Temporal},
+		&rollout.RolloutActivities{Store: d.Ledger, Temporal: d.Temporal},
 		zoneexpunge.NewZoneActivities(d.Ledger, d.Fleet, d.HTTP, d.Identity),
 		&bootimage.BootImageActivities{Kube: d.Fleet.KubeAccess(), HTTP: d.HTTP, Store: d.Ledger},
 		&activities.ApprovalActivities{Store: d.Ledger, Keyring: keyring(d)},
 		mgsActs,
 	}
-	health := &activities.HealthActivities{HTTP: d.HTTP}
+	health := &rollout.HealthActivities{HTTP: d.HTTP}
 	if d.Fleet.Prometheus != "" {
 		pc, err := prom.New(d.Fleet.Prometheus)
 		if err != nil {
@@ -42,7 +43,7 @@ func Register(r worker.Registry, d Deps) error {
 		}
 		health.Prom = pc
 	}
-	acts = append(acts, health, &activities.NotifyActivities{Webhooks: d.Webhooks, HTTP: d.HTTP})
+	acts = append(acts, health, &rollout.NotifyActivities{Webhooks: d.Webhooks, HTTP: d.HTTP})
 	withAgents := d.Fleet.CNAPI != ""
 	if withAgents {
 		a, err := agents.NewAgentActivities(d.Fleet, d.HTTP, d.Ledger, d.Identity)
@@ -55,13 +56,20 @@ func Register(r worker.Registry, d Deps) error {
 	for _, a := range acts {
 		r.RegisterActivity(a)
 	}
-	for _, e := range kinds.Registrations() {
+	for _, e := range Registrations() {
 		if e.Agents && !withAgents {
 			continue
 		}
 		r.RegisterWorkflowWithOptions(e.Workflow, workflow.RegisterOptions{VersioningBehavior: e.Behavior})
 	}
 	return nil
+}
+
+// Registrations are every workflow a worker runs: the catalogue's kinds
+// and their children, then the rollout's (package kinds never imports
+// the rollout: the rollout reads the catalogue).
+func Registrations() []kinds.Registration {
+	return append(kinds.Registrations(), rollout.Registrations()...)
 }
 
 // keyring is d's, or an empty one that refuses every signed approval.

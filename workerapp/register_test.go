@@ -12,7 +12,9 @@ import (
 	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
+	"github.com/fleetsaga/fleetsaga/workerapp"
 )
 
 func funcName(f any) string { return runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name() }
@@ -22,7 +24,7 @@ func funcName(f any) string { return runtime.FuncForPC(reflect.ValueOf(f).Pointe
 // and an unversioned one would run a kind the table forgot.
 func TestEveryKindIsRegisteredWithAVersioningBehavior(t *testing.T) {
 	behavior := map[string]workflow.VersioningBehavior{}
-	for _, e := range kinds.Registrations() {
+	for _, e := range workerapp.Registrations() {
 		name := funcName(e.Workflow)
 		require.NotContains(t, behavior, name, "registered twice")
 		require.NotEqual(t, workflow.VersioningBehaviorUnspecified, e.Behavior, name)
@@ -40,7 +42,7 @@ func TestEveryKindIsRegisteredWithAVersioningBehavior(t *testing.T) {
 	}{
 		{mgsupdate.SPFirmwareUpdate, pinned}, {mgsupdate.HostBootFlashUpdate, pinned}, {zoneexpunge.ZoneExpunge, pinned},
 		{bootimage.BootImageBump, pinned}, {agents.AgentInstallServer, pinned},
-		{kinds.Rollout, auto}, {agents.AgentInstall, auto}, {agents.AgentDriftCheck, auto},
+		{rollout.Rollout, auto}, {agents.AgentInstall, auto}, {agents.AgentDriftCheck, auto},
 	} {
 		require.Equal(t, c.want, behavior[funcName(c.f)], funcName(c.f))
 	}

@@ -21,8 +21,8 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
-	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workerapp"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -45,11 +45,11 @@ func TestVersionedWorkerPinsDeviceUpdatesAndAutoUpgradesRollouts(t *testing.T) {
 
 	cubby := 2
 	upd := spUpdate(t, s, cubby, mgsupdate.MGSTiming{})
-	in := kinds.RolloutInput{Name: "versioned-" + e.TaskQueue, Stages: []kinds.Stage{spStage(t, "sp", false, upd)}}
-	id := kinds.RolloutWorkflowID(in.Name)
-	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: e.TaskQueue}, kinds.Rollout, in)
+	in := rollout.RolloutInput{Name: "versioned-" + e.TaskQueue, Stages: []rollout.Stage{spStage(t, "sp", false, upd)}}
+	id := rollout.RolloutWorkflowID(in.Name)
+	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: e.TaskQueue}, rollout.Rollout, in)
 	require.NoError(t, err)
-	var res kinds.RolloutResult
+	var res rollout.RolloutResult
 	require.NoError(t, run.Get(ctx, &res))
 	require.Len(t, res.Outcomes, 1)
 	require.Equal(t, workflows.StateCompleted, res.Outcomes[0].State)
@@ -86,12 +86,12 @@ func TestNewBuildWhileRolloutInFlight(t *testing.T) {
 		return phaseOf(ctx, e, heldID) == mgsupdate.MGSPhaseUpdating
 	}, 30*time.Second, 100*time.Millisecond, "the held update never started delivering")
 
-	in := kinds.RolloutInput{Name: "new-build-" + e.TaskQueue, Stages: []kinds.Stage{
+	in := rollout.RolloutInput{Name: "new-build-" + e.TaskQueue, Stages: []rollout.Stage{
 		spStage(t, "first", false, spUpdate(t, s, 2, mgsupdate.MGSTiming{})),
 		spStage(t, "second", true, spUpdate(t, s, 3, mgsupdate.MGSTiming{})),
 	}}
-	id := kinds.RolloutWorkflowID(in.Name)
-	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: e.TaskQueue}, kinds.Rollout, in)
+	id := rollout.RolloutWorkflowID(in.Name)
+	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: e.TaskQueue}, rollout.Rollout, in)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		return phaseOf(ctx, e, id) == workflows.PhaseAwaitingApproval
@@ -101,9 +101,9 @@ func TestNewBuildWhileRolloutInFlight(t *testing.T) {
 	startVersionedWorker(t, e, sim, deployment, "build-2")
 	setCurrent(ctx, t, e, deployment, "build-2")
 
-	var gate *kinds.StagePlan
+	var gate *rollout.StagePlan
 	require.Eventually(t, func() bool {
-		v, err := e.Client.QueryWorkflow(ctx, id, "", kinds.GatePlanQuery)
+		v, err := e.Client.QueryWorkflow(ctx, id, "", rollout.GatePlanQuery)
 		return err == nil && v.Get(&gate) == nil && gate != nil
 	}, 30*time.Second, 100*time.Millisecond, "the rollout never showed its gate's plan")
 	h, err := e.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
@@ -111,7 +111,7 @@ func TestNewBuildWhileRolloutInFlight(t *testing.T) {
 		WaitForStage: client.WorkflowUpdateStageCompleted})
 	require.NoError(t, err)
 	require.NoError(t, h.Get(ctx, nil))
-	var res kinds.RolloutResult
+	var res rollout.RolloutResult
 	require.NoError(t, run.Get(ctx, &res))
 	require.Len(t, res.Outcomes, 2)
 	for _, o := range res.Outcomes {
@@ -211,11 +211,11 @@ func spUpdate(t *testing.T, s *spec.Spec, cubby int, timing mgsupdate.MGSTiming)
 	}
 }
 
-func spStage(t *testing.T, name string, approval bool, upd mgsupdate.SPFirmwareInput) kinds.Stage {
+func spStage(t *testing.T, name string, approval bool, upd mgsupdate.SPFirmwareInput) rollout.Stage {
 	raw, err := json.Marshal(upd)
 	require.NoError(t, err)
-	return kinds.Stage{Name: name, Kind: workflows.KindSPFirmware, Concurrency: 1, Approval: approval,
-		Updates: []kinds.PlanUpdate{{Target: upd.Target(), Artifact: upd.Artifact.Version, Input: raw}}}
+	return rollout.Stage{Name: name, Kind: workflows.KindSPFirmware, Concurrency: 1, Approval: approval,
+		Updates: []rollout.PlanUpdate{{Target: upd.Target(), Artifact: upd.Artifact.Version, Input: raw}}}
 }
 
 // requireVersion checks a workflow's versioning behaviour and the version

@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 )
 
 var webhookName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -17,8 +17,8 @@ var webhookName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 // name plans use in notify.webhooks), each secret NAME=FILE (the file
 // holds the HMAC secret that signs that webhook's events). No error names
 // a URL or a secret: either may carry credentials.
-func ParseWebhooks(specs, secretFiles []string) ([]activities.Webhook, error) {
-	var out []activities.Webhook
+func ParseWebhooks(specs, secretFiles []string) ([]rollout.Webhook, error) {
+	var out []rollout.Webhook
 	index := map[string]int{}
 	for _, s := range specs {
 		name, raw, ok := strings.Cut(s, "=")
@@ -33,7 +33,7 @@ func ParseWebhooks(specs, secretFiles []string) ([]activities.Webhook, error) {
 			return nil, fmt.Errorf("--webhook %s: given twice", name)
 		}
 		index[name] = len(out)
-		out = append(out, activities.Webhook{Name: name, URL: raw})
+		out = append(out, rollout.Webhook{Name: name, URL: raw})
 	}
 	for _, s := range secretFiles {
 		name, path, ok := strings.Cut(s, "=")

@@ -9,7 +9,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/internal/plan"
-	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 )
 
 const gatedPlan = `
@@ -75,7 +75,7 @@ func TestPlanDigestSurvivesTheTripThroughTemporal(t *testing.T) {
 	sent.StartSignature = &approval.Signed{Payload: "{}", SSHSig: "sig"}
 	payload, err := converter.GetDefaultDataConverter().ToPayload(sent)
 	require.NoError(t, err)
-	var got kinds.RolloutInput
+	var got rollout.RolloutInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(payload, &got))
 	require.NotNil(t, got.StartSignature)
 	again, err := got.StartDigest()

@@ -9,6 +9,8 @@ package plan_test
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,7 +20,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetsaga/fleetsaga/internal/plan"
-	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -85,7 +86,7 @@ func FuzzParsePlan(f *testing.F) {
 }
 
 // checkPlan: what a valid plan guarantees to the rollout workflow.
-func checkPlan(t *testing.T, in kinds.RolloutInput) {
+func checkPlan(t *testing.T, in rollout.RolloutInput) {
 	t.Helper()
 	if err := in.Validate(); err != nil {
 		t.Fatalf("accepted plan does not validate: %v", err)
@@ -118,7 +119,7 @@ func checkPlan(t *testing.T, in kinds.RolloutInput) {
 }
 
 // render writes a parsed plan back in the file shape.
-func render(t *testing.T, in kinds.RolloutInput) []byte {
+func render(t *testing.T, in rollout.RolloutInput) []byte {
 	t.Helper()
 	f := plan.File{Name: in.Name}
 	for _, st := range in.Stages {

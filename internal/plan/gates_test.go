@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,8 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/fleetsaga/fleetsaga/kinds"
 )
 
 const gatedPlan = `name: gated
@@ -49,7 +48,7 @@ func TestParseReadsGatesThresholdsRampsCalendarAndNotify(t *testing.T) {
 	require.Equal(t, 4*time.Hour, in.Calendar.Windows[0].Duration)
 	require.Equal(t, "Europe/Berlin", in.Calendar.Windows[0].TimeZone)
 	require.Equal(t, "year-end freeze", in.Calendar.Freezes[0].Reason)
-	require.Equal(t, kinds.WindowEndCancel, in.Calendar.EndBehavior)
+	require.Equal(t, rollout.WindowEndCancel, in.Calendar.EndBehavior)
 	require.Equal(t, []string{"ops"}, in.Notify.Webhooks)
 	require.Equal(t, 10*time.Minute, in.Notify.StallAfter)
 	st := in.Stages[0]
@@ -58,8 +57,8 @@ func TestParseReadsGatesThresholdsRampsCalendarAndNotify(t *testing.T) {
 	require.Equal(t, 2, st.Health.FailuresToAbort)
 	require.True(t, st.Health.Shadow)
 	require.Len(t, st.Health.Checks, 2)
-	require.Equal(t, kinds.Ramp{Start: 1, Factor: 2}, *st.Ramp)
-	require.Equal(t, []kinds.Threshold{{Class: kinds.ClassTimeout, Percent: 20, Minimum: 3}}, st.Thresholds)
+	require.Equal(t, rollout.Ramp{Start: 1, Factor: 2}, *st.Ramp)
+	require.Equal(t, []rollout.Threshold{{Class: rollout.ClassTimeout, Percent: 20, Minimum: 3}}, st.Thresholds)
 }
 
 // Each bad value is one error naming the file, the line of its key and

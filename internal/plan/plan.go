@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -26,62 +27,62 @@ type File struct {
 	Approval *approval.Policy `json:"approval,omitempty"`
 	Stages   []Stage          `json:"stages"`
 	// Calendar: maintenance windows and freezes.
-	Calendar *kinds.Calendar `json:"calendar,omitempty"`
+	Calendar *rollout.Calendar `json:"calendar,omitempty"`
 	// Notify: the worker's webhooks to tell of the rollout's events.
-	Notify *kinds.Notify `json:"notify,omitempty"`
+	Notify *rollout.Notify `json:"notify,omitempty"`
 }
 
 // Stage is one stage in the YAML.
 type Stage struct {
-	Name          string            `json:"name"`
-	Kind          workflows.Kind    `json:"kind"`
-	Concurrency   int               `json:"concurrency"`
-	Approval      ApprovalSpec      `json:"approval"`
-	FailureBudget int               `json:"failureBudget"`
-	Exclusive     [][]string        `json:"exclusive"`
-	Updates       []json.RawMessage `json:"updates"`
-	Health        *kinds.HealthGate `json:"health,omitempty"`
-	Thresholds    []kinds.Threshold `json:"thresholds,omitempty"`
-	Ramp          *kinds.Ramp       `json:"ramp,omitempty"`
+	Name          string              `json:"name"`
+	Kind          workflows.Kind      `json:"kind"`
+	Concurrency   int                 `json:"concurrency"`
+	Approval      ApprovalSpec        `json:"approval"`
+	FailureBudget int                 `json:"failureBudget"`
+	Exclusive     [][]string          `json:"exclusive"`
+	Updates       []json.RawMessage   `json:"updates"`
+	Health        *rollout.HealthGate `json:"health,omitempty"`
+	Thresholds    []rollout.Threshold `json:"thresholds,omitempty"`
+	Ramp          *rollout.Ramp       `json:"ramp,omitempty"`
 }
 
 // Load reads and validates a plan file.
-func Load(path string) (kinds.RolloutInput, error) {
+func Load(path string) (rollout.RolloutInput, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return kinds.RolloutInput{}, fmt.Errorf("read plan: %w", err)
+		return rollout.RolloutInput{}, fmt.Errorf("read plan: %w", err)
 	}
 	return ParseFile(path, b)
 }
 
 // Parse decodes and validates a plan read from elsewhere than a file.
-func Parse(b []byte) (kinds.RolloutInput, error) { return ParseFile("", b) }
+func Parse(b []byte) (rollout.RolloutInput, error) { return ParseFile("", b) }
 
 // ParseFile decodes and validates a plan read from file; each error names
 // the file, line and stage to fix.
-func ParseFile(file string, b []byte) (kinds.RolloutInput, error) {
+func ParseFile(file string, b []byte) (rollout.RolloutInput, error) {
 	in, _, err := ParseFileWithPolicies(file, b)
 	return in, err
 }
 
 // ParseFileWithPolicies is ParseFile that also returns each stage's
 // approval policy, by stage index: nil for a stage without a gate.
-func ParseFileWithPolicies(file string, b []byte) (kinds.RolloutInput, []*approval.Policy, error) {
+func ParseFileWithPolicies(file string, b []byte) (rollout.RolloutInput, []*approval.Policy, error) {
 	pos := readPositions(file, b)
 	if errs := pos.unknownKeys(b); len(errs) > 0 {
-		return kinds.RolloutInput{}, nil, fmt.Errorf("invalid plan: %w", errors.Join(errs...))
+		return rollout.RolloutInput{}, nil, fmt.Errorf("invalid plan: %w", errors.Join(errs...))
 	}
 	f, err := decodeFile(b)
 	if err != nil {
-		return kinds.RolloutInput{}, nil, fmt.Errorf("plan: %w", err)
+		return rollout.RolloutInput{}, nil, fmt.Errorf("plan: %w", err)
 	}
-	in := kinds.RolloutInput{Name: f.Name, Calendar: f.Calendar, Notify: f.Notify}
+	in := rollout.RolloutInput{Name: f.Name, Calendar: f.Calendar, Notify: f.Notify}
 	policies, errs := stagePolicies(f, pos)
 	// Stages whose updates did not all decode: the error is reported
 	// once, here (or, for an unknown kind, by Validate), with no follow-on.
 	undecoded := map[int]bool{}
 	for i, st := range f.Stages {
-		out := kinds.Stage{Name: st.Name, Kind: st.Kind, Concurrency: st.Concurrency, Approval: st.Approval.Gate,
+		out := rollout.Stage{Name: st.Name, Kind: st.Kind, Concurrency: st.Concurrency, Approval: st.Approval.Gate,
 			ApprovalPolicy: policies[i], FailureBudget: st.FailureBudget, Exclusive: st.Exclusive,
 			Health: st.Health, Thresholds: st.Thresholds, Ramp: st.Ramp}
 		info, known := kinds.Kinds[st.Kind]
@@ -138,32 +139,32 @@ func decodeFile(b []byte) (File, error) {
 
 // decodeUpdate decodes one update strictly into its kind's input and
 // validates it.
-func decodeUpdate(info kinds.KindInfo, raw json.RawMessage) (kinds.PlanUpdate, error) {
+func decodeUpdate(info kinds.KindInfo, raw json.RawMessage) (rollout.PlanUpdate, error) {
 	input := info.NewInput()
 	var generic any
 	gdec := json.NewDecoder(bytes.NewReader(raw))
 	gdec.UseNumber()
 	if err := gdec.Decode(&generic); err != nil {
-		return kinds.PlanUpdate{}, fmt.Errorf("bad input: %v", err)
+		return rollout.PlanUpdate{}, fmt.Errorf("bad input: %v", err)
 	}
 	generic, err := durationsToNanos(generic, reflect.TypeOf(input))
 	if err != nil {
-		return kinds.PlanUpdate{}, fmt.Errorf("bad input: %v", err)
+		return rollout.PlanUpdate{}, fmt.Errorf("bad input: %v", err)
 	}
 	if raw, err = json.Marshal(generic); err != nil {
-		return kinds.PlanUpdate{}, err
+		return rollout.PlanUpdate{}, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(input); err != nil {
-		return kinds.PlanUpdate{}, fmt.Errorf("bad input: %v", err)
+		return rollout.PlanUpdate{}, fmt.Errorf("bad input: %v", err)
 	}
 	if err := input.Validate(); err != nil {
-		return kinds.PlanUpdate{}, err
+		return rollout.PlanUpdate{}, err
 	}
 	canonical, err := json.Marshal(input)
 	if err != nil {
-		return kinds.PlanUpdate{}, err
+		return rollout.PlanUpdate{}, err
 	}
-	return kinds.PlanUpdate{Target: input.Target(), Artifact: input.ArtifactVersion(), Input: canonical}, nil
+	return rollout.PlanUpdate{Target: input.Target(), Artifact: input.ArtifactVersion(), Input: canonical}, nil
 }

@@ -11,7 +11,7 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
-	"github.com/fleetsaga/fleetsaga/activities"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 )
 
 // Receiver is a webhook that keeps every event whose signature verifies,
@@ -32,7 +32,7 @@ func NewReceiver(t testing.TB, secret []byte) (*Receiver, string) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		var e cloudevents.Event
-		if !hmac.Equal([]byte(req.Header.Get(activities.SignatureHeader)), []byte(activities.Sign(secret, body))) || e.UnmarshalJSON(body) != nil {
+		if !hmac.Equal([]byte(req.Header.Get(rollout.SignatureHeader)), []byte(rollout.Sign(secret, body))) || e.UnmarshalJSON(body) != nil {
 			r.bad++
 			w.WriteHeader(http.StatusUnauthorized)
 			return
@@ -58,7 +58,7 @@ func (r *Receiver) ByType() map[string][]cloudevents.Event {
 	defer r.mu.Unlock()
 	out := map[string][]cloudevents.Event{}
 	for _, e := range r.events {
-		typ := strings.TrimPrefix(e.Type(), activities.EventTypePrefix)
+		typ := strings.TrimPrefix(e.Type(), rollout.EventTypePrefix)
 		out[typ] = append(out[typ], e)
 	}
 	return out

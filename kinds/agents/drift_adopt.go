@@ -10,15 +10,6 @@ import (
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
-// driftAdoptsItsInstallChange marks the drift checks that adopt the repair
-// install an earlier run of theirs started (an operator reset the check
-// while its install ran: the reset run finds the drift again and its child
-// start meets the install still running). Before, the check reported that
-// install as failed and the drift as left, while it went on and fixed it.
-// The DefaultVersion branch may go once no drift check started before this
-// change is open (`starter list --kind agent-drift`).
-const driftAdoptsItsInstallChange = "drift-adopts-its-install"
-
 const (
 	// adoptInstallBound bounds the wait for an adopted install: longer than
 	// an install of the largest datacenter, so the install ends first.
@@ -27,8 +18,8 @@ const (
 	// rollout's adoptPoll).
 	adoptInstallHeartbeat = time.Minute
 	// adoptUpdateActivity is the rollout's AdoptUpdate activity
-	// (kinds.RolloutActivities, registered on every worker), named here
-	// because package kinds imports this one.
+	// (rollout.RolloutActivities, registered on every worker), named here
+	// because kinds/rollout imports this package (through the catalogue).
 	adoptUpdateActivity = "AdoptUpdate"
 	// adoptedInstallFailed types the error of an adopted install that
 	// failed (its own error is the message).
@@ -36,7 +27,7 @@ const (
 )
 
 // adoptInput and adoptResult are AdoptUpdate's input and result
-// (kinds.AdoptUpdateInput, kinds.AdoptUpdateResult).
+// (rollout.AdoptUpdateInput, rollout.AdoptUpdateResult).
 type adoptInput struct {
 	WorkflowID string `json:"workflowId"`
 	Parent     string `json:"parent"`
@@ -50,13 +41,14 @@ type adoptResult struct {
 }
 
 // adoptInstall waits for the repair install id that an earlier run of this
-// check started, and returns how it ended as if it were this run's child.
-// ok is false when the running install is not this check's (another
-// workflow's, or started by hand): it is left alone.
+// check started (an operator reset the check while its install ran: the
+// reset run finds the drift again and its child start meets the install
+// still running), and returns how it ended as if it were this run's
+// child; without it the check would report that install as failed and
+// the drift as left, while it went on and fixed it. ok is false when the
+// running install is not this check's (another workflow's, or started by
+// hand): it is left alone.
 func (d *driftCheck) adoptInstall(ctx workflow.Context, id string) (out AgentInstallResult, ok bool, err error) {
-	if workflow.GetVersion(ctx, driftAdoptsItsInstallChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return out, false, nil
-	}
 	actx := workflow.WithActivityOptions(workflows.AwaitCancel(ctx), workflow.ActivityOptions{
 		StartToCloseTimeout: adoptInstallBound, HeartbeatTimeout: adoptInstallHeartbeat, RetryPolicy: workflows.DeviceRetry,
 		Summary: "wait for " + id + " (started before a reset)",

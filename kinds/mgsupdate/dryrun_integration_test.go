@@ -20,10 +20,10 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
-	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/kinds/agents"
 	"github.com/fleetsaga/fleetsaga/kinds/bootimage"
 	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -55,38 +55,38 @@ func TestDryRunChangesNothingAndNamesEveryActionAndReason(t *testing.T) {
 	st.arm(faults.Fault{Kind: faults.ServerOffline, Target: "server/" + srv[2].UUID.String()})
 	nexus, other := nexusZone(t, st.spec)
 
-	sp := func(cubby int, version string, mutate func(*mgsupdate.SPFirmwareInput)) kinds.PlanUpdate {
+	sp := func(cubby int, version string, mutate func(*mgsupdate.SPFirmwareInput)) rollout.PlanUpdate {
 		in := st.spInput(cubby, version)
 		if mutate != nil {
 			mutate(&in)
 		}
 		return planUpdateOf(t, &in)
 	}
-	plan := kinds.RolloutInput{Name: "dry", Stages: []kinds.Stage{
-		{Name: "sp", Kind: workflows.KindSPFirmware, Concurrency: 2, Exclusive: [][]string{{"sp/sled/0", "sp/sled/1"}}, Updates: []kinds.PlanUpdate{
+	plan := rollout.RolloutInput{Name: "dry", Stages: []rollout.Stage{
+		{Name: "sp", Kind: workflows.KindSPFirmware, Concurrency: 2, Exclusive: [][]string{{"sp/sled/0", "sp/sled/1"}}, Updates: []rollout.PlanUpdate{
 			sp(0, "1.1.0", nil),
 			sp(1, spec.GeneratedSPActive, nil),
 			sp(2, "1.1.0", func(in *mgsupdate.SPFirmwareInput) { in.SP.Serial = "BRM-NOT-THIS-ONE" }),
 			sp(3, "0.5.0", nil),
 		}},
-		{Name: "sp-expected", Kind: workflows.KindSPFirmware, Concurrency: 1, Updates: []kinds.PlanUpdate{
+		{Name: "sp-expected", Kind: workflows.KindSPFirmware, Concurrency: 1, Updates: []rollout.PlanUpdate{
 			sp(3, "1.1.0", func(in *mgsupdate.SPFirmwareInput) { in.ExpectedActive = "0.8.0" }),
 		}},
-		{Name: "agents", Kind: workflows.KindAgentInstall, Concurrency: 1, Updates: []kinds.PlanUpdate{
+		{Name: "agents", Kind: workflows.KindAgentInstall, Concurrency: 1, Updates: []rollout.PlanUpdate{
 			planUpdateOf(t, &agents.AgentInstallInput{AllAgents: true, Selection: agents.ServerSelection{All: true},
 				ExcludeServers: []string{srv[1].Hostname}, ExcludeAgents: []string{"amon-agent"}}),
 			planUpdateOf(t, &agents.AgentInstallInput{Agents: []agents.AgentRequest{{Name: "vm-agent"}},
 				Selection: agents.ServerSelection{Servers: []string{"no-such-server"}}}),
 		}},
-		{Name: "zones", Kind: workflows.KindZoneExpunge, Concurrency: 1, Updates: []kinds.PlanUpdate{
+		{Name: "zones", Kind: workflows.KindZoneExpunge, Concurrency: 1, Updates: []rollout.PlanUpdate{
 			planUpdateOf(t, &zoneexpunge.ZoneExpungeInput{Sled: nexus.sled, Zone: nexus.zone}),
 			planUpdateOf(t, &zoneexpunge.ZoneExpungeInput{Sled: other.sled, Zone: uuid.New()}),
 		}},
-		{Name: "boot-images", Kind: workflows.KindBootImageBump, Concurrency: 1, Updates: []kinds.PlanUpdate{
+		{Name: "boot-images", Kind: workflows.KindBootImageBump, Concurrency: 1, Updates: []rollout.PlanUpdate{
 			planUpdateOf(t, &bootimage.BootImageBumpInput{Cluster: "c1"}),
 			planUpdateOf(t, &bootimage.BootImageBumpInput{Cluster: "c2"}),
 		}},
-		{Name: "drift", Kind: workflows.KindAgentDrift, Concurrency: 1, Updates: []kinds.PlanUpdate{
+		{Name: "drift", Kind: workflows.KindAgentDrift, Concurrency: 1, Updates: []rollout.PlanUpdate{
 			planUpdateOf(t, &agents.AgentDriftInput{Agents: []string{"vm-agent"}, Selection: agents.ServerSelection{All: true}}),
 		}},
 	}}
@@ -176,22 +176,22 @@ func nexusZone(t *testing.T, s *spec.Spec) (nexus, other zoneRef) {
 }
 
 // planUpdateOf is a plan entry for in.
-func planUpdateOf(t *testing.T, in workflows.UpdateInput) kinds.PlanUpdate {
+func planUpdateOf(t *testing.T, in workflows.UpdateInput) rollout.PlanUpdate {
 	t.Helper()
 	raw, err := json.Marshal(in)
 	require.NoError(t, err)
-	return kinds.PlanUpdate{Target: in.Target(), Artifact: in.ArtifactVersion(), Input: raw}
+	return rollout.PlanUpdate{Target: in.Target(), Artifact: in.ArtifactVersion(), Input: raw}
 }
 
-func runDryRun(t *testing.T, st *mgsStack, plan kinds.RolloutInput) kinds.PlanResult {
+func runDryRun(t *testing.T, st *mgsStack, plan rollout.RolloutInput) rollout.PlanResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	run, err := st.env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: kinds.DryRunWorkflowID("plan/"+plan.Name, uuid.NewString()), TaskQueue: st.env.TaskQueue,
-	}, kinds.DryRun, plan)
+		ID: rollout.DryRunWorkflowID("plan/"+plan.Name, uuid.NewString()), TaskQueue: st.env.TaskQueue,
+	}, rollout.DryRun, plan)
 	require.NoError(t, err)
-	var res kinds.PlanResult
+	var res rollout.PlanResult
 	require.NoError(t, run.Get(ctx, &res))
 	return res
 }
@@ -242,17 +242,17 @@ func TestApprovedPlanThatDriftedRefusesTheDriftedTargetAndRunsTheRest(t *testing
 	st := newMGSStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	plan := kinds.RolloutInput{Name: "drift", Stages: []kinds.Stage{{
+	plan := rollout.RolloutInput{Name: "drift", Stages: []rollout.Stage{{
 		Name: "sp", Kind: workflows.KindSPFirmware, Concurrency: 2, Approval: true,
-		Updates: []kinds.PlanUpdate{planUpdateOf(t, st.spInput(0, "1.1.0")), planUpdateOf(t, st.spInput(2, "1.1.0"))},
+		Updates: []rollout.PlanUpdate{planUpdateOf(t, st.spInput(0, "1.1.0")), planUpdateOf(t, st.spInput(2, "1.1.0"))},
 	}}}
-	id := kinds.RolloutWorkflowID(plan.Name) + "#" + uuid.NewString()[:8]
-	run, err := st.env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: st.env.TaskQueue}, kinds.Rollout, plan)
+	id := rollout.RolloutWorkflowID(plan.Name) + "#" + uuid.NewString()[:8]
+	run, err := st.env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: st.env.TaskQueue}, rollout.Rollout, plan)
 	require.NoError(t, err)
 
-	var gate *kinds.StagePlan
+	var gate *rollout.StagePlan
 	require.Eventually(t, func() bool {
-		v, err := st.env.Client.QueryWorkflow(ctx, id, "", kinds.GatePlanQuery)
+		v, err := st.env.Client.QueryWorkflow(ctx, id, "", rollout.GatePlanQuery)
 		return err == nil && v.Get(&gate) == nil && gate != nil
 	}, time.Minute, 200*time.Millisecond)
 	require.Len(t, gate.Rows, 2)
@@ -277,17 +277,17 @@ func TestApprovedPlanThatDriftedRefusesTheDriftedTargetAndRunsTheRest(t *testing
 	require.NoError(t, err)
 	require.NoError(t, h.Get(ctx, nil))
 
-	var res kinds.RolloutResult
+	var res rollout.RolloutResult
 	require.NoError(t, run.Get(ctx, &res))
 	require.Len(t, res.Outcomes, 2)
-	byTarget := map[string]kinds.UpdateOutcome{}
+	byTarget := map[string]rollout.UpdateOutcome{}
 	for _, o := range res.Outcomes {
 		byTarget[o.Target] = o
 	}
 	assert.Equal(t, workflows.StateCompleted, byTarget["sp/sled/0"].State)
 	drifted := byTarget["sp/sled/2"]
-	assert.Equal(t, kinds.StateRefused, drifted.State)
-	assert.Equal(t, kinds.OutcomePlanDrift, drifted.Outcome)
+	assert.Equal(t, rollout.StateRefused, drifted.State)
+	assert.Equal(t, rollout.OutcomePlanDrift, drifted.Outcome)
 	assert.Equal(t, "planned 1.0.0 → 1.1.0, found 1.2.0", drifted.Error)
 	assert.Equal(t, 1, res.Refused)
 
@@ -299,5 +299,5 @@ func TestApprovedPlanThatDriftedRefusesTheDriftedTargetAndRunsTheRest(t *testing
 	require.Len(t, approvals, 1)
 	assert.Equal(t, gate.Digest, approvals[0].PlanDigest)
 
-	replay.Record(t, st.env.Client, id, run.GetRunID(), "../testdata/histories/rollout-approval-plan-drift-marked.json") // rollout-approval-plan-drift.json: before signed-approvals
+	replay.Record(t, st.env.Client, id, run.GetRunID(), "../testdata/histories/rollout-approval-plan-drift.json")
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleet/nexuslockstep"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
-	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -76,8 +76,8 @@ func TestSPFirmwareRefusesADeviceNexusIsUpdating(t *testing.T) {
 	assert.Equal(t, before.Resets, after.Resets)
 
 	// The dry run refuses it, naming the owner.
-	plan := kinds.RolloutInput{Name: "owned", Stages: []kinds.Stage{{Name: "sp", Kind: workflows.KindSPFirmware, Concurrency: 1,
-		Updates: []kinds.PlanUpdate{planUpdateOf(t, ptr(st.spInput(2, "1.1.0")))}}}}
+	plan := rollout.RolloutInput{Name: "owned", Stages: []rollout.Stage{{Name: "sp", Kind: workflows.KindSPFirmware, Concurrency: 1,
+		Updates: []rollout.PlanUpdate{planUpdateOf(t, ptr(st.spInput(2, "1.1.0")))}}}}
 	rows := runDryRun(t, st, plan).Rows()
 	require.Len(t, rows, 1)
 	assert.Equal(t, activities.PlanRefuse, rows[0].Action)

@@ -15,8 +15,8 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
-	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -116,19 +116,19 @@ func TestRolloutResetWhileItsUpdateRuns(t *testing.T) {
 			upd := st.spInput(cubby, "1.1.0")
 			raw, err := json.Marshal(upd)
 			require.NoError(t, err)
-			in := kinds.RolloutInput{Name: "reset-" + st.env.TaskQueue, Stages: []kinds.Stage{{
+			in := rollout.RolloutInput{Name: "reset-" + st.env.TaskQueue, Stages: []rollout.Stage{{
 				Name: "sp", Kind: workflows.KindSPFirmware, Concurrency: 1,
-				Updates: []kinds.PlanUpdate{{Target: upd.Target(), Artifact: upd.Artifact.Version, Input: raw}},
+				Updates: []rollout.PlanUpdate{{Target: upd.Target(), Artifact: upd.Artifact.Version, Input: raw}},
 			}}}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			run, err := st.env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-				ID: kinds.RolloutWorkflowID(in.Name), TaskQueue: st.env.TaskQueue}, kinds.Rollout, in)
+				ID: rollout.RolloutWorkflowID(in.Name), TaskQueue: st.env.TaskQueue}, rollout.Rollout, in)
 			require.NoError(t, err)
 			st.awaitDelivering(cubby)
 			reset := resetWorkflow(t, st.env.Client, run.GetID(), p)
 
-			var res kinds.RolloutResult
+			var res rollout.RolloutResult
 			require.NoError(t, reset.Get(ctx, &res))
 			require.Len(t, res.Outcomes, 1)
 			out := res.Outcomes[0]

@@ -19,7 +19,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
@@ -28,7 +27,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/internal/devstack"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
-	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workerapp"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -37,7 +36,7 @@ import (
 // newPromStack is newMGSStack with a real Prometheus (Debian's) scraping
 // fleetsim's device health, and a worker whose health checks query it
 // and which notifies hooks.
-func newPromStack(t *testing.T, hooks ...activities.Webhook) *mgsStack {
+func newPromStack(t *testing.T, hooks ...rollout.Webhook) *mgsStack {
 	return newMonitoredStack(t, hooks...).mgsStack
 }
 
@@ -52,7 +51,7 @@ type monitoredStack struct {
 	monitorDown atomic.Bool
 }
 
-func newMonitoredStack(t *testing.T, hooks ...activities.Webhook) *monitoredStack {
+func newMonitoredStack(t *testing.T, hooks ...rollout.Webhook) *monitoredStack {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: PostgreSQL + Temporal + fleetsim + Prometheus")
@@ -94,33 +93,33 @@ func (st *monitoredStack) monitorProxy(promURL string) string {
 }
 
 // spGate is a gate on every SP's health as fleetsim reports it.
-func spGate(query string) *kinds.HealthGate {
-	return &kinds.HealthGate{Bake: 3 * time.Second, Interval: time.Second, FailuresToAbort: 2, InconclusiveToPause: 2,
-		Checks: []activities.HealthCheck{{Name: "sps-healthy", Query: query, Pass: "== 1"}}}
+func spGate(query string) *rollout.HealthGate {
+	return &rollout.HealthGate{Bake: 3 * time.Second, Interval: time.Second, FailuresToAbort: 2, InconclusiveToPause: 2,
+		Checks: []rollout.HealthCheck{{Name: "sps-healthy", Query: query, Pass: "== 1"}}}
 }
 
-func (st *mgsStack) spStage(name, version string, cubbies ...int) kinds.Stage {
-	var ups []kinds.PlanUpdate
+func (st *mgsStack) spStage(name, version string, cubbies ...int) rollout.Stage {
+	var ups []rollout.PlanUpdate
 	for _, c := range cubbies {
 		in := st.spInput(c, version)
 		ups = append(ups, planUpdateOf(st.t, &in))
 	}
-	return kinds.Stage{Name: name, Kind: workflows.KindSPFirmware, Concurrency: 3, Updates: ups,
-		Ramp: &kinds.Ramp{Start: 1, Factor: 2}, Health: spGate(`fleetsim_device_healthy{kind="sp"}`)}
+	return rollout.Stage{Name: name, Kind: workflows.KindSPFirmware, Concurrency: 3, Updates: ups,
+		Ramp: &rollout.Ramp{Start: 1, Factor: 2}, Health: spGate(`fleetsim_device_healthy{kind="sp"}`)}
 }
 
-func (st *mgsStack) startRollout(in kinds.RolloutInput) client.WorkflowRun {
+func (st *mgsStack) startRollout(in rollout.RolloutInput) client.WorkflowRun {
 	st.t.Helper()
-	run, err := st.env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: kinds.RolloutWorkflowID(in.Name), TaskQueue: st.env.TaskQueue}, kinds.Rollout, in)
+	run, err := st.env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: rollout.RolloutWorkflowID(in.Name), TaskQueue: st.env.TaskQueue}, rollout.Rollout, in)
 	require.NoError(st.t, err)
 	return run
 }
 
-func (st *mgsStack) explain(id string) kinds.Explanation {
+func (st *mgsStack) explain(id string) rollout.Explanation {
 	st.t.Helper()
-	v, err := st.env.Client.QueryWorkflow(context.Background(), id, "", kinds.ExplainQuery)
+	v, err := st.env.Client.QueryWorkflow(context.Background(), id, "", rollout.ExplainQuery)
 	require.NoError(st.t, err)
-	var e kinds.Explanation
+	var e rollout.Explanation
 	require.NoError(st.t, v.Get(&e))
 	return e
 }
@@ -137,7 +136,7 @@ func TestHealthGateAbortsBeforeABadVersionSpreads(t *testing.T) {
 	defer cancel()
 	before := st.truth(3).SP.Active.Version
 
-	good := st.startRollout(kinds.RolloutInput{Name: "good-" + st.env.TaskQueue, Stages: []kinds.Stage{st.spStage("canary", "1.1.0", 0)}})
+	good := st.startRollout(rollout.RolloutInput{Name: "good-" + st.env.TaskQueue, Stages: []rollout.Stage{st.spStage("canary", "1.1.0", 0)}})
 	gctx, gcancel := context.WithTimeout(ctx, time.Minute)
 	defer gcancel()
 	if err := good.Get(gctx, nil); err != nil {
@@ -146,7 +145,7 @@ func TestHealthGateAbortsBeforeABadVersionSpreads(t *testing.T) {
 	require.Equal(t, "1.1.0", st.truth(0).SP.Active.Version)
 
 	st.arm(faults.Fault{Kind: faults.BadVersion, Target: "*", Version: "1.2.0"})
-	bad := st.startRollout(kinds.RolloutInput{Name: "bad-" + st.env.TaskQueue, Stages: []kinds.Stage{st.spStage("sps", "1.2.0", 1, 2, 3)}})
+	bad := st.startRollout(rollout.RolloutInput{Name: "bad-" + st.env.TaskQueue, Stages: []rollout.Stage{st.spStage("sps", "1.2.0", 1, 2, 3)}})
 	err := bad.Get(ctx, nil)
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app), "%v", err)
@@ -161,7 +160,7 @@ func TestHealthGateAbortsBeforeABadVersionSpreads(t *testing.T) {
 	require.Equal(t, "aborted", last.Kind)
 	require.Contains(t, last.Reason, `target="sp/sled/1"`)
 	e := st.explain(bad.GetID())
-	require.Equal(t, kinds.WaitStopped, e.Waiting)
+	require.Equal(t, rollout.WaitStopped, e.Waiting)
 	require.Contains(t, e.Reason, "health gate failed after batch 1")
 	require.Equal(t, health.Fail, e.Gate.Verdict)
 
@@ -196,9 +195,9 @@ func TestInconclusiveGatePausesTheRollout(t *testing.T) {
 	st := newPromStack(t)
 	stage := st.spStage("sps", "1.1.0", 0, 1)
 	stage.Health = spGate(`fleetsim_device_healthy{kind="no-such-kind"}`)
-	run := st.startRollout(kinds.RolloutInput{Name: "inconclusive-" + st.env.TaskQueue, Stages: []kinds.Stage{stage}})
+	run := st.startRollout(rollout.RolloutInput{Name: "inconclusive-" + st.env.TaskQueue, Stages: []rollout.Stage{stage}})
 	defer func() { _ = st.env.Client.CancelWorkflow(context.Background(), run.GetID(), "") }()
-	require.Eventually(t, func() bool { return st.explain(run.GetID()).Waiting == kinds.WaitPaused }, time.Minute, 250*time.Millisecond)
+	require.Eventually(t, func() bool { return st.explain(run.GetID()).Waiting == rollout.WaitPaused }, time.Minute, 250*time.Millisecond)
 	e := st.explain(run.GetID())
 	require.Contains(t, e.Reason, "health gate inconclusive 2 times after batch 1")
 	require.Contains(t, e.Reason, "no data")
@@ -231,7 +230,7 @@ func TestUnbakedGateJudgesOnlyDataScrapedAfterTheBatch(t *testing.T) {
 	st.arm(faults.Fault{Kind: faults.BadVersion, Target: "*", Version: "1.2.0"})
 	stage := st.spStage("sps", "1.2.0", 1, 2, 3)
 	stage.Health.Bake, stage.Health.FailuresToAbort = 0, 1
-	run := st.startRollout(kinds.RolloutInput{Name: "unbaked-" + st.env.TaskQueue, Stages: []kinds.Stage{stage}})
+	run := st.startRollout(rollout.RolloutInput{Name: "unbaked-" + st.env.TaskQueue, Stages: []rollout.Stage{stage}})
 	err := run.Get(ctx, nil)
 
 	events := st.rolloutEvents(run.GetID())

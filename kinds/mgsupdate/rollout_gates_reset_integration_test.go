@@ -13,12 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
-	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -26,13 +25,13 @@ import (
 // gatedResetPlan updates the SPs of cubbies 1, 2 and 3 to version behind a
 // gate on every SP's health: batch 1 is sled 1, batch 2 sleds 2 and 3, each
 // followed by a 10 s bake of rounds a second apart.
-func (st *mgsStack) gatedResetPlan(name, version string) kinds.RolloutInput {
+func (st *mgsStack) gatedResetPlan(name, version string) rollout.RolloutInput {
 	stage := st.spStage("sps", version, 1, 2, 3)
 	stage.Concurrency = 2
 	// A bake long enough for the test to catch it between rounds on a
 	// loaded machine (3 s left a window of about 2 s, missed once).
 	stage.Health.Bake = 10 * time.Second
-	return kinds.RolloutInput{Name: name + "-" + st.env.TaskQueue, Notify: &kinds.Notify{Webhooks: []string{"ops"}}, Stages: []kinds.Stage{stage}}
+	return rollout.RolloutInput{Name: name + "-" + st.env.TaskQueue, Notify: &rollout.Notify{Webhooks: []string{"ops"}}, Stages: []rollout.Stage{stage}}
 }
 
 // An operator resets a gated rollout while its gate bakes after batch 1
@@ -46,15 +45,15 @@ func TestGatedRolloutResetWhileTheGateBakes(t *testing.T) {
 	for _, p := range testenv.ResetPoints {
 		t.Run(string(p), func(t *testing.T) {
 			recv, url := testenv.NewReceiver(t, []byte("s3cret"))
-			st := newPromStack(t, activities.Webhook{Name: "ops", URL: url, Secret: []byte("s3cret")})
+			st := newPromStack(t, rollout.Webhook{Name: "ops", URL: url, Secret: []byte("s3cret")})
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			in := st.gatedResetPlan("gate-reset", "1.1.0")
 			run := st.startRollout(in)
-			var e kinds.Explanation
+			var e rollout.Explanation
 			if !assert.Eventually(t, func() bool {
 				e = st.explain(run.GetID())
-				return e.Waiting == kinds.WaitGate && e.Gate != nil && e.Gate.Batch == 1 && e.Gate.Round >= 2
+				return e.Waiting == rollout.WaitGate && e.Gate != nil && e.Gate.Batch == 1 && e.Gate.Round >= 2
 			}, time.Minute, 50*time.Millisecond) {
 				t.Fatalf("the gate after batch 1 never reached its second round; the rollout explains: %+v", e)
 			}
@@ -86,7 +85,7 @@ func TestGatedRolloutResetWhileTheGateBakes(t *testing.T) {
 // webhook event is one event, and starter explain names the failed gate.
 func TestGatedRolloutResetBeforeAFailedGate(t *testing.T) {
 	recv, url := testenv.NewReceiver(t, []byte("s3cret"))
-	st := newPromStack(t, activities.Webhook{Name: "ops", URL: url, Secret: []byte("s3cret")})
+	st := newPromStack(t, rollout.Webhook{Name: "ops", URL: url, Secret: []byte("s3cret")})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	before := st.truth(2).SP.Active.Version

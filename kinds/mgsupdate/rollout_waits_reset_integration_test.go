@@ -12,7 +12,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
-	"github.com/fleetsaga/fleetsaga/kinds"
+	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/schedule"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -41,12 +41,12 @@ func TestGatedRolloutResetWhilePausedOnInconclusiveResults(t *testing.T) {
 			in := st.gatedResetPlan("paused-reset", "1.1.0")
 			in.Notify = nil
 			run := st.startRollout(in)
-			e := st.awaitExplained(run.GetID(), 2*time.Minute, "the gate's pause", waiting(kinds.WaitPaused))
+			e := st.awaitExplained(run.GetID(), 2*time.Minute, "the gate's pause", waiting(rollout.WaitPaused))
 			require.Contains(t, e.Reason, "Prometheus did not answer")
 
 			reset := testenv.ResetWorkflow(t, st.env.Client, run.GetID(), p)
 			// The reset run keeps the recorded inconclusive rounds and pauses again.
-			st.awaitExplained(run.GetID(), time.Minute, "the reset run's pause", waiting(kinds.WaitPaused))
+			st.awaitExplained(run.GetID(), time.Minute, "the reset run's pause", waiting(rollout.WaitPaused))
 			out := st.starter("explain", run.GetID())
 			require.Contains(t, out, "paused (for ")
 			require.Contains(t, out, "health gate inconclusive 2 times after batch 1")
@@ -69,10 +69,10 @@ func TestGatedRolloutResetWhilePausedOnInconclusiveResults(t *testing.T) {
 
 // frozenPlan is gatedResetPlan under a freeze that began a minute ago and
 // ends at to.
-func (st *mgsStack) frozenPlan(name string, to time.Time) kinds.RolloutInput {
+func (st *mgsStack) frozenPlan(name string, to time.Time) rollout.RolloutInput {
 	in := st.gatedResetPlan(name, "1.1.0")
 	in.Notify = nil
-	in.Calendar = &kinds.Calendar{Calendar: schedule.Calendar{Freezes: []schedule.Freeze{{From: time.Now().Add(-time.Minute), To: to, Reason: "incident 4711"}}}}
+	in.Calendar = &rollout.Calendar{Calendar: schedule.Calendar{Freezes: []schedule.Freeze{{From: time.Now().Add(-time.Minute), To: to, Reason: "incident 4711"}}}}
 	return in
 }
 
@@ -89,9 +89,9 @@ func TestRolloutResetWhileAFreezeHoldsIt(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			run := st.startRollout(st.frozenPlan("freeze-reset", time.Now().Add(observeWindow)))
-			st.awaitExplained(run.GetID(), observeWindow, "the wait for the freeze", waiting(kinds.WaitFreeze))
+			st.awaitExplained(run.GetID(), observeWindow, "the wait for the freeze", waiting(rollout.WaitFreeze))
 			reset := testenv.ResetWorkflow(t, st.env.Client, run.GetID(), p)
-			st.awaitExplained(run.GetID(), time.Minute, "the reset run's wait for the same freeze", waiting(kinds.WaitFreeze))
+			st.awaitExplained(run.GetID(), time.Minute, "the reset run's wait for the same freeze", waiting(rollout.WaitFreeze))
 			out := st.starter("explain", run.GetID())
 			require.Contains(t, out, "blocked by a change freeze")
 			require.Contains(t, out, "incident 4711")
@@ -118,7 +118,7 @@ func TestRolloutResetAfterItsFreezeEnded(t *testing.T) {
 	defer cancel()
 	ends := time.Now().Add(observeWindow)
 	run := st.startRollout(st.frozenPlan("freeze-lifted", ends))
-	st.awaitExplained(run.GetID(), observeWindow, "the wait for the freeze", waiting(kinds.WaitFreeze))
+	st.awaitExplained(run.GetID(), observeWindow, "the wait for the freeze", waiting(rollout.WaitFreeze))
 	st.stopWorker()
 	time.Sleep(time.Until(ends) + time.Second)
 	reset := testenv.ResetWorkflow(t, st.env.Client, run.GetID(), testenv.ResetFirst)
@@ -138,8 +138,8 @@ func TestRolloutResetToBeforeAFreezeThatEnded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	run := st.startRollout(st.frozenPlan("freeze-ended", time.Now().Add(observeWindow)))
-	st.awaitExplained(run.GetID(), 2*time.Minute, "round 2 of the gate after batch 1", func(e kinds.Explanation) bool {
-		return e.Waiting == kinds.WaitGate && e.Gate != nil && e.Gate.Batch == 1 && e.Gate.Round >= 2
+	st.awaitExplained(run.GetID(), 2*time.Minute, "round 2 of the gate after batch 1", func(e rollout.Explanation) bool {
+		return e.Waiting == rollout.WaitGate && e.Gate != nil && e.Gate.Batch == 1 && e.Gate.Round >= 2
 	})
 	reset := testenv.ResetWorkflow(t, st.env.Client, run.GetID(), testenv.ResetFirst)
 	st.requireOnWithoutTheFreeze(ctx, reset)
@@ -159,12 +159,12 @@ func TestRolloutResetWhileItWaitsForAWindow(t *testing.T) {
 	opens := time.Now().UTC().Add(observeWindow).Truncate(time.Minute).Add(time.Minute)
 	in := st.gatedResetPlan("window-reset", "1.1.0")
 	in.Notify = nil
-	in.Calendar = &kinds.Calendar{Calendar: schedule.Calendar{Windows: []schedule.Window{{
+	in.Calendar = &rollout.Calendar{Calendar: schedule.Calendar{Windows: []schedule.Window{{
 		Days: []string{strings.ToLower(opens.Weekday().String()[:3])}, Start: opens.Format("15:04"), Duration: time.Hour}}}}
 	run := st.startRollout(in)
-	st.awaitExplained(run.GetID(), observeWindow, "the wait for the window", waiting(kinds.WaitWindow))
+	st.awaitExplained(run.GetID(), observeWindow, "the wait for the window", waiting(rollout.WaitWindow))
 	reset := testenv.ResetWorkflow(t, st.env.Client, run.GetID(), testenv.ResetFirst)
-	e := st.awaitExplained(run.GetID(), time.Minute, "the reset run's wait for the same window", waiting(kinds.WaitWindow))
+	e := st.awaitExplained(run.GetID(), time.Minute, "the reset run's wait for the same window", waiting(rollout.WaitWindow))
 	next := "the next opens " + opens.Format(time.RFC3339)
 	require.Contains(t, st.starter("explain", run.GetID()), "waiting for a maintenance window")
 	require.Contains(t, e.Reason, next)
@@ -180,7 +180,7 @@ func TestRolloutResetWhileItWaitsForAWindow(t *testing.T) {
 // kept first.
 func (st *mgsStack) requireOnWithoutTheFreeze(ctx context.Context, reset client.WorkflowRun) {
 	st.t.Helper()
-	st.awaitExplained(reset.GetID(), time.Minute, "the reset run past the freeze", func(e kinds.Explanation) bool { return e.Waiting != kinds.WaitFreeze })
+	st.awaitExplained(reset.GetID(), time.Minute, "the reset run past the freeze", func(e rollout.Explanation) bool { return e.Waiting != rollout.WaitFreeze })
 	require.NotContains(st.t, st.starter("explain", reset.GetID()), "blocked by a change freeze")
 	st.requireCompletedOnce(ctx, reset)
 	requireWaitDecidedOnce(st.t, st.rolloutEvents(reset.GetID()), "freeze-wait", "incident 4711")
@@ -203,17 +203,17 @@ func requireWaitDecidedOnce(t *testing.T, events []ledger.RolloutEvent, kind, wh
 
 // awaitExplained waits up to within for the rollout's explain answer to
 // be what ok wants, and returns it; the test fails naming what never came.
-func (st *mgsStack) awaitExplained(id string, within time.Duration, what string, ok func(kinds.Explanation) bool) kinds.Explanation {
+func (st *mgsStack) awaitExplained(id string, within time.Duration, what string, ok func(rollout.Explanation) bool) rollout.Explanation {
 	st.t.Helper()
-	var e kinds.Explanation
+	var e rollout.Explanation
 	if !assert.Eventually(st.t, func() bool { e = st.explain(id); return ok(e) }, within, 100*time.Millisecond) {
 		st.t.Fatalf("%s never came; the rollout explains: %+v", what, e)
 	}
 	return e
 }
 
-func waiting(w kinds.WaitReason) func(kinds.Explanation) bool {
-	return func(e kinds.Explanation) bool { return e.Waiting == w }
+func waiting(w rollout.WaitReason) func(rollout.Explanation) bool {
+	return func(e rollout.Explanation) bool { return e.Waiting == w }
 }
 
 // requireCompletedOnce: the rollout run ends completed, every SP of
@@ -222,7 +222,7 @@ func waiting(w kinds.WaitReason) func(kinds.Explanation) bool {
 func (st *mgsStack) requireCompletedOnce(ctx context.Context, run client.WorkflowRun) {
 	t := st.t
 	t.Helper()
-	var res kinds.RolloutResult
+	var res rollout.RolloutResult
 	require.NoError(t, run.Get(ctx, &res), "%+v", st.explain(run.GetID()))
 	require.Len(t, res.Outcomes, 3)
 	for _, o := range res.Outcomes {

@@ -1,0 +1,107 @@
+package rollout
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/fleetsaga/fleetsaga/failure"
+	"github.com/fleetsaga/fleetsaga/workflows"
+)
+
+// Rollout runs a plan.
+func Rollout(ctx workflow.Context, in RolloutInput) (RolloutResult, error) {
+	r := newRollout(in)
+	if err := r.setup(ctx); err != nil {
+		return RolloutResult{Name: in.Name}, err
+	}
+	return r.run(ctx)
+}
+
+func (r *rollout) setup(ctx workflow.Context) error {
+	if err := r.in.Validate(); err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidPlan", nil)
+	}
+	r.result.Name = r.in.Name
+	total := 0
+	for _, st := range r.in.Stages {
+		total += len(st.Updates)
+	}
+	r.progress = workflows.Progress{Kind: workflows.KindRollout, Target: "plan/" + r.in.Name, State: workflows.StateRunning,
+		Started: workflow.Now(ctx), Total: int64(total), Unit: "updates",
+		Counts: map[string]int{"done": 0, "running": 0, "failed": 0, "skipped": 0}}
+	l, err := workflows.NewLifecycle(ctx, &r.progress, "", nil, func() workflows.Progress { return r.progress })
+	if err != nil {
+		return err
+	}
+	r.l = l
+	if err := workflow.SetQueryHandler(ctx, GatePlanQuery, func() (*StagePlan, error) { return r.approvals.plan, nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, ExplainQuery, func() (Explanation, error) { return r.explain(), nil }); err != nil {
+		return err
+	}
+	workflows.ListenPauseResume(ctx, r.setPaused)
+	return workflow.SetUpdateHandlerWithOptions(ctx, workflows.ApproveUpdate, func(ctx workflow.Context, ap workflows.Approval) error {
+		if err := r.approvals.awaitPlan(ctx, ap); err != nil {
+			return err
+		}
+		return r.approvals.verifyApproval(ctx, ap)
+	}, workflow.UpdateHandlerOptions{Validator: func(ap workflows.Approval) error {
+		if r.approvals.stage == "" {
+			return fmt.Errorf("rollout %s is not waiting for an approval", r.in.Name)
+		}
+		if ap.By == "" || ap.Reason == "" {
+			return fmt.Errorf("an approval needs who (by) and why (reason)")
+		}
+		if r.approvals.plan == nil {
+			return nil // the handler waits for the plan, then checks the digest
+		}
+		return r.approvals.checkApprovedDigest(ap)
+	}})
+}
+
+func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
+	if err := r.approvals.verifyStart(ctx); err != nil {
+		for _, st := range r.in.Stages {
+			for _, u := range st.Updates {
+				r.skip(st.Name, u) // nothing started
+			}
+		}
+		return r.result, r.end(ctx, err, "start not verified: "+failure.Line(err))
+	}
+	r.notifier.watchStalls(ctx)
+	for _, st := range r.in.Stages {
+		if st.Approval {
+			if err := r.approvals.await(ctx, st); err != nil {
+				if temporal.IsCanceledError(err) {
+					for _, u := range st.Updates {
+						r.skip(st.Name, u) // the gated stage never started
+					}
+				}
+				return r.result, r.cancelled(ctx, st.Name, err)
+			}
+		}
+		if !st.Approval {
+			r.approvals.approved = nil
+		}
+		failed, stop, err := r.runStage(ctx, st)
+		if err != nil {
+			return r.result, r.cancelled(ctx, st.Name, err)
+		}
+		if stop != nil {
+			return r.result, r.abort(ctx, st, stop)
+		}
+		if st.budgetApplies() && failed > st.FailureBudget {
+			r.skipRest(st.Name)
+			msg := fmt.Sprintf("stage %s: %d failed, budget %d", st.Name, failed, st.FailureBudget)
+			return r.result, r.end(ctx, temporal.NewNonRetryableApplicationError(msg, failure.FailureBudget, nil), msg)
+		}
+	}
+	done := fmt.Sprintf("%d updates done", r.progress.Counts["done"])
+	if r.result.Refused > 0 {
+		done += fmt.Sprintf(", %d refused (another update held the target, or it drifted from the approved plan)", r.result.Refused)
+	}
+	return r.result, r.end(ctx, nil, done)
+}
