@@ -75,12 +75,15 @@ const (
 	// Labels and annotations on MachineSets and nodes.
 	AnnotationCapacityLabels = "capacity.cluster-autoscaler.kubernetes.io/labels"
 	LabelOSID                = "machine.openshift.io/os-id"
-	LabelOSStream            = "machineconfiguration.openshift.io/os-stream"
-	LabelMachineSet          = "machine.openshift.io/cluster-api-machineset"
-	LabelCluster             = "machine.openshift.io/cluster-api-cluster"
-	LabelArch                = "kubernetes.io/arch"
-	LabelControlPlane        = "node-role.kubernetes.io/control-plane"
-	LabelWorker              = "node-role.kubernetes.io/worker"
+	// LabelOSStream is read from the MachineSet's own labels, without a
+	// hyphen (machine-config-operator
+	// pkg/controller/bootimage/boot_image_controller.go, OSStreamLabelKey).
+	LabelOSStream     = "machineconfiguration.openshift.io/osstream"
+	LabelMachineSet   = "machine.openshift.io/cluster-api-machineset"
+	LabelCluster      = "machine.openshift.io/cluster-api-cluster"
+	LabelArch         = "kubernetes.io/arch"
+	LabelControlPlane = "node-role.kubernetes.io/control-plane"
+	LabelWorker       = "node-role.kubernetes.io/worker"
 )
 
 // GVRs used.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -265,7 +266,7 @@ func TestPlanSkipReasons(t *testing.T) {
 		"c1-custom":   {machineapi.ActionSkip, machineapi.ReasonCustomImage},
 		"c1-owned":    {machineapi.ActionSkip, machineapi.ReasonOwned},
 		"c1-windows":  {machineapi.ActionSkip, machineapi.ReasonWindows},
-		"c1-rhel10":   {machineapi.ActionRefuse, machineapi.ReasonRHELMajorMismatch},
+		"c1-rhel10":   {machineapi.ActionSkip, machineapi.ReasonUnsupportedOSStream},
 		"c1-rhel8":    {machineapi.ActionSkip, machineapi.ReasonUnsupportedOSStream},
 	}
 	require.Len(t, got, len(want))
@@ -457,23 +458,28 @@ func TestUnknownImageDoesNotBoot(t *testing.T) {
 	assert.Contains(t, got[0].Error, "ami-doesnotexist")
 }
 
+// The boot image record and the Upgradeable condition are the operator's:
+// fleetsaga only reads them (here the test writes them as the operator
+// does, through the status subresource).
 func TestBootImageRecordAndUpgradeable(t *testing.T) {
 	h := start(t, spec.SampleCluster("c1", spec.PlatformAWS, false))
 	c := h.client("c1")
 	ctx := context.Background()
-	require.NoError(t, c.RecordBootImage(ctx, machineapi.SkewAutomatic, spec.SampleCurrentRelease, "9.6.20250523-0"))
-	require.NoError(t, c.SetUpgradeable(ctx, false, "ClusterBootImageSkewError", "boot image 4.12.0 is older than 4.16.0"))
+	body := `{"status":{"bootImageSkewEnforcementStatus":{"mode":"Manual","manual":{"mode":"RHCOSVersion","rhcosVersion":"9.2"}},
+		"conditions":[{"type":"Upgradeable","status":"False","reason":"ClusterBootImageSkewError","message":"boot image too old","lastTransitionTime":"2025-01-01T00:00:00Z"}]}}`
+	req, err := http.NewRequest(http.MethodPatch, h.srv.URL+"/kube/clusters/c1/apis/operator.openshift.io/v1/machineconfigurations/cluster/status", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/merge-patch+json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 	rec, err := c.BootImageRecord(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, spec.SampleCurrentRelease, rec.OCPVersion)
+	assert.Equal(t, machineapi.SkewManual, rec.Mode)
+	assert.Equal(t, "9.2", rec.RHCOSVersion)
 	assert.Equal(t, "False", rec.UpgradeableStatus)
 	assert.Equal(t, "ClusterBootImageSkewError", rec.UpgradeableReason)
-
-	require.NoError(t, c.RecordBootImage(ctx, machineapi.SkewManual, "", "9.2"))
-	require.NoError(t, c.SetUpgradeable(ctx, true, "AsExpected", ""))
-	tr := h.truth().Clusters["c1"]
-	assert.Equal(t, simapi.BootImageRecord{Mode: "Manual", RHCOSVersion: "9.2"}, tr.BootImage)
-	assert.Equal(t, "True", tr.Upgradeable.Status)
 }
 
 func TestRHELMajorAndGCPPathParsing(t *testing.T) {

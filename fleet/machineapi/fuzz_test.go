@@ -95,7 +95,7 @@ const fzHistory = `{"stream":"rhcos-9.4","architectures":{"x86_64":{
 
 func fzMachineSet(providerSpec string, extraMeta string) string {
 	return `{"apiVersion":"machine.openshift.io/v1beta1","kind":"MachineSet","metadata":{"name":"ms-1","namespace":"openshift-machine-api",
- "resourceVersion":"7","uid":"u1"` + extraMeta + `},"spec":{"replicas":2,"template":{"metadata":{"labels":{"machineconfiguration.openshift.io/os-stream":"rhel-9"}},
+ "resourceVersion":"7","uid":"u1"` + extraMeta + `},"spec":{"replicas":2,"template":{"metadata":{"labels":{"machine.openshift.io/cluster-api-machineset":"ms-1"}},
  "spec":{"providerSpec":{"value":` + providerSpec + `}}}},"status":{"readyReplicas":2}}`
 }
 
@@ -227,8 +227,10 @@ func FuzzGoldenStreamAndImage(f *testing.F) {
 		h.AddTo(known)
 		_, _ = machineapi.RHELMajor(g.Stream.OSVersion("amd64"))
 		kind, _ := value["kind"].(string)
-		ms := &machineapi.MachineSet{Name: "ms-f", Platform: machineapi.PlatformOfKind(kind), ProviderSpec: value,
-			TemplateLabels: map[string]string{"machineconfiguration.openshift.io/os-stream": osStream}}
+		ms := &machineapi.MachineSet{Name: "ms-f", Platform: machineapi.PlatformOfKind(kind), ProviderSpec: value}
+		if osStream != "" {
+			ms.Labels = map[string]string{machineapi.LabelOSStream: osStream}
+		}
 		if img, err := machineapi.ImageOf(value); err == nil && ms.Platform != "" && img.Platform != ms.Platform {
 			t.Fatalf("providerSpec kind %q read as platform %q", kind, img.Platform)
 		}

@@ -44,7 +44,7 @@ type MachineSet struct {
 	Labels          map[string]string       `json:"labels,omitempty"`
 	Annotations     map[string]string       `json:"annotations,omitempty"`
 	OwnerReferences []metav1.OwnerReference `json:"ownerReferences,omitempty"`
-	// TemplateLabels are spec.template.metadata.labels (os-id, os-stream).
+	// TemplateLabels are spec.template.metadata.labels (os-id).
 	TemplateLabels map[string]string `json:"templateLabels,omitempty"`
 	Replicas       int32             `json:"replicas"`
 	ReadyReplicas  int32             `json:"readyReplicas"`
@@ -68,8 +68,12 @@ func (m *MachineSet) Arch() string {
 // Windows reports a Windows template (machine.openshift.io/os-id: Windows).
 func (m *MachineSet) Windows() bool { return strings.EqualFold(m.TemplateLabels[LabelOSID], "Windows") }
 
-// OSStream is the template's OS stream label ("" when unset).
-func (m *MachineSet) OSStream() string { return m.TemplateLabels[LabelOSStream] }
+// OSStream is the MachineSet's own OS stream label (ok false when unset:
+// a MachineSet from before dual streams, reconciled as the default).
+func (m *MachineSet) OSStream() (stream string, ok bool) {
+	stream, ok = m.Labels[LabelOSStream]
+	return stream, ok
+}
 
 // Image reads the boot image out of the providerSpec.
 func (m *MachineSet) Image() (BootImage, error) { return ImageOf(m.ProviderSpec) }

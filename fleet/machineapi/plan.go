@@ -46,9 +46,14 @@ const (
 // GoldenGCPProject is the project official RHCOS GCP images live in.
 const GoldenGCPProject = "rhcos-cloud"
 
-// supportedOSStreams are the OS stream labels fleetsaga understands, with
-// their RHEL major.
-var supportedOSStreams = map[string]int{"rhel-9": 9, "rhel-10": 10}
+// SupportedOSStream is the one OS stream the MCO's boot image controller
+// reconciles (machine-config-operator
+// pkg/controller/bootimage/boot_image_controller.go, SupportedOSStream); a
+// MachineSet labelled with any other is left alone.
+const SupportedOSStream = "rhel-9"
+
+// supportedRHELMajor is SupportedOSStream's RHEL major.
+const supportedRHELMajor = 9
 
 // Plan is the decision for one MachineSet.
 type Plan struct {
@@ -75,12 +80,11 @@ func PlanMachineSet(ms *MachineSet, golden *Golden, known map[string]bool, cs Cl
 		return skip(ReasonOwned, "owned by %s %s", o.Kind, o.Name)
 	}
 	streamMajor := 0
-	if s := ms.OSStream(); s != "" {
-		m, ok := supportedOSStreams[s]
-		if !ok {
-			return skip(ReasonUnsupportedOSStream, "OS stream %q is not supported", s)
+	if s, labelled := ms.OSStream(); labelled {
+		if s != SupportedOSStream {
+			return skip(ReasonUnsupportedOSStream, "OS stream %q is not supported (only %s)", s, SupportedOSStream)
 		}
-		streamMajor = m
+		streamMajor = supportedRHELMajor
 	}
 	if ms.Windows() {
 		return skip(ReasonWindows, "Windows template")
@@ -124,7 +128,7 @@ func PlanMachineSet(ms *MachineSet, golden *Golden, known map[string]bool, cs Cl
 	if streamMajor != 0 {
 		if gm, err := RHELMajor(golden.Stream.OSVersion(p.Arch)); err == nil && gm != streamMajor {
 			p.Action, p.Reason = ActionRefuse, ReasonRHELMajorMismatch
-			p.Detail = fmt.Sprintf("golden image is RHEL %d, MachineSet OS stream is %s", gm, ms.OSStream())
+			p.Detail = fmt.Sprintf("golden image is RHEL %d, MachineSet OS stream is %s", gm, SupportedOSStream)
 			return p
 		}
 	}

@@ -91,17 +91,19 @@ func TestPlanSkipOrderAndArch(t *testing.T) {
 	cs := ClusterStatus{DesiredVersion: "4.19.2", LatestState: "Completed", ControlPlaneArch: "amd64"}
 	ms := awsMS("ami-old", "us-east-1")
 	ms.OwnerReferences = []metav1.OwnerReference{{Kind: "MachineDeployment", Name: "md"}}
-	ms.TemplateLabels = map[string]string{LabelOSID: "Windows", LabelOSStream: "rhel-8"}
+	ms.TemplateLabels = map[string]string{LabelOSID: "Windows"}
+	ms.Labels = map[string]string{LabelOSStream: "rhel-8"}
 	assert.Equal(t, ReasonOwned, PlanMachineSet(ms, g, known, cs).Reason, "owner reference first")
 	ms.OwnerReferences = nil
 	assert.Equal(t, ReasonUnsupportedOSStream, PlanMachineSet(ms, g, known, cs).Reason)
-	ms.TemplateLabels[LabelOSStream] = "rhel-9"
-	assert.Equal(t, ReasonWindows, PlanMachineSet(ms, g, known, cs).Reason)
-	delete(ms.TemplateLabels, LabelOSID)
+	ms.Labels[LabelOSStream] = "rhel-10"
+	assert.Equal(t, ReasonUnsupportedOSStream, PlanMachineSet(ms, g, known, cs).Reason, "the MCO supports rhel-9 only")
+	ms.Labels = map[string]string{"machineconfiguration.openshift.io/os-stream": "rhel-10"}
 	ms.TemplateLabels[LabelOSStream] = "rhel-10"
-	assert.Equal(t, ReasonRHELMajorMismatch, PlanMachineSet(ms, g, known, cs).Reason, "golden is RHEL 9")
-	assert.Equal(t, ActionRefuse, PlanMachineSet(ms, g, known, cs).Action)
-	ms.TemplateLabels[LabelOSStream] = "rhel-9"
+	assert.Equal(t, ReasonWindows, PlanMachineSet(ms, g, known, cs).Reason, "neither the hyphenated key nor the template's label is the stream")
+	ms.Labels = map[string]string{LabelOSStream: "rhel-9"}
+	assert.Equal(t, ReasonWindows, PlanMachineSet(ms, g, known, cs).Reason)
+	ms.TemplateLabels = nil
 
 	cs.MultiArch = true
 	assert.Equal(t, ReasonNoArch, PlanMachineSet(ms, g, known, cs).Reason)

@@ -352,6 +352,11 @@ func machineSet(c *spec.Cluster, m *spec.MachineSet, install string) map[string]
 	for k, v := range m.Labels {
 		labels[k] = v
 	}
+	// The OS stream label is the MachineSet's own (machine-config-operator
+	// pkg/controller/bootimage/ms_helpers.go reads machineSet.GetLabels()).
+	if m.OSStream != "" {
+		labels[fm.LabelOSStream] = m.OSStream
+	}
 	md := map[string]any{
 		"name": m.Name, "namespace": fm.NamespaceMachineAPI, "uid": uidFor(c.Name, "machineset", m.Name),
 		"labels": labels, "generation": 1, "creationTimestamp": "2024-06-01T00:00:00Z",
@@ -373,9 +378,6 @@ func machineSet(c *spec.Cluster, m *spec.MachineSet, install string) map[string]
 	}
 	if m.Windows {
 		tmplLabels[fm.LabelOSID] = "Windows"
-	}
-	if m.OSStream != "" {
-		tmplLabels[fm.LabelOSStream] = m.OSStream
 	}
 	return map[string]any{
 		"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
@@ -442,6 +444,17 @@ func imageOf(value map[string]any) (platform, image string) {
 // knownImages is every official image of the cluster's releases plus the
 // custom images its spec declares: the images fleetsim can boot.
 func knownImages(c *spec.Cluster) map[string]bool {
+	out := officialImages(c)
+	for _, m := range c.MachineSets {
+		if m.CustomImage != "" {
+			out[m.CustomImage] = true
+		}
+	}
+	return out
+}
+
+// officialImages is every image of the cluster's releases (Red Hat's).
+func officialImages(c *spec.Cluster) map[string]bool {
 	out := map[string]bool{}
 	for _, b := range c.BootImages {
 		out[spec.VSphereTemplate(b.OSVersion)] = true
@@ -457,11 +470,6 @@ func knownImages(c *spec.Cluster) map[string]bool {
 					out[strings.Join([]string{a.Publisher, a.Offer, a.SKU, a.Version}, ":")] = true
 				}
 			}
-		}
-	}
-	for _, m := range c.MachineSets {
-		if m.CustomImage != "" {
-			out[m.CustomImage] = true
 		}
 	}
 	return out

@@ -407,37 +407,3 @@ func (a *BootImageActivities) RestoreBootImage(ctx context.Context, in BootImage
 	}
 	return "", fmt.Errorf("machineset %s: restore still conflicting after %d fresh reads", in.MachineSet, conflictRetries)
 }
-
-// BootImageRecordInput records the cluster's boot image version.
-type BootImageRecordInput struct {
-	Cluster      string `json:"cluster"`
-	Mode         string `json:"mode"`
-	OCPVersion   string `json:"ocpVersion"`
-	RHCOSVersion string `json:"rhcosVersion"`
-}
-
-// RecordBootImage writes MachineConfiguration status.bootImageSkewEnforcementStatus.
-func (a *BootImageActivities) RecordBootImage(ctx context.Context, in BootImageRecordInput) error {
-	c, err := a.client(in.Cluster)
-	if err != nil {
-		return err
-	}
-	return classifyKube(c.RecordBootImage(ctx, in.Mode, in.OCPVersion, in.RHCOSVersion))
-}
-
-// BootImageUpgradeableInput sets the Upgradeable condition.
-type BootImageUpgradeableInput struct {
-	Cluster     string `json:"cluster"`
-	Upgradeable bool   `json:"upgradeable"`
-	Reason      string `json:"reason"`
-	Message     string `json:"message"`
-}
-
-// SetBootImageUpgradeable writes the Upgradeable condition.
-func (a *BootImageActivities) SetBootImageUpgradeable(ctx context.Context, in BootImageUpgradeableInput) error {
-	c, err := a.client(in.Cluster)
-	if err != nil {
-		return err
-	}
-	return classifyKube(c.SetUpgradeable(ctx, in.Upgradeable, in.Reason, in.Message))
-}
