@@ -41,6 +41,8 @@ type Endpoints struct {
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	// KubeInCluster names the cluster the worker runs in (in-cluster config).
 	KubeInCluster string `json:"kubeInCluster,omitempty"`
+	// EC2 replaces the regions' public EC2 endpoints (empty: AWS's own).
+	EC2 string `json:"ec2,omitempty"`
 	// Fleetsim, when set, is the simulator's base URL (truth and faults).
 	Fleetsim string `json:"fleetsim,omitempty"`
 	// Prometheus is the monitoring server a rollout's health checks query
@@ -62,6 +64,7 @@ func FromFleetsim(base, nexusDB string) Endpoints {
 		SAPI:     base + "/sapi",
 		IMGAPI:   base + "/imgapi",
 		Kube:     base + "/kube",
+		EC2:      base + "/ec2",
 		Fleetsim: base,
 	}
 	if nexusDB == "" {
@@ -132,6 +135,7 @@ func (e Endpoints) Validate() error {
 	check("sapi", e.SAPI)
 	check("imgapi", e.IMGAPI)
 	check("kube", e.Kube)
+	check("ec2", e.EC2)
 	check("fleetsim", e.Fleetsim)
 	check("prometheus", e.Prometheus)
 	if e.SledAgent != "" && !strings.Contains(e.SledAgent, "{sled}") {
@@ -142,5 +146,5 @@ func (e Endpoints) Validate() error {
 
 // KubeAccess is how the machine API reaches each cluster.
 func (e Endpoints) KubeAccess() machineapi.Access {
-	return machineapi.Access{BaseURL: e.Kube, Kubeconfig: e.Kubeconfig, InCluster: e.KubeInCluster}
+	return machineapi.Access{BaseURL: e.Kube, Kubeconfig: e.Kubeconfig, InCluster: e.KubeInCluster, EC2: e.EC2}
 }

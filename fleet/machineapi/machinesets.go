@@ -54,15 +54,36 @@ type MachineSet struct {
 	ProviderSpec map[string]any `json:"providerSpec"`
 }
 
-// Arch is the kubernetes.io/arch of the capacity labels annotation, or "".
-func (m *MachineSet) Arch() string {
-	for _, kv := range strings.Split(m.Annotations[AnnotationCapacityLabels], ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if ok && k == LabelArch {
-			return strings.TrimSpace(v)
+// validArches are the architectures a MachineSet may name
+// (machine-config-operator pkg/controller/bootimage/ms_helpers.go,
+// getArchFromMachineSet).
+var validArches = map[string]bool{"arm64": true, "s390x": true, "amd64": true, "ppc64le": true}
+
+// Arch is the kubernetes.io/arch of the capacity labels annotation ("" with
+// no annotation). An annotation without that label, or with an arch the
+// MCO does not know, is an error: the MCO degrades on it rather than
+// skipping the MachineSet.
+func (m *MachineSet) Arch() (string, error) {
+	ann, ok := m.Annotations[AnnotationCapacityLabels]
+	if !ok {
+		return "", nil
+	}
+	for _, kv := range strings.Split(ann, ",") {
+		if v, found := strings.CutPrefix(strings.TrimSpace(kv), LabelArch+"="); found {
+			if !validArches[v] {
+				return "", fmt.Errorf("invalid architecture value found in annotation: %s", v)
+			}
+			return v, nil
 		}
 	}
-	return ""
+	return "", fmt.Errorf("%s label not found in annotation: %s", LabelArch, ann)
+}
+
+// AzureSecurityType is providerSpec.securityProfile.settings.securityType
+// ("" when unset).
+func (m *MachineSet) AzureSecurityType() string {
+	st, _, _ := unstructured.NestedString(m.ProviderSpec, "securityProfile", "settings", "securityType")
+	return st
 }
 
 // Windows reports a Windows template (machine.openshift.io/os-id: Windows).
@@ -200,9 +221,11 @@ func imagePatch(ms *MachineSet, img BootImage) (map[string]any, error) {
 			return nil, malformed("azure image without fields")
 		}
 		a := img.Azure
-		typ := "MarketplaceNoPlan"
-		if a.ResourceID != "" {
-			typ = "ID"
+		typ := a.Type
+		if typ == "" && a.ResourceID != "" {
+			typ = azureImageTypeID
+		} else if typ == "" {
+			typ = azureNoPlan
 		}
 		return map[string]any{"image": map[string]any{
 			"publisher": a.Publisher, "offer": a.Offer, "sku": a.SKU, "version": a.Version,

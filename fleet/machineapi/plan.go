@@ -36,6 +36,13 @@ const (
 	ReasonNoGoldenImage       Reason = "NoGoldenImage"
 	ReasonRHELMajorMismatch   Reason = "RHELMajorMismatch"
 	ReasonMalformed           Reason = "MalformedProviderSpec"
+	ReasonUnsupportedArch     Reason = "UnsupportedArch"
+	ReasonInvalidArch         Reason = "InvalidArch"
+	ReasonImageLookup         Reason = "ImageLookupFailed"
+	ReasonMarketplaceAMI      Reason = "MarketplaceAMI"
+	ReasonAzureSecurityType   Reason = "AzureSecurityType"
+	ReasonAzureVariant        Reason = "UnknownAzureVariant"
+	ReasonVSphereImport       Reason = "VSphereNeedsOVAImport"
 	// ReasonManagedByMCO: the MCO's boot image controller owns the
 	// MachineSet (the cluster opted it in, and the operator resolved the
 	// opt-in in MachineConfiguration status.managedBootImagesStatus); it
@@ -66,10 +73,11 @@ type Plan struct {
 	Desired    BootImage `json:"desired"`
 }
 
-// PlanMachineSet decides what to do with ms given the golden record, the
-// official images and the cluster. Checks follow the MCO's order: owner
-// reference, OS stream, Windows, architecture, then the platform's image.
-func PlanMachineSet(ms *MachineSet, golden *Golden, known map[string]bool, cs ClusterStatus) Plan {
+// PlanMachineSet decides what to do with ms given the golden record, what
+// EC2 said of its AMI (AWS) and the cluster. Checks follow the MCO's
+// order: owner reference, OS stream, Windows, architecture, then the
+// platform's image.
+func PlanMachineSet(ms *MachineSet, golden *Golden, amis AMIOrigins, cs ClusterStatus) Plan {
 	p := Plan{MachineSet: ms.Name}
 	skip := func(r Reason, format string, args ...any) Plan {
 		p.Action, p.Reason, p.Detail = ActionSkip, r, fmt.Sprintf(format, args...)
@@ -89,7 +97,12 @@ func PlanMachineSet(ms *MachineSet, golden *Golden, known map[string]bool, cs Cl
 	if ms.Windows() {
 		return skip(ReasonWindows, "Windows template")
 	}
-	p.Arch = ms.Arch()
+	arch, err := ms.Arch()
+	if err != nil {
+		p.Action, p.Reason, p.Detail = ActionRefuse, ReasonInvalidArch, err.Error()
+		return p
+	}
+	p.Arch = arch
 	if p.Arch == "" {
 		if cs.MultiArch {
 			return skip(ReasonNoArch, "multi-arch cluster and no %s annotation", AnnotationCapacityLabels)
@@ -112,8 +125,8 @@ func PlanMachineSet(ms *MachineSet, golden *Golden, known map[string]bool, cs Cl
 	if cur.Ref() == "" {
 		return skip(ReasonNoImage, "no boot image set")
 	}
-	if !official(cur, known) {
-		return skip(ReasonCustomImage, "image %s is not an official boot image", cur.Ref())
+	if out, ok := originRule(p, ms, amis); !ok {
+		return out
 	}
 	desired, err := golden.Stream.DesiredImage(p.Arch, cur)
 	if err != nil {
@@ -138,23 +151,6 @@ func PlanMachineSet(ms *MachineSet, golden *Golden, known map[string]bool, cs Cl
 	}
 	p.Action = ActionPatch
 	return p
-}
-
-// official: the image is a Red Hat boot image, not a custom one. GCP images
-// must live in the rhcos-cloud project; everything else must be a known
-// image of the golden record or its history. Azure images by resource ID
-// (galleries, custom images) are custom.
-func official(img BootImage, known map[string]bool) bool {
-	switch img.Platform {
-	case PlatformGCP:
-		project, _, ok := ParseGCPImage(img.GCPImage)
-		return ok && project == GoldenGCPProject
-	case PlatformAzure:
-		if img.Azure == nil || img.Azure.ResourceID != "" {
-			return false
-		}
-	}
-	return known[img.Ref()]
 }
 
 // RHELMajor is the RHEL major of an RHCOS build ("9.6.20250523-0" → 9;

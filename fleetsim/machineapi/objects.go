@@ -1,6 +1,7 @@
 package machineapi
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -114,15 +115,16 @@ func goldenConfigMap(c *spec.Cluster, release string) map[string]any {
 	}
 }
 
-func historyConfigMap(c *spec.Cluster) map[string]any {
-	data := map[string]any{}
-	for _, b := range c.BootImages {
-		data[b.Release] = streamJSON(b)
-	}
+// awsCredentials is the machine API's aws-cloud-credentials Secret
+// (static keys fleetsim's EC2 accepts unchecked), which the MCO reads to
+// ask EC2 who owns an AMI (machine-config-operator
+// pkg/controller/bootimage/aws_helpers.go).
+func awsCredentials(c *spec.Cluster) map[string]any {
+	b64 := func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) }
 	return map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": fm.HistoryConfigMap, "namespace": fm.NamespaceMCO, "uid": uidFor(c.Name, "cm", fm.HistoryConfigMap)},
-		"data":     data,
+		"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+		"metadata": map[string]any{"name": fm.AWSCredentialsSecret, "namespace": fm.NamespaceMachineAPI, "uid": uidFor(c.Name, "secret", fm.AWSCredentialsSecret)},
+		"data":     map[string]any{"aws_access_key_id": b64("AKIAFLEETSIM" + strings.ToUpper(c.Name)), "aws_secret_access_key": b64("fleetsim-not-a-secret")},
 	}
 }
 
