@@ -65,7 +65,8 @@ const (
 	InfrastructureName       = "cluster"
 
 	// Keys of the golden ConfigMap. The skew limit keys are a fleetsaga
-	// addition: the release's oldest acceptable boot image.
+	// addition (the release's oldest acceptable boot image); without them
+	// the MCO's own limits apply (MCOSkewLimitOCPVersion).
 	KeyStream                = "stream"
 	KeyReleaseVersion        = "releaseVersion"
 	KeyMCOReleaseImage       = "MCOReleaseImageVersion"

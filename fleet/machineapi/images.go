@@ -291,6 +291,14 @@ func (s *Stream) DesiredImage(kubeArch string, current BootImage) (BootImage, er
 	return out, nil
 }
 
+// The machine-config operator's own skew limits (machine-config-operator
+// pkg/controller/common/constants.go at 7ff337a): a real golden record
+// states none, so these apply where it does not.
+const (
+	MCOSkewLimitOCPVersion   = "4.13.0"
+	MCOSkewLimitRHCOSVersion = "9.2"
+)
+
 // Golden is the golden boot image record.
 type Golden struct {
 	ReleaseVersion         string `json:"releaseVersion"`
@@ -318,8 +326,8 @@ func (c *Client) GoldenRecord(ctx context.Context) (*Golden, error) {
 	g := &Golden{
 		ReleaseVersion:         data[KeyReleaseVersion],
 		MCOReleaseImageVersion: data[KeyMCOReleaseImage],
-		SkewLimitOCPVersion:    data[KeySkewLimitOCPVersion],
-		SkewLimitRHCOSVersion:  data[KeySkewLimitRHCOSVersion],
+		SkewLimitOCPVersion:    orDefault(data[KeySkewLimitOCPVersion], MCOSkewLimitOCPVersion),
+		SkewLimitRHCOSVersion:  orDefault(data[KeySkewLimitRHCOSVersion], MCOSkewLimitRHCOSVersion),
 		ResourceVersion:        u.GetResourceVersion(),
 	}
 	if data[KeyStream] == "" {
@@ -329,4 +337,11 @@ func (c *Client) GoldenRecord(ctx context.Context) (*Golden, error) {
 		return nil, malformed("configmap %s/%s: stream JSON: %v", NamespaceMCO, GoldenConfigMap, err)
 	}
 	return g, nil
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }

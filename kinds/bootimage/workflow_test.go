@@ -469,6 +469,12 @@ func TestCompareReleaseVersions(t *testing.T) {
 	}
 }
 
+// rhcosAgainst92 checks an RHCOS boot image version alone against the
+// MCO's RHCOS limit (9.2) on a RHEL 9 release.
+func rhcosAgainst92(mode, rhcos string) SkewCheck {
+	return SkewCheck{Mode: mode, BootRHCOSVersion: rhcos, LimitRHCOSVersion: "9.2", Release: "4.22.0", ReleaseOSVersion: "9.6.20260210-0"}
+}
+
 func TestEvaluateSkew(t *testing.T) {
 	base := SkewCheck{LimitOCPVersion: "4.16.0", LimitRHCOSVersion: "9.4", Release: "4.19.2", ReleaseOSVersion: "9.6.20250523-0"}
 	with := func(f func(c *SkewCheck)) SkewCheck { c := base; f(&c); return c }
@@ -498,6 +504,17 @@ func TestEvaluateSkew(t *testing.T) {
 		{"unknown version", with(func(c *SkewCheck) { c.Mode = SkewAutomatic }), false, ReasonSkewUnknown},
 		{"no limit", SkewCheck{Mode: SkewAutomatic, Release: "4.19.2", BootOCPVersion: "4.1.0"}, true, ReasonSkewOK},
 		{"none never blocks", with(func(c *SkewCheck) { c.Mode = SkewNone; c.BootOCPVersion = "4.1.0"; c.BootRHCOSVersion = "8.1" }), true, ReasonSkewDisabled},
+		// machine-config-operator pkg/operator/status_test.go: RHCOS
+		// versions against the operator's limit of RHEL 9.2
+		// (pkg/controller/common/constants.go), legacy ones included.
+		{"mco: automatic, modern below the limit", rhcosAgainst92(SkewAutomatic, "9.0.20251023-0"), false, ReasonSkewError},
+		{"mco: automatic, legacy within the limit", rhcosAgainst92(SkewAutomatic, "416.94.202510081640-0"), true, ReasonSkewOK},
+		{"mco: automatic, legacy below the limit", rhcosAgainst92(SkewAutomatic, "411.86.202308081056-0"), false, ReasonSkewRHELMismatch},
+		{"mco: automatic, exact minimum", rhcosAgainst92(SkewAutomatic, "413.92.202402131523-0"), true, ReasonSkewOK},
+		{"mco: manual, modern within the limit", rhcosAgainst92(SkewManual, "9.6.20251023-0"), true, ReasonSkewOK},
+		{"mco: manual, modern below the limit", rhcosAgainst92(SkewManual, "9.1.20251023-0"), false, ReasonSkewError},
+		{"mco: manual, legacy within the limit", rhcosAgainst92(SkewManual, "416.94.202510081640-0"), true, ReasonSkewOK},
+		{"mco: manual, legacy below the limit", rhcosAgainst92(SkewManual, "411.86.202308081056-0"), false, ReasonSkewRHELMismatch},
 	}
 	for _, c := range cases {
 		v := EvaluateSkew(c.check)
