@@ -20,7 +20,10 @@ const testStream = `{
    },
    "rhel-coreos-extensions": {"marketplace": {"azure": {"no-purchase-plan": {
      "hyperVGen1": {"publisher": "azureopenshift", "offer": "aro4", "sku": "aro_419", "version": "419.6.20250523"},
-     "hyperVGen2": {"publisher": "azureopenshift", "offer": "aro4", "sku": "419-v2", "version": "419.6.20250523"}}}}}
+     "hyperVGen2": {"publisher": "azureopenshift", "offer": "aro4", "sku": "419-v2", "version": "419.6.20250523"}},
+     "ocp": {
+     "hyperVGen1": {"publisher": "redhat", "offer": "rh-ocp-worker", "sku": "rh-ocp-worker-gen1", "version": "419.6.20250523"},
+     "hyperVGen2": {"publisher": "redhat", "offer": "rh-ocp-worker", "sku": "rh-ocp-worker", "version": "419.6.20250523"}}}}}
   },
   "aarch64": {
    "rhel-coreos-extensions": {"marketplace": {"azure": {"no-purchase-plan": {
@@ -60,6 +63,11 @@ func TestPlanPerPlatformComparison(t *testing.T) {
 	trusted.ProviderSpec["securityProfile"] = map[string]any{"settings": map[string]any{"securityType": "TrustedLaunch"}}
 	armAzure := azure(noPlan("aro_416", "416.94.20240715"))
 	armAzure.Annotations = map[string]string{AnnotationCapacityLabels: "kubernetes.io/arch=arm64"}
+	emptySecurity := azure(noPlan("aro_416", "416.94.20240715"))
+	emptySecurity.ProviderSpec["securityProfile"] = map[string]any{"settings": map[string]any{"securityType": ""}}
+	paid := func(sku string) *MachineSet {
+		return azure(map[string]any{"publisher": "redhat", "offer": "rh-ocp-worker", "sku": sku, "version": "416.94.20240715", "type": "MarketplaceWithPlan"})
+	}
 	ppcAzure := azure(noPlan("aro_416", "416.94.20240715"))
 	ppcAzure.Annotations = map[string]string{AnnotationCapacityLabels: "kubernetes.io/arch=ppc64le"}
 	gcp := func(image string) *MachineSet {
@@ -97,6 +105,10 @@ func TestPlanPerPlatformComparison(t *testing.T) {
 		{"azure TrustedLaunch", trusted, ActionSkip, ReasonAzureSecurityType, ""},
 		{"azure aarch64 is always Gen2", armAzure, ActionPatch, "", "azureopenshift:aro4:419-arm:419.6.20250523"},
 		{"azure ppc64le", ppcAzure, ActionSkip, ReasonUnsupportedArch, ""},
+		{"azure empty securityType is processed", emptySecurity, ActionPatch, "", "azureopenshift:aro4:aro_419:419.6.20250523"},
+		{"azure paid OCP Gen1", paid("rh-ocp-worker-gen1"), ActionPatch, "", "redhat:rh-ocp-worker:rh-ocp-worker-gen1:419.6.20250523"},
+		{"azure paid OCP Gen2", paid("rh-ocp-worker"), ActionPatch, "", "redhat:rh-ocp-worker:rh-ocp-worker:419.6.20250523"},
+		{"azure paid OKE EMEA without a stream set", azure(map[string]any{"publisher": "redhat-limited", "offer": "rh-oke-worker", "sku": "rh-oke-worker", "version": "1", "type": "MarketplaceWithPlan"}), ActionSkip, ReasonNoGoldenImage, ""},
 		{"vsphere needs the OVA import", vsphere("rhcos-9.4.20240715-0"), ActionRefuse, ReasonVSphereImport, ""},
 		{"vsphere even when current", vsphere("rhcos-9.6.20250523-0"), ActionRefuse, ReasonVSphereImport, ""},
 	}
