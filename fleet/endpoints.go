@@ -46,6 +46,8 @@ type Endpoints struct {
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	// KubeInCluster names the cluster the worker runs in (in-cluster config).
 	KubeInCluster string `json:"kubeInCluster,omitempty"`
+	// EC2 replaces the regions' public EC2 endpoints (empty: AWS's own).
+	EC2 string `json:"ec2,omitempty"`
 	// Fleetsim, when set, is the simulator's base URL (truth and faults).
 	Fleetsim string `json:"fleetsim,omitempty"`
 	// Prometheus is the monitoring server a rollout's health checks query
@@ -73,6 +75,7 @@ func FromFleetsim(base, nexusDB string) Endpoints {
 		SAPI:     base + "/sapi",
 		IMGAPI:   base + "/imgapi",
 		Kube:     base + "/kube",
+		EC2:      base + "/ec2",
 		Fleetsim: base,
 	}
 	if nexusDB == "" {
@@ -143,6 +146,7 @@ func (e Endpoints) Validate() error {
 	check("sapi", e.SAPI)
 	check("imgapi", e.IMGAPI)
 	check("kube", e.Kube)
+	check("ec2", e.EC2)
 	check("fleetsim", e.Fleetsim)
 	check("prometheus", e.Prometheus)
 	if e.DirectMode && e.NexusLockstep != "" {
@@ -156,5 +160,5 @@ func (e Endpoints) Validate() error {
 
 // KubeAccess is how the machine API reaches each cluster.
 func (e Endpoints) KubeAccess() machineapi.Access {
-	return machineapi.Access{BaseURL: e.Kube, Kubeconfig: e.Kubeconfig, InCluster: e.KubeInCluster}
+	return machineapi.Access{BaseURL: e.Kube, Kubeconfig: e.Kubeconfig, InCluster: e.KubeInCluster, EC2: e.EC2}
 }

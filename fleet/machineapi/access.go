@@ -23,6 +23,9 @@ type Access struct {
 	BaseURL    string `json:"baseURL,omitempty"`
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	InCluster  string `json:"inCluster,omitempty"`
+	// EC2, when set, replaces each region's public EC2 endpoint (fleetsim,
+	// a VPC endpoint): the boot image bump asks EC2 who owns an AMI.
+	EC2 string `json:"ec2,omitempty"`
 }
 
 // Validate checks that there is a way in and that the kubeconfig loads.

@@ -10,9 +10,9 @@
 //   - Machines of a MachineSet (phase, nodeRef, image);
 //   - the golden record: ConfigMap coreos-bootimages in
 //     openshift-machine-config-operator (CoreOS stream JSON, releaseVersion,
-//     MCOReleaseImageVersion), and the fleetsaga history ConfigMap
-//     coreos-bootimages-history (earlier releases' streams) that says which
-//     images are official;
+//     MCOReleaseImageVersion);
+//   - on AWS, the aws-cloud-credentials Secret, to ask EC2 who owns an AMI
+//     (fleet/ec2);
 //   - cluster status: ClusterVersion "version" (desired version,
 //     status.history[0].state, multi-arch payload), Infrastructure "cluster"
 //     (platform) and the control plane nodes' arch;
@@ -51,11 +51,11 @@ const (
 	// GoldenConfigMap is the golden boot image record (CoreOS stream JSON,
 	// releaseVersion, MCOReleaseImageVersion), written by the MCO.
 	GoldenConfigMap = "coreos-bootimages"
-	// HistoryConfigMap (fleetsaga convention) holds the CoreOS streams of
-	// earlier releases, one data key per release version. An image in any of
-	// them, or in the golden record, is an official boot image; anything else
-	// is custom.
-	HistoryConfigMap = "coreos-bootimages-history"
+	// AWSCredentialsSecret (openshift-machine-api) holds the cloud
+	// credentials the machine API operator's CredentialsRequest provisions;
+	// the MCO reads it for ec2:DescribeImages (machine-config-operator
+	// pkg/controller/bootimage/aws_helpers.go, awsCredentialsSecretName).
+	AWSCredentialsSecret = "aws-cloud-credentials"
 	// MachineConfigurationName is the cluster-scoped MachineConfiguration
 	// (operator.openshift.io/v1) whose status records the cluster's boot image
 	// version (status.bootImageSkewEnforcementStatus) and the Upgradeable
@@ -65,7 +65,8 @@ const (
 	InfrastructureName       = "cluster"
 
 	// Keys of the golden ConfigMap. The skew limit keys are a fleetsaga
-	// addition: the release's oldest acceptable boot image.
+	// addition (the release's oldest acceptable boot image); without them
+	// the MCO's own limits apply (MCOSkewLimitOCPVersion).
 	KeyStream                = "stream"
 	KeyReleaseVersion        = "releaseVersion"
 	KeyMCOReleaseImage       = "MCOReleaseImageVersion"
@@ -75,17 +76,21 @@ const (
 	// Labels and annotations on MachineSets and nodes.
 	AnnotationCapacityLabels = "capacity.cluster-autoscaler.kubernetes.io/labels"
 	LabelOSID                = "machine.openshift.io/os-id"
-	LabelOSStream            = "machineconfiguration.openshift.io/os-stream"
-	LabelMachineSet          = "machine.openshift.io/cluster-api-machineset"
-	LabelCluster             = "machine.openshift.io/cluster-api-cluster"
-	LabelArch                = "kubernetes.io/arch"
-	LabelControlPlane        = "node-role.kubernetes.io/control-plane"
-	LabelWorker              = "node-role.kubernetes.io/worker"
+	// LabelOSStream is read from the MachineSet's own labels, without a
+	// hyphen (machine-config-operator
+	// pkg/controller/bootimage/boot_image_controller.go, OSStreamLabelKey).
+	LabelOSStream     = "machineconfiguration.openshift.io/osstream"
+	LabelMachineSet   = "machine.openshift.io/cluster-api-machineset"
+	LabelCluster      = "machine.openshift.io/cluster-api-cluster"
+	LabelArch         = "kubernetes.io/arch"
+	LabelControlPlane = "node-role.kubernetes.io/control-plane"
+	LabelWorker       = "node-role.kubernetes.io/worker"
 )
 
 // GVRs used.
 var (
 	GVRConfigMaps            = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	GVRSecrets               = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	GVRNodes                 = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 	GVRMachineSets           = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: "machinesets"}
 	GVRMachines              = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: "machines"}

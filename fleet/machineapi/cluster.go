@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/retry"
 )
 
 // ClusterStatus is what the bump needs to know about the cluster.
@@ -116,84 +114,4 @@ func (c *Client) BootImageRecord(ctx context.Context) (BootImageRecord, error) {
 		}
 	}
 	return r, nil
-}
-
-// updateMachineConfigurationStatus reads MachineConfiguration "cluster",
-// lets mutate change its status, and merge-patches /status with the read
-// resourceVersion, retrying on conflict with a fresh read.
-func (c *Client) updateMachineConfigurationStatus(ctx context.Context, mutate func(status map[string]any) error) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u, err := c.get(ctx, GVRMachineConfigurations, "", MachineConfigurationName)
-		if err != nil {
-			return err
-		}
-		status, _, _ := unstructured.NestedMap(u.Object, "status")
-		if status == nil {
-			status = map[string]any{}
-		}
-		if err := mutate(status); err != nil {
-			return err
-		}
-		_, err = c.mergePatch(ctx, GVRMachineConfigurations, "", MachineConfigurationName, map[string]any{
-			"metadata": map[string]any{"resourceVersion": u.GetResourceVersion()},
-			"status":   status,
-		}, "status")
-		return err
-	})
-}
-
-// RecordBootImage records the cluster's boot image version: Automatic mode
-// with ocpVersion/rhcosVersion, or Manual with the stated version(s).
-func (c *Client) RecordBootImage(ctx context.Context, mode, ocpVersion, rhcosVersion string) error {
-	return c.updateMachineConfigurationStatus(ctx, func(status map[string]any) error {
-		st := map[string]any{"mode": mode}
-		versions := map[string]any{"ocpVersion": ocpVersion, "rhcosVersion": rhcosVersion}
-		switch mode {
-		case SkewAutomatic, SkewNone:
-			st["automatic"] = versions
-		case SkewManual:
-			m := "OCPVersion"
-			if ocpVersion == "" {
-				m = "RHCOSVersion"
-			}
-			versions["mode"] = m
-			st["manual"] = versions
-		default:
-			return fmt.Errorf("unknown skew enforcement mode %q", mode)
-		}
-		status["bootImageSkewEnforcementStatus"] = st
-		return nil
-	})
-}
-
-// SetUpgradeable sets the Upgradeable condition (status "True"/"False").
-// lastTransitionTime changes only when the status does.
-func (c *Client) SetUpgradeable(ctx context.Context, upgradeable bool, reason, message string) error {
-	want := "False"
-	if upgradeable {
-		want = "True"
-	}
-	return c.updateMachineConfigurationStatus(ctx, func(status map[string]any) error {
-		conds, _ := status["conditions"].([]any)
-		now := time.Now().UTC().Format(time.RFC3339)
-		var out []any
-		found := false
-		for _, cd := range conds {
-			m, _ := cd.(map[string]any)
-			if m != nil && m["type"] == "Upgradeable" {
-				found = true
-				ltt := m["lastTransitionTime"]
-				if m["status"] != want || ltt == nil {
-					ltt = now
-				}
-				m = map[string]any{"type": "Upgradeable", "status": want, "reason": reason, "message": message, "lastTransitionTime": ltt}
-			}
-			out = append(out, m)
-		}
-		if !found {
-			out = append(out, map[string]any{"type": "Upgradeable", "status": want, "reason": reason, "message": message, "lastTransitionTime": now})
-		}
-		status["conditions"] = out
-		return nil
-	})
 }

@@ -95,7 +95,7 @@ const fzHistory = `{"stream":"rhcos-9.4","architectures":{"x86_64":{
 
 func fzMachineSet(providerSpec string, extraMeta string) string {
 	return `{"apiVersion":"machine.openshift.io/v1beta1","kind":"MachineSet","metadata":{"name":"ms-1","namespace":"openshift-machine-api",
- "resourceVersion":"7","uid":"u1"` + extraMeta + `},"spec":{"replicas":2,"template":{"metadata":{"labels":{"machineconfiguration.openshift.io/os-stream":"rhel-9"}},
+ "resourceVersion":"7","uid":"u1"` + extraMeta + `},"spec":{"replicas":2,"template":{"metadata":{"labels":{"machine.openshift.io/cluster-api-machineset":"ms-1"}},
  "spec":{"providerSpec":{"value":` + providerSpec + `}}}},"status":{"readyReplicas":2}}`
 }
 
@@ -114,19 +114,52 @@ var fzProviderSpecs = []string{
 	`{"kind":"OpenStackProviderSpec"}`, `{}`,
 }
 
-func fzGolden(t testing.TB) (*machineapi.Golden, map[string]bool) {
+func fzGolden(t testing.TB) (*machineapi.Golden, machineapi.AMIOrigins) {
 	g := &machineapi.Golden{ReleaseVersion: "4.19.0", MCOReleaseImageVersion: "4.19.0"}
 	require.NoError(t, json.Unmarshal([]byte(fzStream), &g.Stream))
-	known := map[string]bool{}
-	g.Stream.AddTo(known)
 	var h machineapi.Stream
 	require.NoError(t, json.Unmarshal([]byte(fzHistory), &h))
-	h.AddTo(known)
-	return g, known
+	return g, fzAMIs(&g.Stream, &h)
+}
+
+// fzAMIs says every AMI of the streams is Red Hat's, as EC2 would.
+func fzAMIs(streams ...*machineapi.Stream) machineapi.AMIOrigins {
+	amis := machineapi.AMIOrigins{}
+	for ref := range goldenRefs(streams...) {
+		if strings.HasPrefix(ref, "ami-") {
+			amis[ref] = machineapi.AMIOrigin{Owner: machineapi.AWSOwnerRHCOS}
+		}
+	}
+	return amis
+}
+
+// goldenRefs is every image of the streams, by Ref (Azure without its type).
+func goldenRefs(streams ...*machineapi.Stream) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range streams {
+		for _, a := range s.Architectures {
+			if a.Images.AWS != nil {
+				for _, r := range a.Images.AWS.Regions {
+					out[r.Image] = true
+				}
+			}
+			if g := a.Images.GCP; g != nil {
+				out["projects/"+g.Project+"/global/images/"+g.Name] = true
+			}
+			for _, set := range a.Extensions.Marketplace.Azure {
+				for _, img := range []*machineapi.AzureImage{set.Gen1, set.Gen2} {
+					if img != nil {
+						out[machineapi.BootImage{Platform: machineapi.PlatformAzure, Azure: img}.Ref()] = true
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // checkPlan is the bump's safety rule, whatever it was fed.
-func checkPlan(t *testing.T, ms *machineapi.MachineSet, p machineapi.Plan, golden *machineapi.Golden, known map[string]bool) {
+func checkPlan(t *testing.T, ms *machineapi.MachineSet, p machineapi.Plan, golden *machineapi.Golden, amis machineapi.AMIOrigins) {
 	t.Helper()
 	switch p.Action {
 	case machineapi.ActionPatch:
@@ -139,18 +172,20 @@ func checkPlan(t *testing.T, ms *machineapi.MachineSet, p machineapi.Plan, golde
 		if p.Desired.Platform != p.Current.Platform || p.Desired.Ref() == "" {
 			t.Fatalf("patch across platforms or to nothing: %+v", p)
 		}
-		goldenKnown := map[string]bool{}
-		golden.Stream.AddTo(goldenKnown)
-		if !goldenKnown[p.Desired.Ref()] {
+		if !goldenRefs(&golden.Stream)[p.Desired.Ref()] {
 			t.Fatalf("patch to %s, which is not a golden image", p.Desired.Ref())
 		}
-		gcpOfficial := false
-		if p.Current.Platform == machineapi.PlatformGCP {
-			proj, _, ok := machineapi.ParseGCPImage(p.Current.GCPImage)
-			gcpOfficial = ok && proj == machineapi.GoldenGCPProject
-		}
-		if !known[p.Current.Ref()] && !gcpOfficial {
-			t.Fatalf("patching from custom image %s", p.Current.Ref())
+		switch p.Current.Platform {
+		case machineapi.PlatformAWS:
+			if amis[p.Current.AMI].Owner != machineapi.AWSOwnerRHCOS {
+				t.Fatalf("patching from AMI %s, not Red Hat's", p.Current.AMI)
+			}
+		case machineapi.PlatformGCP:
+			if !strings.HasPrefix(p.Current.GCPImage, machineapi.GCPOfficialPrefix) {
+				t.Fatalf("patching from custom image %s", p.Current.GCPImage)
+			}
+		case machineapi.PlatformVSphere:
+			t.Fatalf("patching a vSphere template without the OVA import: %+v", p)
 		}
 	case machineapi.ActionSkip, machineapi.ActionRefuse:
 		if p.Reason == "" {
@@ -220,15 +255,15 @@ func FuzzGoldenStreamAndImage(f *testing.F) {
 		if json.Unmarshal(providerSpec, &value) != nil || value == nil {
 			return
 		}
-		known := map[string]bool{}
-		g.Stream.AddTo(known)
 		var h machineapi.Stream
 		_ = json.Unmarshal([]byte(fzHistory), &h)
-		h.AddTo(known)
+		known := fzAMIs(&g.Stream, &h)
 		_, _ = machineapi.RHELMajor(g.Stream.OSVersion("amd64"))
 		kind, _ := value["kind"].(string)
-		ms := &machineapi.MachineSet{Name: "ms-f", Platform: machineapi.PlatformOfKind(kind), ProviderSpec: value,
-			TemplateLabels: map[string]string{"machineconfiguration.openshift.io/os-stream": osStream}}
+		ms := &machineapi.MachineSet{Name: "ms-f", Platform: machineapi.PlatformOfKind(kind), ProviderSpec: value}
+		if osStream != "" {
+			ms.Labels = map[string]string{machineapi.LabelOSStream: osStream}
+		}
 		if img, err := machineapi.ImageOf(value); err == nil && ms.Platform != "" && img.Platform != ms.Platform {
 			t.Fatalf("providerSpec kind %q read as platform %q", kind, img.Platform)
 		}

@@ -26,20 +26,16 @@ type BootImage struct {
 }
 
 // AzureImage is providerSpec.image on Azure: a marketplace image
-// (publisher/offer/sku/version) or an image by resource ID (gallery, custom).
+// (publisher/offer/sku/version) or an image by resource ID (an install-time
+// upload), with its type (MarketplaceNoPlan, MarketplaceWithPlan, ID). The
+// MCO compares it whole, type included (platform_helpers.go).
 type AzureImage struct {
 	Publisher  string `json:"publisher,omitempty"`
 	Offer      string `json:"offer,omitempty"`
 	SKU        string `json:"sku,omitempty"`
 	Version    string `json:"version,omitempty"`
 	ResourceID string `json:"resourceID,omitempty"`
-}
-
-// Gen2 reports a Hyper-V generation 2 image (marketplace SKU "<x>-v2" or
-// "...gen2", or a gallery image definition "...-gen2").
-func (a AzureImage) Gen2() bool {
-	s := strings.ToLower(a.SKU + " " + a.ResourceID)
-	return strings.HasSuffix(strings.ToLower(a.SKU), "-v2") || strings.Contains(s, "gen2")
+	Type       string `json:"type,omitempty"`
 }
 
 // Equal compares two images (Azure by value).
@@ -108,7 +104,7 @@ func ImageOf(value map[string]any) (BootImage, error) {
 		}
 		if found {
 			s := func(k string) string { v, _ := m[k].(string); return v }
-			img.Azure = &AzureImage{Publisher: s("publisher"), Offer: s("offer"), SKU: s("sku"), Version: s("version"), ResourceID: s("resourceID")}
+			img.Azure = &AzureImage{Publisher: s("publisher"), Offer: s("offer"), SKU: s("sku"), Version: s("version"), ResourceID: s("resourceID"), Type: s("type")}
 		}
 	case PlatformVSphere:
 		img.VSphereTemplate, _, _ = unstructured.NestedString(value, "template")
@@ -162,15 +158,21 @@ type StreamArch struct {
 	} `json:"images"`
 	Extensions struct {
 		Marketplace struct {
-			Azure struct {
-				NoPurchasePlan struct {
-					Gen1 *AzureImage `json:"hyperVGen1,omitempty"`
-					Gen2 *AzureImage `json:"hyperVGen2,omitempty"`
-				} `json:"no-purchase-plan"`
-			} `json:"azure"`
+			// Azure's image sets: "no-purchase-plan" and the paid lines
+			// (ocp, opp, oke and their -emea twins).
+			Azure map[string]AzureImageSet `json:"azure"`
 		} `json:"marketplace"`
 	} `json:"rhel-coreos-extensions"`
 }
+
+// AzureImageSet is one marketplace line's images per Hyper-V generation.
+type AzureImageSet struct {
+	Gen1 *AzureImage `json:"hyperVGen1,omitempty"`
+	Gen2 *AzureImage `json:"hyperVGen2,omitempty"`
+}
+
+// azureNoPurchasePlan is the stream's key of the unpaid marketplace set.
+const azureNoPurchasePlan = "no-purchase-plan"
 
 // StreamArchName maps a Kubernetes arch to the stream's key.
 func StreamArchName(kubeArch string) string {
@@ -254,16 +256,29 @@ func (s *Stream) DesiredImage(kubeArch string, current BootImage) (BootImage, er
 		}
 		out.GCPImage = "projects/" + a.Images.GCP.Project + "/global/images/" + a.Images.GCP.Name
 	case PlatformAzure:
-		np := a.Extensions.Marketplace.Azure.NoPurchasePlan
-		img := np.Gen1
-		if current.Azure != nil && current.Azure.Gen2() {
-			img = np.Gen2
+		// platform_helpers.go, reconcileAzureProviderSpec and
+		// getTargetImageFromStream.
+		if current.Azure == nil {
+			return BootImage{}, missing
+		}
+		variant, ok := azureVariant(*current.Azure)
+		if !ok {
+			return BootImage{}, missing
+		}
+		key, typ := variant, azureWithPlan
+		if variant == "" {
+			key, typ = azureNoPurchasePlan, azureNoPlan
+		}
+		set := a.Extensions.Marketplace.Azure[key]
+		img := set.Gen1
+		if azureGen2(*current.Azure, StreamArchName(kubeArch)) {
+			img = set.Gen2
 		}
 		if img == nil {
 			return BootImage{}, missing
 		}
 		c := *img
-		c.ResourceID = ""
+		c.ResourceID, c.Type = "", typ
 		out.Azure = &c
 	case PlatformVSphere:
 		if a.Artifacts.VMware == nil || a.Artifacts.VMware.Release == "" {
@@ -276,28 +291,13 @@ func (s *Stream) DesiredImage(kubeArch string, current BootImage) (BootImage, er
 	return out, nil
 }
 
-// AddTo adds every image of the stream to known (by Ref).
-func (s *Stream) AddTo(known map[string]bool) {
-	for _, a := range s.Architectures {
-		if a.Images.AWS != nil {
-			for _, r := range a.Images.AWS.Regions {
-				known[r.Image] = true
-			}
-		}
-		if g := a.Images.GCP; g != nil {
-			known["projects/"+g.Project+"/global/images/"+g.Name] = true
-		}
-		np := a.Extensions.Marketplace.Azure.NoPurchasePlan
-		for _, img := range []*AzureImage{np.Gen1, np.Gen2} {
-			if img != nil {
-				known[BootImage{Platform: PlatformAzure, Azure: img}.Ref()] = true
-			}
-		}
-		if a.Artifacts.VMware != nil && a.Artifacts.VMware.Release != "" {
-			known[VSphereTemplate(a.Artifacts.VMware.Release)] = true
-		}
-	}
-}
+// The machine-config operator's own skew limits (machine-config-operator
+// pkg/controller/common/constants.go at 7ff337a): a real golden record
+// states none, so these apply where it does not.
+const (
+	MCOSkewLimitOCPVersion   = "4.13.0"
+	MCOSkewLimitRHCOSVersion = "9.2"
+)
 
 // Golden is the golden boot image record.
 type Golden struct {
@@ -326,8 +326,8 @@ func (c *Client) GoldenRecord(ctx context.Context) (*Golden, error) {
 	g := &Golden{
 		ReleaseVersion:         data[KeyReleaseVersion],
 		MCOReleaseImageVersion: data[KeyMCOReleaseImage],
-		SkewLimitOCPVersion:    data[KeySkewLimitOCPVersion],
-		SkewLimitRHCOSVersion:  data[KeySkewLimitRHCOSVersion],
+		SkewLimitOCPVersion:    orDefault(data[KeySkewLimitOCPVersion], MCOSkewLimitOCPVersion),
+		SkewLimitRHCOSVersion:  orDefault(data[KeySkewLimitRHCOSVersion], MCOSkewLimitRHCOSVersion),
 		ResourceVersion:        u.GetResourceVersion(),
 	}
 	if data[KeyStream] == "" {
@@ -339,28 +339,9 @@ func (c *Client) GoldenRecord(ctx context.Context) (*Golden, error) {
 	return g, nil
 }
 
-// KnownImages is the set of official boot image refs: every image in the
-// golden record and in the history ConfigMap (absent history = only the
-// golden record's images are official).
-func (c *Client) KnownImages(ctx context.Context, golden *Golden) (map[string]bool, error) {
-	known := map[string]bool{}
-	if golden != nil {
-		golden.Stream.AddTo(known)
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
 	}
-	u, err := c.get(ctx, GVRConfigMaps, NamespaceMCO, HistoryConfigMap)
-	if IsNotFound(err) {
-		return known, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	data, _, _ := unstructured.NestedStringMap(u.Object, "data")
-	for release, raw := range data {
-		var s Stream
-		if err := json.Unmarshal([]byte(raw), &s); err != nil {
-			return nil, malformed("configmap %s/%s: stream of %s: %v", NamespaceMCO, HistoryConfigMap, release, err)
-		}
-		s.AddTo(known)
-	}
-	return known, nil
+	return v
 }

@@ -44,7 +44,7 @@ type MachineSet struct {
 	Labels          map[string]string       `json:"labels,omitempty"`
 	Annotations     map[string]string       `json:"annotations,omitempty"`
 	OwnerReferences []metav1.OwnerReference `json:"ownerReferences,omitempty"`
-	// TemplateLabels are spec.template.metadata.labels (os-id, os-stream).
+	// TemplateLabels are spec.template.metadata.labels (os-id).
 	TemplateLabels map[string]string `json:"templateLabels,omitempty"`
 	Replicas       int32             `json:"replicas"`
 	ReadyReplicas  int32             `json:"readyReplicas"`
@@ -54,22 +54,47 @@ type MachineSet struct {
 	ProviderSpec map[string]any `json:"providerSpec"`
 }
 
-// Arch is the kubernetes.io/arch of the capacity labels annotation, or "".
-func (m *MachineSet) Arch() string {
-	for _, kv := range strings.Split(m.Annotations[AnnotationCapacityLabels], ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if ok && k == LabelArch {
-			return strings.TrimSpace(v)
+// validArches are the architectures a MachineSet may name
+// (machine-config-operator pkg/controller/bootimage/ms_helpers.go,
+// getArchFromMachineSet).
+var validArches = map[string]bool{"arm64": true, "s390x": true, "amd64": true, "ppc64le": true}
+
+// Arch is the kubernetes.io/arch of the capacity labels annotation ("" with
+// no annotation). An annotation without that label, or with an arch the
+// MCO does not know, is an error: the MCO degrades on it rather than
+// skipping the MachineSet.
+func (m *MachineSet) Arch() (string, error) {
+	ann, ok := m.Annotations[AnnotationCapacityLabels]
+	if !ok {
+		return "", nil
+	}
+	for _, kv := range strings.Split(ann, ",") {
+		if v, found := strings.CutPrefix(strings.TrimSpace(kv), LabelArch+"="); found {
+			if !validArches[v] {
+				return "", fmt.Errorf("invalid architecture value found in annotation: %s", v)
+			}
+			return v, nil
 		}
 	}
-	return ""
+	return "", fmt.Errorf("%s label not found in annotation: %s", LabelArch, ann)
+}
+
+// AzureSecurityType is providerSpec.securityProfile.settings.securityType
+// ("" when unset).
+func (m *MachineSet) AzureSecurityType() string {
+	st, _, _ := unstructured.NestedString(m.ProviderSpec, "securityProfile", "settings", "securityType")
+	return st
 }
 
 // Windows reports a Windows template (machine.openshift.io/os-id: Windows).
 func (m *MachineSet) Windows() bool { return strings.EqualFold(m.TemplateLabels[LabelOSID], "Windows") }
 
-// OSStream is the template's OS stream label ("" when unset).
-func (m *MachineSet) OSStream() string { return m.TemplateLabels[LabelOSStream] }
+// OSStream is the MachineSet's own OS stream label (ok false when unset:
+// a MachineSet from before dual streams, reconciled as the default).
+func (m *MachineSet) OSStream() (stream string, ok bool) {
+	stream, ok = m.Labels[LabelOSStream]
+	return stream, ok
+}
 
 // Image reads the boot image out of the providerSpec.
 func (m *MachineSet) Image() (BootImage, error) { return ImageOf(m.ProviderSpec) }
@@ -196,9 +221,11 @@ func imagePatch(ms *MachineSet, img BootImage) (map[string]any, error) {
 			return nil, malformed("azure image without fields")
 		}
 		a := img.Azure
-		typ := "MarketplaceNoPlan"
-		if a.ResourceID != "" {
-			typ = "ID"
+		typ := a.Type
+		if typ == "" && a.ResourceID != "" {
+			typ = azureImageTypeID
+		} else if typ == "" {
+			typ = azureNoPlan
 		}
 		return map[string]any{"image": map[string]any{
 			"publisher": a.Publisher, "offer": a.Offer, "sku": a.SKU, "version": a.Version,

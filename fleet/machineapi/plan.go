@@ -36,6 +36,13 @@ const (
 	ReasonNoGoldenImage       Reason = "NoGoldenImage"
 	ReasonRHELMajorMismatch   Reason = "RHELMajorMismatch"
 	ReasonMalformed           Reason = "MalformedProviderSpec"
+	ReasonUnsupportedArch     Reason = "UnsupportedArch"
+	ReasonInvalidArch         Reason = "InvalidArch"
+	ReasonImageLookup         Reason = "ImageLookupFailed"
+	ReasonMarketplaceAMI      Reason = "MarketplaceAMI"
+	ReasonAzureSecurityType   Reason = "AzureSecurityType"
+	ReasonAzureVariant        Reason = "UnknownAzureVariant"
+	ReasonVSphereImport       Reason = "VSphereNeedsOVAImport"
 	// ReasonManagedByMCO: the MCO's boot image controller owns the
 	// MachineSet (the cluster opted it in, and the operator resolved the
 	// opt-in in MachineConfiguration status.managedBootImagesStatus); it
@@ -46,9 +53,14 @@ const (
 // GoldenGCPProject is the project official RHCOS GCP images live in.
 const GoldenGCPProject = "rhcos-cloud"
 
-// supportedOSStreams are the OS stream labels fleetsaga understands, with
-// their RHEL major.
-var supportedOSStreams = map[string]int{"rhel-9": 9, "rhel-10": 10}
+// SupportedOSStream is the one OS stream the MCO's boot image controller
+// reconciles (machine-config-operator
+// pkg/controller/bootimage/boot_image_controller.go, SupportedOSStream); a
+// MachineSet labelled with any other is left alone.
+const SupportedOSStream = "rhel-9"
+
+// supportedRHELMajor is SupportedOSStream's RHEL major.
+const supportedRHELMajor = 9
 
 // Plan is the decision for one MachineSet.
 type Plan struct {
@@ -61,10 +73,11 @@ type Plan struct {
 	Desired    BootImage `json:"desired"`
 }
 
-// PlanMachineSet decides what to do with ms given the golden record, the
-// official images and the cluster. Checks follow the MCO's order: owner
-// reference, OS stream, Windows, architecture, then the platform's image.
-func PlanMachineSet(ms *MachineSet, golden *Golden, known map[string]bool, cs ClusterStatus) Plan {
+// PlanMachineSet decides what to do with ms given the golden record, what
+// EC2 said of its AMI (AWS) and the cluster. Checks follow the MCO's
+// order: owner reference, OS stream, Windows, architecture, then the
+// platform's image.
+func PlanMachineSet(ms *MachineSet, golden *Golden, amis AMIOrigins, cs ClusterStatus) Plan {
 	p := Plan{MachineSet: ms.Name}
 	skip := func(r Reason, format string, args ...any) Plan {
 		p.Action, p.Reason, p.Detail = ActionSkip, r, fmt.Sprintf(format, args...)
@@ -75,17 +88,21 @@ func PlanMachineSet(ms *MachineSet, golden *Golden, known map[string]bool, cs Cl
 		return skip(ReasonOwned, "owned by %s %s", o.Kind, o.Name)
 	}
 	streamMajor := 0
-	if s := ms.OSStream(); s != "" {
-		m, ok := supportedOSStreams[s]
-		if !ok {
-			return skip(ReasonUnsupportedOSStream, "OS stream %q is not supported", s)
+	if s, labelled := ms.OSStream(); labelled {
+		if s != SupportedOSStream {
+			return skip(ReasonUnsupportedOSStream, "OS stream %q is not supported (only %s)", s, SupportedOSStream)
 		}
-		streamMajor = m
+		streamMajor = supportedRHELMajor
 	}
 	if ms.Windows() {
 		return skip(ReasonWindows, "Windows template")
 	}
-	p.Arch = ms.Arch()
+	arch, err := ms.Arch()
+	if err != nil {
+		p.Action, p.Reason, p.Detail = ActionRefuse, ReasonInvalidArch, err.Error()
+		return p
+	}
+	p.Arch = arch
 	if p.Arch == "" {
 		if cs.MultiArch {
 			return skip(ReasonNoArch, "multi-arch cluster and no %s annotation", AnnotationCapacityLabels)
@@ -108,8 +125,8 @@ func PlanMachineSet(ms *MachineSet, golden *Golden, known map[string]bool, cs Cl
 	if cur.Ref() == "" {
 		return skip(ReasonNoImage, "no boot image set")
 	}
-	if !official(cur, known) {
-		return skip(ReasonCustomImage, "image %s is not an official boot image", cur.Ref())
+	if out, ok := originRule(p, ms, amis); !ok {
+		return out
 	}
 	desired, err := golden.Stream.DesiredImage(p.Arch, cur)
 	if err != nil {
@@ -124,7 +141,7 @@ func PlanMachineSet(ms *MachineSet, golden *Golden, known map[string]bool, cs Cl
 	if streamMajor != 0 {
 		if gm, err := RHELMajor(golden.Stream.OSVersion(p.Arch)); err == nil && gm != streamMajor {
 			p.Action, p.Reason = ActionRefuse, ReasonRHELMajorMismatch
-			p.Detail = fmt.Sprintf("golden image is RHEL %d, MachineSet OS stream is %s", gm, ms.OSStream())
+			p.Detail = fmt.Sprintf("golden image is RHEL %d, MachineSet OS stream is %s", gm, SupportedOSStream)
 			return p
 		}
 	}
@@ -134,23 +151,6 @@ func PlanMachineSet(ms *MachineSet, golden *Golden, known map[string]bool, cs Cl
 	}
 	p.Action = ActionPatch
 	return p
-}
-
-// official: the image is a Red Hat boot image, not a custom one. GCP images
-// must live in the rhcos-cloud project; everything else must be a known
-// image of the golden record or its history. Azure images by resource ID
-// (galleries, custom images) are custom.
-func official(img BootImage, known map[string]bool) bool {
-	switch img.Platform {
-	case PlatformGCP:
-		project, _, ok := ParseGCPImage(img.GCPImage)
-		return ok && project == GoldenGCPProject
-	case PlatformAzure:
-		if img.Azure == nil || img.Azure.ResourceID != "" {
-			return false
-		}
-	}
-	return known[img.Ref()]
 }
 
 // RHELMajor is the RHEL major of an RHCOS build ("9.6.20250523-0" → 9;

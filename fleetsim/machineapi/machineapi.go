@@ -140,7 +140,7 @@ func (s *Sim) buildCluster(cs *spec.Cluster) (*cluster, error) {
 		m   map[string]any
 	}{
 		{gvKey(fm.GVRConfigMaps), goldenConfigMap(cs, golden)},
-		{gvKey(fm.GVRConfigMaps), historyConfigMap(cs)},
+		{gvKey(fm.GVRSecrets), awsCredentials(cs)},
 		{gvKey(fm.GVRClusterVersions), clusterVersion(cs, install)},
 		{gvKey(fm.GVRInfrastructures), infrastructure(cs)},
 		{gvKey(fm.GVRMachineConfigurations), machineConfiguration(cs, install)},
@@ -258,6 +258,8 @@ func (s *Sim) Name() string { return Name }
 // Mount implements domain.Domain.
 func (s *Sim) Mount(mux *http.ServeMux) {
 	mux.Handle("/kube/", s.env.Faults.Middleware("kube", http.HandlerFunc(s.serveKube)))
+	mux.HandleFunc("POST /ec2", s.serveEC2)
+	mux.HandleFunc("POST /ec2/", s.serveEC2)
 	mux.HandleFunc("GET /truth/"+Name, func(w http.ResponseWriter, _ *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, s.Truth())
 	})

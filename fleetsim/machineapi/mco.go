@@ -136,12 +136,12 @@ func mcoEnrolled(mc, ms *unstructured.Unstructured) bool {
 	if !enrolled || len(ms.GetOwnerReferences()) > 0 {
 		return false
 	}
-	tmpl, _, _ := unstructured.NestedStringMap(ms.Object, "spec", "template", "metadata", "labels")
-	// fleetsim (like fleetsaga's client) keeps the stream label on the
-	// template.
-	if st, ok := tmpl[fm.LabelOSStream]; ok && st != mcoSupportedStream {
+	// The stream label is the MachineSet's own (machine-config-operator
+	// pkg/controller/bootimage/ms_helpers.go, syncMAPIMachineSet).
+	if st, ok := ms.GetLabels()[fm.LabelOSStream]; ok && st != mcoSupportedStream {
 		return false
 	}
+	tmpl, _, _ := unstructured.NestedStringMap(ms.Object, "spec", "template", "metadata", "labels")
 	return tmpl[fm.LabelOSID] != "Windows"
 }
 
@@ -164,6 +164,13 @@ func (c *cluster) goldenMachineSet(ms *unstructured.Unstructured, golden string)
 	// helpers cannot copy (they panic).
 	want := jsonValue(providerSpec(c.spec, &g, c.install))
 	cur := providerSpecValue(ms)
+	if p, img := imageOf(cur); (p == spec.PlatformAWS || p == spec.PlatformGCP) && !officialImages(c.spec)[img] {
+		// A custom image is left alone: on AWS an AMI of an unknown owner
+		// (machine-config-operator pkg/controller/bootimage/aws_helpers.go,
+		// detectAMIKind), on GCP one outside projects/rhcos-cloud
+		// (platform_helpers.go, reconcileGCPProviderSpec).
+		return nil, false
+	}
 	next := ms.DeepCopy()
 	value := providerSpecValue(next)
 	switch p, _ := imageOf(cur); p {

@@ -120,3 +120,35 @@ func TestMCOPatchesAGCPMachineSet(t *testing.T) {
 		return tr.Clusters["c1"].MCO.Patches["c1-worker-a"] == 1
 	}, 5*time.Second, 5*time.Millisecond, "the MCO patched the GCP MachineSet")
 }
+
+// The MCO leaves alone a MachineSet labelled with another OS stream (its
+// own label, not the template's) and one that boots a custom image, as
+// machine-config-operator pkg/controller/bootimage/ms_helpers.go and
+// aws_helpers.go do; it patches the rest.
+func TestMCOSkipsOtherStreamsAndCustomImages(t *testing.T) {
+	c := spec.SampleCluster("c1", spec.PlatformAWS, true)
+	c.MCO = spec.On()
+	c.ManagedBootImages = &spec.BootImageOptIn{Mode: "All"}
+	c.MachineSets = append(c.MachineSets, spec.MachineSet{Name: "c1-rhel10", OSStream: "rhel-10"})
+	url := start(t, c)
+	truth := func() machineapi.ClusterTruth {
+		var tr machineapi.Truth
+		resp, err := http.Get(url + "/truth/machineapi")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&tr))
+		return tr.Clusters["c1"]
+	}
+	require.Eventually(t, func() bool { return truth().MCO.Patches["c1-worker-a"] == 1 }, 5*time.Second, 2*time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // many reaction times at this speed-up
+	ct := truth()
+	assert.Zero(t, ct.MCO.Patches["c1-rhel10"], "another OS stream is not the MCO's")
+	assert.Zero(t, ct.MCO.Patches["c1-custom"], "a custom AMI is not the MCO's")
+	custom := ""
+	for _, m := range c.MachineSets {
+		if m.Name == "c1-custom" {
+			custom = m.CustomImage
+		}
+	}
+	assert.Equal(t, custom, ct.MachineSets["c1-custom"].Image)
+}

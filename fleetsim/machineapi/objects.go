@@ -1,6 +1,7 @@
 package machineapi
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -114,15 +115,16 @@ func goldenConfigMap(c *spec.Cluster, release string) map[string]any {
 	}
 }
 
-func historyConfigMap(c *spec.Cluster) map[string]any {
-	data := map[string]any{}
-	for _, b := range c.BootImages {
-		data[b.Release] = streamJSON(b)
-	}
+// awsCredentials is the machine API's aws-cloud-credentials Secret
+// (static keys fleetsim's EC2 accepts unchecked), which the MCO reads to
+// ask EC2 who owns an AMI (machine-config-operator
+// pkg/controller/bootimage/aws_helpers.go).
+func awsCredentials(c *spec.Cluster) map[string]any {
+	b64 := func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) }
 	return map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": fm.HistoryConfigMap, "namespace": fm.NamespaceMCO, "uid": uidFor(c.Name, "cm", fm.HistoryConfigMap)},
-		"data":     data,
+		"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+		"metadata": map[string]any{"name": fm.AWSCredentialsSecret, "namespace": fm.NamespaceMachineAPI, "uid": uidFor(c.Name, "secret", fm.AWSCredentialsSecret)},
+		"data":     map[string]any{"aws_access_key_id": b64("AKIAFLEETSIM" + strings.ToUpper(c.Name)), "aws_secret_access_key": b64("fleetsim-not-a-secret")},
 	}
 }
 
@@ -352,6 +354,11 @@ func machineSet(c *spec.Cluster, m *spec.MachineSet, install string) map[string]
 	for k, v := range m.Labels {
 		labels[k] = v
 	}
+	// The OS stream label is the MachineSet's own (machine-config-operator
+	// pkg/controller/bootimage/ms_helpers.go reads machineSet.GetLabels()).
+	if m.OSStream != "" {
+		labels[fm.LabelOSStream] = m.OSStream
+	}
 	md := map[string]any{
 		"name": m.Name, "namespace": fm.NamespaceMachineAPI, "uid": uidFor(c.Name, "machineset", m.Name),
 		"labels": labels, "generation": 1, "creationTimestamp": "2024-06-01T00:00:00Z",
@@ -373,9 +380,6 @@ func machineSet(c *spec.Cluster, m *spec.MachineSet, install string) map[string]
 	}
 	if m.Windows {
 		tmplLabels[fm.LabelOSID] = "Windows"
-	}
-	if m.OSStream != "" {
-		tmplLabels[fm.LabelOSStream] = m.OSStream
 	}
 	return map[string]any{
 		"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
@@ -442,6 +446,17 @@ func imageOf(value map[string]any) (platform, image string) {
 // knownImages is every official image of the cluster's releases plus the
 // custom images its spec declares: the images fleetsim can boot.
 func knownImages(c *spec.Cluster) map[string]bool {
+	out := officialImages(c)
+	for _, m := range c.MachineSets {
+		if m.CustomImage != "" {
+			out[m.CustomImage] = true
+		}
+	}
+	return out
+}
+
+// officialImages is every image of the cluster's releases (Red Hat's).
+func officialImages(c *spec.Cluster) map[string]bool {
 	out := map[string]bool{}
 	for _, b := range c.BootImages {
 		out[spec.VSphereTemplate(b.OSVersion)] = true
@@ -457,11 +472,6 @@ func knownImages(c *spec.Cluster) map[string]bool {
 					out[strings.Join([]string{a.Publisher, a.Offer, a.SKU, a.Version}, ":")] = true
 				}
 			}
-		}
-	}
-	for _, m := range c.MachineSets {
-		if m.CustomImage != "" {
-			out[m.CustomImage] = true
 		}
 	}
 	return out

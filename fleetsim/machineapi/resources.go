@@ -20,6 +20,7 @@ type resource struct {
 
 var resources = []resource{
 	{gvr: fm.GVRConfigMaps, kind: "ConfigMap", namespaced: true, patchable: true},
+	{gvr: fm.GVRSecrets, kind: "Secret", namespaced: true},
 	{gvr: fm.GVRNodes, kind: "Node", status: true},
 	{gvr: fm.GVRMachineSets, kind: "MachineSet", namespaced: true, status: true, patchable: true},
 	{gvr: fm.GVRMachines, kind: "Machine", namespaced: true, status: true},

@@ -133,8 +133,8 @@ type MachineSet struct {
 	OwnerReferences []OwnerReference `json:"ownerReferences,omitempty"`
 	// Windows marks a Windows template (machine.openshift.io/os-id: Windows).
 	Windows bool `json:"windows,omitempty"`
-	// OSStream is the template's OS stream label
-	// (machineconfiguration.openshift.io/os-stream), e.g. rhel-9; empty = none.
+	// OSStream is the MachineSet's own OS stream label
+	// (machineconfiguration.openshift.io/osstream), e.g. rhel-9; empty = none.
 	OSStream string `json:"osStream,omitempty"`
 	// BootRelease is the release whose golden image the MachineSet boots
 	// (default InstallRelease of the cluster). Ignored with ProviderSpec.

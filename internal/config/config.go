@@ -253,6 +253,7 @@ type Fleet struct {
 	// Kubeconfig and KubeInCluster: see fleet.Endpoints.
 	Kubeconfig    string
 	KubeInCluster string
+	EC2           string
 	Prometheus    string
 }
 
@@ -270,6 +271,7 @@ func (f *Fleet) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Kube, "kube", env("FLEETSAGA_KUBE_URL", ""), "multi-cluster Kubernetes API root, {URL}/clusters/{name} (env FLEETSAGA_KUBE_URL)")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", env("FLEETSAGA_KUBECONFIG", ""), "kubeconfig file; each cluster is the context of its name (env FLEETSAGA_KUBECONFIG)")
 	fs.StringVar(&f.Prometheus, "prometheus-url", env("FLEETSAGA_PROMETHEUS_URL", ""), "Prometheus server a rollout's health checks query (env FLEETSAGA_PROMETHEUS_URL)")
+	fs.StringVar(&f.EC2, "ec2-endpoint", env("FLEETSAGA_EC2_ENDPOINT", ""), "EC2 API endpoint for every region, instead of AWS's public ones (env FLEETSAGA_EC2_ENDPOINT)")
 	fs.StringVar(&f.KubeInCluster, "kube-in-cluster", env("FLEETSAGA_KUBE_IN_CLUSTER", ""), "name of the cluster the worker runs in: reached with the in-cluster config (env FLEETSAGA_KUBE_IN_CLUSTER)")
 }
 
@@ -305,6 +307,7 @@ func (f *Fleet) Endpoints() (fleet.Endpoints, error) {
 	set(&e.Kube, f.Kube)
 	set(&e.Kubeconfig, f.Kubeconfig)
 	set(&e.KubeInCluster, f.KubeInCluster)
+	set(&e.EC2, f.EC2)
 	set(&e.Prometheus, f.Prometheus)
 	if err := e.Validate(); err != nil {
 		return e, err

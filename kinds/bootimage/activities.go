@@ -36,6 +36,7 @@ type BootImageActivities struct {
 
 	mu      sync.Mutex
 	clients map[string]*machineapi.Client
+	amis    amiCache
 }
 
 func (a *BootImageActivities) client(cluster string) (*machineapi.Client, error) {
@@ -234,7 +235,7 @@ func (a *BootImageActivities) PlanBootImages(ctx context.Context, in BootImagePl
 	default:
 		return out, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown selection %q", out.OptIn.Mode), failure.BootImageInvalid, nil)
 	}
-	golden, known, st, err := a.readContext(ctx, c, in.Release)
+	golden, st, err := a.readContext(ctx, c, in.Release)
 	if err != nil {
 		return out, err
 	}
@@ -246,10 +247,14 @@ func (a *BootImageActivities) PlanBootImages(ctx context.Context, in BootImagePl
 		// A bad selector is the operator's error, not a transient one.
 		return out, temporal.NewNonRetryableApplicationError(err.Error(), failure.BootImageInvalid, err)
 	}
+	amis, err := a.amiOrigins(ctx, c, sets)
+	if err != nil {
+		return out, err
+	}
 	mco := in.FromCluster && out.OptIn.ManagedByMCO()
 	out.MCO = mco
 	for _, ms := range sets {
-		p := machineapi.PlanMachineSet(ms, golden, known, st)
+		p := machineapi.PlanMachineSet(ms, golden, amis, st)
 		if mco && (p.Action == machineapi.ActionPatch || p.Action == machineapi.ActionUpToDate) {
 			// The MCO enrolls what the opt-in selects and it does not skip
 			// (the same skips as PlanMachineSet's): its MachineSet.
@@ -271,26 +276,22 @@ func (a *BootImageActivities) PlanBootImages(ctx context.Context, in BootImagePl
 }
 
 // readContext reads the golden record (which must still be stamped for
-// release), the official images and the cluster status.
-func (a *BootImageActivities) readContext(ctx context.Context, c *machineapi.Client, release string) (*machineapi.Golden, map[string]bool, machineapi.ClusterStatus, error) {
+// release) and the cluster status.
+func (a *BootImageActivities) readContext(ctx context.Context, c *machineapi.Client, release string) (*machineapi.Golden, machineapi.ClusterStatus, error) {
 	st, err := c.ClusterStatus(ctx)
 	if err != nil {
-		return nil, nil, st, classifyKube(err)
+		return nil, st, classifyKube(err)
 	}
 	golden, err := c.GoldenRecord(ctx)
 	if err != nil {
-		return nil, nil, st, classifyKube(err)
+		return nil, st, classifyKube(err)
 	}
 	if !golden.StampedFor(release) || st.DesiredVersion != release {
-		return nil, nil, st, temporal.NewNonRetryableApplicationError(
+		return nil, st, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("cluster %s moved on: runs %s, golden record stamped for %s, bump is for %s", c.Cluster, st.DesiredVersion, golden.ReleaseVersion, release),
 			failure.BootImageRelease, nil)
 	}
-	known, err := c.KnownImages(ctx, golden)
-	if err != nil {
-		return nil, nil, st, classifyKube(err)
-	}
-	return golden, known, st, nil
+	return golden, st, nil
 }
 
 // BootImageReconcileInput reconciles one MachineSet.
@@ -326,12 +327,16 @@ func (a *BootImageActivities) ReconcileBootImage(ctx context.Context, in BootIma
 	if err != nil {
 		return res, err
 	}
-	golden, known, st, err := a.readContext(ctx, c, in.Release)
+	golden, st, err := a.readContext(ctx, c, in.Release)
 	if err != nil {
 		return res, err
 	}
 	err = changeOnFreshRead(ctx, c, in.MachineSet, "", "patching", func(ms *machineapi.MachineSet) (func() error, error) {
-		res.Plan = machineapi.PlanMachineSet(ms, golden, known, st)
+		amis, err := a.amiOrigins(ctx, c, []*machineapi.MachineSet{ms})
+		if err != nil {
+			return nil, err
+		}
+		res.Plan = machineapi.PlanMachineSet(ms, golden, amis, st)
 		switch {
 		case res.Plan.Action != machineapi.ActionPatch:
 			res.Action = string(res.Plan.Action)
@@ -406,38 +411,4 @@ func (a *BootImageActivities) RestoreBootImage(ctx context.Context, in BootImage
 		return RestoreDone, nil
 	}
 	return "", fmt.Errorf("machineset %s: restore still conflicting after %d fresh reads", in.MachineSet, conflictRetries)
-}
-
-// BootImageRecordInput records the cluster's boot image version.
-type BootImageRecordInput struct {
-	Cluster      string `json:"cluster"`
-	Mode         string `json:"mode"`
-	OCPVersion   string `json:"ocpVersion"`
-	RHCOSVersion string `json:"rhcosVersion"`
-}
-
-// RecordBootImage writes MachineConfiguration status.bootImageSkewEnforcementStatus.
-func (a *BootImageActivities) RecordBootImage(ctx context.Context, in BootImageRecordInput) error {
-	c, err := a.client(in.Cluster)
-	if err != nil {
-		return err
-	}
-	return classifyKube(c.RecordBootImage(ctx, in.Mode, in.OCPVersion, in.RHCOSVersion))
-}
-
-// BootImageUpgradeableInput sets the Upgradeable condition.
-type BootImageUpgradeableInput struct {
-	Cluster     string `json:"cluster"`
-	Upgradeable bool   `json:"upgradeable"`
-	Reason      string `json:"reason"`
-	Message     string `json:"message"`
-}
-
-// SetBootImageUpgradeable writes the Upgradeable condition.
-func (a *BootImageActivities) SetBootImageUpgradeable(ctx context.Context, in BootImageUpgradeableInput) error {
-	c, err := a.client(in.Cluster)
-	if err != nil {
-		return err
-	}
-	return classifyKube(c.SetUpgradeable(ctx, in.Upgradeable, in.Reason, in.Message))
 }

@@ -40,7 +40,7 @@ func (a *BootImageActivities) AwaitMCOBootImages(ctx context.Context, in BootIma
 	}
 	every := max(in.PollInterval, 10*time.Millisecond)
 	_, err = pollUntil(ctx, every, in.Deadline, func() (bool, error) {
-		golden, known, st, err := a.readContext(ctx, c, in.Release)
+		golden, st, err := a.readContext(ctx, c, in.Release)
 		if err != nil {
 			return false, err
 		}
@@ -51,7 +51,11 @@ func (a *BootImageActivities) AwaitMCOBootImages(ctx context.Context, in BootIma
 			if err != nil {
 				return false, classifyKube(err)
 			}
-			p := machineapi.PlanMachineSet(ms, golden, known, st)
+			amis, err := a.amiOrigins(ctx, c, []*machineapi.MachineSet{ms})
+			if err != nil {
+				return false, err
+			}
+			p := machineapi.PlanMachineSet(ms, golden, amis, st)
 			if p.Action == machineapi.ActionUpToDate {
 				out.Reconciled = append(out.Reconciled, name)
 				continue

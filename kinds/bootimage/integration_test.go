@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/fleetsaga/fleetsaga/fleet/machineapi"
 	"github.com/fleetsaga/fleetsaga/fleetsim"
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	simapi "github.com/fleetsaga/fleetsaga/fleetsim/machineapi"
@@ -197,7 +198,7 @@ func TestBumpOptInFromMachineConfiguration(t *testing.T) {
 // Another actor reverts one MachineSet after every patch: the hot-loop guard
 // stops after 3 patches and reports it; nothing is recorded.
 func TestBumpRevertingActor(t *testing.T) {
-	e := setup(t, unmanaged(spec.SampleCluster("c1", spec.PlatformVSphere, false)))
+	e := setup(t, unmanaged(spec.SampleCluster("c1", spec.PlatformGCP, false)))
 	e.arm(faults.Fault{Kind: faults.MachineSetRevert, Target: "machineset/c1/c1-worker-b"})
 	e.worker()
 	run := e.start(fastInput())
@@ -211,8 +212,8 @@ func TestBumpRevertingActor(t *testing.T) {
 	b := tr.MachineSets["c1-worker-b"]
 	assert.Equal(t, 3, b.ImagePatches, "stopped after the same patch was applied 3 times")
 	assert.Equal(t, 3, b.Reverts)
-	assert.Equal(t, "rhcos-"+install.OSVersion, b.Image)
-	assert.Equal(t, "rhcos-"+golden.OSVersion, tr.MachineSets["c1-worker-a"].Image)
+	assert.Equal(t, "projects/rhcos-cloud/global/images/"+install.Images["amd64"].GCP.Name, b.Image)
+	assert.Equal(t, "projects/rhcos-cloud/global/images/"+golden.Images["amd64"].GCP.Name, tr.MachineSets["c1-worker-a"].Image)
 	assert.Equal(t, spec.SampleInstallRelease, tr.BootImage.OCPVersion, "record unchanged")
 	assert.Equal(t, ledger.StateFailed, e.attempt(run).State)
 }
@@ -244,11 +245,13 @@ func TestBumpCanaryFailureRollsBack(t *testing.T) {
 	res, err := e.wait(run)
 	requireCanaryFailed(t, err)
 	assert.Equal(t, "CanaryFailed", res.Outcome)
-	assert.ElementsMatch(t, []string{"c1-arm64", "c1-worker-a", "c1-worker-b"}, res.Patched)
-	assert.Len(t, res.Skipped, 3, "custom, owned, windows")
+	// An image by resource ID is an install-time upload to the MCO: it moves
+	// to the marketplace (platform_helpers.go, reconcileAzureProviderSpec).
+	assert.ElementsMatch(t, []string{"c1-arm64", "c1-custom", "c1-worker-a", "c1-worker-b"}, res.Patched)
+	assert.Len(t, res.Skipped, 2, "owned, windows")
 
 	tr := e.truth()
-	for _, ms := range []string{"c1-worker-a", "c1-worker-b", "c1-arm64"} {
+	for _, ms := range []string{"c1-worker-a", "c1-worker-b", "c1-arm64", "c1-custom"} {
 		m := tr.MachineSets[ms]
 		assert.Equal(t, 2, m.ImagePatches, "%s: patched, then restored", ms)
 	}
@@ -507,4 +510,37 @@ func requireCanaryFailed(t *testing.T, err error) {
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
 	assert.Equal(t, "BootImageBumpCanaryFailed", app.Type())
+}
+
+// On AWS the bump asks EC2 who owns each AMI, as the MCO does
+// (machine-config-operator pkg/controller/bootimage/aws_helpers.go): the
+// install-time AMIs of Red Hat's account are bumped with no list of
+// official images on the cluster, and a customer's AMI is left alone.
+func TestBumpDecidesAnAMIByItsOwner(t *testing.T) {
+	c := unmanaged(spec.SampleCluster("c1", spec.PlatformAWS, true))
+	e := setup(t, c)
+	e.worker()
+	res, err := e.wait(e.start(fastInput()))
+	require.NoError(t, err, "%+v", res)
+	assert.ElementsMatch(t, []string{"c1-arm64", "c1-worker-a", "c1-worker-b"}, res.Patched)
+	tr := e.truth()
+	assert.Equal(t, golden.Images["amd64"].AWS["us-east-1"], tr.MachineSets["c1-worker-a"].Image)
+	var custom string
+	for _, m := range c.MachineSets {
+		if m.Name == "c1-custom" {
+			custom = m.CustomImage
+		}
+	}
+	require.NotEmpty(t, custom)
+	assert.Equal(t, custom, tr.MachineSets["c1-custom"].Image, "a customer's AMI is not bumped")
+	assert.Zero(t, tr.MachineSets["c1-custom"].ImagePatches)
+	found := false
+	for _, s := range res.Skipped {
+		if s.MachineSet == "c1-custom" {
+			found = true
+			assert.Equal(t, string(machineapi.ReasonCustomImage), s.Reason)
+			assert.Contains(t, s.Detail, "owned by account")
+		}
+	}
+	assert.True(t, found, "c1-custom is reported skipped: %+v", res.Skipped)
 }

@@ -154,23 +154,42 @@ func CompareReleaseVersions(a, b string) (int, error) {
 	return 0, nil
 }
 
-// rhcosMajorMinor reads the first two numbers of an RHCOS version ("9.6" or
-// "9.6.20250523-0").
+// rhcosMajorMinor is the RHEL major.minor of an RHCOS version, read as
+// the operator reads it (machine-config-operator pkg/operator/status.go,
+// checkRHCOSVersionSkew): "9.6" as stated, "9.6.20250523-0" (a date of 8
+// digits) as it is, and the legacy "416.94.202510081640-0" (a timestamp of
+// 12 digits) from its second number, whose first digit is the RHEL major
+// (94 is RHEL 9.4, 810 RHEL 8.10).
 func rhcosMajorMinor(v string) ([2]int, error) {
 	var out [2]int
-	parts := strings.SplitN(strings.TrimSpace(v), ".", 3)
+	bad := fmt.Errorf("RHCOS version %q is not major.minor[.build]", v)
+	parts := strings.Split(strings.TrimSpace(v), ".")
 	if len(parts) < 2 {
-		return out, fmt.Errorf("RHCOS version %q is not major.minor[.build]", v)
+		return out, bad
 	}
-	for i := range 2 {
-		n, err := strconv.Atoi(parts[i])
+	major, minor := parts[0], parts[1]
+	if len(parts) >= 3 {
+		stamp, _, _ := strings.Cut(parts[2], "-")
+		switch len(stamp) {
+		case 8:
+		case 12:
+			if len(minor) < 2 {
+				return out, bad
+			}
+			major, minor = minor[:1], minor[1:]
+		default:
+			return out, fmt.Errorf("RHCOS version %q has a build stamp of neither 8 nor 12 digits", v)
+		}
+	}
+	for i, p := range []string{major, minor} {
+		n, err := strconv.Atoi(p)
 		if err != nil || n < 0 {
-			return out, fmt.Errorf("RHCOS version %q is not major.minor[.build]", v)
+			return out, bad
 		}
 		out[i] = n
 	}
 	if out[0] >= 100 {
-		return out, fmt.Errorf("RHCOS version %q uses the old <ocp>.<rhel> scheme; state a major.minor RHCOS version", v)
+		return out, fmt.Errorf("RHCOS version %q uses the old <ocp>.<rhel> scheme without its build stamp; state a major.minor RHCOS version", v)
 	}
 	return out, nil
 }

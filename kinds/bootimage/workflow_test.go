@@ -35,8 +35,6 @@ type fakeCluster struct {
 	checks    map[string]int
 	restores  []string
 	scales    [][2]int32
-	recorded  []BootImageRecordInput
-	upgr      []BootImageUpgradeableInput
 	canary    CanaryResult
 	snap      BootImageSnapshot
 	planIn    *BootImagePlanInput
@@ -185,16 +183,6 @@ func (f *fakeCluster) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 		func(_ context.Context, in BootImageCanaryWaitInput) (CanaryResult, error) {
 			return f.canary, nil
 		})
-	env.OnActivity(a.RecordBootImage, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in BootImageRecordInput) error {
-			f.recorded = append(f.recorded, in)
-			return nil
-		})
-	env.OnActivity(a.SetBootImageUpgradeable, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in BootImageUpgradeableInput) error {
-			f.upgr = append(f.upgr, in)
-			return nil
-		})
 	return env
 }
 
@@ -237,8 +225,6 @@ func TestBootImageBumpHappyPathLeavesOperatorStatus(t *testing.T) {
 	assert.Equal(t, "Reconciled", res.Outcome)
 	assert.Equal(t, []string{"ms-a", "ms-b"}, res.Patched)
 	assert.Equal(t, []string{"ms-c"}, res.UpToDate)
-	assert.Empty(t, f.recorded, "the boot image record is the operator's")
-	assert.Empty(t, f.upgr, "the Upgradeable condition is the operator's")
 	// The operator's record (4.14.3) is still below the limit (4.16.0).
 	assert.False(t, res.Skew.Upgradeable, "%+v", res.Skew)
 	assert.Equal(t, ReasonSkewError, res.Skew.Reason)
@@ -271,13 +257,11 @@ func TestBootImageBumpSkipsKeepRecordAndSkewBlocks(t *testing.T) {
 	assert.Equal(t, "ReconciledWithSkips", res.Outcome)
 	assert.Len(t, res.Skipped, 5)
 	assert.Equal(t, []string{"ms-a"}, res.Patched)
-	assert.Empty(t, f.recorded)
 	// The old record (4.14.3) is below the limit (4.16.0): a skip must not
 	// let the cluster pass the skew check.
 	assert.False(t, res.Skew.Upgradeable)
 	assert.Equal(t, ReasonSkewError, res.Skew.Reason)
 	assert.Contains(t, res.Skew.Message, "4.14.3")
-	assert.Empty(t, f.upgr)
 }
 
 func TestBootImageBumpHotLoopGuard(t *testing.T) {
@@ -329,7 +313,6 @@ func TestBootImageBumpRefusedAndSelectionNone(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "NothingSelected", res.Outcome)
 	assert.Zero(t, f.patches["ms-a"])
-	assert.Empty(t, f.recorded)
 	assert.True(t, res.Skew.Upgradeable)
 	assert.Equal(t, ReasonSkewDisabled, res.Skew.Reason)
 
@@ -340,7 +323,6 @@ func TestBootImageBumpRefusedAndSelectionNone(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Reconciled", res.Outcome)
 	assert.Equal(t, "pool=a", res.OptIn.Selector)
-	assert.Empty(t, f.recorded, "a clean Partial run leaves the record to the operator")
 }
 
 // Manual skew is the cluster admin's (MachineConfiguration), read from the
@@ -353,8 +335,6 @@ func TestBootImageBumpManualSkew(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, res.Skew.Upgradeable, "4.9.0 < 4.16.0 (numerically, not as strings)")
 	assert.Contains(t, res.Skew.Message, "4.9.0")
-	assert.Empty(t, f.recorded)
-	assert.Empty(t, f.upgr)
 }
 
 func TestBootImageBumpCanaryFailureRollsBackEveryPatch(t *testing.T) {
@@ -375,7 +355,6 @@ func TestBootImageBumpCanaryFailureRollsBackEveryPatch(t *testing.T) {
 	assert.Equal(t, ami("ami-old"), f.images["ms-a"])
 	assert.Equal(t, ami("ami-old"), f.images["ms-b"])
 	assert.Equal(t, [][2]int32{{1, 2}, {2, 1}}, f.scales, "scaled up, then back down")
-	assert.Empty(t, f.recorded)
 	assert.Len(t, res.Restored, 3)
 	// Each change is in the ledger, with its original, before it is made.
 	assert.Equal(t, []string{"record image ms-a", "patch ms-a"}, filterOps(f.ops, "ms-a", 2))
@@ -418,7 +397,6 @@ func TestBootImageBumpCanarySuccess(t *testing.T) {
 	assert.Equal(t, [][2]int32{{1, 2}, {2, 1}}, f.scales)
 	assert.Empty(t, f.restores)
 	assert.Equal(t, "Reconciled", res.Outcome)
-	assert.Empty(t, f.recorded)
 }
 
 func TestBootImageBumpCancelRunsCompensations(t *testing.T) {
@@ -435,7 +413,6 @@ func TestBootImageBumpCancelRunsCompensations(t *testing.T) {
 	assert.Equal(t, "Cancelled", res.Outcome)
 	assert.ElementsMatch(t, []string{"ms-a", "ms-b"}, f.restores)
 	assert.Equal(t, ami("ami-old"), f.images["ms-a"])
-	assert.Empty(t, f.recorded)
 }
 
 func TestBootImageBumpInputValidation(t *testing.T) {
@@ -492,6 +469,12 @@ func TestCompareReleaseVersions(t *testing.T) {
 	}
 }
 
+// rhcosAgainst92 checks an RHCOS boot image version alone against the
+// MCO's RHCOS limit (9.2) on a RHEL 9 release.
+func rhcosAgainst92(mode, rhcos string) SkewCheck {
+	return SkewCheck{Mode: mode, BootRHCOSVersion: rhcos, LimitRHCOSVersion: "9.2", Release: "4.22.0", ReleaseOSVersion: "9.6.20260210-0"}
+}
+
 func TestEvaluateSkew(t *testing.T) {
 	base := SkewCheck{LimitOCPVersion: "4.16.0", LimitRHCOSVersion: "9.4", Release: "4.19.2", ReleaseOSVersion: "9.6.20250523-0"}
 	with := func(f func(c *SkewCheck)) SkewCheck { c := base; f(&c); return c }
@@ -521,6 +504,17 @@ func TestEvaluateSkew(t *testing.T) {
 		{"unknown version", with(func(c *SkewCheck) { c.Mode = SkewAutomatic }), false, ReasonSkewUnknown},
 		{"no limit", SkewCheck{Mode: SkewAutomatic, Release: "4.19.2", BootOCPVersion: "4.1.0"}, true, ReasonSkewOK},
 		{"none never blocks", with(func(c *SkewCheck) { c.Mode = SkewNone; c.BootOCPVersion = "4.1.0"; c.BootRHCOSVersion = "8.1" }), true, ReasonSkewDisabled},
+		// machine-config-operator pkg/operator/status_test.go: RHCOS
+		// versions against the operator's limit of RHEL 9.2
+		// (pkg/controller/common/constants.go), legacy ones included.
+		{"mco: automatic, modern below the limit", rhcosAgainst92(SkewAutomatic, "9.0.20251023-0"), false, ReasonSkewError},
+		{"mco: automatic, legacy within the limit", rhcosAgainst92(SkewAutomatic, "416.94.202510081640-0"), true, ReasonSkewOK},
+		{"mco: automatic, legacy below the limit", rhcosAgainst92(SkewAutomatic, "411.86.202308081056-0"), false, ReasonSkewRHELMismatch},
+		{"mco: automatic, exact minimum", rhcosAgainst92(SkewAutomatic, "413.92.202402131523-0"), true, ReasonSkewOK},
+		{"mco: manual, modern within the limit", rhcosAgainst92(SkewManual, "9.6.20251023-0"), true, ReasonSkewOK},
+		{"mco: manual, modern below the limit", rhcosAgainst92(SkewManual, "9.1.20251023-0"), false, ReasonSkewError},
+		{"mco: manual, legacy within the limit", rhcosAgainst92(SkewManual, "416.94.202510081640-0"), true, ReasonSkewOK},
+		{"mco: manual, legacy below the limit", rhcosAgainst92(SkewManual, "411.86.202308081056-0"), false, ReasonSkewRHELMismatch},
 	}
 	for _, c := range cases {
 		v := EvaluateSkew(c.check)
