@@ -227,7 +227,7 @@ func TestPlanAndPatchEachPlatform(t *testing.T) {
 				require.NoError(t, err)
 				p := machineapi.PlanMachineSet(ms, g, amis, cs)
 				if platform == spec.PlatformVSphere {
-					// vsphere_helpers.go: the MCO imports the OVA; fleetsaga refuses.
+					// The MCO's pkg/controller/bootimage/vsphere_helpers.go: the MCO imports the OVA; fleetsaga refuses.
 					assert.Equal(t, machineapi.ActionRefuse, p.Action, "%+v", p)
 					assert.Equal(t, machineapi.ReasonVSphereImport, p.Reason)
 					continue

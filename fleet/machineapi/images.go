@@ -256,7 +256,7 @@ func (s *Stream) DesiredImage(kubeArch string, current BootImage) (BootImage, er
 		}
 		out.GCPImage = "projects/" + a.Images.GCP.Project + "/global/images/" + a.Images.GCP.Name
 	case PlatformAzure:
-		// platform_helpers.go, reconcileAzureProviderSpec and
+		// the MCO's pkg/controller/bootimage/platform_helpers.go, reconcileAzureProviderSpec and
 		// getTargetImageFromStream.
 		if current.Azure == nil {
 			return BootImage{}, missing

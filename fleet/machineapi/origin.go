@@ -18,7 +18,7 @@ const (
 )
 
 // GCPOfficialPrefix: a GCP boot image outside it is custom
-// (platform_helpers.go, reconcileGCPProviderSpec).
+// (the MCO's pkg/controller/bootimage/platform_helpers.go, reconcileGCPProviderSpec).
 const GCPOfficialPrefix = "projects/" + GoldenGCPProject + "/global/images"
 
 // AMIOrigin is what EC2 answered for an AMI (DescribeImages).
@@ -33,7 +33,7 @@ type AMIOrigin struct {
 // planning, PlanMachineSet only reads it.
 type AMIOrigins map[string]AMIOrigin
 
-// Azure marketplace variants (platform_helpers.go, AzureVariant).
+// Azure marketplace variants (the MCO's pkg/controller/bootimage/platform_helpers.go, AzureVariant).
 const (
 	azureNoPlan        = "MarketplaceNoPlan"
 	azureImageTypeID   = "ID"
@@ -42,7 +42,7 @@ const (
 )
 
 // azurePaidVariants are the paid product lines by publisher and offer, as
-// the stream names their image sets (platform_helpers.go,
+// the stream names their image sets (the MCO's pkg/controller/bootimage/platform_helpers.go,
 // determineAzureVariant; stream-metadata-go stream/rhcos).
 var azurePaidVariants = map[[2]string]string{
 	{"redhat", "rh-ocp-worker"}:         "ocp",

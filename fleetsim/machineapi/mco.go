@@ -168,7 +168,7 @@ func (c *cluster) goldenMachineSet(ms *unstructured.Unstructured, golden string)
 		// A custom image is left alone: on AWS an AMI of an unknown owner
 		// (machine-config-operator pkg/controller/bootimage/aws_helpers.go,
 		// detectAMIKind), on GCP one outside projects/rhcos-cloud
-		// (platform_helpers.go, reconcileGCPProviderSpec).
+		// (the MCO's pkg/controller/bootimage/platform_helpers.go, reconcileGCPProviderSpec).
 		return nil, false
 	}
 	next := ms.DeepCopy()
