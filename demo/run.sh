@@ -31,7 +31,7 @@ $starter rollout demo/plan.yaml
 status=0
 if $starter watch "$id" --until-gate; then
   # approve needs the full digest of the plan reviewed (a prefix can collide).
-  digest=$($starter status "$id" --json | grep -o '"digest": *"[0-9a-f]\{64\}"' | head -1 | grep -o '[0-9a-f]\{64\}')
+  digest=$($starter status "$id" --gate-digest)
   if [ -n "${FLEETSAGA_APPROVAL_ALLOWED_SIGNERS:-}" ]; then
     echo "== an unsigned approval (no key at hand): the workers refuse it, and nothing is approved"
     unsigned=0

@@ -65,16 +65,20 @@ type statusView struct {
 
 func statusCmd(a *app) *cobra.Command {
 	var dbURL string
+	var gateDigest bool
 	cmd := &cobra.Command{
 		Use:     "status WORKFLOW_ID",
 		Short:   "Show an update's state and progress",
-		Example: "  starter status fleetsaga/zone-expunge/zone/3f6d...\n  starter status --json fleetsaga/agent-install/dc/cn-agent",
+		Example: "  starter status fleetsaga/zone-expunge/zone/3f6d...\n  starter status --json fleetsaga/agent-install/dc/cn-agent\n  starter status --gate-digest fleetsaga/rollout/plan/q3",
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := a.dial(ctx)
 			if err != nil {
 				return err
+			}
+			if gateDigest {
+				return printGateDigest(ctx, c, args[0])
 			}
 			desc, err := c.DescribeWorkflowExecution(ctx, args[0], "")
 			if err != nil {
@@ -144,7 +148,22 @@ func statusCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&dbURL, "database-url", os.Getenv("DATABASE_URL"), "ledger PostgreSQL URL to show attempts and the event log (env DATABASE_URL)")
+	cmd.Flags().BoolVar(&gateDigest, "gate-digest", false, "print only the full digest of the plan waiting at a gate (for approve --plan-digest); exit 2 when none waits")
 	return cmd
+}
+
+// printGateDigest prints the digest of the plan a rollout shows at its gate,
+// alone on a line, so a script can pass it to approve --plan-digest.
+func printGateDigest(ctx context.Context, c client.Client, id string) error {
+	sp, err := queryGatePlan(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	if sp == nil {
+		return usageErr("%s shows no plan at a gate now", id)
+	}
+	fmt.Println(sp.Digest)
+	return nil
 }
 
 // printAttempts prints the ledger's attempts grouped by the workflow run
