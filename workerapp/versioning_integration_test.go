@@ -43,7 +43,7 @@ func TestVersionedWorkerPinsDeviceUpdatesAndAutoUpgradesRollouts(t *testing.T) {
 	defer cancel()
 	e.StartWorker(workerapp.Deps{Fleet: e.Endpoints(sim)})
 
-	cubby := 2
+	cubby := 10
 	upd := spUpdate(t, s, cubby, mgsupdate.MGSTiming{})
 	in := rollout.RolloutInput{Name: "versioned-" + e.TaskQueue, Stages: []rollout.Stage{spStage(t, "sp", false, upd)}}
 	id := rollout.RolloutWorkflowID(in.Name)
@@ -77,8 +77,8 @@ func TestNewBuildWhileRolloutInFlight(t *testing.T) {
 
 	// A device update held mid-delivery on build-1: the SP stops making
 	// progress, and the progress timeout is far away.
-	armFault(t, sim, faults.Fault{Kind: faults.SPStuck, Target: "sp/sled/1", AfterPercent: 10})
-	held := spUpdate(t, s, 1, mgsupdate.MGSTiming{ProgressTimeout: time.Hour})
+	armFault(t, sim, faults.Fault{Kind: faults.SPStuck, Target: "sp/sled/9", AfterPercent: 10})
+	held := spUpdate(t, s, 9, mgsupdate.MGSTiming{ProgressTimeout: time.Hour})
 	heldID := workflows.WorkflowID(workflows.KindSPFirmware, held.Target()) + "#" + e.TaskQueue
 	heldRun, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: heldID, TaskQueue: e.TaskQueue}, mgsupdate.SPFirmwareUpdate, held)
 	require.NoError(t, err)
@@ -87,8 +87,8 @@ func TestNewBuildWhileRolloutInFlight(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "the held update never started delivering")
 
 	in := rollout.RolloutInput{Name: "new-build-" + e.TaskQueue, Stages: []rollout.Stage{
-		spStage(t, "first", false, spUpdate(t, s, 2, mgsupdate.MGSTiming{})),
-		spStage(t, "second", true, spUpdate(t, s, 3, mgsupdate.MGSTiming{})),
+		spStage(t, "first", false, spUpdate(t, s, 10, mgsupdate.MGSTiming{})),
+		spStage(t, "second", true, spUpdate(t, s, 11, mgsupdate.MGSTiming{})),
 	}}
 	id := rollout.RolloutWorkflowID(in.Name)
 	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: e.TaskQueue}, rollout.Rollout, in)
@@ -165,7 +165,10 @@ func newSim(t *testing.T, e *testenv.Env) (*spec.Spec, *fleetsim.Server) {
 	s := &spec.Spec{Seed: 7, SpeedUp: 100, Timings: spec.DefaultTimings()}
 	s.Timings.FlashBytesPerSecond = 10 << 10
 	s.Timings.SPResetTime = spec.Duration{Duration: 20 * time.Second}
-	s.Racks = spec.GenerateRacks(4, 7)
+	// Sleds 9-11 are this package's: tests of other packages run their
+	// SP updates on the same Temporal server at once, under the same
+	// workflow IDs (sp/sled/N), on the low cubbies.
+	s.Racks = spec.GenerateRacks(16, 7)
 	require.NoError(t, s.Validate())
 	return s, e.StartFleetsim(s)
 }

@@ -117,11 +117,11 @@ func TestRolloutAdoptedUpdateSurvivesAGracefulWorkerRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: PostgreSQL + Temporal + fleetsim")
 	}
-	const cubby = 1
+	const cubby = 13 // this test's: other packages update the low cubbies on the same Temporal server
 	s := &spec.Spec{Seed: 21, SpeedUp: 100, Timings: spec.DefaultTimings()}
 	s.Timings.FlashBytesPerSecond = adoptFlashBytesPerSecond
 	s.Timings.SPResetTime = spec.Duration{Duration: 20 * time.Second}
-	s.Racks = spec.GenerateRacks(4, 21)
+	s.Racks = spec.GenerateRacks(16, 21)
 	require.NoError(t, s.Validate())
 	env := testenv.New(t)
 	sim := env.StartFleetsim(s)

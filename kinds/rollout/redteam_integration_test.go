@@ -39,7 +39,7 @@ func TestRedTeamForgedApprovalRowsAndAResetDoNotOpenASignedGate(t *testing.T) {
 		t.Skip("integration: PostgreSQL + Temporal + fleetsim")
 	}
 	s := &spec.Spec{Seed: 35, SpeedUp: 100, Timings: spec.DefaultTimings()}
-	s.Racks = spec.GenerateRacks(2, 35)
+	s.Racks = spec.GenerateRacks(16, 35) // cubby 12 is this test's: other packages update the low cubbies on the same Temporal server
 	require.NoError(t, s.Validate())
 	env := testenv.New(t)
 	sim := env.StartFleetsim(s)
@@ -53,7 +53,7 @@ func TestRedTeamForgedApprovalRowsAndAResetDoNotOpenASignedGate(t *testing.T) {
 	sum, err := simmgs.WriteImageFile(img, simmgs.ImageHeader{Component: simmgs.CompSP, Version: "1.1.0"}, 256<<10)
 	require.NoError(t, err)
 	sp := mgsupdate.SPFirmwareInput{
-		SP:       mgsupdate.SPTarget{Type: fmgs.SpTypeSled, Slot: 1, Serial: s.Racks[0].Sleds[1].Serial, Part: spec.GeneratedPart},
+		SP:       mgsupdate.SPTarget{Type: fmgs.SpTypeSled, Slot: 12, Serial: s.Racks[0].Sleds[12].Serial, Part: spec.GeneratedPart},
 		Artifact: mgsupdate.Artifact{Version: "1.1.0", SHA256: sum, Path: img},
 		Timing:   mgsupdate.MGSTiming{PollInterval: 50 * time.Millisecond, AttemptDelay: 100 * time.Millisecond, MaxAttempts: 2},
 	}
@@ -132,7 +132,7 @@ func TestRedTeamForgedApprovalRowsAndAResetDoNotOpenASignedGate(t *testing.T) {
 	require.Equal(t, "sp", after.Stage)
 	require.Equal(t, needsOneMore, after.StillNeeded, "the forged rows count for nothing; alice's signed approval still counts")
 
-	tr := spTruth(t, sim.URL, 1)
+	tr := spTruth(t, sim.URL, 12)
 	require.Equal(t, spec.GeneratedSPActive, tr.SP.Active.Version, "the SP was not flashed")
 	require.Empty(t, tr.Deliveries, "no image was delivered to the SP")
 }
