@@ -48,6 +48,7 @@ type approvalGate struct {
 	approved  *StagePlan          // the plan approved for the stage running now
 	starter   string              // who signed the start (VerifyStart; "" unsigned)
 	approvers []string            // principals whose approvals count at the gate
+	refusals  int                 // approvals this run refused (approve)
 }
 
 // await holds the rollout at the gate before st until approved.

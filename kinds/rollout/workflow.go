@@ -43,23 +43,8 @@ func (r *rollout) setup(ctx workflow.Context) error {
 		return err
 	}
 	workflows.ListenPauseResume(ctx, r.setPaused)
-	return workflow.SetUpdateHandlerWithOptions(ctx, workflows.ApproveUpdate, func(ctx workflow.Context, ap workflows.Approval) error {
-		if err := r.approvals.awaitPlan(ctx, ap); err != nil {
-			return err
-		}
-		return r.approvals.verifyApproval(ctx, ap)
-	}, workflow.UpdateHandlerOptions{Validator: func(ap workflows.Approval) error {
-		if r.approvals.stage == "" {
-			return fmt.Errorf("rollout %s is not waiting for an approval", r.in.Name)
-		}
-		if ap.By == "" || ap.Reason == "" {
-			return fmt.Errorf("an approval needs who (by) and why (reason)")
-		}
-		if r.approvals.plan == nil {
-			return nil // the handler waits for the plan, then checks the digest
-		}
-		return r.approvals.checkApprovedDigest(ap)
-	}})
+	return workflow.SetUpdateHandlerWithOptions(ctx, workflows.ApproveUpdate, r.approvals.approve,
+		workflow.UpdateHandlerOptions{Validator: r.approvals.validate})
 }
 
 func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
