@@ -48,7 +48,11 @@ func (r *rollout) setup(ctx workflow.Context) error {
 }
 
 func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
-	if err := r.approvals.verifyStart(ctx); err != nil {
+	err := r.approvals.readMinimum(ctx)
+	if err == nil {
+		err = r.approvals.verifyStart(ctx)
+	}
+	if err != nil {
 		for _, st := range r.in.Stages {
 			for _, u := range st.Updates {
 				r.skip(st.Name, u) // nothing started
@@ -58,7 +62,8 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 	}
 	r.notifier.watchStalls(ctx)
 	for _, st := range r.in.Stages {
-		if st.Approval {
+		gated := r.approvals.gated(st)
+		if gated {
 			if err := r.approvals.await(ctx, st); err != nil {
 				if temporal.IsCanceledError(err) {
 					for _, u := range st.Updates {
@@ -68,7 +73,7 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 				return r.result, r.cancelled(ctx, st.Name, err)
 			}
 		}
-		if !st.Approval {
+		if !gated {
 			r.approvals.approved = nil
 		}
 		failed, stop, err := r.runStage(ctx, st)
