@@ -223,7 +223,7 @@ func (k *Keyring) verifyOIDC(ctx context.Context, s Signed) (Verified, error) {
 	}
 	person, _ := k.person(id)
 	return Verified{
-		Principal: Principal{Name: person, ID: id, Groups: c.Groups, Method: MethodOIDC, KeyFingerprint: tok.Issuer + "#" + tok.Subject},
+		Principal:    Principal{Name: person, ID: id, Groups: c.Groups, Method: MethodOIDC, KeyFingerprint: tok.Issuer + "#" + tok.Subject},
 		ReplayKey:    tokenReplayKey(tok.Issuer, tok.Subject, c.JTI, tok.IssuedAt.Unix(), tok.Expiry.Unix()),
 		tokenExpired: tokenExpired,
 	}, nil
