@@ -19,6 +19,15 @@ import (
 type ApprovalActivities struct {
 	Store   *ledger.Store
 	Keyring *approval.Keyring
+	// Minimum is the worker's own least policy (configuration): every
+	// gate it checks is at least this strict.
+	Minimum approval.Minimum
+}
+
+// ApprovalMinimum answers the worker's Minimum: the rollout asks once,
+// so the policy it applies is in its history and replays as it was.
+func (a *ApprovalActivities) ApprovalMinimum(context.Context) (approval.Minimum, error) {
+	return a.Minimum, nil
 }
 
 // VerifyApprovalInput is one signed approval at a gate, with what the
@@ -58,6 +67,7 @@ type VerifyApprovalResult struct {
 // after its write, it answers as the first time.
 func (a *ApprovalActivities) VerifyApproval(ctx context.Context, in VerifyApprovalInput) (VerifyApprovalResult, error) {
 	in.Gate.Decision = approval.DecisionApprove
+	in.Policy = a.Minimum.Stricter(in.Policy)
 	if !a.Keyring.Configured() {
 		return a.acceptUnsigned(ctx, in)
 	}
@@ -85,6 +95,10 @@ func (a *ApprovalActivities) VerifyApproval(ctx context.Context, in VerifyApprov
 // whose policy is the default one: counting distinct approvers, four eyes
 // or an allowed list over typed names would only look like a control.
 func (a *ApprovalActivities) acceptUnsigned(ctx context.Context, in VerifyApprovalInput) (VerifyApprovalResult, error) {
+	if in.Starter != "" {
+		return VerifyApprovalResult{}, refusal(ctx, in.Gate, &approval.Refusal{Reason: approval.ReasonNoKeyring,
+			Msg: "this rollout's start was verified, so only verified approvals count, and this worker has no approval signers configured (--approval-allowed-signers, --approval-oidc-issuer)"})
+	}
 	if p := in.Policy; p.Approvers > 1 || p.FourEyes || len(p.Allowed) > 0 {
 		return VerifyApprovalResult{}, refusal(ctx, in.Gate, &approval.Refusal{Reason: approval.ReasonNoKeyring,
 			Msg: "this stage's policy needs verified approvers, and the worker has no approval signers configured (--approval-allowed-signers, --approval-oidc-issuer)"})

@@ -224,3 +224,32 @@ func TestVerifyApprovalWithoutAKeyringAcceptsUnsignedAtDefaultGatesOnly(t *testi
 	require.NoError(t, err)
 	require.Zero(t, audit.Signatures)
 }
+
+// A rollout whose start a worker with a keyring verified lands on a
+// worker without one (misconfigured, or rogue): that worker refuses its
+// approvals rather than take a typed name, and one whose least policy
+// asks for two approvers refuses a default gate too. Nothing is recorded.
+func TestVerifyApprovalWithoutAKeyringRefusesARunWithAVerifiedStart(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	keyring, err := approval.LoadKeyring(approval.KeyringConfig{})
+	require.NoError(t, err)
+	var ts testsuite.WorkflowTestSuite
+	ae := ts.NewTestActivityEnvironment()
+	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
+	ae.RegisterActivity(acts)
+	rollout := "fleetsaga/rollout/plan/verified-start"
+	gate := approval.Gate{Rollout: rollout, Stage: "canary", PlanDigest: strings.Repeat("e6", 32)}
+	_, err = ae.ExecuteActivity(acts.VerifyApproval, activities.VerifyApprovalInput{Gate: gate, Policy: approval.Policy{Approvers: 1}, Starter: "ssh:carol", By: "alice", Reason: "ok"})
+	require.ErrorContains(t, err, "start was verified, so only verified approvals count")
+	require.ErrorContains(t, err, string(approval.ReasonNoKeyring))
+
+	floor := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring, Minimum: approval.Minimum{Approvers: 2}}
+	ae2 := ts.NewTestActivityEnvironment()
+	ae2.RegisterActivity(floor)
+	_, err = ae2.ExecuteActivity(floor.VerifyApproval, activities.VerifyApprovalInput{Gate: gate, Policy: approval.Policy{Approvers: 1}, By: "alice", Reason: "ok"})
+	require.ErrorContains(t, err, string(approval.ReasonNoKeyring), "the worker's floor of two approvers needs verified ones")
+	rows, err := env.Store.Approvals(ctx, rollout)
+	require.NoError(t, err)
+	require.Empty(t, rows)
+}

@@ -206,7 +206,9 @@ type oidcSigners struct {
 	provider *oidc.Provider
 }
 
-func (o *oidcSigners) idTokenVerifier(now func() time.Time) (*oidc.IDTokenVerifier, error) {
+// idTokenVerifier verifies tokens of the issuer; skipExpiry leaves a
+// token's exp and nbf to the caller.
+func (o *oidcSigners) idTokenVerifier(now func() time.Time, skipExpiry bool) (*oidc.IDTokenVerifier, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.provider == nil {
@@ -219,5 +221,5 @@ func (o *oidcSigners) idTokenVerifier(now func() time.Time) (*oidc.IDTokenVerifi
 		}
 		o.provider = p
 	}
-	return o.provider.Verifier(&oidc.Config{ClientID: o.audience, Now: now}), nil
+	return o.provider.Verifier(&oidc.Config{ClientID: o.audience, Now: now, SkipExpiryCheck: skipExpiry}), nil
 }

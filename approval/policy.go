@@ -140,14 +140,15 @@ type History interface {
 // Use is what a replay key approved.
 type Use struct{ Rollout, Stage, Principal string }
 
-// Check is the whole decision on one signed approval at a gate: Verify,
+// Check is the whole decision on one signed approval at a gate: Verify
+// (its freshness only when the ledger has not recorded it for this gate),
 // then replay (the ledger's History), then the Policy given the rollout's
 // starter and the approvers so far. It returns the verified approval and
 // what the gate needs once it counts. retry says the same approval was
 // recorded for this gate before (an activity retried after its write):
 // it counts once and must not be recorded again.
 func (k *Keyring) Check(ctx context.Context, s Signed, gate Gate, p Policy, starter string, h History) (v Verified, needed Needed, retry bool, err error) {
-	if v, err = k.Verify(ctx, s, gate); err != nil {
+	if v, err = k.verifyProof(ctx, s, gate); err != nil {
 		return Verified{}, Needed{}, false, err
 	}
 	use, err := h.Used(ctx, v.ReplayKey)
@@ -163,6 +164,11 @@ func (k *Keyring) Check(ctx context.Context, s Signed, gate Gate, p Policy, star
 			return Verified{}, Needed{}, false, refuse(ReasonReplayed, "this signed approval (by %s) was used before: sign a new one", v.Principal.Name)
 		}
 		return v, p.StillNeeded(starter, sofar), true, nil
+	}
+	// Only now its age: a statement this run recorded (a reset run
+	// verifying its start again) was fresh when it was first seen.
+	if err := k.fresh(v); err != nil {
+		return Verified{}, Needed{}, false, err
 	}
 	if p.FourEyes || p.approvers() > 1 {
 		// Comparing persons needs them known: an identity the people file

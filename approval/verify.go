@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/hiddeco/sshsig"
@@ -61,6 +62,9 @@ type Verified struct {
 	// and jti (else its iat and exp), never of its bytes, which may be
 	// re-encoded without changing what verifies (OIDC).
 	ReplayKey string `json:"replayKey"`
+	// tokenExpired is when an ID token that verified but for its expiry
+	// expired (zero: it had not): fresh refuses it.
+	tokenExpired time.Time
 }
 
 // Verify checks s's proof against the keyring, that it is for gate and
@@ -69,6 +73,20 @@ type Verified struct {
 // *Refusal; any other error (the identity provider unreachable) is
 // worth retrying.
 func (k *Keyring) Verify(ctx context.Context, s Signed, gate Gate) (Verified, error) {
+	v, err := k.verifyProof(ctx, s, gate)
+	if err != nil {
+		return Verified{}, err
+	}
+	if err := k.fresh(v); err != nil {
+		return Verified{}, err
+	}
+	return v, nil
+}
+
+// verifyProof is Verify but for freshness: Check asks the ledger first
+// whether this run recorded the statement already (then its age was
+// checked when it was first seen, and a reset run may use it again).
+func (k *Keyring) verifyProof(ctx context.Context, s Signed, gate Gate) (Verified, error) {
 	if len(k.signers) == 0 && k.oidc == nil {
 		return Verified{}, refuse(ReasonNoKeyring, "the worker has no approval signers configured (--approval-allowed-signers, --approval-oidc-issuer)")
 	}
@@ -100,14 +118,23 @@ func (k *Keyring) Verify(ctx context.Context, s Signed, gate Gate) (Verified, er
 	if err := checkGate(v.Statement, gate); err != nil {
 		return Verified{}, err
 	}
+	return v, nil
+}
+
+// fresh refuses a verified statement older than the keyring's max age
+// (or from the future), and an expired ID token.
+func (k *Keyring) fresh(v Verified) error {
+	if !v.tokenExpired.IsZero() {
+		return refuse(ReasonTokenExpired, "the ID token expired at %s: get a fresh one", v.tokenExpired.UTC().Format("2006-01-02T15:04:05Z"))
+	}
 	now := k.now()
 	if age := now.Sub(v.Statement.At); age > k.maxAge {
-		return Verified{}, refuse(ReasonExpired, "signed at %s, %s ago; approvals older than %s are refused: sign again",
+		return refuse(ReasonExpired, "signed at %s, %s ago; approvals older than %s are refused: sign again",
 			v.Statement.At.UTC().Format("2006-01-02T15:04:05Z"), age.Round(1e9), k.maxAge)
 	} else if age < -k.maxAge {
-		return Verified{}, refuse(ReasonExpired, "signed at %s, in the future: check the signer's clock", v.Statement.At.UTC().Format("2006-01-02T15:04:05Z"))
+		return refuse(ReasonExpired, "signed at %s, in the future: check the signer's clock", v.Statement.At.UTC().Format("2006-01-02T15:04:05Z"))
 	}
-	return v, nil
+	return nil
 }
 
 func (k *Keyring) verifySSH(s Signed) (Verified, error) {
@@ -145,16 +172,22 @@ func (k *Keyring) verifyOIDC(ctx context.Context, s Signed) (Verified, error) {
 	if k.oidc == nil {
 		return Verified{}, refuse(ReasonUnknownKey, "ID tokens are not accepted: the worker has no OIDC issuer configured")
 	}
-	verifier, err := k.oidc.idTokenVerifier(k.now)
+	verifier, err := k.oidc.idTokenVerifier(k.now, false)
 	if err != nil {
 		return Verified{}, err // retryable: the provider may come back
 	}
 	tok, err := verifier.Verify(ctx, s.IDToken)
 	var expired *oidc.TokenExpiredError
-	switch {
-	case errors.As(err, &expired):
-		return Verified{}, refuse(ReasonTokenExpired, "the ID token expired at %s: get a fresh one", expired.Expiry.UTC().Format("2006-01-02T15:04:05Z"))
-	case err != nil:
+	var tokenExpired time.Time
+	if errors.As(err, &expired) {
+		// Verified but for its expiry: fresh refuses it, unless this run
+		// recorded it already (Check).
+		tokenExpired = expired.Expiry
+		if verifier, err = k.oidc.idTokenVerifier(k.now, true); err == nil {
+			tok, err = verifier.Verify(ctx, s.IDToken)
+		}
+	}
+	if err != nil {
 		// go-oidc's messages name the claim that failed, never the token.
 		return Verified{}, refuse(ReasonBadToken, "the ID token does not verify for issuer %s, audience %s: %v", k.oidc.issuer, k.oidc.audience, err)
 	}
@@ -190,8 +223,9 @@ func (k *Keyring) verifyOIDC(ctx context.Context, s Signed) (Verified, error) {
 	}
 	person, _ := k.person(id)
 	return Verified{
-		Principal: Principal{Name: person, ID: id, Groups: c.Groups, Method: MethodOIDC, KeyFingerprint: tok.Issuer + "#" + tok.Subject},
-		ReplayKey: tokenReplayKey(tok.Issuer, tok.Subject, c.JTI, tok.IssuedAt.Unix(), tok.Expiry.Unix()),
+		Principal:    Principal{Name: person, ID: id, Groups: c.Groups, Method: MethodOIDC, KeyFingerprint: tok.Issuer + "#" + tok.Subject},
+		ReplayKey:    tokenReplayKey(tok.Issuer, tok.Subject, c.JTI, tok.IssuedAt.Unix(), tok.Expiry.Unix()),
+		tokenExpired: tokenExpired,
 	}, nil
 }
 

@@ -81,6 +81,9 @@ func newCommand() *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
+			if err := workerapp.CheckApprovalMinimum(ac.Minimum()); err != nil {
+				return usageError{err}
+			}
 			webhooks, err := workerapp.ParseWebhooks(webhookSpecs, webhookSecrets)
 			if err != nil {
 				return usageError{err}
@@ -156,13 +159,14 @@ func newCommand() *cobra.Command {
 				DeploymentName:          dc.Name,
 				BuildID:                 dc.ResolvedBuildID(),
 			}, workerapp.Deps{
-				Ledger:   store,
-				Fleet:    endpoints,
-				HTTP:     &http.Client{Timeout: fleetHTTPTimeout},
-				Log:      log,
-				Identity: identity,
-				Keyring:  keyring,
-				Webhooks: webhooks,
+				Ledger:          store,
+				Fleet:           endpoints,
+				HTTP:            &http.Client{Timeout: fleetHTTPTimeout},
+				Log:             log,
+				Identity:        identity,
+				Keyring:         keyring,
+				ApprovalMinimum: ac.Minimum(),
+				Webhooks:        webhooks,
 			})
 		},
 	}

@@ -32,6 +32,10 @@ type Deps struct {
 	// unsigned approvals are accepted at default gates and recorded as
 	// "unsigned"; README, "Approvals").
 	Keyring *approval.Keyring
+	// ApprovalMinimum is the least approval policy of this worker's gates
+	// (--approval-require-signed-start, --approval-min-approvers,
+	// --approval-gated-kinds): a plan may ask for more, never for less.
+	ApprovalMinimum approval.Minimum
 	// Webhooks are the notification receivers plans may name.
 	Webhooks []rollout.Webhook
 	// Phase2UploadStall shortens a host flash's phase 2 upload stall

@@ -32,7 +32,7 @@ func Register(r worker.Registry, d Deps) error {
 		&rollout.RolloutActivities{Store: d.Ledger, Temporal: d.Temporal},
 		zoneexpunge.NewZoneActivities(d.Ledger, d.Fleet, d.HTTP, d.Identity),
 		&bootimage.BootImageActivities{Kube: d.Fleet.KubeAccess(), HTTP: d.HTTP, Store: d.Ledger},
-		&activities.ApprovalActivities{Store: d.Ledger, Keyring: keyring(d)},
+		&activities.ApprovalActivities{Store: d.Ledger, Keyring: keyring(d), Minimum: d.ApprovalMinimum},
 		mgsActs,
 	}
 	health := &rollout.HealthActivities{HTTP: d.HTTP}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,12 @@ type Approvals struct {
 	OIDCAllowHTTP bool
 	People        string
 	MaxAge        time.Duration
+	// The worker's least policy (approval.Minimum): a plan may ask for
+	// more, never for less.
+	RequireSignedStart bool
+	MinApprovers       int
+	GatedKinds         string // comma-separated update kinds
+	envErr             error  // an environment variable that does not parse
 }
 
 // Bind registers the approval keyring flags on fs.
@@ -36,12 +43,47 @@ func (a *Approvals) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&a.OIDCGroups, "approval-oidc-groups", env("FLEETSAGA_APPROVAL_OIDC_GROUPS", ""), "comma-separated groups (the tokens' groups claim) that may sign (env FLEETSAGA_APPROVAL_OIDC_GROUPS)")
 	fs.BoolVar(&a.OIDCAllowHTTP, "approval-oidc-allow-http", env("FLEETSAGA_APPROVAL_OIDC_ALLOW_HTTP", "") == "true", "DEVELOPMENT ONLY: accept an http:// issuer, whose keys (and so every token) anyone on the path can forge (env FLEETSAGA_APPROVAL_OIDC_ALLOW_HTTP=true)")
 	fs.StringVar(&a.People, "approval-people", env("FLEETSAGA_APPROVAL_PEOPLE", ""), "file naming which identities are one person, a line each: PERSON ssh:PRINCIPAL oidc:ISSUER#SUBJECT...; needed for four eyes or several approvers once both SSH keys and an issuer are trusted (env FLEETSAGA_APPROVAL_PEOPLE)")
-	fs.DurationVar(&a.MaxAge, "approval-max-age", approval.DefaultMaxAge, "a signed start or approval older than this is refused")
+	fs.DurationVar(&a.MaxAge, "approval-max-age", a.envDuration("FLEETSAGA_APPROVAL_MAX_AGE", approval.DefaultMaxAge), "a signed start or approval older than this is refused (env FLEETSAGA_APPROVAL_MAX_AGE)")
+	fs.BoolVar(&a.RequireSignedStart, "approval-require-signed-start", env("FLEETSAGA_APPROVAL_REQUIRE_SIGNED_START", "") == "true", "refuse every rollout whose start is not signed, whatever its plan says (env FLEETSAGA_APPROVAL_REQUIRE_SIGNED_START=true)")
+	fs.IntVar(&a.MinApprovers, "approval-min-approvers", a.envInt("FLEETSAGA_APPROVAL_MIN_APPROVERS", 0), "every gate needs at least this many distinct approvers, whatever its plan says (env FLEETSAGA_APPROVAL_MIN_APPROVERS)")
+	fs.StringVar(&a.GatedKinds, "approval-gated-kinds", env("FLEETSAGA_APPROVAL_GATED_KINDS", ""), "comma-separated update kinds whose stages always wait at a gate, whatever their plan says (env FLEETSAGA_APPROVAL_GATED_KINDS)")
+}
+
+func (a *Approvals) envDuration(name string, def time.Duration) time.Duration {
+	v := env(name, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		a.envErr = fmt.Errorf("%s=%q: want a duration such as 30m", name, v)
+		return def
+	}
+	return d
+}
+
+func (a *Approvals) envInt(name string, def int) int {
+	v := env(name, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		a.envErr = fmt.Errorf("%s=%q: want a number", name, v)
+		return def
+	}
+	return n
 }
 
 // Validate checks the keyring's configuration (not the files it names:
 // Keyring reads them).
 func (a *Approvals) Validate() error {
+	if a.envErr != nil {
+		return a.envErr
+	}
+	if err := a.validateMinimum(); err != nil {
+		return err
+	}
 	if a.MaxAge <= 0 {
 		return errors.New("--approval-max-age must be positive")
 	}
@@ -61,6 +103,27 @@ func (a *Approvals) Validate() error {
 		return errors.New("--approval-oidc-subjects and --approval-oidc-groups need --approval-oidc-issuer")
 	}
 	return nil
+}
+
+// validateMinimum checks the least policy: what only signatures can meet
+// needs signers (a worker without any accepts only unsigned approvals).
+func (a *Approvals) validateMinimum() error {
+	signers := a.AllowedSigners != "" || a.OIDCIssuer != ""
+	switch {
+	case a.MinApprovers < 0:
+		return fmt.Errorf("--approval-min-approvers must be at least 0, not %d", a.MinApprovers)
+	case a.RequireSignedStart && !signers:
+		return errors.New("--approval-require-signed-start needs signers (--approval-allowed-signers or --approval-oidc-issuer): without them no start can be signed")
+	case a.MinApprovers > 1 && !signers:
+		return fmt.Errorf("--approval-min-approvers %d needs signers (--approval-allowed-signers or --approval-oidc-issuer): typed names cannot tell approvers apart", a.MinApprovers)
+	}
+	return nil
+}
+
+// Minimum is the worker's least approval policy, for the approval
+// activities.
+func (a *Approvals) Minimum() approval.Minimum {
+	return approval.Minimum{SignedStart: a.RequireSignedStart, Approvers: a.MinApprovers, GatedKinds: splitList(a.GatedKinds)}
 }
 
 // Config is the keyring's configuration, for approval.LoadKeyring.

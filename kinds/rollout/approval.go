@@ -48,7 +48,30 @@ type approvalGate struct {
 	approved  *StagePlan          // the plan approved for the stage running now
 	starter   string              // who signed the start (VerifyStart; "" unsigned)
 	approvers []string            // principals whose approvals count at the gate
+	refusals  int                 // approvals this run refused (approve)
+	min       approval.Minimum    // the worker's least policy (readMinimum)
 }
+
+// minimumVersion marks the runs that read the worker's Minimum. The
+// DefaultVersion branch (a zero Minimum) may go once no rollout started
+// before it can be open.
+const minimumVersion = "worker-approval-minimum"
+
+// readMinimum asks a worker for its least approval policy, once: the
+// answer is in the history, so every later task and replay applies the
+// same one. Unanswered past verifyRetryBound, the rollout ends: it may
+// not guess a weaker one.
+func (g *approvalGate) readMinimum(ctx workflow.Context) error {
+	if workflow.GetVersion(ctx, minimumVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	var a *activities.ApprovalActivities
+	return workflow.ExecuteActivity(verifyOptions(ctx, "read the worker's least approval policy"), a.ApprovalMinimum).Get(ctx, &g.min)
+}
+
+// gated says whether st waits at a gate: the plan's, or the worker's for
+// its kind.
+func (g *approvalGate) gated(st Stage) bool { return st.Approval || g.min.Gates(string(st.Kind)) }
 
 // await holds the rollout at the gate before st until approved.
 func (g *approvalGate) await(ctx workflow.Context, st Stage) error {
@@ -79,7 +102,7 @@ func (in RolloutInput) needsStarter() bool {
 // verifyStart checks who started the rollout and with which plan, and
 // keeps the principal for four eyes.
 func (g *approvalGate) verifyStart(ctx workflow.Context) error {
-	if g.in.StartSignature == nil && !g.in.needsStarter() {
+	if g.in.StartSignature == nil && !g.in.needsStarter() && !g.min.SignedStart {
 		return nil
 	}
 	g.phase(ctx, workflows.PhaseStarting, "verifying who started plan "+g.in.Name)
@@ -126,14 +149,14 @@ func (g *approvalGate) countRecordedApprovals(ctx workflow.Context, stage, diges
 	}
 }
 
-// policy is what stage's gate needs.
+// policy is what stage's gate needs: the plan's, at least the worker's.
 func (g *approvalGate) policy(stage string) approval.Policy {
 	for _, st := range g.in.Stages {
 		if st.Name == stage && st.ApprovalPolicy != nil {
-			return *st.ApprovalPolicy
+			return g.min.Stricter(*st.ApprovalPolicy)
 		}
 	}
-	return approval.Policy{Approvers: 1}
+	return g.min.Stricter(approval.Policy{Approvers: 1})
 }
 
 // verifyApproval is the approve update's handler: the worker's VerifyApproval checks the approval

@@ -18,6 +18,10 @@ var (
 
 type TestInput = testInput
 
+// MaxRefusedApprovals is how many approvals a run refuses before it
+// accepts no more.
+const MaxRefusedApprovals = maxRefusedApprovals
+
 // SetTestDeviceTime sets the test kind's catalogue time (what a window
 // check assumes an update takes) until the test ends.
 func SetTestDeviceTime(t interface{ Cleanup(func()) }, d time.Duration) {

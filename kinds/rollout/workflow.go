@@ -43,27 +43,16 @@ func (r *rollout) setup(ctx workflow.Context) error {
 		return err
 	}
 	workflows.ListenPauseResume(ctx, r.setPaused)
-	return workflow.SetUpdateHandlerWithOptions(ctx, workflows.ApproveUpdate, func(ctx workflow.Context, ap workflows.Approval) error {
-		if err := r.approvals.awaitPlan(ctx, ap); err != nil {
-			return err
-		}
-		return r.approvals.verifyApproval(ctx, ap)
-	}, workflow.UpdateHandlerOptions{Validator: func(ap workflows.Approval) error {
-		if r.approvals.stage == "" {
-			return fmt.Errorf("rollout %s is not waiting for an approval", r.in.Name)
-		}
-		if ap.By == "" || ap.Reason == "" {
-			return fmt.Errorf("an approval needs who (by) and why (reason)")
-		}
-		if r.approvals.plan == nil {
-			return nil // the handler waits for the plan, then checks the digest
-		}
-		return r.approvals.checkApprovedDigest(ap)
-	}})
+	return workflow.SetUpdateHandlerWithOptions(ctx, workflows.ApproveUpdate, r.approvals.approve,
+		workflow.UpdateHandlerOptions{Validator: r.approvals.validate})
 }
 
 func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
-	if err := r.approvals.verifyStart(ctx); err != nil {
+	err := r.approvals.readMinimum(ctx)
+	if err == nil {
+		err = r.approvals.verifyStart(ctx)
+	}
+	if err != nil {
 		for _, st := range r.in.Stages {
 			for _, u := range st.Updates {
 				r.skip(st.Name, u) // nothing started
@@ -73,7 +62,8 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 	}
 	r.notifier.watchStalls(ctx)
 	for _, st := range r.in.Stages {
-		if st.Approval {
+		gated := r.approvals.gated(st)
+		if gated {
 			if err := r.approvals.await(ctx, st); err != nil {
 				if temporal.IsCanceledError(err) {
 					for _, u := range st.Updates {
@@ -83,7 +73,7 @@ func (r *rollout) run(ctx workflow.Context) (RolloutResult, error) {
 				return r.result, r.cancelled(ctx, st.Name, err)
 			}
 		}
-		if !st.Approval {
+		if !gated {
 			r.approvals.approved = nil
 		}
 		failed, stop, err := r.runStage(ctx, st)
