@@ -1,6 +1,7 @@
 package approval_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -67,4 +68,30 @@ func TestOIDCTokenFromARealIssuer(t *testing.T) {
 	forged := approval.WithIDToken(st, iss.Token(t, claims(now.Add(5*time.Minute), bind))+"x")
 	_, _, err = check(k, forged, policy, "", nil)
 	requireRefused(t, err, approval.ReasonBadToken)
+}
+
+// An identity provider whose ID tokens carry no jti (the claim is
+// optional in OpenID Connect Core) issues dana two tokens in the same
+// second: one bound to her approval of one rollout's gate, one bound to
+// her approval of another rollout's gate (a script approving both). Each
+// token is bound to its own statement, and each counts: the replay key
+// holds the token's nonce (its statement's digest), so the second is no
+// replay of the first, and no one who can predict iat can take the key.
+func TestTwoTokensWithoutJTIIssuedInOneSecondAreTwoApprovals(t *testing.T) {
+	iss := approvaltest.StartIssuer(t)
+	k, err := approval.LoadKeyring(approval.KeyringConfig{OIDCIssuer: iss.URL, OIDCAudience: "fleetsaga", AllowHTTPIssuer: true})
+	require.NoError(t, err)
+	k = k.WithClock(func() time.Time { return now })
+	other := gate
+	other.Rollout = "fleetsaga/rollout/plan/q4"
+	used := map[string]approval.Use{} // one ledger, a gate's approvers each
+	for _, g := range []approval.Gate{gate, other} {
+		h := &history{used: used}
+		st := statement(t, g, now)
+		signed := approval.WithIDToken(st, iss.Token(t, oidcClaims(iss, "u-dana", "dana@example.com", st)))
+		v, _, retry, err := k.Check(context.Background(), signed, g, approval.Policy{}, "", h)
+		require.NoError(t, err, "dana's approval of %s, with a token bound to it, counts", g.Rollout)
+		require.False(t, retry)
+		h.record(g, v)
+	}
 }
