@@ -28,7 +28,7 @@ type GateApprovalsInput struct {
 // SQL does not); an unsigned one (method "unsigned", typed name) only on
 // a worker without a keyring, where it is the only kind there is.
 func (a *ApprovalActivities) GateApprovals(ctx context.Context, in GateApprovalsInput) ([]string, error) {
-	in.Gate.Decision = approval.DecisionApprove
+	in.Gate.Decision, in.Gate.Run = approval.DecisionApprove, in.RunID
 	if !a.Keyring.Configured() {
 		return a.unsignedApprovers(ctx, in)
 	}

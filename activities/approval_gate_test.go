@@ -34,7 +34,7 @@ func TestGateApprovalsCountsOnlyWhatVerifiesAgain(t *testing.T) {
 	ae := ts.NewTestActivityEnvironment()
 	ae.RegisterActivity(acts)
 	rollout := "fleetsaga/rollout/plan/forged-" + strings.ReplaceAll(t.Name(), "/", "-")
-	gate := approval.Gate{Rollout: rollout, Stage: "canary", PlanDigest: strings.Repeat("a1", 32), Decision: approval.DecisionApprove}
+	gate := approval.Gate{Rollout: rollout, Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("a1", 32), Decision: approval.DecisionApprove}
 	policy := approval.Policy{Approvers: 3}
 	approve := func(key ssh.Signer, g approval.Gate) (activities.VerifyApprovalResult, error) {
 		signed := approvaltest.Sign(t, approvaltest.Statement(t, g, "reviewed", time.Now()), key)
@@ -85,7 +85,7 @@ func TestAnApprovalOfTheGatesNewPlanIsRecordedAndCounted(t *testing.T) {
 	ae := ts.NewTestActivityEnvironment()
 	ae.RegisterActivity(acts)
 	rollout := "fleetsaga/rollout/plan/replanned"
-	first := approval.Gate{Rollout: rollout, Stage: "canary", PlanDigest: strings.Repeat("a1", 32), Decision: approval.DecisionApprove}
+	first := approval.Gate{Rollout: rollout, Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("a1", 32), Decision: approval.DecisionApprove}
 	second := first
 	second.PlanDigest = strings.Repeat("b2", 32)
 	for _, g := range []approval.Gate{first, second} {
@@ -120,7 +120,7 @@ func TestACopiedApprovalDoesNotCountAtAnotherRunsGate(t *testing.T) {
 	var ts testsuite.WorkflowTestSuite
 	ae := ts.NewTestActivityEnvironment()
 	ae.RegisterActivity(acts)
-	gate := approval.Gate{Rollout: "fleetsaga/rollout/plan/again", Stage: "canary", PlanDigest: strings.Repeat("c3", 32), Decision: approval.DecisionApprove}
+	gate := approval.Gate{Rollout: "fleetsaga/rollout/plan/again", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("c3", 32), Decision: approval.DecisionApprove}
 	signed := approvaltest.Sign(t, approvaltest.Statement(t, gate, "reviewed", time.Now()), alice)
 	_, err = ae.ExecuteActivity(acts.VerifyApproval, activities.VerifyApprovalInput{Gate: gate, Signed: signed, RunID: "run-1"})
 	require.NoError(t, err)
@@ -144,4 +144,80 @@ func TestACopiedApprovalDoesNotCountAtAnotherRunsGate(t *testing.T) {
 
 	require.Empty(t, counted("run-2"), "the copy counts nowhere")
 	require.Empty(t, counted("run-1"), "a signature two rows hold counts for neither")
+}
+
+// approvalEnv registers acts in a fresh activity environment.
+func approvalEnv(acts *activities.ApprovalActivities) *testsuite.TestActivityEnvironment {
+	var ts testsuite.WorkflowTestSuite
+	ae := ts.NewTestActivityEnvironment()
+	ae.RegisterActivity(acts)
+	return ae
+}
+
+// approveWith runs VerifyApproval over acts.
+func approveWith(acts *activities.ApprovalActivities, in activities.VerifyApprovalInput) (activities.VerifyApprovalResult, error) {
+	var res activities.VerifyApprovalResult
+	v, err := approvalEnv(acts).ExecuteActivity(acts.VerifyApproval, in)
+	if err == nil {
+		err = v.Get(&res)
+	}
+	return res, err
+}
+
+// countedAt is what GateApprovals answers over acts for gate in run.
+func countedAt(t *testing.T, acts *activities.ApprovalActivities, gate approval.Gate, run string) []string {
+	t.Helper()
+	v, err := approvalEnv(acts).ExecuteActivity(acts.GateApprovals, activities.GateApprovalsInput{Gate: gate, RunID: run})
+	require.NoError(t, err)
+	var out []string
+	require.NoError(t, v.Get(&out))
+	return out
+}
+
+// The tables' owner (the worker's role today) moves alice's signed
+// approval of a plan's first run to the gate of its next run (same
+// rollout ID, stage and plan digest), with the append-only trigger
+// disabled so one row still holds the signature. Her statement names
+// run 1: the next run's gate, which reads the ledger before it waits,
+// does not count it.
+func TestAnApprovalMovedInTheLedgerToAnotherRunsGateDoesNotCount(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	alice := approvaltest.Key(t)
+	keyring, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, map[string]ssh.Signer{"alice": alice})})
+	require.NoError(t, err)
+	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
+	gate := approval.Gate{Rollout: "fleetsaga/rollout/plan/moved", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("d4", 32), Decision: approval.DecisionApprove}
+	signed := approvaltest.Sign(t, approvaltest.Statement(t, gate, "reviewed run 1", time.Now()), alice)
+	_, err = approveWith(acts, activities.VerifyApprovalInput{Gate: gate, Signed: signed, RunID: "run-1"})
+	require.NoError(t, err)
+
+	for _, sql := range []string{
+		`ALTER TABLE rollout_approval DISABLE TRIGGER rollout_approval_no_change`,
+		`UPDATE rollout_approval SET stage = 'canary@run:run-2' WHERE rollout_id = '` + gate.Rollout + `' AND stage = 'canary@run:run-1'`,
+		`ALTER TABLE rollout_approval ENABLE TRIGGER rollout_approval_no_change`,
+	} {
+		_, err := env.Store.DB().ExecContext(ctx, sql)
+		require.NoError(t, err, "the tables' owner may: %s", sql)
+	}
+	require.Empty(t, countedAt(t, acts, gate, "run-2"), "an approval signed for run 1 does not count at run 2's gate")
+}
+
+// A reset run's gate counts a recorded approval again only as if it had
+// just arrived: alice's approval, recorded a month before the gate reads
+// it, is past the keyring's max age and does not count.
+func TestARecordedApprovalOlderThanTheMaxAgeDoesNotCountAgain(t *testing.T) {
+	env := testenv.New(t)
+	alice := approvaltest.Key(t)
+	keyring, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, map[string]ssh.Signer{"alice": alice})})
+	require.NoError(t, err)
+	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
+	gate := approval.Gate{Rollout: "fleetsaga/rollout/plan/stale", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("d5", 32), Decision: approval.DecisionApprove}
+	signed := approvaltest.Sign(t, approvaltest.Statement(t, gate, "reviewed", time.Now()), alice)
+	_, err = approveWith(acts, activities.VerifyApprovalInput{Gate: gate, Signed: signed, RunID: "run-1"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"ssh:alice"}, countedAt(t, acts, gate, "run-1"), "a fresh recorded approval counts")
+
+	later := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring.WithClock(func() time.Time { return time.Now().Add(30 * 24 * time.Hour) })}
+	require.Empty(t, countedAt(t, later, gate, "run-1"), "a month later it is no fresh approval")
 }

@@ -46,7 +46,8 @@ type VerifyApprovalInput struct {
 	Reason string `json:"reason,omitempty"`
 	// RunID is the rollout run's original run ID: the ledger keys a gate's
 	// approvals by stage and run ("<stage>@run:<run ID>"), as a plan's
-	// name, and so its rollout's workflow ID, is reused by its later runs.
+	// name, and so its rollout's workflow ID, is reused by its later runs;
+	// the signed statement must name it (approval.Statement.Run).
 	// "": keyed by the stage alone.
 	RunID string `json:"runId,omitempty"`
 }
@@ -66,7 +67,7 @@ type VerifyApprovalResult struct {
 // whose details are the approval.Reason, and records nothing. Retried
 // after its write, it answers as the first time.
 func (a *ApprovalActivities) VerifyApproval(ctx context.Context, in VerifyApprovalInput) (VerifyApprovalResult, error) {
-	in.Gate.Decision = approval.DecisionApprove
+	in.Gate.Decision, in.Gate.Run = approval.DecisionApprove, in.RunID
 	in.Policy = a.Minimum.Stricter(in.Policy)
 	if !a.Keyring.Configured() {
 		return a.acceptUnsigned(ctx, in)
@@ -187,7 +188,7 @@ func (h gateHistory) Used(ctx context.Context, replayKey string) (*approval.Use,
 	if a == nil || err != nil {
 		return nil, err
 	}
-	u := &approval.Use{Rollout: a.Rollout, Stage: a.Stage, Principal: a.Principal}
+	u := &approval.Use{Rollout: a.Rollout, Stage: a.Stage, Principal: a.Principal, Payload: a.Payload}
 	if u.Stage == h.key {
 		u.Stage = h.stage
 	}
@@ -217,11 +218,11 @@ func StoredApprovalGate(a ledger.Approval) approval.Gate {
 	if strings.HasPrefix(a.Stage, startStagePrefix) {
 		return approval.Gate{Rollout: a.Rollout, PlanDigest: a.PlanDigest, Decision: approval.DecisionStart}
 	}
-	stage := a.Stage
+	stage, run := a.Stage, ""
 	if i := strings.LastIndex(stage, runSep); i >= 0 {
-		stage = stage[:i]
+		stage, run = stage[:i], stage[i+len(runSep):]
 	}
-	return approval.Gate{Rollout: a.Rollout, Stage: stage, PlanDigest: a.PlanDigest, Decision: approval.DecisionApprove}
+	return approval.Gate{Rollout: a.Rollout, Run: run, Stage: stage, PlanDigest: a.PlanDigest, Decision: approval.DecisionApprove}
 }
 
 // CheckStoredApproval re-checks a ledger approval's signature and

@@ -253,3 +253,90 @@ func TestVerifyApprovalWithoutAKeyringRefusesARunWithAVerifiedStart(t *testing.T
 	require.NoError(t, err)
 	require.Empty(t, rows)
 }
+
+// requireRefusedFor asserts err is the activity's refusal for reason.
+func requireRefusedFor(t *testing.T, err error, want approval.Reason) {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "%v", err)
+	require.Equal(t, failure.ApprovalRefused, appErr.Type())
+	var reason string
+	require.NoError(t, appErr.Details(&reason))
+	require.Equal(t, string(want), reason, appErr.Error())
+}
+
+// alice signs two statements for one gate with the same nonce: one for
+// the plan it shows, one for the plan it shows after it planned again.
+// The second is no retry of the first (other bytes): it is refused as a
+// replay, so the gate counts nothing the ledger lacks.
+func TestAReusedNonceOverAnotherPlanIsRefusedAsReplayed(t *testing.T) {
+	env := testenv.New(t)
+	alice := approvaltest.Key(t)
+	keyring, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, map[string]ssh.Signer{"alice": alice})})
+	require.NoError(t, err)
+	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
+	first := approval.Gate{Rollout: "fleetsaga/rollout/plan/nonce", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("e5", 32), Decision: approval.DecisionApprove}
+	second := first
+	second.PlanDigest = strings.Repeat("f6", 32)
+	st1 := approvaltest.Statement(t, first, "reviewed plan 1", time.Now())
+	st2 := st1
+	st2.PlanDigest, st2.Reason = second.PlanDigest, "reviewed plan 2"
+
+	_, err = approveWith(acts, activities.VerifyApprovalInput{Gate: first, Signed: approvaltest.Sign(t, st1, alice), RunID: "run-1"})
+	require.NoError(t, err)
+	_, err = approveWith(acts, activities.VerifyApprovalInput{Gate: second, Signed: approvaltest.Sign(t, st2, alice), RunID: "run-1"})
+	requireRefusedFor(t, err, approval.ReasonReplayed)
+	rows, err := env.Store.Approvals(context.Background(), first.Rollout)
+	require.NoError(t, err)
+	require.Len(t, rows, 1, "the refused approval is not recorded")
+}
+
+// A people file arrives (the worker restarts with it) while a gate that
+// needs two distinct approvers waits with alice's approval, recorded as
+// "ssh:alice". Her recorded row is resolved through the new file: it is
+// the person alice's, so her second approval is refused, not counted as
+// a second approver.
+func TestOnePersonDoesNotCountTwiceWhenThePeopleFileArrives(t *testing.T) {
+	env := testenv.New(t)
+	alice, bob := approvaltest.Key(t), approvaltest.Key(t)
+	signers := approvaltest.AllowedSigners(t, map[string]ssh.Signer{"alice": alice, "bob": bob})
+	before, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: signers})
+	require.NoError(t, err)
+	people := t.TempDir() + "/people"
+	require.NoError(t, os.WriteFile(people, []byte("alice ssh:alice\nbob ssh:bob\n"), 0o600))
+	after, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: signers, People: people})
+	require.NoError(t, err)
+
+	gate := approval.Gate{Rollout: "fleetsaga/rollout/plan/people", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("a7", 32), Decision: approval.DecisionApprove}
+	policy := approval.Policy{Approvers: 2}
+	_, err = approveWith(&activities.ApprovalActivities{Store: env.Store, Keyring: before}, activities.VerifyApprovalInput{Gate: gate, Policy: policy, RunID: "run-1",
+		Signed: approvaltest.Sign(t, approvaltest.Statement(t, gate, "first", time.Now()), alice)})
+	require.NoError(t, err)
+
+	actsAfter := &activities.ApprovalActivities{Store: env.Store, Keyring: after}
+	_, err = approveWith(actsAfter, activities.VerifyApprovalInput{Gate: gate, Policy: policy, RunID: "run-1",
+		Signed: approvaltest.Sign(t, approvaltest.Statement(t, gate, "again", time.Now()), alice)})
+	requireRefusedFor(t, err, approval.ReasonAlreadyApproved)
+	res, err := approveWith(actsAfter, activities.VerifyApprovalInput{Gate: gate, Policy: policy, RunID: "run-1",
+		Signed: approvaltest.Sign(t, approvaltest.Statement(t, gate, "second", time.Now()), bob)})
+	require.NoError(t, err, "bob is the second person")
+	require.True(t, res.Needed.Open(), "alice and bob open the gate: %s", res.Needed)
+}
+
+// A rollout with four eyes was started by alice on the build before
+// identities, whose VerifyStart answered the bare principal "alice" (the
+// workflow keeps it as its starter), and waits at its gate across the
+// upgrade. On the new build alice is "ssh:alice": the legacy starter is
+// read as that identity, and her approval is refused.
+func TestTheLegacyStarterMayNotApproveHerOwnRolloutAcrossTheUpgrade(t *testing.T) {
+	env := testenv.New(t)
+	alice := approvaltest.Key(t)
+	keyring, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, map[string]ssh.Signer{"alice": alice})})
+	require.NoError(t, err)
+	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
+	gate := approval.Gate{Rollout: "fleetsaga/rollout/plan/upgrade", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("b8", 32), Decision: approval.DecisionApprove}
+	_, err = approveWith(acts, activities.VerifyApprovalInput{Gate: gate, Policy: approval.Policy{FourEyes: true}, RunID: "run-1",
+		Starter: "alice", // what VerifyStart answered before identities
+		Signed:  approvaltest.Sign(t, approvaltest.Statement(t, gate, "lgtm", time.Now()), alice)})
+	requireRefusedFor(t, err, approval.ReasonFourEyes)
+}

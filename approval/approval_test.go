@@ -63,7 +63,7 @@ func (h *history) record(g approval.Gate, v approval.Verified) {
 	if h.used == nil {
 		h.used = map[string]approval.Use{}
 	}
-	h.used[v.ReplayKey] = approval.Use{Rollout: g.Rollout, Stage: g.Stage, Principal: v.Principal.Name}
+	h.used[v.ReplayKey] = approval.Use{Rollout: g.Rollout, Stage: g.Stage, Principal: v.Principal.Name, Payload: v.Payload}
 	h.sofar = append(h.sofar, v.Principal.Name)
 }
 

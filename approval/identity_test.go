@@ -127,6 +127,50 @@ func TestFourEyesComparesPersonsNotNames(t *testing.T) {
 	}
 }
 
+// SamePerson resolves what a rollout recorded (its starter, an approver)
+// through the current people file: an identity, a person, or a bare
+// principal from the build before identities, which is an SSH principal;
+// a bare email-shaped one may have been an OIDC email and cannot be told
+// apart from any OIDC identity.
+func TestSamePersonReadsRecordedPrincipalsThroughTheCurrentPeopleFile(t *testing.T) {
+	alice, bob := newKey(t), newKey(t)
+	signers := approvaltest.AllowedSigners(t, map[string]ssh.Signer{"alice": alice, "bob": bob, "carol@example.com": newKey(t)})
+	bare, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: signers})
+	require.NoError(t, err)
+	people := filepath.Join(t.TempDir(), "people")
+	require.NoError(t, os.WriteFile(people, []byte("alice ssh:alice oidc:https://idp#u-alice\nbob ssh:bob\n"), 0o600))
+	mapped, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: signers, People: people})
+	require.NoError(t, err)
+	sshAlice := approval.Principal{Name: "ssh:alice", ID: "ssh:alice", Method: approval.MethodSSH}
+	sshBob := approval.Principal{Name: "ssh:bob", ID: "ssh:bob", Method: approval.MethodSSH}
+	oidcDana := approval.Principal{Name: "oidc:https://idp#u-dana", ID: "oidc:https://idp#u-dana", Method: approval.MethodOIDC}
+	aliceNow := approval.Principal{Name: "alice", ID: "oidc:https://idp#u-alice", Method: approval.MethodOIDC}
+	for _, tc := range []struct {
+		name        string
+		k           *approval.Keyring
+		recorded    string
+		who         approval.Principal
+		same, known bool
+	}{
+		{"a legacy bare principal is its SSH identity", bare, "alice", sshAlice, true, true},
+		{"an identity is itself", bare, "ssh:alice", sshAlice, true, true},
+		{"someone else", bare, "alice", sshBob, false, true},
+		{"a legacy email-shaped principal against an SSH identity", bare, "carol@example.com", sshBob, false, true},
+		{"a legacy email-shaped principal against an OIDC identity", bare, "carol@example.com", oidcDana, false, false},
+		{"nothing recorded", bare, "", sshAlice, false, false},
+		{"a recorded identity, through a people file that came later", mapped, "ssh:alice", aliceNow, true, true},
+		{"a legacy principal, through a people file that came later", mapped, "alice", aliceNow, true, true},
+		{"a person the people file names", mapped, "bob", approval.Principal{Name: "bob", ID: "ssh:bob", Method: approval.MethodSSH}, true, true},
+		{"an identity the people file does not name", mapped, "oidc:https://idp#u-mallory", aliceNow, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			same, known := tc.k.SamePerson(tc.recorded, tc.who)
+			require.Equal(t, tc.known, known, "known")
+			require.Equal(t, tc.same, same, "same")
+		})
+	}
+}
+
 // An issuer reached over plain http hands out keys anyone on the path can
 // replace: refused unless the development override says otherwise.
 func TestAnHTTPIssuerNeedsTheDevelopmentOverride(t *testing.T) {

@@ -119,18 +119,6 @@ func (k *Keyring) person(identity string) (string, bool) {
 	return identity, !k.needsPeople()
 }
 
-// knownPerson says whether name (a person as person answered it, e.g.
-// the rollout's starter) is one the keyring can vouch for.
-func (k *Keyring) knownPerson(name string) bool {
-	if name == "" {
-		return false
-	}
-	if k.needsPeople() {
-		return k.people.isPerson(name)
-	}
-	return true
-}
-
 func (k *Keyring) needsPeople() bool {
 	return len(k.people) > 0 || len(k.signers) > 0 && k.oidc != nil
 }

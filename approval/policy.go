@@ -137,8 +137,8 @@ type History interface {
 	Approvers(ctx context.Context, gate Gate) ([]string, error)
 }
 
-// Use is what a replay key approved.
-type Use struct{ Rollout, Stage, Principal string }
+// Use is what a replay key approved: Payload is the statement as signed.
+type Use struct{ Rollout, Stage, Principal, Payload string }
 
 // Check is the whole decision on one signed approval at a gate: Verify
 // (its freshness only when the ledger has not recorded it for this gate),
@@ -160,7 +160,9 @@ func (k *Keyring) Check(ctx context.Context, s Signed, gate Gate, p Policy, star
 		return Verified{}, Needed{}, false, err
 	}
 	if use != nil {
-		if *use != (Use{Rollout: gate.Rollout, Stage: gate.Stage, Principal: v.Principal.Name}) {
+		// A retry sends the same bytes: the same nonce over another
+		// statement (another plan) is a replay, never a retry.
+		if *use != (Use{Rollout: gate.Rollout, Stage: gate.Stage, Principal: v.Principal.Name, Payload: v.Payload}) {
 			return Verified{}, Needed{}, false, refuse(ReasonReplayed, "this signed approval (by %s) was used before: sign a new one", v.Principal.Name)
 		}
 		return v, p.StillNeeded(starter, sofar), true, nil
@@ -176,8 +178,11 @@ func (k *Keyring) Check(ctx context.Context, s Signed, gate Gate, p Policy, star
 		if _, ok := k.person(v.Principal.ID); !ok {
 			return Verified{}, Needed{}, false, refuse(ReasonUnknownPerson, "%s is not in the worker's people file (--approval-people), so four eyes and distinct approvers cannot tell who it is", v.Principal.ID)
 		}
-		if p.FourEyes && starter != "" && !k.knownPerson(starter) {
-			return Verified{}, Needed{}, false, refuse(ReasonUnknownPerson, "the rollout's starter %s is not in the worker's people file (--approval-people): four eyes cannot tell who started it", starter)
+		if p.FourEyes && starter != "" {
+			if _, known := k.SamePerson(starter, v.Principal); !known {
+				return Verified{}, Needed{}, false, refuse(ReasonUnknownPerson, "the rollout's starter %s is not in the worker's people file (--approval-people), or not an identity %s can be compared with: four eyes cannot tell who started it", starter, v.Principal.ID)
+			}
+			starter, _ = k.recordedPerson(starter)
 		}
 	}
 	if err := p.Admit(v.Principal, starter, sofar); err != nil {

@@ -20,9 +20,10 @@ type Recorded struct {
 }
 
 // Reverify checks a recorded approval against this keyring as if it had
-// just arrived, but for its age: a signature by an allowed signer's key
+// just arrived: a signature by an allowed signer's key
 // over a statement for gate, whose nonce is the recorded replay key and
-// whose signer is the recorded person. The ledger is not a key: a row
+// whose signer is the recorded person (SamePerson), signed within the max
+// age. The ledger is not a key: a row
 // written with SQL has no such signature. An OIDC approval keeps no
 // token (a bearer credential), so nothing can be verified again: it is
 // refused, and its approver approves again. A refusal is a *Refusal.
@@ -54,11 +55,18 @@ func (k *Keyring) Reverify(r Recorded, gate Gate) (Principal, error) {
 	}
 	id := SSHIdentity(name)
 	person, _ := k.person(id)
-	switch {
-	case st.Nonce == "" || st.Nonce != r.ReplayKey:
+	who := Principal{Name: person, ID: id, Method: MethodSSH, KeyFingerprint: fp}
+	if st.Nonce == "" || st.Nonce != r.ReplayKey {
 		return Principal{}, refuse(ReasonMalformed, "the recorded replay key is not the statement's nonce")
-	case person != r.Principal:
+	}
+	if same, _ := k.SamePerson(r.Principal, who); !same {
 		return Principal{}, refuse(ReasonBadSignature, "recorded as %s, signed by %s", r.Principal, person)
 	}
-	return Principal{Name: person, ID: id, Method: MethodSSH, KeyFingerprint: fp}, nil
+	// Counted again, it counts as if it had just arrived: a row older than
+	// the max age is not a fresh approval of this run.
+	if age := k.now().Sub(st.At); age > k.maxAge || age < -k.maxAge {
+		return Principal{}, refuse(ReasonExpired, "recorded approval signed at %s; approvals older than %s are refused: approve again",
+			st.At.UTC().Format("2006-01-02T15:04:05Z"), k.maxAge)
+	}
+	return who, nil
 }

@@ -22,9 +22,15 @@ func TestARecordedApprovalCountsOnlyIfItVerifiesAgain(t *testing.T) {
 	require.NoError(t, err)
 	rec := approval.Recorded{Method: approval.MethodSSH, Principal: v.Principal.Name, KeyFingerprint: v.Principal.KeyFingerprint,
 		Signature: v.Signature, Payload: v.Payload, ReplayKey: v.ReplayKey}
-	who, err := k.WithClock(func() time.Time { return now.Add(24 * time.Hour) }).Reverify(rec, gate)
-	require.NoError(t, err, "a genuine approval verifies again, whatever its age")
+	who, err := k.WithClock(func() time.Time { return now.Add(10 * time.Minute) }).Reverify(rec, gate)
+	require.NoError(t, err, "a genuine approval verifies again within the max age")
 	require.Equal(t, "ssh:alice", who.Name)
+	_, err = k.WithClock(func() time.Time { return now.Add(24 * time.Hour) }).Reverify(rec, gate)
+	requireRefused(t, err, approval.ReasonExpired)
+	otherRun := gate
+	otherRun.Run = "run-2"
+	_, err = k.Reverify(rec, otherRun)
+	requireRefused(t, err, approval.ReasonWrongGate)
 
 	malloryRec := rec
 	malloryRec.Signature = sign(t, statement(t, gate, now), mallory).SSHSig

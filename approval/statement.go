@@ -35,7 +35,12 @@ const (
 // in Signed.Payload; the verifier reads the statement back from those
 // bytes, so no re-encoding has to agree with the signer's.
 type Statement struct {
-	Rollout    string    `json:"rollout"`         // the rollout's workflow ID
+	Rollout string `json:"rollout"` // the rollout's workflow ID
+	// Run is the rollout's original run ID, which a reset keeps and a
+	// later run of the plan (same workflow ID) does not: an approval
+	// moved in the ledger to another run's gate does not verify there.
+	// "" for a start, signed before its run exists.
+	Run        string    `json:"run,omitempty"`
 	Stage      string    `json:"stage,omitempty"` // "" for a start
 	PlanDigest string    `json:"planDigest"`      // the stage's gate plan, or the whole plan for a start
 	Decision   Decision  `json:"decision"`

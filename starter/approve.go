@@ -95,7 +95,7 @@ func approveReviewedPlan(ctx context.Context, c client.Client, id string, ap wor
 	if sp := awaitGatePlan(ctx, c, id); sp != nil {
 		fmt.Fprintf(os.Stderr, "stage %s's plan at the gate: %s\n", sp.Stage, sp.Digest)
 		ap.Stage = sp.Stage
-		signed, err := signStatement(ctx, sf, id, sp.Stage, ap.PlanDigest, approval.DecisionApprove, ap.Reason)
+		signed, err := signStatement(ctx, sf, approval.Gate{Rollout: id, Run: sp.RunID, Stage: sp.Stage, PlanDigest: ap.PlanDigest, Decision: approval.DecisionApprove}, ap.Reason)
 		if err != nil {
 			return err
 		}

@@ -120,11 +120,13 @@ func (f signFlags) signer() (ssh.Signer, error) {
 }
 
 // signStatement signs, or says on stderr why the statement goes unsigned.
-func signStatement(ctx context.Context, f signFlags, rollout, stage, digest string, d approval.Decision, reason string) (*approval.Signed, error) {
-	st, err := approval.NewStatement(rollout, stage, digest, d, reason, time.Now())
+func signStatement(ctx context.Context, f signFlags, g approval.Gate, reason string) (*approval.Signed, error) {
+	st, err := approval.NewStatement(g.Rollout, g.Stage, g.PlanDigest, g.Decision, reason, time.Now())
 	if err != nil {
 		return nil, err
 	}
+	st.Run = g.Run
+	rollout, d := g.Rollout, g.Decision
 	s, err := f.sign(ctx, st)
 	if errors.Is(err, errNoSigner) {
 		fmt.Fprintf(os.Stderr, "not signed (%v): a worker that requires signatures will refuse it\n", err)

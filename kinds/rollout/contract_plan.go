@@ -27,6 +27,10 @@ type StagePlan struct {
 	EstimateBasis string        `json:"estimateBasis,omitempty"`
 	// Digest identifies the rows: an approval binds to it.
 	Digest string `json:"digest"`
+	// RunID is the rollout's original run ID, which an approval of this
+	// plan binds too (approval.Statement.Run); only the gate-plan query
+	// sets it.
+	RunID string `json:"runId,omitempty"`
 	// StillNeeded says, at a rollout's gate, what the gate needs before it
 	// opens ("2 more approvals, not by alice"), and ApprovedBy who
 	// approved it so far. Empty in a dry run, and before any approval on
@@ -77,4 +81,14 @@ type StageTime struct {
 	End   time.Time `json:"end"`
 	// Waits says what delays the stage ("" when nothing does).
 	Waits string `json:"waits,omitempty"`
+}
+
+// forRun is p as the gate-plan query answers it: a copy naming run.
+func (p *StagePlan) forRun(run string) *StagePlan {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	c.RunID = run
+	return &c
 }

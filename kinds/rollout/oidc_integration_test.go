@@ -62,7 +62,7 @@ func TestRolloutOIDCApprovalOnRealServer(t *testing.T) {
 	}
 	var live string
 	approve := func(exp time.Time) (string, error) {
-		st := approvaltest.Statement(t, approval.Gate{Rollout: id, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
+		st := approvaltest.Statement(t, approval.Gate{Rollout: id, Run: gate.RunID, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
 			"dashboards green", time.Now())
 		tok := token(st, exp)
 		signed := approval.WithIDToken(st, tok)

@@ -80,7 +80,7 @@ func TestRedTeamForgedApprovalRowsAndAResetDoNotOpenASignedGate(t *testing.T) {
 	require.NoError(t, err)
 
 	gate := awaitGate(ctx, t, env, id, "sp")
-	alices := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
+	alices := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Run: gate.RunID, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
 		"reviewed", time.Now()), keys["alice"])
 	h, err := env.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
 		Args:         []any{workflows.Approval{By: "alice", Reason: "reviewed", Stage: gate.Stage, PlanDigest: gate.Digest, Signed: &alices}},
@@ -92,7 +92,7 @@ func TestRedTeamForgedApprovalRowsAndAResetDoNotOpenASignedGate(t *testing.T) {
 
 	// The attack, with the worker's database role.
 	key := gate.Stage + "@run:" + run.GetRunID()
-	forged := string(approvaltest.Statement(t, approval.Gate{Rollout: id, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
+	forged := string(approvaltest.Statement(t, approval.Gate{Rollout: id, Run: gate.RunID, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
 		"trust me", time.Now()).Payload())
 	for _, sql := range []string{
 		`INSERT INTO rollout_approval (rollout_id, stage, approved_by, reason, plan_digest, method) VALUES ($1, $2, 'bob', 'ok', $3, 'unsigned')`,

@@ -57,7 +57,7 @@ func TestRolloutResetAtASignedGate(t *testing.T) {
 			require.NoError(t, err)
 
 			approve := func(who string, gate *rollout.StagePlan) error {
-				s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
+				s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Run: gate.RunID, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
 					who+" reviewed "+gate.Stage, time.Now()), keys[who])
 				h, err := env.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
 					Args:         []any{workflows.Approval{By: who, Reason: who + " reviewed " + gate.Stage, Stage: gate.Stage, PlanDigest: gate.Digest, Signed: &s}},

@@ -64,7 +64,7 @@ func TestRolloutSignedApprovalsOnRealServer(t *testing.T) {
 	require.NoError(t, err)
 
 	sign := func(who string, gate *rollout.StagePlan, digest string) *approval.Signed {
-		s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Stage: gate.Stage, PlanDigest: digest, Decision: approval.DecisionApprove},
+		s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Run: gate.RunID, Stage: gate.Stage, PlanDigest: digest, Decision: approval.DecisionApprove},
 			who+" reviewed "+gate.Stage, time.Now()), keys[who])
 		return &s
 	}
@@ -214,7 +214,7 @@ func TestRolloutApprovalsAreKeptPerRun(t *testing.T) {
 		run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: env.TaskQueue}, rollout.Rollout, in)
 		require.NoError(t, err)
 		gate := awaitGate(ctx, t, env, id, "one")
-		s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Stage: "one", PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
+		s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Run: gate.RunID, Stage: "one", PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
 			"reviewed", time.Now()), alice)
 		h, err := env.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
 			Args:         []any{workflows.Approval{By: "alice", Reason: "reviewed", Stage: "one", PlanDigest: gate.Digest, Signed: &s}},

@@ -36,7 +36,7 @@ func (r *rollout) setup(ctx workflow.Context) error {
 		return err
 	}
 	r.l = l
-	if err := workflow.SetQueryHandler(ctx, GatePlanQuery, func() (*StagePlan, error) { return r.approvals.plan, nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, GatePlanQuery, func() (*StagePlan, error) { return r.approvals.plan.forRun(workflow.GetInfo(ctx).OriginalRunID), nil }); err != nil {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, ExplainQuery, func() (Explanation, error) { return r.explain(), nil }); err != nil {
