@@ -72,9 +72,8 @@ func mgsErr(err error, what string) error {
 		return temporal.NewNonRetryableApplicationError(what+": "+err.Error(), failure.APIVersionRefused, nil)
 	}
 	typ := failure.MGSRejected
-	var e *mgs.Error
-	if errors.As(err, &e) && e.Code != "" {
-		typ += ":" + e.Code
+	if e := (*mgs.Error)(nil); errors.As(err, &e) {
+		typ = failure.WithCode(typ, e.Code)
 	}
 	return temporal.NewNonRetryableApplicationError(what+": "+err.Error(), typ, err)
 }
