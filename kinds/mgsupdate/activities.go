@@ -35,7 +35,7 @@ type MGSActivities struct {
 	Ledger *activities.LedgerActivities
 	// Phase2UploadStall, when set, replaces phase2UploadStallTimeout: a
 	// test's worker shortens it to drive a stalled upload in seconds.
-	// Zero (every real worker) keeps the 75 s.
+	// Zero (every real worker) keeps it.
 	Phase2UploadStall time.Duration
 	// owner finds a pending Nexus MGS update for a device (zero: none known).
 	owner ownerLookup
