@@ -47,7 +47,8 @@ type KindInfo struct {
 	// DeviceTime is how long one device's change takes, for a dry run's
 	// estimate.
 	DeviceTime time.Duration
-	// Pausable: it honours pause/resume (listenPauseResume).
+	// Pausable: its parent honours pause/resume (workflows.ListenPauseResume;
+	// its children, whose IDs extend the parent's, do not).
 	Pausable bool
 	// Agents: it needs a CNAPI endpoint (registered only with one).
 	Agents bool
@@ -116,18 +117,4 @@ func planOf[I any, P interface {
 func workflowName(f any) string {
 	full := runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name()
 	return strings.TrimSuffix(full[strings.LastIndex(full, ".")+1:], "-fm")
-}
-
-// PausableType reports whether workflows of this type honour pause/resume:
-// a rollout, and the kinds the catalogue says are pausable.
-func PausableType(workflowType string) bool {
-	if workflowType == "Rollout" {
-		return true
-	}
-	for _, k := range Kinds {
-		if k.Pausable && workflowName(k.Workflow) == workflowType {
-			return true
-		}
-	}
-	return false
 }

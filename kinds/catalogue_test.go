@@ -34,3 +34,24 @@ func TestEveryKindIsInTheCatalogue(t *testing.T) {
 		}
 	}
 }
+
+// A workflow ID alone tells the starter whether to refuse pause/resume:
+// the parent of a pausable kind and a rollout listen, the kinds the
+// catalogue does not mark pausable and a pausable kind's children do not.
+func TestPausableIDsComeFromTheCatalogue(t *testing.T) {
+	for id, want := range map[string][2]bool{
+		"fleetsaga/rollout/plan/q3":               {true, true},
+		"fleetsaga/agent-install/dc/vm-agent":     {true, true},
+		"fleetsaga/agent-install/dc/vm-agent/r/s": {false, true},
+		"fleetsaga/rollout/plan/q3/x":             {false, true},
+		"fleetsaga/rollout/cluster/q3":            {false, true},
+		"fleetsaga/agent-drift/dc/drift/all":      {false, true},
+		"fleetsaga/sp-firmware/sp/sled/3":         {false, true},
+		"fleetsaga/zone-expunge/zone/z":           {false, true},
+		"fleetsaga/no-such-kind/x/y":              {false, false},
+		"temporal-sys-worker":                     {false, false},
+	} {
+		pausable, known := PausableID(id)
+		assert.Equal(t, want, [2]bool{pausable, known}, id)
+	}
+}

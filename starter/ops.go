@@ -424,11 +424,11 @@ func signalCmd(name, signal, short string) func(a *app) *cobra.Command {
 			Args:    exactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				id := args[0]
-				if pausable, known := workflows.Pausable(id); known && !pausable {
+				if pausable, known := kinds.PausableID(id); known && !pausable {
 					return notPausable(id)
 				}
 				return a.control(cmd.Context(), id, name+" sent", func(c client.Client) error {
-					if _, known := workflows.Pausable(id); !known {
+					if _, known := kinds.PausableID(id); !known {
 						desc, err := c.DescribeWorkflowExecution(cmd.Context(), id, "")
 						if err != nil {
 							return err

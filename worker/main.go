@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/fleetsaga/fleetsaga/approval"
+	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/internal/config"
 	"github.com/fleetsaga/fleetsaga/internal/logging"
 	"github.com/fleetsaga/fleetsaga/internal/urlfile"
@@ -161,7 +162,7 @@ func newCommand() *cobra.Command {
 			}, workerapp.Deps{
 				Ledger:          store,
 				Fleet:           endpoints,
-				HTTP:            &http.Client{Timeout: fleetHTTPTimeout},
+				HTTP:            &http.Client{Timeout: fleet.RequestTimeout},
 				Log:             log,
 				Identity:        identity,
 				Keyring:         keyring,
@@ -183,7 +184,7 @@ func newCommand() *cobra.Command {
 	fs.StringArrayVar(&webhookSecrets, "webhook-secret-file", nil, "NAME=FILE: the file holds the HMAC secret signing that webhook's events (repeatable)")
 	fs.StringVar(&identity, "identity", fmt.Sprintf("%s:%d", hostname, os.Getpid()), "worker identity in Temporal and the ledger")
 	fs.IntVar(&maxActs, "max-concurrent-activities", 0, "bound on concurrent activity executions (0 = SDK default)")
-	fs.DurationVar(&stopTimeout, "stop-timeout", 20*time.Second, "on SIGTERM, how long running activities may finish before they are handed back")
+	fs.DurationVar(&stopTimeout, "stop-timeout", workerapp.DefaultStopTimeout, "on SIGTERM, how long running activities may finish before they are handed back")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	return cmd
 }
@@ -194,10 +195,3 @@ func envOr(name, def string) string {
 	}
 	return def
 }
-
-// fleetHTTPTimeout bounds one request to a fleet API. It is Nexus's
-// timeout for MGS (omicron nexus/mgs-updates/src/driver_update.rs: 75 s):
-// MGS itself may wait 60 s for an SP before it answers (a reset, a start
-// while the SP erases a slot), and a shorter timeout would give up on an
-// answer that is still coming, then send the request again.
-const fleetHTTPTimeout = 75 * time.Second

@@ -39,12 +39,12 @@ type Deps struct {
 	// Webhooks are the notification receivers plans may name.
 	Webhooks []rollout.Webhook
 	// Phase2UploadStall shortens a host flash's phase 2 upload stall
-	// timeout (zero: the product's 75 s). Only tests set it, to drive a
-	// stalled upload and its retry in seconds.
+	// timeout (zero: the product's, fleet.RequestTimeout). Only tests set
+	// it, to drive a stalled upload and its retry in seconds.
 	Phase2UploadStall time.Duration
 	// AgentReportWait and AgentSelfUpdateWait shorten how long an agent
 	// install waits for the server to show its image after the task ended
-	// and for a new cn-agent (zero: the product's 1 min and 30 min). Only
-	// tests set them.
+	// and for a new cn-agent (zero: the product's, in
+	// kinds/agents/activities_confirm.go). Only tests set them.
 	AgentReportWait, AgentSelfUpdateWait time.Duration
 }

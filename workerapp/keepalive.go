@@ -10,12 +10,13 @@ import (
 
 // keepAlive keeps a running activity's heartbeat going between the beats
 // it records itself. A device step heartbeats at every poll, but one
-// request inside it may take the whole 75 s HTTP timeout (MGS waits up to
+// request inside it may take the whole fleet.RequestTimeout (MGS waits up to
 // 60 s for an SP): without this, the heartbeat timeout would have to
 // exceed the longest request, and a worker that died would be noticed
 // only that late. With it, a live worker beats every third of the
 // heartbeat timeout, and a dead one stops beating at once, so the timeout
-// says how soon a dead worker's step moves on (30 s), not how long one
+// says how soon a dead worker's step moves on (MGSTiming's
+// HeartbeatTimeout), not how long one
 // request may take. An activity that hangs is still bounded by its
 // start-to-close timeout and its requests by the HTTP timeout.
 //

@@ -10,12 +10,20 @@ import (
 	"go.temporal.io/sdk/worker"
 )
 
+// DefaultStopTimeout is how long a stopping worker lets running
+// activities finish by default; one still running then is handed back and
+// retried on another worker (docs/CONTRIBUTING.md, "When an activity's
+// context ends"). It stays well under the time a service manager gives
+// the process before it kills it (deploy/fleetsaga-worker.service: 45 s).
+const DefaultStopTimeout = 20 * time.Second
+
 // Options tune one worker.
 type Options struct {
 	TaskQueue string
 	Identity  string
 	// StopTimeout is how long a stopping worker lets running activities
-	// finish before it cancels them; their tasks then retry on other workers.
+	// finish before it cancels them; their tasks then retry on other
+	// workers (zero: DefaultStopTimeout).
 	StopTimeout time.Duration
 	// MaxConcurrentActivities bounds activity executions (0 = SDK default).
 	MaxConcurrentActivities int
@@ -58,7 +66,7 @@ func Run(ctx context.Context, c client.Client, o Options, d Deps) error {
 // (not started): Run's body, separate so tests can add workflows.
 func NewWorker(c client.Client, o Options, d Deps) (worker.Worker, error) {
 	if o.StopTimeout == 0 {
-		o.StopTimeout = 20 * time.Second
+		o.StopTimeout = DefaultStopTimeout
 	}
 	watch := &panicWatch{log: d.Log}
 	if o.Metrics != nil {

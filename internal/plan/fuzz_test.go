@@ -123,8 +123,8 @@ func render(t *testing.T, in rollout.RolloutInput) []byte {
 	t.Helper()
 	f := plan.File{Name: in.Name}
 	for _, st := range in.Stages {
-		s := plan.Stage{Name: st.Name, Kind: st.Kind, Concurrency: st.Concurrency, Approval: plan.ApprovalSpec{Gate: st.Approval},
-			FailureBudget: st.FailureBudget, Exclusive: st.Exclusive}
+		s := plan.Stage{Stage: rollout.Stage{Name: st.Name, Kind: st.Kind, Concurrency: st.Concurrency,
+			FailureBudget: st.FailureBudget, Exclusive: st.Exclusive}, Approval: plan.ApprovalSpec{Gate: st.Approval}}
 		for _, u := range st.Updates {
 			s.Updates = append(s.Updates, u.Input)
 		}

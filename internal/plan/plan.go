@@ -16,7 +16,6 @@ import (
 	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/kinds/rollout"
-	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // File is the YAML shape of a plan. Each update is its kind's input.
@@ -32,19 +31,19 @@ type File struct {
 	Notify *rollout.Notify `json:"notify,omitempty"`
 }
 
-// Stage is one stage in the YAML.
+// Stage is one stage in the YAML: the rollout's own Stage, but for the two
+// keys a plan writes in a shape of its own: approval (true, false or a
+// policy, which give the rollout's Approval and ApprovalPolicy) and
+// updates (each its kind's input, which gives a PlanUpdate).
 type Stage struct {
-	Name          string              `json:"name"`
-	Kind          workflows.Kind      `json:"kind"`
-	Concurrency   int                 `json:"concurrency"`
-	Approval      ApprovalSpec        `json:"approval"`
-	FailureBudget int                 `json:"failureBudget"`
-	Exclusive     [][]string          `json:"exclusive"`
-	Updates       []json.RawMessage   `json:"updates"`
-	Health        *rollout.HealthGate `json:"health,omitempty"`
-	Thresholds    []rollout.Threshold `json:"thresholds,omitempty"`
-	Ramp          *rollout.Ramp       `json:"ramp,omitempty"`
+	rollout.Stage
+	Approval ApprovalSpec      `json:"approval"`
+	Updates  []json.RawMessage `json:"updates"`
 }
+
+// derivedKeys are the rollout Stage's keys a plan does not write: the
+// stage's approval gives them.
+var derivedKeys = map[string]bool{jsonKey[rollout.Stage]("ApprovalPolicy"): true}
 
 // Load reads and validates a plan file.
 func Load(path string) (rollout.RolloutInput, error) {
@@ -82,9 +81,8 @@ func ParseFileWithPolicies(file string, b []byte) (rollout.RolloutInput, []*appr
 	// once, here (or, for an unknown kind, by Validate), with no follow-on.
 	undecoded := map[int]bool{}
 	for i, st := range f.Stages {
-		out := rollout.Stage{Name: st.Name, Kind: st.Kind, Concurrency: st.Concurrency, Approval: st.Approval.Gate,
-			ApprovalPolicy: policies[i], FailureBudget: st.FailureBudget, Exclusive: st.Exclusive,
-			Health: st.Health, Thresholds: st.Thresholds, Ramp: st.Ramp}
+		out := st.Stage
+		out.Approval, out.ApprovalPolicy, out.Updates = st.Approval.Gate, policies[i], nil
 		info, known := kinds.Kinds[st.Kind]
 		undecoded[i] = !known
 		for j, raw := range st.Updates {

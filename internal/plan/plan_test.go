@@ -61,7 +61,9 @@ func TestParseRejectsBadPlansWithOneClearError(t *testing.T) {
 		"duplicate target":    {"name: x\nstages: [{name: s, kind: bootimage-bump, concurrency: 1, updates: [{cluster: c}, {cluster: c}]}]\n", "appears twice"},
 		"foreign exclusive":   {"name: x\nstages: [{name: s, kind: bootimage-bump, concurrency: 1, exclusive: [[cluster/c, cluster/d]], updates: [{cluster: c}]}]\n", "cluster/d is not a target"},
 		"not yaml":            {"name: [\n", "plan:"},
-		"no stages":           {"name: x\n", "no stages"},
+		// approval: gives it; the rollout's own key is not a plan's.
+		"approvalPolicy key": {"name: x\nstages: [{name: s, kind: bootimage-bump, concurrency: 1, approvalPolicy: {approvers: 2}, updates: [{cluster: c}]}]\n", `unknown field "approvalPolicy"`},
+		"no stages":          {"name: x\n", "no stages"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml))

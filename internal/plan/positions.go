@@ -143,10 +143,7 @@ func strayKeys(m *yaml.Node, t reflect.Type) []*yaml.Node {
 		return nil
 	}
 	known := map[string]bool{}
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		known[name] = true
-	}
+	addKeys(known, t)
 	var out []*yaml.Node
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if !known[m.Content[i].Value] {
@@ -154,6 +151,32 @@ func strayKeys(m *yaml.Node, t reflect.Type) []*yaml.Node {
 		}
 	}
 	return out
+}
+
+// addKeys adds t's JSON keys, and those of the structs it embeds (a
+// plan's Stage embeds the rollout's), but the derived ones.
+func addKeys(known map[string]bool, t reflect.Type) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" {
+			addKeys(known, f.Type)
+			continue
+		}
+		if !derivedKeys[name] {
+			known[name] = true
+		}
+	}
+}
+
+// jsonKey is the JSON key of T's field named field.
+func jsonKey[T any](field string) string {
+	f, ok := reflect.TypeFor[T]().FieldByName(field)
+	if !ok {
+		panic("no field " + field)
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
 }
 
 // unknownField is the field encoding/json refused ("" if err is not that).

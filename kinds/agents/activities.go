@@ -89,10 +89,7 @@ func tritonErr(err error, what string) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || triton.IsRetryable(err) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	typ := failure.TritonAPI
-	if code := triton.ErrorCode(err); code != "" {
-		typ = failure.TritonAPI + ":" + code
-	}
+	typ := failure.WithCode(failure.TritonAPI, triton.ErrorCode(err))
 	return temporal.NewNonRetryableApplicationError(what+": "+err.Error(), typ, err)
 }
 

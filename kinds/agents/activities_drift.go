@@ -9,6 +9,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
+	"github.com/fleetsaga/fleetsaga/internal/version"
 )
 
 // Drift kinds: how a server's SAPI intent and CNAPI actual disagree.
@@ -203,7 +204,7 @@ func mismatchRepair(actualVersion, intentVersion string) string {
 	if actualVersion == "" || intentVersion == "" {
 		return RepairManual
 	}
-	switch c := CompareVersions(actualVersion, intentVersion); {
+	switch c := version.Compare(actualVersion, intentVersion, version.TritonAgent); {
 	case c < 0:
 		return RepairInstall
 	case c > 0:

@@ -10,6 +10,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
+	"github.com/fleetsaga/fleetsaga/internal/version"
 )
 
 // AgentOnServer is what an agent install does with one agent on one server.
@@ -90,7 +91,7 @@ func agentRow(s triton.Server, ag PlannedAgent) activities.PlanRow {
 		row.Action = activities.PlanAtTarget
 	default:
 		row.Action = activities.PlanUpdate
-		if cur != nil && CompareVersions(cur.Version, ag.Version) > 0 {
+		if cur != nil && version.Compare(cur.Version, ag.Version, version.TritonAgent) > 0 {
 			row.Reason = "installs an older version: " + cur.Version + " → " + ag.Version
 		}
 	}

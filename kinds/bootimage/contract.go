@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fleetsaga/fleetsaga/fleet/machineapi"
+	"github.com/fleetsaga/fleetsaga/internal/version"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -79,7 +80,7 @@ func (in *BootImageBumpInput) Validate() error {
 		errs = append(errs, errors.New("cluster is required and must not contain '/' or spaces"))
 	}
 	if in.Release != "" {
-		if _, err := ParseReleaseVersion(in.Release); err != nil {
+		if _, err := version.Parse(in.Release, version.Release); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -105,11 +106,11 @@ func (in *BootImageBumpInput) Validate() error {
 		case (in.ManualOCPVersion == "") == (in.ManualRHCOSVersion == ""):
 			errs = append(errs, errors.New("skew Manual needs exactly one of manualOCPVersion (x.y.z) or manualRHCOSVersion (major.minor)"))
 		case in.ManualOCPVersion != "":
-			if _, err := ParseReleaseVersion(in.ManualOCPVersion); err != nil {
+			if _, err := version.Parse(in.ManualOCPVersion, version.Release); err != nil {
 				errs = append(errs, err)
 			}
 		default:
-			if _, err := rhcosMajorMinor(in.ManualRHCOSVersion); err != nil {
+			if _, err := version.Parse(in.ManualRHCOSVersion, version.RHCOS); err != nil {
 				errs = append(errs, err)
 			}
 		}

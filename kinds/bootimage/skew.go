@@ -2,10 +2,10 @@ package bootimage
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/fleetsaga/fleetsaga/internal/version"
 )
 
 // Boot image skew enforcement: is the boot image the cluster's new machines
@@ -72,7 +72,7 @@ func EvaluateSkew(c SkewCheck) SkewVerdict {
 	}
 	compared := false
 	if c.BootOCPVersion != "" && c.LimitOCPVersion != "" {
-		cmp, err := CompareReleaseVersions(c.BootOCPVersion, c.LimitOCPVersion)
+		cmp, err := version.CompareStrict(c.BootOCPVersion, c.LimitOCPVersion, version.Release)
 		if err != nil {
 			return SkewVerdict{Checked: true, Reason: ReasonSkewUnknown, Message: err.Error() + "; " + hint}
 		}
@@ -83,7 +83,7 @@ func EvaluateSkew(c SkewCheck) SkewVerdict {
 		}
 	}
 	if !compared && c.BootRHCOSVersion != "" && c.LimitRHCOSVersion != "" {
-		cmp, err := compareRHCOS(c.BootRHCOSVersion, c.LimitRHCOSVersion)
+		cmp, err := version.CompareStrict(c.BootRHCOSVersion, c.LimitRHCOSVersion, version.RHCOS)
 		if err != nil {
 			return SkewVerdict{Checked: true, Reason: ReasonSkewUnknown, Message: err.Error() + "; " + hint}
 		}
@@ -114,108 +114,8 @@ func skewFirstNonEmpty(s ...string) string {
 	return ""
 }
 
-// ParseReleaseVersion parses x.y.z (a "-suffix" is ignored).
-func ParseReleaseVersion(v string) ([3]int, error) {
-	var out [3]int
-	core, _, _ := strings.Cut(strings.TrimSpace(v), "-")
-	parts := strings.Split(core, ".")
-	if len(parts) != 3 {
-		return out, fmt.Errorf("version %q is not a release version x.y.z", v)
-	}
-	for i, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 {
-			return out, fmt.Errorf("version %q is not a release version x.y.z", v)
-		}
-		out[i] = n
-	}
-	return out, nil
-}
-
-// CompareReleaseVersions compares two x.y.z release versions numerically (so
-// 4.9.0 < 4.16.0, unlike a string compare).
-func CompareReleaseVersions(a, b string) (int, error) {
-	av, err := ParseReleaseVersion(a)
-	if err != nil {
-		return 0, err
-	}
-	bv, err := ParseReleaseVersion(b)
-	if err != nil {
-		return 0, err
-	}
-	for i := range av {
-		if av[i] != bv[i] {
-			if av[i] < bv[i] {
-				return -1, nil
-			}
-			return 1, nil
-		}
-	}
-	return 0, nil
-}
-
-// rhcosMajorMinor is the RHEL major.minor of an RHCOS version, read as
-// the operator reads it (machine-config-operator pkg/operator/status.go,
-// checkRHCOSVersionSkew): "9.6" as stated, "9.6.20250523-0" (a date of 8
-// digits) as it is, and the legacy "416.94.202510081640-0" (a timestamp of
-// 12 digits) from its second number, whose first digit is the RHEL major
-// (94 is RHEL 9.4, 810 RHEL 8.10).
-func rhcosMajorMinor(v string) ([2]int, error) {
-	var out [2]int
-	bad := fmt.Errorf("RHCOS version %q is not major.minor[.build]", v)
-	parts := strings.Split(strings.TrimSpace(v), ".")
-	if len(parts) < 2 {
-		return out, bad
-	}
-	major, minor := parts[0], parts[1]
-	if len(parts) >= 3 {
-		stamp, _, _ := strings.Cut(parts[2], "-")
-		switch len(stamp) {
-		case 8:
-		case 12:
-			if len(minor) < 2 {
-				return out, bad
-			}
-			major, minor = minor[:1], minor[1:]
-		default:
-			return out, fmt.Errorf("RHCOS version %q has a build stamp of neither 8 nor 12 digits", v)
-		}
-	}
-	for i, p := range []string{major, minor} {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 {
-			return out, bad
-		}
-		out[i] = n
-	}
-	if out[0] >= 100 {
-		return out, fmt.Errorf("RHCOS version %q uses the old <ocp>.<rhel> scheme without its build stamp; state a major.minor RHCOS version", v)
-	}
-	return out, nil
-}
-
-func compareRHCOS(a, b string) (int, error) {
-	av, err := rhcosMajorMinor(a)
-	if err != nil {
-		return 0, err
-	}
-	bv, err := rhcosMajorMinor(b)
-	if err != nil {
-		return 0, err
-	}
-	for i := range av {
-		if av[i] != bv[i] {
-			if av[i] < bv[i] {
-				return -1, nil
-			}
-			return 1, nil
-		}
-	}
-	return 0, nil
-}
-
 func rhcosRHELMajor(v string) (int, error) {
-	mm, err := rhcosMajorMinor(v)
+	mm, err := version.Parse(v, version.RHCOS)
 	if err != nil {
 		return 0, err
 	}

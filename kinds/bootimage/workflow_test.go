@@ -447,28 +447,6 @@ func TestBootImageBumpInputValidation(t *testing.T) {
 	assert.Equal(t, "InvalidInput", app.Type())
 }
 
-func TestCompareReleaseVersions(t *testing.T) {
-	cases := []struct {
-		a, b string
-		want int
-	}{
-		{"4.9.0", "4.16.0", -1}, // a string compare would say 4.9 > 4.16
-		{"4.16.0", "4.16.0", 0},
-		{"4.16.10", "4.16.9", 1},
-		{"5.0.0", "4.99.99", 1},
-		{"4.16.0-rc.1", "4.16.0", 0},
-	}
-	for _, c := range cases {
-		got, err := CompareReleaseVersions(c.a, c.b)
-		require.NoError(t, err)
-		assert.Equal(t, c.want, got, "%s vs %s", c.a, c.b)
-	}
-	for _, bad := range []string{"4.16", "4.x.0", "", "4.16.0.1", "-1.2.3"} {
-		_, err := CompareReleaseVersions(bad, "4.16.0")
-		assert.Error(t, err, bad)
-	}
-}
-
 // rhcosAgainst92 checks an RHCOS boot image version alone against the
 // MCO's RHCOS limit (9.2) on a RHEL 9 release.
 func rhcosAgainst92(mode, rhcos string) SkewCheck {

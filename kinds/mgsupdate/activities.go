@@ -35,7 +35,7 @@ type MGSActivities struct {
 	Ledger *activities.LedgerActivities
 	// Phase2UploadStall, when set, replaces phase2UploadStallTimeout: a
 	// test's worker shortens it to drive a stalled upload in seconds.
-	// Zero (every real worker) keeps the 75 s.
+	// Zero (every real worker) keeps it.
 	Phase2UploadStall time.Duration
 	// owner finds a pending Nexus MGS update for a device (zero: none known).
 	owner ownerLookup
@@ -72,9 +72,8 @@ func mgsErr(err error, what string) error {
 		return temporal.NewNonRetryableApplicationError(what+": "+err.Error(), failure.APIVersionRefused, nil)
 	}
 	typ := failure.MGSRejected
-	var e *mgs.Error
-	if errors.As(err, &e) && e.Code != "" {
-		typ += ":" + e.Code
+	if e := (*mgs.Error)(nil); errors.As(err, &e) {
+		typ = failure.WithCode(typ, e.Code)
 	}
 	return temporal.NewNonRetryableApplicationError(what+": "+err.Error(), typ, err)
 }

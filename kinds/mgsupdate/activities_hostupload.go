@@ -7,15 +7,18 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fleetsaga/fleetsaga/fleet"
 )
 
 // phase2UploadStallTimeout ends a phase 2 upload that sled-agent has
 // taken no bytes of for this long, or (every byte sent) not answered: the
-// fleet request timeout, the longest any fleet answer may take. The
+// fleet request timeout (fleet.RequestTimeout), the longest any fleet
+// answer may take. The
 // upload as a whole has no timeout of its own: about 1 GiB takes minutes
 // on a slow link, so a request timeout would cut it off and send it again
 // until the step's deadline (which still bounds it).
-const phase2UploadStallTimeout = 75 * time.Second
+const phase2UploadStallTimeout = fleet.RequestTimeout
 
 // errUploadStalled: the upload made no progress for its stall timeout.
 var errUploadStalled = errors.New("sled-agent took no bytes of phase 2 and gave no answer")

@@ -10,7 +10,6 @@ package mgsupdate
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
@@ -123,43 +122,4 @@ type MGSProgress struct {
 	AttemptID string `json:"attemptId,omitempty"`
 	// Concurrent is the foreign update being watched, if any.
 	Concurrent string `json:"concurrent,omitempty"`
-}
-
-// CompareVersions compares dotted versions numerically field by field
-// ("1.10.0" > "1.9.2"); non-numeric fields compare as strings. It returns
-// -1, 0 or 1.
-func CompareVersions(a, b string) int {
-	split := func(s string) []string {
-		return strings.FieldsFunc(s, func(r rune) bool { return r == '.' || r == '-' || r == '+' })
-	}
-	as, bs := split(a), split(b)
-	for i := 0; i < len(as) || i < len(bs); i++ {
-		var x, y string
-		if i < len(as) {
-			x = as[i]
-		}
-		if i < len(bs) {
-			y = bs[i]
-		}
-		xn, xerr := strconv.ParseUint(x, 10, 64)
-		yn, yerr := strconv.ParseUint(y, 10, 64)
-		switch {
-		case x == y:
-			continue
-		case xerr == nil && yerr == nil:
-			if xn < yn {
-				return -1
-			}
-			return 1
-		case x == "":
-			return -1
-		case y == "":
-			return 1
-		case x < y:
-			return -1
-		default:
-			return 1
-		}
-	}
-	return 0
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
+	"github.com/fleetsaga/fleetsaga/internal/version"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -162,7 +163,7 @@ func hostSlotVersion(s SlotInfo) string {
 // images the caller expects (by hash), and never roll back where a slot's
 // version is known.
 func checkHostSlots(in HostFlashInput, pre PrecheckResult) error {
-	if pre.Active.Version != "" && CompareVersions(pre.Active.Version, in.Phase1.Version) > 0 {
+	if pre.Active.Version != "" && version.Compare(pre.Active.Version, in.Phase1.Version, version.MGS) > 0 {
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("active version %s is newer than target %s: never roll back", pre.Active.Version, in.Phase1.Version), failure.WouldDowngrade, nil)
 	}

@@ -14,7 +14,7 @@ import (
 const (
 	// shortStepTimeout bounds one try of a short step (a precheck, a
 	// question to the SP): a handful of MGS requests, each bounded by the
-	// worker's 75 s HTTP timeout and tried on each MGS in turn.
+	// fleet.RequestTimeout and tried on each MGS in turn.
 	shortStepTimeout = 15 * time.Minute
 	// shortStepRetryBudget bounds a short step with its retries: an MGS
 	// restart or its sled's reboot is over well within it; past it the
@@ -61,7 +61,7 @@ func (u *mgsUpdate) shortOpts(ctx workflow.Context, step string) workflow.Contex
 		StartToCloseTimeout:    shortStepTimeout,
 		ScheduleToCloseTimeout: shortStepRetryBudget,
 		// A short step heartbeats between its requests; during one that
-		// takes the whole 75 s HTTP timeout the worker beats for it.
+		// takes the whole fleet.RequestTimeout the worker beats for it.
 		HeartbeatTimeout: 2 * u.timing.HeartbeatTimeout,
 		RetryPolicy:      workflows.DeviceRetry,
 		Summary:          u.summary(step),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
+	"github.com/fleetsaga/fleetsaga/internal/version"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -104,7 +105,7 @@ func (w *spFirmware) precheck(ctx workflow.Context, when precheckWhen) (precheck
 		if atTarget {
 			return updateComplete, nil
 		}
-		if pre.Active.Valid && CompareVersions(pre.Active.Version, target) > 0 {
+		if pre.Active.Valid && version.Compare(pre.Active.Version, target, version.MGS) > 0 {
 			return readyForUpdate, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("a concurrent update moved the SP to %s, newer than target %s: never roll back", pre.Active.Version, target),
 				failure.WouldDowngrade, nil)
@@ -128,7 +129,7 @@ func (w *spFirmware) precheck(ctx workflow.Context, when precheckWhen) (precheck
 // active and inactive versions are what the caller expects (when given).
 func checkVersions(target, expectedActive, expectedInactive string, pre PrecheckResult) error {
 	active := slotVersion(pre.Active)
-	if pre.Active.Valid && CompareVersions(pre.Active.Version, target) > 0 {
+	if pre.Active.Valid && version.Compare(pre.Active.Version, target, version.MGS) > 0 {
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("active version %s is newer than target %s: never roll back", pre.Active.Version, target), failure.WouldDowngrade, nil)
 	}

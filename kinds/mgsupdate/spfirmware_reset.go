@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fleetsaga/fleetsaga/failure"
+	"github.com/fleetsaga/fleetsaga/internal/version"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -45,7 +46,7 @@ func (w *spFirmware) takeOver(ctx workflow.Context, foreign uuid.UUID) (bool, er
 	if err != nil {
 		return false, err
 	}
-	if pre.Inactive.Valid && pre.Active.Valid && CompareVersions(pre.Inactive.Version, pre.Active.Version) < 0 {
+	if pre.Inactive.Valid && pre.Active.Valid && version.Compare(pre.Inactive.Version, pre.Active.Version, version.MGS) < 0 {
 		return false, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("concurrent update %s wrote %s, older than the active %s, and nobody reset the SP: taking it over would roll back",
 				foreign, pre.Inactive.Version, pre.Active.Version), failure.ConcurrentDowngrade, nil)

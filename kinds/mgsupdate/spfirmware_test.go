@@ -515,19 +515,6 @@ func TestSPFirmwareInputContract(t *testing.T) {
 	assert.Equal(t, 120*time.Second, sw.newVersionTimeout())
 }
 
-func TestCompareVersions(t *testing.T) {
-	cases := []struct {
-		a, b string
-		want int
-	}{
-		{"1.0.0", "1.0.0", 0}, {"1.0.0", "1.0.1", -1}, {"1.10.0", "1.9.2", 1}, {"2", "1.99", 1},
-		{"1.0", "1.0.0", -1}, {"1.0.0-rc1", "1.0.0-rc2", -1}, {"invalid", "1.0.0", 1},
-	}
-	for _, c := range cases {
-		assert.Equal(t, c.want, CompareVersions(c.a, c.b), "%s vs %s", c.a, c.b)
-	}
-}
-
 func TestSPFirmwareFailureAbortsOurUpdate(t *testing.T) {
 	m := newMGSTest(t)
 	m.script("MGSWaitUpdate", func(context.Context, WaitUpdateInput) (WaitUpdateResult, error) {

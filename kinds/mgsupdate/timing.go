@@ -9,29 +9,33 @@ import (
 // are the real devices' and omicron's driver's (docs/CONFORMANCE.md §B); tests
 // against a sped-up fleetsim shrink them.
 type MGSTiming struct {
-	// PollInterval paces status polls (default 3 s).
+	// PollInterval paces status polls (default: defaultPollInterval).
 	PollInterval time.Duration `json:"pollInterval,omitempty"`
 	// ProgressTimeout: an update whose progress does not change for this
-	// long is stuck: aborted, and a new attempt starts (default 600 s).
+	// long is stuck: aborted, and a new attempt starts (default:
+	// defaultProgressTimeout).
 	ProgressTimeout time.Duration `json:"progressTimeout,omitempty"`
 	// TakeoverTimeout: someone else's complete update that nobody resets
-	// within this is taken over (default 600 s).
+	// within this is taken over (default: defaultTakeoverTimeout).
 	TakeoverTimeout time.Duration `json:"takeoverTimeout,omitempty"`
 	// ResetRetryInterval: after a reset whose reply was lost, wait this
-	// long, re-check, then reset again if needed (default 10 s).
+	// long, re-check, then reset again if needed (default:
+	// defaultResetRetryInterval).
 	ResetRetryInterval time.Duration `json:"resetRetryInterval,omitempty"`
 	// NewVersionTimeout bounds the wait for the new version after a reset
-	// (default SP 60 s, 120 s on a switch) or for the host's boot (30 min).
+	// (default: spNewVersionTimeout, switchNewVersionTimeout on a switch)
+	// or for the host's boot (hostBootTimeout).
 	NewVersionTimeout time.Duration `json:"newVersionTimeout,omitempty"`
-	// AttemptDelay is the pause before a new attempt (default 60 s).
+	// AttemptDelay is the pause before a new attempt (default: defaultAttemptDelay).
 	AttemptDelay time.Duration `json:"attemptDelay,omitempty"`
-	// MaxAttempts bounds the attempts (default 5).
+	// MaxAttempts bounds the attempts (default: defaultMaxAttempts).
 	MaxAttempts int `json:"maxAttempts,omitempty"`
 	// CheckpointEvery: a long wait reports progress to the workflow this
-	// often (default 60 s; at most maxCheckpoints per wait).
+	// often (default: defaultCheckpointEvery; at most maxCheckpoints per
+	// wait).
 	CheckpointEvery time.Duration `json:"checkpointEvery,omitempty"`
 	// HeartbeatTimeout: how soon a dead worker's device step is retried
-	// elsewhere (default 30 s).
+	// elsewhere (default: defaultHeartbeatTimeout).
 	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
 }
 
@@ -66,8 +70,8 @@ const (
 	// history events per wait.
 	defaultCheckpointEvery = 60 * time.Second
 	// defaultHeartbeatTimeout: the device steps heartbeat at every poll
-	// (3 s), and while one MGS request takes up to the worker's 75 s HTTP
-	// timeout the worker beats for them (workerapp/keepalive.go); a worker
+	// (3 s), and while one MGS request takes up to fleet.RequestTimeout
+	// the worker beats for them (workerapp/keepalive.go); a worker
 	// silent for 30 s is dead, and its step moves to another worker.
 	defaultHeartbeatTimeout = 30 * time.Second
 )

@@ -102,7 +102,7 @@ type Threshold struct {
 // Validate names what is wrong with the threshold.
 func (t Threshold) Validate() error {
 	var errs []error
-	if !t.Class.known() {
+	if !knownClass(t.Class) {
 		errs = append(errs, fmt.Errorf("class %q is not one of %s", t.Class, failureClassNames()))
 	}
 	if t.Percent < 0 || t.Percent >= 100 {
