@@ -20,10 +20,13 @@ func (AWSCredentials) String() string { return "AWSCredentials{redacted}" }
 // GoString hides the keys from %#v.
 func (c AWSCredentials) GoString() string { return c.String() }
 
-// AWSCredentials reads the aws-cloud-credentials Secret. The MCO also
-// accepts STS web identity (role_arn, web_identity_token_file), but that
-// token file is mounted in the MCO's own pod: fleetsaga refuses it
-// (malformed: no retry helps).
+// AWSCredentials reads the aws-cloud-credentials Secret in the MCO's order
+// (machine-config-operator pkg/controller/bootimage/aws_helpers.go,
+// newAWSEC2Client): STS web identity (role_arn, web_identity_token_file)
+// first, then static keys. STS is refused: its token file is mounted in
+// pods of the cluster only, and fleetsaga asks EC2 from outside it
+// (malformed: no retry helps). A Secret with only a credentials INI is
+// ccoctl's STS form, refused alike.
 func (c *Client) AWSCredentials(ctx context.Context) (AWSCredentials, error) {
 	u, err := c.get(ctx, GVRSecrets, NamespaceMachineAPI, AWSCredentialsSecret)
 	if err != nil {
@@ -40,6 +43,13 @@ func (c *Client) AWSCredentials(ctx context.Context) (AWSCredentials, error) {
 		}
 		return string(b), nil
 	}
+	sts := func(form string) error {
+		return malformed("secret %s/%s holds %s: the cluster uses AWS STS, whose token only pods in the cluster can present; fleetsaga asks EC2 from outside the cluster and needs static keys (aws_access_key_id, aws_secret_access_key) in %s",
+			NamespaceMachineAPI, AWSCredentialsSecret, form, AWSCredentialsSecret)
+	}
+	if data["role_arn"] != "" && data["web_identity_token_file"] != "" {
+		return AWSCredentials{}, sts("STS web identity credentials (role_arn, web_identity_token_file)")
+	}
 	id, err := field("aws_access_key_id")
 	if err != nil {
 		return AWSCredentials{}, err
@@ -48,11 +58,11 @@ func (c *Client) AWSCredentials(ctx context.Context) (AWSCredentials, error) {
 	if err != nil {
 		return AWSCredentials{}, err
 	}
-	if id != "" && key != "" {
+	switch {
+	case id != "" && key != "":
 		return AWSCredentials{AccessKeyID: id, SecretAccessKey: key}, nil
+	case data["credentials"] != "":
+		return AWSCredentials{}, sts("only a credentials file (ccoctl's STS form)")
 	}
-	if data["role_arn"] != "" {
-		return AWSCredentials{}, malformed("secret %s/%s holds STS web identity credentials, whose token file is in the MCO's pod: fleetsaga needs static keys to ask EC2 who owns an AMI", NamespaceMachineAPI, AWSCredentialsSecret)
-	}
-	return AWSCredentials{}, malformed("secret %s/%s has neither aws_access_key_id/aws_secret_access_key nor STS credentials", NamespaceMachineAPI, AWSCredentialsSecret)
+	return AWSCredentials{}, malformed("secret %s/%s has neither aws_access_key_id/aws_secret_access_key nor STS credentials (role_arn/web_identity_token_file)", NamespaceMachineAPI, AWSCredentialsSecret)
 }

@@ -27,6 +27,9 @@ type AMIOrigin struct {
 	Name  string `json:"name,omitempty"`
 	// Missing: EC2 has no such AMI in the MachineSet's region.
 	Missing bool `json:"missing,omitempty"`
+	// Failure: why EC2 could not be asked (credentials, region); it fails
+	// the MachineSets of this AMI only.
+	Failure string `json:"failure,omitempty"`
 }
 
 // AMIOrigins maps an AMI ID to its origin; the activity asks EC2 before
@@ -91,6 +94,8 @@ func originRule(p Plan, ms *MachineSet, amis AMIOrigins) (Plan, bool) {
 		switch {
 		case !ok:
 			return stop(ActionRefuse, ReasonImageLookup, "AMI %s was not looked up in EC2", cur.AMI)
+		case o.Failure != "":
+			return stop(ActionRefuse, ReasonImageLookup, "AMI %s: %s", cur.AMI, o.Failure)
 		case o.Missing:
 			return stop(ActionRefuse, ReasonImageLookup, "EC2 has no AMI %s in %s", cur.AMI, cur.Region)
 		case o.Owner == AWSOwnerRHCOS:

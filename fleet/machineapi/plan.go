@@ -43,6 +43,9 @@ const (
 	ReasonAzureSecurityType   Reason = "AzureSecurityType"
 	ReasonAzureVariant        Reason = "UnknownAzureVariant"
 	ReasonVSphereImport       Reason = "VSphereNeedsOVAImport"
+	// ReasonIgnitionStub: the user-data stub is older than Ignition spec 3
+	// (userdata.go); the MCO converts it before it patches, fleetsaga does not.
+	ReasonIgnitionStub Reason = "IgnitionStubNotSpec3"
 	// ReasonManagedByMCO: the MCO's boot image controller owns the
 	// MachineSet (the cluster opted it in, and the operator resolved the
 	// opt-in in MachineConfiguration status.managedBootImagesStatus); it
@@ -78,29 +81,90 @@ type Plan struct {
 // order: owner reference, OS stream, Windows, architecture, then the
 // platform's image.
 func PlanMachineSet(ms *MachineSet, golden *Golden, amis AMIOrigins, cs ClusterStatus) Plan {
-	p := Plan{MachineSet: ms.Name}
-	skip := func(r Reason, format string, args ...any) Plan {
-		p.Action, p.Reason, p.Detail = ActionSkip, r, fmt.Sprintf(format, args...)
+	return plan(ms, golden, amis, cs, false)
+}
+
+// PlanMCOManaged decides ms for a cluster whose MCO manages it: the same
+// checks, but the platform's image-origin rule (EC2's AMI owner, the vSphere
+// OVA import, the Azure variant) is the MCO's to apply, so no refusal of it
+// fails the MachineSet and EC2 is not asked.
+func PlanMCOManaged(ms *MachineSet, golden *Golden, cs ClusterStatus) Plan {
+	return plan(ms, golden, nil, cs, true)
+}
+
+// AMIToLookUp is the AWS image EC2 must be asked about before ms is
+// planned: ok only when ms passes the MCO's MachineSet checks
+// (machine-config-operator pkg/controller/bootimage/ms_helpers.go,
+// syncMAPIMachineSet), which come before the MCO reads the credentials and
+// asks EC2 (platform_helpers.go, reconcileAWSProviderSpec).
+func AMIToLookUp(ms *MachineSet, cs ClusterStatus) (BootImage, bool) {
+	p, ok := precheck(ms, cs)
+	if !ok || p.Current.Platform != PlatformAWS {
+		return BootImage{}, false
+	}
+	return p.Current, true
+}
+
+func plan(ms *MachineSet, golden *Golden, amis AMIOrigins, cs ClusterStatus, mco bool) Plan {
+	p, ok := precheck(ms, cs)
+	if !ok {
 		return p
+	}
+	if out, ok := originRule(p, ms, amis); !ok && !(mco && out.Action == ActionRefuse) {
+		return out
+	}
+	cur := p.Current
+	desired, err := golden.Stream.DesiredImage(p.Arch, cur)
+	if err != nil {
+		var ng *ErrNoGoldenImage
+		if errors.As(err, &ng) {
+			p.Action, p.Reason, p.Detail = ActionSkip, ReasonNoGoldenImage, err.Error()
+			return p
+		}
+		p.Action, p.Reason, p.Detail = ActionRefuse, ReasonMalformed, err.Error()
+		return p
+	}
+	p.Desired = desired
+	if _, labelled := ms.OSStream(); labelled {
+		if gm, err := RHELMajor(golden.Stream.OSVersion(p.Arch)); err == nil && gm != supportedRHELMajor {
+			p.Action, p.Reason = ActionRefuse, ReasonRHELMajorMismatch
+			p.Detail = fmt.Sprintf("golden image is RHEL %d, MachineSet OS stream is %s", gm, SupportedOSStream)
+			return p
+		}
+	}
+	if cur.Equal(desired) {
+		p.Action = ActionUpToDate
+		return p
+	}
+	p.Action = ActionPatch
+	return p
+}
+
+// precheck runs the MCO's MachineSet checks, in its order, up to the
+// platform's image; ok false returns the plan as it is.
+func precheck(ms *MachineSet, cs ClusterStatus) (Plan, bool) {
+	p := Plan{MachineSet: ms.Name}
+	skip := func(r Reason, format string, args ...any) (Plan, bool) {
+		p.Action, p.Reason, p.Detail = ActionSkip, r, fmt.Sprintf(format, args...)
+		return p, false
+	}
+	refuse := func(r Reason, err error) (Plan, bool) {
+		p.Action, p.Reason, p.Detail = ActionRefuse, r, err.Error()
+		return p, false
 	}
 	if len(ms.OwnerReferences) > 0 {
 		o := ms.OwnerReferences[0]
 		return skip(ReasonOwned, "owned by %s %s", o.Kind, o.Name)
 	}
-	streamMajor := 0
-	if s, labelled := ms.OSStream(); labelled {
-		if s != SupportedOSStream {
-			return skip(ReasonUnsupportedOSStream, "OS stream %q is not supported (only %s)", s, SupportedOSStream)
-		}
-		streamMajor = supportedRHELMajor
+	if s, labelled := ms.OSStream(); labelled && s != SupportedOSStream {
+		return skip(ReasonUnsupportedOSStream, "OS stream %q is not supported (only %s)", s, SupportedOSStream)
 	}
 	if ms.Windows() {
 		return skip(ReasonWindows, "Windows template")
 	}
 	arch, err := ms.Arch()
 	if err != nil {
-		p.Action, p.Reason, p.Detail = ActionRefuse, ReasonInvalidArch, err.Error()
-		return p
+		return refuse(ReasonInvalidArch, err)
 	}
 	p.Arch = arch
 	if p.Arch == "" {
@@ -118,39 +182,13 @@ func PlanMachineSet(ms *MachineSet, golden *Golden, amis AMIOrigins, cs ClusterS
 	}
 	cur, err := ms.Image()
 	if err != nil {
-		p.Action, p.Reason, p.Detail = ActionRefuse, ReasonMalformed, err.Error()
-		return p
+		return refuse(ReasonMalformed, err)
 	}
 	p.Current = cur
 	if cur.Ref() == "" {
 		return skip(ReasonNoImage, "no boot image set")
 	}
-	if out, ok := originRule(p, ms, amis); !ok {
-		return out
-	}
-	desired, err := golden.Stream.DesiredImage(p.Arch, cur)
-	if err != nil {
-		var ng *ErrNoGoldenImage
-		if errors.As(err, &ng) {
-			return skip(ReasonNoGoldenImage, "%v", err)
-		}
-		p.Action, p.Reason, p.Detail = ActionRefuse, ReasonMalformed, err.Error()
-		return p
-	}
-	p.Desired = desired
-	if streamMajor != 0 {
-		if gm, err := RHELMajor(golden.Stream.OSVersion(p.Arch)); err == nil && gm != streamMajor {
-			p.Action, p.Reason = ActionRefuse, ReasonRHELMajorMismatch
-			p.Detail = fmt.Sprintf("golden image is RHEL %d, MachineSet OS stream is %s", gm, SupportedOSStream)
-			return p
-		}
-	}
-	if cur.Equal(desired) {
-		p.Action = ActionUpToDate
-		return p
-	}
-	p.Action = ActionPatch
-	return p
+	return p, true
 }
 
 // RHELMajor is the RHEL major of an RHCOS build ("9.6.20250523-0" → 9;

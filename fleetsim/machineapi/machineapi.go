@@ -141,6 +141,7 @@ func (s *Sim) buildCluster(cs *spec.Cluster) (*cluster, error) {
 	}{
 		{gvKey(fm.GVRConfigMaps), goldenConfigMap(cs, golden)},
 		{gvKey(fm.GVRSecrets), awsCredentials(cs)},
+		{gvKey(fm.GVRSecrets), userData(cs)},
 		{gvKey(fm.GVRClusterVersions), clusterVersion(cs, install)},
 		{gvKey(fm.GVRInfrastructures), infrastructure(cs)},
 		{gvKey(fm.GVRMachineConfigurations), machineConfiguration(cs, install)},

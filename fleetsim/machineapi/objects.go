@@ -116,15 +116,46 @@ func goldenConfigMap(c *spec.Cluster, release string) map[string]any {
 }
 
 // awsCredentials is the machine API's aws-cloud-credentials Secret
-// (static keys fleetsim's EC2 accepts unchecked), which the MCO reads to
-// ask EC2 who owns an AMI (machine-config-operator
-// pkg/controller/bootimage/aws_helpers.go).
+// (static keys fleetsim's EC2 accepts unchecked, or the STS forms the
+// spec names), which the MCO reads to ask EC2 who owns an AMI
+// (machine-config-operator pkg/controller/bootimage/aws_helpers.go,
+// newAWSEC2Client).
 func awsCredentials(c *spec.Cluster) map[string]any {
 	b64 := func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) }
+	const role, token = "arn:aws:iam::111122223333:role/fleetsim-machine-api", "/var/run/secrets/openshift/serviceaccount/token"
+	data := map[string]any{"aws_access_key_id": b64("AKIAFLEETSIM" + strings.ToUpper(c.Name)), "aws_secret_access_key": b64("fleetsim-not-a-secret")}
+	switch c.AWSCredentials {
+	case spec.AWSCredentialsSTS:
+		data = map[string]any{"role_arn": b64(role), "web_identity_token_file": b64(token)}
+	case spec.AWSCredentialsCCOCTL:
+		data = map[string]any{"credentials": b64("[default]\nsts_regional_endpoints = regional\nrole_arn = " + role + "\nweb_identity_token_file = " + token + "\n")}
+	}
 	return map[string]any{
 		"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
 		"metadata": map[string]any{"name": fm.AWSCredentialsSecret, "namespace": fm.NamespaceMachineAPI, "uid": uidFor(c.Name, "secret", fm.AWSCredentialsSecret)},
-		"data":     map[string]any{"aws_access_key_id": b64("AKIAFLEETSIM" + strings.ToUpper(c.Name)), "aws_secret_access_key": b64("fleetsim-not-a-secret")},
+		"data":     data,
+	}
+}
+
+// userDataSecretName is the Secret every fleetsim MachineSet's
+// providerSpec names as its userDataSecret.
+const userDataSecretName = "worker-user-data"
+
+// userData is the MachineSets' Ignition stub Secret (the installer's
+// worker-user-data: a pointer to the machine config server), whose
+// ignition.version the MCO checks before each patch
+// (machine-config-operator pkg/controller/bootimage/helpers.go,
+// upgradeStubIgnitionIfRequired).
+func userData(c *spec.Cluster) map[string]any {
+	v := c.StubIgnitionVersion
+	if v == "" {
+		v = "3.2.0"
+	}
+	stub := `{"ignition":{"version":"` + v + `","config":{"merge":[{"source":"https://api-int.` + c.Name + `.example:22623/config/worker"}]}}}`
+	return map[string]any{
+		"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+		"metadata": map[string]any{"name": userDataSecretName, "namespace": fm.NamespaceMachineAPI, "uid": uidFor(c.Name, "secret", userDataSecretName)},
+		"data":     map[string]any{"userData": base64.StdEncoding.EncodeToString([]byte(stub)), "disableTemplating": base64.StdEncoding.EncodeToString([]byte("true"))},
 	}
 }
 
@@ -291,7 +322,7 @@ func providerSpec(c *spec.Cluster, m *spec.MachineSet, install string) map[strin
 			"ami":               map[string]any{"id": ami},
 			"instanceType":      "m6i.xlarge",
 			"placement":         map[string]any{"region": region, "availabilityZone": region + "a"},
-			"userDataSecret":    map[string]any{"name": "worker-user-data"},
+			"userDataSecret":    map[string]any{"name": userDataSecretName},
 			"credentialsSecret": map[string]any{"name": "aws-cloud-credentials"},
 		}
 	case spec.PlatformGCP:
@@ -309,7 +340,7 @@ func providerSpec(c *spec.Cluster, m *spec.MachineSet, install string) map[strin
 			"projectID":      c.Name + "-project",
 			"region":         region,
 			"zone":           region + "-a",
-			"userDataSecret": map[string]any{"name": "worker-user-data"},
+			"userDataSecret": map[string]any{"name": userDataSecretName},
 		}
 	case spec.PlatformAzure:
 		image := map[string]any{"publisher": "", "offer": "", "sku": "", "version": "", "resourceID": "", "type": "MarketplaceNoPlan"}
@@ -328,7 +359,7 @@ func providerSpec(c *spec.Cluster, m *spec.MachineSet, install string) map[strin
 			"image":          image,
 			"location":       region,
 			"vmSize":         "Standard_D4s_v3",
-			"userDataSecret": map[string]any{"name": "worker-user-data"},
+			"userDataSecret": map[string]any{"name": userDataSecretName},
 		}
 	default: // vsphere
 		template := spec.VSphereTemplate(b.OSVersion)
@@ -344,7 +375,7 @@ func providerSpec(c *spec.Cluster, m *spec.MachineSet, install string) map[strin
 			},
 			"numCPUs": 4, "memoryMiB": 16384, "diskGiB": 120,
 			"network":        map[string]any{"devices": []any{map[string]any{"networkName": "VM Network"}}},
-			"userDataSecret": map[string]any{"name": "worker-user-data"},
+			"userDataSecret": map[string]any{"name": userDataSecretName},
 		}
 	}
 }

@@ -53,7 +53,22 @@ type Cluster struct {
 	// image and keeps it there. On unless false (fleetsim/DEVIATIONS.md):
 	// off, no operator writes MachineSets and none is managed.
 	MCO *bool `json:"mco,omitempty"`
+	// AWSCredentials is the form of the aws-cloud-credentials Secret:
+	// "" static keys, AWSCredentialsSTS role_arn and
+	// web_identity_token_file, AWSCredentialsCCOCTL only a credentials INI.
+	AWSCredentials string `json:"awsCredentials,omitempty"`
+	// StubIgnitionVersion is the Ignition spec version of the
+	// worker-user-data stub every MachineSet boots with; default 3.2.0.
+	StubIgnitionVersion string `json:"stubIgnitionVersion,omitempty"`
 }
+
+// Forms of the aws-cloud-credentials Secret (machine-config-operator
+// pkg/controller/bootimage/aws_helpers.go, newAWSEC2Client, reads the
+// first two; ccoctl writes the third).
+const (
+	AWSCredentialsSTS    = "sts"
+	AWSCredentialsCCOCTL = "ccoctl"
+)
 
 // MCOOn says whether the MCO's boot image controller runs.
 func (c Cluster) MCOOn() bool { return on(c.MCO) }
@@ -275,6 +290,11 @@ func validateClusters(cs []Cluster) error {
 		}
 		if c.GoldenStampedRelease != "" && !seen[c.GoldenStampedRelease] {
 			errs = append(errs, fmt.Errorf("%s: goldenStampedRelease %s has no bootImages entry", where, c.GoldenStampedRelease))
+		}
+		switch c.AWSCredentials {
+		case "", AWSCredentialsSTS, AWSCredentialsCCOCTL:
+		default:
+			errs = append(errs, fmt.Errorf("%s: unknown awsCredentials %q (want empty, %s or %s)", where, c.AWSCredentials, AWSCredentialsSTS, AWSCredentialsCCOCTL))
 		}
 		msNames := map[string]bool{}
 		for mi, m := range c.MachineSets {

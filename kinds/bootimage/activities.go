@@ -247,14 +247,24 @@ func (a *BootImageActivities) PlanBootImages(ctx context.Context, in BootImagePl
 		// A bad selector is the operator's error, not a transient one.
 		return out, temporal.NewNonRetryableApplicationError(err.Error(), failure.BootImageInvalid, err)
 	}
-	amis, err := a.amiOrigins(ctx, c, sets)
-	if err != nil {
-		return out, err
-	}
 	mco := in.FromCluster && out.OptIn.ManagedByMCO()
 	out.MCO = mco
+	var amis machineapi.AMIOrigins
+	if !mco { // the MCO asks EC2 about its own MachineSets
+		if amis, err = a.amiOrigins(ctx, c, sets, st); err != nil {
+			return out, err
+		}
+	}
 	for _, ms := range sets {
-		p := machineapi.PlanMachineSet(ms, golden, amis, st)
+		var p machineapi.Plan
+		if mco {
+			p = machineapi.PlanMCOManaged(ms, golden, st)
+		} else {
+			p = machineapi.PlanMachineSet(ms, golden, amis, st)
+			if p, err = refuseOldStub(ctx, c, ms, p); err != nil {
+				return out, err
+			}
+		}
 		if mco && (p.Action == machineapi.ActionPatch || p.Action == machineapi.ActionUpToDate) {
 			// The MCO enrolls what the opt-in selects and it does not skip
 			// (the same skips as PlanMachineSet's): its MachineSet.
@@ -273,6 +283,24 @@ func (a *BootImageActivities) PlanBootImages(ctx context.Context, in BootImagePl
 	}
 	sort.Slice(out.Plans, func(i, j int) bool { return out.Plans[i].MachineSet < out.Plans[j].MachineSet })
 	return out, nil
+}
+
+// refuseOldStub refuses a planned patch of a MachineSet whose user-data
+// Ignition stub is older than spec 3: the MCO converts it before every
+// patch (machine-config-operator pkg/controller/bootimage/helpers.go,
+// upgradeStubIgnitionIfRequired); fleetsaga does not (docs/GAPS.md).
+func refuseOldStub(ctx context.Context, c *machineapi.Client, ms *machineapi.MachineSet, p machineapi.Plan) (machineapi.Plan, error) {
+	if p.Action != machineapi.ActionPatch {
+		return p, nil
+	}
+	ok, why, err := c.StubIgnitionSpec3(ctx, ms)
+	if err != nil {
+		return p, classifyKube(err)
+	}
+	if !ok {
+		p.Action, p.Reason, p.Detail = machineapi.ActionRefuse, machineapi.ReasonIgnitionStub, why
+	}
+	return p, nil
 }
 
 // readContext reads the golden record (which must still be stamped for
@@ -332,11 +360,14 @@ func (a *BootImageActivities) ReconcileBootImage(ctx context.Context, in BootIma
 		return res, err
 	}
 	err = changeOnFreshRead(ctx, c, in.MachineSet, "", "patching", func(ms *machineapi.MachineSet) (func() error, error) {
-		amis, err := a.amiOrigins(ctx, c, []*machineapi.MachineSet{ms})
+		amis, err := a.amiOrigins(ctx, c, []*machineapi.MachineSet{ms}, st)
 		if err != nil {
 			return nil, err
 		}
 		res.Plan = machineapi.PlanMachineSet(ms, golden, amis, st)
+		if res.Plan, err = refuseOldStub(ctx, c, ms, res.Plan); err != nil {
+			return nil, err
+		}
 		switch {
 		case res.Plan.Action != machineapi.ActionPatch:
 			res.Action = string(res.Plan.Action)

@@ -51,11 +51,7 @@ func (a *BootImageActivities) AwaitMCOBootImages(ctx context.Context, in BootIma
 			if err != nil {
 				return false, classifyKube(err)
 			}
-			amis, err := a.amiOrigins(ctx, c, []*machineapi.MachineSet{ms})
-			if err != nil {
-				return false, err
-			}
-			p := machineapi.PlanMachineSet(ms, golden, amis, st)
+			p := machineapi.PlanMCOManaged(ms, golden, st)
 			if p.Action == machineapi.ActionUpToDate {
 				out.Reconciled = append(out.Reconciled, name)
 				continue

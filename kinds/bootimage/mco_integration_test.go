@@ -69,3 +69,39 @@ func TestBumpLeavesMCOManagedMachineSetsToTheMCO(t *testing.T) {
 	}
 	assert.Contains(t, owner, "the MCO's boot image controller owns the opted-in MachineSets")
 }
+
+// With the MCO's boot image controller on, a vSphere cluster's opted-in
+// MachineSets are the MCO's: it imports the OVA and names the template
+// itself (machine-config-operator pkg/controller/bootimage/vsphere_helpers.go,
+// createNewVMTemplate). fleetsaga's refusal to import ("let the MCO manage
+// this MachineSet") must not fail a MachineSet the MCO already manages: the
+// bump reports it as the MCO's, as it does on AWS
+// (TestBumpLeavesMCOManagedMachineSetsToTheMCO).
+func TestBumpLeavesMCOManagedVSphereMachineSetsToTheMCO(t *testing.T) {
+	c := spec.SampleCluster("c1", spec.PlatformVSphere, false)
+	c.MCO = spec.On()
+	e := setup(t, c)
+	e.worker()
+	res, err := e.wait(e.start(fastInput()))
+	require.NoError(t, err, "%+v", res)
+	assert.Equal(t, "mco", res.Owner)
+	assert.Equal(t, []string{"c1-worker-a", "c1-worker-b"}, res.MCOManaged)
+	assert.Empty(t, res.Failed, "MachineSets the MCO manages were failed as needing an import fleetsaga does not do")
+	assert.Empty(t, res.Patched)
+}
+
+// The MCO asks EC2 about its own MachineSets; fleetsaga, which cannot use
+// STS credentials, does not need to: an STS cluster whose MachineSets are
+// all the MCO's plans and ends fine.
+func TestBumpOfAnSTSClusterTheMCOManagesNeedsNoEC2(t *testing.T) {
+	c := spec.SampleCluster("c1", spec.PlatformAWS, false)
+	c.MCO = spec.On()
+	c.AWSCredentials = spec.AWSCredentialsSTS
+	e := setup(t, c)
+	e.worker()
+	res, err := e.wait(e.start(fastInput()))
+	require.NoError(t, err, "%+v", res)
+	assert.Equal(t, "mco", res.Owner)
+	assert.Equal(t, []string{"c1-worker-a", "c1-worker-b"}, res.MCOManaged)
+	assert.Empty(t, res.Failed)
+}
