@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
@@ -131,4 +132,44 @@ func TestReviewCNAgentReportingAfterItsBrokenTaskIsInstalled(t *testing.T) {
 	require.NoError(t, gerr)
 	got, _ := s.Agent(agents.CNAgent)
 	assert.Equal(t, cn.ImageUUID, got.ImageUUID, "the server shows the new cn-agent")
+}
+
+// The drift check still decides which side is behind by comparing version
+// strings (mismatchRepair, CompareVersions). Agent versions are
+// "VERSION-BUILDSTAMP" (sdc-cn-agent manifest.tmpl, Makefile) and an
+// agent's package version often stays the same across builds, so the
+// comparison falls to the buildstamp's branch name: a server that runs the
+// image published last (master, June) with an intent at an older release
+// build (January) is judged behind, and --repair installs the older image.
+// sdcadm orders images by published_at (lib/cli/do_update_agents.js:125),
+// as this change's own triton.Newest does.
+func TestReviewDriftNeverDowngradesToAnImagePublishedEarlier(t *testing.T) {
+	d := spec.GenerateDatacenter(2, 9)
+	newest, ok := d.ImageFor("vm-agent", spec.GeneratedNewVersion)
+	require.True(t, ok)
+	release := newest
+	release.UUID, release.Version = uuid.New(), "1.1.0-release-20240101T000000Z-g0000001"
+	early := time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)
+	release.PublishedAt = &early
+	d.Images = append(d.Images, release)
+	e := newSim(t, d)
+	ctx := context.Background()
+	vm := planned(t, d, "vm-agent")
+	srv := d.Servers[0]
+	require.Equal(t, "vm-agent", srv.Agents[3].Name)
+
+	_, err := e.act.ExecuteActivity(e.acts.InstallAgentImage, agents.InstallAgentRequest{Server: srv.UUID, Agent: vm})
+	require.NoError(t, err)
+	_, err = e.acts.SAPI.SetInstanceImage(ctx, srv.Agents[3].UUID, srv.UUID, release.UUID)
+	require.NoError(t, err)
+
+	v, err := e.act.ExecuteActivity(e.acts.FindAgentDrift, agents.FindAgentDriftRequest{Agents: []string{"vm-agent"},
+		Selection: agents.ServerSelection{Servers: []string{srv.Hostname}}})
+	require.NoError(t, err)
+	var rep agents.AgentDriftReport
+	require.NoError(t, v.Get(&rep))
+	require.Len(t, rep.Drift, 1)
+	assert.Equal(t, agents.DriftMismatch, rep.Drift[0].Kind)
+	assert.NotEqual(t, agents.RepairInstall, rep.Drift[0].Repair,
+		"the server runs the image published last (%s); installing the intent's %s is a downgrade", vm.Version, release.Version)
 }
