@@ -173,3 +173,27 @@ func TestReviewDriftNeverDowngradesToAnImagePublishedEarlier(t *testing.T) {
 	assert.NotEqual(t, agents.RepairInstall, rep.Drift[0].Repair,
 		"the server runs the image published last (%s); installing the intent's %s is a downgrade", vm.Version, release.Version)
 }
+
+// An older agent's SAPI instance carries no server_uuid (sdcadm
+// lib/sdcadm.js listInsts); the change ties it to its server by the agent's
+// own UUID in server.agents (SetAgentIntent), but the drift check still
+// groups instances by params.server_uuid only, so every server running an
+// older agent whose intent agrees is reported as missing its instance.
+func TestReviewDriftSeesAnOlderAgentsInstanceWithoutServer(t *testing.T) {
+	d := spec.GenerateDatacenter(2, 6)
+	srv := d.Servers[0]
+	vmAgent := srv.Agents[3]
+	require.Equal(t, "vm-agent", vmAgent.Name)
+	for i := range d.Instances {
+		if d.Instances[i].UUID == vmAgent.UUID {
+			d.Instances[i].ServerUUID = uuid.Nil
+		}
+	}
+	e := newSim(t, d)
+	v, err := e.act.ExecuteActivity(e.acts.FindAgentDrift, agents.FindAgentDriftRequest{Agents: []string{"vm-agent"},
+		Selection: agents.ServerSelection{Servers: []string{srv.Hostname}}})
+	require.NoError(t, err)
+	var rep agents.AgentDriftReport
+	require.NoError(t, v.Get(&rep))
+	assert.Empty(t, rep.Drift, "intent and actual agree: instance %s is the agent's own (its UUID), at the image the server runs", vmAgent.UUID)
+}
