@@ -78,7 +78,7 @@ func TestSelectServers(t *testing.T) {
 	}
 }
 
-func TestSkipReasonOrderAgentsCompareVersions(t *testing.T) {
+func TestSkipReasonOrderAgents(t *testing.T) {
 	assert.Empty(t, agents.SkipReason(triton.Server{Status: "running", Setup: true}))
 	assert.Contains(t, agents.SkipReason(triton.Server{Status: "unknown", Setup: true}), "offline")
 	assert.Equal(t, "not set up", agents.SkipReason(triton.Server{Status: "running"}))
@@ -91,11 +91,6 @@ func TestSkipReasonOrderAgentsCompareVersions(t *testing.T) {
 	assert.Equal(t, []string{"agents_core", "config-agent", "cn-agent", "amon-agent", "vm-agent"}, names)
 	assert.True(t, agents.IsCoreAgent("cn-agent"))
 	assert.False(t, agents.IsCoreAgent("vm-agent"))
-
-	assert.Equal(t, 1, agents.CompareVersions("1.10.0", "1.9.9"))
-	assert.Equal(t, -1, agents.CompareVersions("1.1", "1.1.1"))
-	assert.Equal(t, 0, agents.CompareVersions("2.0.0", "2.0.0"))
-	assert.Equal(t, 1, agents.CompareVersions("1.0.0-b", "1.0.0-a"))
 }
 
 // The tests' waits for a server to show its image (the product's are

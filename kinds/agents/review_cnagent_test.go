@@ -147,10 +147,17 @@ func TestReviewDriftNeverDowngradesToAnImagePublishedEarlier(t *testing.T) {
 	d := spec.GenerateDatacenter(2, 9)
 	newest, ok := d.ImageFor("vm-agent", spec.GeneratedNewVersion)
 	require.True(t, ok)
+	// fleetsim publishes unstamped spec images from 2024-01-01 on, an hour
+	// apart: give both their own dates.
+	june, january := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC), time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)
+	for i := range d.Images {
+		if d.Images[i].UUID == newest.UUID {
+			d.Images[i].PublishedAt = &june
+		}
+	}
 	release := newest
 	release.UUID, release.Version = uuid.New(), "1.1.0-release-20240101T000000Z-g0000001"
-	early := time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)
-	release.PublishedAt = &early
+	release.PublishedAt = &january
 	d.Images = append(d.Images, release)
 	e := newSim(t, d)
 	ctx := context.Background()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -166,31 +165,4 @@ func OrderAgents(in []PlannedAgent) []PlannedAgent {
 		return out[i].Name < out[j].Name
 	})
 	return out
-}
-
-// CompareVersions compares dotted numeric versions (1.10.0 > 1.9.2); parts
-// that are not numbers compare as text.
-func CompareVersions(a, b string) int {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := range max(len(pa), len(pb)) {
-		var x, y string
-		if i < len(pa) {
-			x = pa[i]
-		}
-		if i < len(pb) {
-			y = pb[i]
-		}
-		nx, ex := strconv.Atoi(x)
-		ny, ey := strconv.Atoi(y)
-		switch {
-		case ex == nil && ey == nil && nx != ny:
-			if nx < ny {
-				return -1
-			}
-			return 1
-		case (ex != nil || ey != nil) && x != y:
-			return strings.Compare(x, y)
-		}
-	}
-	return 0
 }
