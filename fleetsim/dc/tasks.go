@@ -118,7 +118,7 @@ func (d *DC) runTask(t *task) {
 			return
 		}
 	}
-	if f, ok := d.faults.Fire(faults.TaskFailure, "server/"+t.server.uuid.String()); ok {
+	if f, ok := d.fireTaskFailure(t, im); ok {
 		d.finish(t, im, started, fmt.Sprintf("installing %s@%s failed: injected task_failure (fault %d); previous version restored from backup",
 			im.spec.Name, im.spec.Version, f.ID))
 		return
@@ -128,6 +128,16 @@ func (d *DC) runTask(t *task) {
 		return
 	}
 	d.finish(t, im, started, "")
+}
+
+// fireTaskFailure fires a task_failure aimed at this agent's task on the
+// server, else one aimed at the server's next task.
+func (d *DC) fireTaskFailure(t *task, im *image) (faults.Fault, bool) {
+	server := "server/" + t.server.uuid.String()
+	if f, ok := d.faults.Fire(faults.TaskFailure, server+"/"+im.spec.Name); ok {
+		return f, true
+	}
+	return d.faults.Fire(faults.TaskFailure, server)
 }
 
 // CNAgent is the agent that runs the install tasks, itself included.

@@ -157,3 +157,27 @@ func TestPlanTakesTheImagePublishedLast(t *testing.T) {
 		assert.True(t, strings.HasPrefix(r.Desired, spec.GeneratedNewVersion), "%s: %s", r.Device, r.Desired)
 	}
 }
+
+// The plan flags an install of an image published before the one a server
+// runs, whatever its version string says.
+func TestPlanFlagsAnImagePublishedBeforeTheServersAsADowngrade(t *testing.T) {
+	d := spec.GenerateDatacenter(2, 8)
+	newest, _ := d.ImageFor("vm-agent", spec.GeneratedNewVersion)
+	higher := newest
+	higher.UUID, higher.Version = uuid.New(), "9.0.0-master-20230101T000000Z-g0000001"
+	early := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
+	higher.PublishedAt = &early
+	d.Images = append(d.Images, higher)
+	e := newSim(t, d)
+
+	v, err := e.act.ExecuteActivity(e.acts.PlanAgentInstallDry, agents.PlanAgentInstallRequest{
+		Agents: []agents.AgentRequest{{Name: "vm-agent", ImageUUID: higher.UUID}}, Selection: agents.ServerSelection{All: true}})
+	require.NoError(t, err)
+	var rows []activities.PlanRow
+	require.NoError(t, v.Get(&rows))
+	require.NotEmpty(t, rows)
+	for _, r := range rows {
+		assert.Equal(t, activities.PlanUpdate, r.Action, r.Device)
+		assert.Contains(t, r.Reason, "installs an older version", "%s runs %s, published after %s", r.Device, r.Current, higher.Version)
+	}
+}
