@@ -20,9 +20,9 @@ func (a *AgentActivities) newImageCache() *imageCache {
 }
 
 // get is the image, or the zero Image (no published_at) when IMGAPI does
-// not know it.
+// not know it or an older agent reported no image.
 func (c *imageCache) get(ctx context.Context, id uuid.UUID) (triton.Image, error) {
-	if im, ok := c.seen[id]; ok {
+	if im, ok := c.seen[id]; ok || id == uuid.Nil {
 		return im, nil
 	}
 	im, err := c.imgapi.GetImage(ctx, id)
