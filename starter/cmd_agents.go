@@ -91,13 +91,13 @@ cn-agent task, done once the server's own agent list in CNAPI shows the image
 SAPI instance is moved to the image (created with a stable UUID if missing).
 A server already at the image is verified, not reinstalled. cn-agent,
 config-agent and agents_core are installed alone, first. marlin (Manta's agent) is only
-touched when named. When failures exceed the budget no new servers start;
+touched when named, and only where SAPI has an agent service named marlin:
+sdcadm creates none, and without one the request is refused. When failures exceed the budget no new servers start;
 servers far slower than the median are reported as stragglers. The service's
 fleet-wide image moves only when every server of the datacenter runs it.`,
 		Example: `  starter agent-install --agent vm-agent --all --wait
   starter agent-install --agent cn-agent=5f1c...e2 --trait rack=r01 --max-failures 2
-  starter agent-install --all-agents --all --exclude-server cn00012 --concurrency 40
-  starter agent-install --agent marlin --trait manta=true`,
+  starter agent-install --all-agents --all --exclude-server cn00012 --concurrency 40`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error

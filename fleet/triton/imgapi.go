@@ -96,6 +96,18 @@ func Newest(images []Image) (Image, bool) {
 	return *best, true
 }
 
+// ComparePublished orders two images by published_at, as sdcadm orders
+// agent images (never by version strings: not every agent's version has a
+// buildstamp, and builds of one version differ only in it): -1 when a was
+// published before b, 1 after, 0 at once. ok is false when either has no
+// published_at (IMGAPI does not know it, or an image without one).
+func ComparePublished(a, b Image) (c int, ok bool) {
+	if a.PublishedAt == nil || b.PublishedAt == nil {
+		return 0, false
+	}
+	return a.PublishedAt.Compare(*b.PublishedAt), true
+}
+
 func publishedBefore(a, b *Image) bool {
 	switch {
 	case a.PublishedAt == nil:

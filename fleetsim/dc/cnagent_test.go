@@ -11,6 +11,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
 	"github.com/fleetsaga/fleetsaga/fleetsim/dc"
+	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 )
 
 // cn-agent installs itself through cn-agent-update: CNAPI's task never
@@ -44,6 +45,37 @@ func TestCNAgentSelfUpdateReportsThroughTheServerNotTheTask(t *testing.T) {
 			assert.Equal(t, cn.Version, got.Version)
 		}
 	}
+}
+
+// The old cn-agent is stopped before the new one runs (sdc-cn-agent
+// npm/postuninstall.sh, then npm/postinstall.sh and lib/app.js), so CNAPI
+// records the broken request while server.agents still shows the old
+// cn-agent (sdc-cnapi lib/models/server.js sendTaskRequest).
+func TestCNAgentTaskBreaksBeforeTheNewCNAgentReports(t *testing.T) {
+	d := small()
+	d.Servers[0].CNAgentTask = spec.CNAgentTaskLost
+	cn := newImage(t, d, dc.CNAgent)
+	e := start(t, d)
+	ctx := context.Background()
+	srv := d.Servers[0].UUID
+
+	id, err := e.cnapi.InstallAgent(ctx, srv, triton.InstallAgentRequest{ImageUUID: cn.UUID, PackageName: dc.CNAgent})
+	require.NoError(t, err)
+	task, err := e.cnapi.WaitTask(ctx, id, 10*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, triton.TaskFailure, task.Status, "CNAPI records the request the old cn-agent held as broken")
+	s, err := e.cnapi.GetServer(ctx, srv)
+	require.NoError(t, err)
+	got, _ := s.Agent(dc.CNAgent)
+	assert.NotEqual(t, cn.UUID, got.ImageUUID, "the new cn-agent has not posted its agents yet")
+	require.Eventually(t, func() bool {
+		s, err := e.cnapi.GetServer(ctx, srv)
+		if err != nil {
+			return false
+		}
+		got, _ := s.Agent(dc.CNAgent)
+		return got.ImageUUID == cn.UUID
+	}, 10*time.Second, 10*time.Millisecond, "the new cn-agent posts its agents later")
 }
 
 func agentImage(as []triton.Agent, name string) uuid.UUID {

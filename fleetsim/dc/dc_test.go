@@ -391,6 +391,26 @@ func TestTaskFailureFaultRestoresBackup(t *testing.T) {
 	assert.Equal(t, []string{triton.TaskFailure, triton.TaskComplete}, []string{tr.Installs[0].Outcome, tr.Installs[1].Outcome})
 }
 
+// A task_failure aimed at one agent (server/<uuid>/<agent>) lets the
+// server's other agents install and fails that agent's task.
+func TestTaskFailureFaultAimedAtOneAgent(t *testing.T) {
+	d := small()
+	e := start(t, d)
+	ctx := context.Background()
+	srv := d.Servers[2]
+	other, aimed := newImage(t, d, "smartlogin"), newImage(t, d, "cmon-agent")
+	e.arm(t, faults.Fault{Kind: faults.TaskFailure, Target: "server/" + srv.UUID.String() + "/cmon-agent", Times: 1})
+
+	id, err := e.cnapi.InstallAgent(ctx, srv.UUID, triton.InstallAgentRequest{ImageUUID: other.UUID})
+	require.NoError(t, err)
+	require.Equal(t, triton.TaskComplete, waitDone(t, e, id).Status, "another agent's task is not aimed at")
+	id, err = e.cnapi.InstallAgent(ctx, srv.UUID, triton.InstallAgentRequest{ImageUUID: aimed.UUID})
+	require.NoError(t, err)
+	task := waitDone(t, e, id)
+	require.Equal(t, triton.TaskFailure, task.Status)
+	assert.Contains(t, task.ErrorMessage(), "task_failure")
+}
+
 func TestServerOfflineFault(t *testing.T) {
 	d := small()
 	e := start(t, d)

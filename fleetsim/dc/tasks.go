@@ -118,7 +118,7 @@ func (d *DC) runTask(t *task) {
 			return
 		}
 	}
-	if f, ok := d.faults.Fire(faults.TaskFailure, "server/"+t.server.uuid.String()); ok {
+	if f, ok := d.fireTaskFailure(t, im); ok {
 		d.finish(t, im, started, fmt.Sprintf("installing %s@%s failed: injected task_failure (fault %d); previous version restored from backup",
 			im.spec.Name, im.spec.Version, f.ID))
 		return
@@ -130,18 +130,40 @@ func (d *DC) runTask(t *task) {
 	d.finish(t, im, started, "")
 }
 
+// fireTaskFailure fires a task_failure aimed at this agent's task on the
+// server, else one aimed at the server's next task.
+func (d *DC) fireTaskFailure(t *task, im *image) (faults.Fault, bool) {
+	server := "server/" + t.server.uuid.String()
+	if f, ok := d.faults.Fire(faults.TaskFailure, server+"/"+im.spec.Name); ok {
+		return f, true
+	}
+	return d.faults.Fire(faults.TaskFailure, server)
+}
+
 // CNAgent is the agent that runs the install tasks, itself included.
 const CNAgent = "cn-agent"
 
+// cnAgentRestartTime is how long a self-updating cn-agent's server goes
+// without one: from the old cn-agent's stop to the new one's first post of
+// its agents (apm's install, then postinstall.sh's SAPI registration,
+// retried up to 10 times 5 s apart: sdc-cn-agent npm/postinstall.sh).
+// Scaled by the spec's speed-up like every timing.
+const cnAgentRestartTime = 20 * time.Second
+
 // selfUpdate is cn-agent installing itself (sdc-cn-agent
-// lib/backends/smartos/tasks/agent_install.js, "SELF-UPDATING cn-agent"):
-// the running cn-agent hands the task to its cn-agent-update service, whose
-// install restarts the cn-agent that holds CNAPI's request, and the new
-// cn-agent posts its agents to CNAPI when it starts (lib/app.js,
-// startHeartbeater). Nobody tells CNAPI how the task ended: it stays
-// active (or, as the server's spec says, fails as a broken request or
-// completes), and the new cn-agent takes the next task.
+// lib/backends/smartos/tasks/agent_install.js, "SELF-UPDATING cn-agent"),
+// in the real order: the old cn-agent, the one holding CNAPI's request, is
+// stopped first (npm/postuninstall.sh, svcadm disable -s), so CNAPI's task
+// ends then (or never), as the server's spec says; only later does the new
+// cn-agent start and post its agents (lib/app.js, startHeartbeater) and
+// take the next task.
 func (d *DC) selfUpdate(t *task, im *image, started time.Time) {
+	d.mu.Lock()
+	d.endSelfUpdateTask(t)
+	d.mu.Unlock()
+	if !d.sleep(d.env.Scale(cnAgentRestartTime)) {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := t.server
@@ -159,11 +181,15 @@ func (d *DC) selfUpdate(t *task, im *image, started time.Time) {
 	if s.activeTask == t.id {
 		s.activeTask = ""
 	}
+}
+
+// endSelfUpdateTask is what CNAPI records when the old cn-agent stops:
+// nothing (the task stays active), a broken request (sdc-cnapi
+// lib/models/server.js sendTaskRequest) or an answer. Callers hold d.mu.
+func (d *DC) endSelfUpdateTask(t *task) {
 	now := time.Now().UTC()
-	switch s.cnAgentTask {
+	switch t.server.cnAgentTask {
 	case spec.CNAgentTaskLost:
-		// CNAPI's record of a request to cn-agent that broke (sdc-cnapi
-		// lib/models/server.js sendTaskRequest).
 		t.status = triton.TaskFailure
 		t.history = []triton.TaskEvent{
 			{Name: "error", Timestamp: now, Event: triton.EventBody{Error: &triton.TaskError{Message: "socket hang up"}}},

@@ -30,7 +30,7 @@ const (
 	ResetErrorAfterReset Kind = "reset_error_after_reset"
 	ZoneRemovalFailure   Kind = "zone_removal_failure" // zone/<uuid>: removing the zone fails (Times attempts)
 	ServerOffline        Kind = "server_offline"       // server/<uuid>: the server stops answering (status unknown)
-	TaskFailure          Kind = "task_failure"         // server/<uuid>: the next install task fails
+	TaskFailure          Kind = "task_failure"         // server/<uuid>[/<agent>]: the next install task (of that agent) fails
 	PatchConflict        Kind = "patch_conflict"       // machineset/<cluster>/<name>: the next patch gets 409
 	MachineSetRevert     Kind = "machineset_revert"    // machineset/<cluster>/<name>: another actor reverts each patch
 	MachineBootFailure   Kind = "machine_boot_failure" // machineset/<cluster>/<name>: new machines never join

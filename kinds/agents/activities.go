@@ -306,10 +306,8 @@ func (a *AgentActivities) SetAgentIntent(ctx context.Context, r SetAgentIntentRe
 	if id == uuid.Nil {
 		id = StableInstanceUUID(r.Agent.ServiceUUID, r.Server)
 	}
-	// An older agent's instance names no server: the agent's own UUID
-	// (from server.agents) is what ties it to this one.
 	ours := func(in triton.Instance) bool {
-		return in.ServiceUUID == r.Agent.ServiceUUID && (in.Params.ServerUUID == r.Server || in.Params.ServerUUID == uuid.Nil)
+		return in.ServiceUUID == r.Agent.ServiceUUID && instanceOnServer(in, r.Server, id)
 	}
 	in, err := a.SAPI.GetInstance(ctx, id)
 	switch {
@@ -354,7 +352,7 @@ func (a *AgentActivities) findInstance(ctx context.Context, service, server uuid
 		return triton.Instance{}, err
 	}
 	for _, in := range list {
-		if in.Params.ServerUUID == server {
+		if instanceOnServer(in, server, uuid.Nil) {
 			return in, nil
 		}
 	}

@@ -45,11 +45,14 @@ func (a *AgentActivities) reportWait() time.Duration {
 // done: when CNAPI's server.agents (what the server's cn-agent posted)
 // shows the planned image. The task only bounds the wait: a failed task
 // is final (cn-agent restored its backup) and a completed one leaves the
-// server reportWait to show the image. cn-agent's own task says nothing
-// (the cn-agent that holds it is replaced under it: it may stay active,
-// fail when that cn-agent goes, or complete before the new one runs), so
-// only selfUpdateWait ends that wait, or a failure the server does not
-// contradict within reportWait.
+// server reportWait to show the image. cn-agent's own task says nothing:
+// the old cn-agent holding it is stopped mid-install (sdc-cn-agent
+// npm/postuninstall.sh, svcadm disable), so CNAPI may record it failed
+// (sdc-cnapi lib/models/server.js sendTaskRequest) long before the new
+// cn-agent posts its agents (after postinstall.sh's SAPI registration,
+// retried 10 x 5 s; lib/app.js). As sdcadm does, its outcome is ignored
+// and only selfUpdateWait ends the wait (sdcadm
+// lib/procedures/update-agent-v1.js).
 type installWatch struct {
 	a          *AgentActivities
 	r          RefreshAgentRequest
@@ -74,26 +77,42 @@ func (w *installWatch) check(ctx context.Context, task triton.Task) (bool, error
 	if err != nil || shown {
 		return shown, err
 	}
-	now := time.Now()
-	if task.Done() && w.ended.IsZero() {
-		w.ended = now
-	}
-	reported := task.Done() && now.Sub(w.ended) >= w.a.reportWait()
-	switch {
-	case task.Status == triton.TaskFailure && (!w.selfUpdate || reported):
-		return false, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("install %s on %s: task %s failed: %s", w.r.Agent.Label(), w.r.Server, task.ID, task.ErrorMessage()),
-			failure.AgentTaskFailed, nil, task.ID)
-	case task.Status == triton.TaskComplete && !w.selfUpdate && reported:
-		return false, notConfirmed(w.r, cur, fmt.Sprintf("task %s completed %s ago and the server did not report the image", task.ID, w.a.reportWait()))
-	case w.selfUpdate && now.Sub(w.started) >= w.a.selfUpdateWait():
-		return false, notConfirmed(w.r, cur, fmt.Sprintf("task %s still %s after %s: the new cn-agent did not report", task.ID, task.Status, w.a.selfUpdateWait()))
+	if err := w.verdict(cur, task, time.Now()); err != nil {
+		return false, err
 	}
 	if task.Done() {
 		// A finished task answers at once: pace the reads of the server.
 		return false, sleep(ctx, w.poll)
 	}
 	return false, nil
+}
+
+// verdict is the error that ends a wait the server has not yet ended by
+// showing the image, or nil to keep waiting.
+func (w *installWatch) verdict(cur triton.Agent, task triton.Task, now time.Time) error {
+	if w.selfUpdate {
+		if now.Sub(w.started) < w.a.selfUpdateWait() {
+			return nil
+		}
+		state := task.Status
+		if task.Status == triton.TaskFailure {
+			state = "failed: " + task.ErrorMessage()
+		}
+		return notConfirmed(w.r, cur, fmt.Sprintf("the new cn-agent did not report within %s (its task %s: %s)",
+			w.a.selfUpdateWait(), task.ID, state))
+	}
+	if w.ended.IsZero() {
+		w.ended = now
+	}
+	switch {
+	case task.Status == triton.TaskFailure:
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("install %s on %s: task %s failed: %s", w.r.Agent.Label(), w.r.Server, task.ID, task.ErrorMessage()),
+			failure.AgentTaskFailed, nil, task.ID)
+	case task.Status == triton.TaskComplete && now.Sub(w.ended) >= w.a.reportWait():
+		return notConfirmed(w.r, cur, fmt.Sprintf("task %s completed %s ago and the server did not report the image", task.ID, w.a.reportWait()))
+	}
+	return nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
-	"github.com/fleetsaga/fleetsaga/internal/version"
 )
 
 // Drift kinds: how a server's SAPI intent and CNAPI actual disagree.
@@ -64,10 +63,11 @@ type AgentDriftReport struct {
 
 // FindAgentDrift compares every selected server's SAPI agent instances (the
 // intent) with CNAPI's server.agents (the actual state). When they name
-// different images, the older side is behind and gets the repair: an
-// older actual gets the intended image installed, an older intent is
-// pointed at the actual image (an install whose intent update was lost).
-// An agent is never downgraded; equal or unknown versions need an operator.
+// different images, the side whose image IMGAPI says was published earlier
+// is behind and gets the repair: an earlier actual gets the intended image
+// installed, an earlier intent is pointed at the actual image (an install
+// whose intent update was lost). An agent is never downgraded; images
+// published at once or without a known published_at need an operator.
 func (a *AgentActivities) FindAgentDrift(ctx context.Context, r FindAgentDriftRequest) (AgentDriftReport, error) {
 	maxEntries := r.MaxEntries
 	if maxEntries <= 0 {
@@ -121,18 +121,7 @@ func (a *AgentActivities) FindAgentDrift(ctx context.Context, r FindAgentDriftRe
 		byService[i] = m
 		activity.RecordHeartbeat(ctx, s.Name)
 	}
-	versions := map[uuid.UUID]string{}
-	versionOf := func(id uuid.UUID) (string, error) {
-		if v, ok := versions[id]; ok {
-			return v, nil
-		}
-		im, err := a.IMGAPI.GetImage(ctx, id)
-		if err != nil && !triton.IsNotFound(err) {
-			return "", tritonErr(err, "get image "+id.String())
-		}
-		versions[id] = im.Version // "" when IMGAPI does not know it
-		return im.Version, nil
-	}
+	images := a.newImageCache()
 	if r.Selection.All {
 		if err := a.addOrphans(ctx, all, services, byService, add); err != nil {
 			return AgentDriftReport{}, err
@@ -145,8 +134,8 @@ func (a *AgentActivities) FindAgentDrift(ctx context.Context, r FindAgentDriftRe
 		}
 		rep.Checked++
 		for i, s := range services {
-			insts := byService[i][srv.UUID]
 			act, has := srv.Agent(s.Name)
+			insts := instancesOn(byService[i], srv.UUID, act.UUID)
 			d := AgentDrift{Server: srv.UUID, Hostname: srv.Hostname, Agent: s.Name, ServiceUUID: s.UUID,
 				ActualImage: act.ImageUUID, ActualUUID: act.UUID, ActualVersion: act.Version}
 			for _, in := range insts {
@@ -161,11 +150,15 @@ func (a *AgentActivities) FindAgentDrift(ctx context.Context, r FindAgentDriftRe
 				d.Kind, d.Repair, d.IntentImage = DriftNotInstalled, RepairInstall, insts[0].Params.ImageUUID
 			case len(insts) == 1 && insts[0].Params.ImageUUID != act.ImageUUID:
 				d.Kind, d.IntentImage = DriftMismatch, insts[0].Params.ImageUUID
-				intentVersion, err := versionOf(d.IntentImage)
+				actual, err := images.get(ctx, act.ImageUUID)
 				if err != nil {
 					return AgentDriftReport{}, err
 				}
-				d.Repair = mismatchRepair(act.Version, intentVersion)
+				intent, err := images.get(ctx, d.IntentImage)
+				if err != nil {
+					return AgentDriftReport{}, err
+				}
+				d.Repair = mismatchRepair(actual, intent)
 			default:
 				continue
 			}
@@ -199,18 +192,17 @@ func (a *AgentActivities) RepairAgentIntents(ctx context.Context, drift []AgentD
 	return fixed, nil
 }
 
-// mismatchRepair picks the side to fix when intent and actual differ.
-func mismatchRepair(actualVersion, intentVersion string) string {
-	if actualVersion == "" || intentVersion == "" {
+// mismatchRepair picks the side to fix when intent and actual differ: the
+// one whose image was published earlier is behind (triton.ComparePublished).
+func mismatchRepair(actual, intent triton.Image) string {
+	c, ok := triton.ComparePublished(actual, intent)
+	switch {
+	case !ok || c == 0:
 		return RepairManual
-	}
-	switch c := version.Compare(actualVersion, intentVersion, version.TritonAgent); {
 	case c < 0:
 		return RepairInstall
-	case c > 0:
-		return RepairIntent
 	}
-	return RepairManual
+	return RepairIntent
 }
 
 // addOrphans reports the instances whose server CNAPI no longer has (only

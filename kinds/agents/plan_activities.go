@@ -10,7 +10,6 @@ import (
 	"github.com/fleetsaga/fleetsaga/activities"
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/triton"
-	"github.com/fleetsaga/fleetsaga/internal/version"
 )
 
 // AgentOnServer is what an agent install does with one agent on one server.
@@ -65,20 +64,26 @@ func (a *AgentActivities) PlanAgentInstallDry(ctx context.Context, r PlanAgentIn
 	}
 	rows := a.excludedAgentRows(ctx, r, agents)
 	rows = append(rows, excludedServerRows(all, r, chosen)...)
+	images := a.newImageCache()
 	for _, s := range chosen {
 		if why := SkipReason(s); why != "" {
 			rows = append(rows, activities.PlanRow{Device: s.Hostname, Action: activities.PlanSkip, Reason: why})
 			continue
 		}
 		for _, ag := range agents {
-			rows = append(rows, agentRow(s, ag))
+			row, err := agentRow(ctx, images, s, ag)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, row)
 		}
 	}
 	return rows, nil
 }
 
-// agentRow is one agent on one running server.
-func agentRow(s triton.Server, ag PlannedAgent) activities.PlanRow {
+// agentRow is one agent on one running server; an install of an image
+// published before the one the server runs is flagged as a downgrade.
+func agentRow(ctx context.Context, images *imageCache, s triton.Server, ag PlannedAgent) (activities.PlanRow, error) {
 	row := activities.PlanRow{Device: s.Hostname + " " + ag.Name, Current: "absent", Desired: ag.Version + " (" + ag.ImageUUID.String()[:8] + ")"}
 	decision, cur := DecideAgentOnServer(ag, s.Agents)
 	if cur != nil {
@@ -91,11 +96,22 @@ func agentRow(s triton.Server, ag PlannedAgent) activities.PlanRow {
 		row.Action = activities.PlanAtTarget
 	default:
 		row.Action = activities.PlanUpdate
-		if cur != nil && version.Compare(cur.Version, ag.Version, version.TritonAgent) > 0 {
-			row.Reason = "installs an older version: " + cur.Version + " → " + ag.Version
+		if cur == nil {
+			break
+		}
+		have, err := images.get(ctx, cur.ImageUUID)
+		if err != nil {
+			return row, err
+		}
+		want, err := images.get(ctx, ag.ImageUUID)
+		if err != nil {
+			return row, err
+		}
+		if c, ok := triton.ComparePublished(have, want); ok && c > 0 {
+			row.Reason = "installs an older version (published earlier): " + cur.Version + " → " + ag.Version
 		}
 	}
-	return row
+	return row, nil
 }
 
 // excludedAgentRows lists the agents an all-agents request leaves out:
