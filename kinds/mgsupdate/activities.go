@@ -37,6 +37,8 @@ type MGSActivities struct {
 	// test's worker shortens it to drive a stalled upload in seconds.
 	// Zero (every real worker) keeps the 75 s.
 	Phase2UploadStall time.Duration
+	// artifactStall replaces artifactStallTimeout in tests (0: the constant).
+	artifactStall time.Duration
 	// owner finds a pending Nexus MGS update for a device (zero: none known).
 	owner ownerLookup
 	// sleds finds a host's sled-agent and its config's owner.
