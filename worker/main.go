@@ -57,6 +57,7 @@ func newCommand() *cobra.Command {
 		stopTimeout    time.Duration
 		webhookSpecs   []string
 		webhookSecrets []string
+		artifactRoot   string
 	)
 	hostname, _ := os.Hostname()
 	cmd := &cobra.Command{
@@ -94,6 +95,9 @@ func newCommand() *cobra.Command {
 			}
 			log, err := logging.New(os.Stderr, lc.Level, logging.Format(lc.Format))
 			if err != nil {
+				return usageError{err}
+			}
+			if err := checkArtifactRoot(artifactRoot); err != nil {
 				return usageError{err}
 			}
 			if maxActs < 0 {
@@ -156,13 +160,14 @@ func newCommand() *cobra.Command {
 				DeploymentName:          dc.Name,
 				BuildID:                 dc.ResolvedBuildID(),
 			}, workerapp.Deps{
-				Ledger:   store,
-				Fleet:    endpoints,
-				HTTP:     &http.Client{Timeout: fleetHTTPTimeout},
-				Log:      log,
-				Identity: identity,
-				Keyring:  keyring,
-				Webhooks: webhooks,
+				Ledger:       store,
+				Fleet:        endpoints,
+				HTTP:         &http.Client{Timeout: fleetHTTPTimeout},
+				Log:          log,
+				Identity:     identity,
+				Keyring:      keyring,
+				Webhooks:     webhooks,
+				ArtifactRoot: artifactRoot,
 			})
 		},
 	}
@@ -177,11 +182,27 @@ func newCommand() *cobra.Command {
 	fs.StringVar(&metricsFile, "metrics-url-file", "", "write the /metrics URL to this file once it listens (with --metrics-listen 127.0.0.1:0)")
 	fs.StringArrayVar(&webhookSpecs, "webhook", nil, "a notification webhook plans may name: NAME=URL (repeatable)")
 	fs.StringArrayVar(&webhookSecrets, "webhook-secret-file", nil, "NAME=FILE: the file holds that webhook's whsec_<base64> secret, signing its events as Standard Webhooks do (repeatable)")
+	fs.StringVar(&artifactRoot, "artifact-root", os.Getenv("FLEETSAGA_ARTIFACT_ROOT"), "the only directory a plan's path: artifacts are read from; empty: none are (env FLEETSAGA_ARTIFACT_ROOT)")
 	fs.StringVar(&identity, "identity", fmt.Sprintf("%s:%d", hostname, os.Getpid()), "worker identity in Temporal and the ledger")
 	fs.IntVar(&maxActs, "max-concurrent-activities", 0, "bound on concurrent activity executions (0 = SDK default)")
 	fs.DurationVar(&stopTimeout, "stop-timeout", 20*time.Second, "on SIGTERM, how long running activities may finish before they are handed back")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	return cmd
+}
+
+// checkArtifactRoot refuses an --artifact-root that is not a directory.
+func checkArtifactRoot(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("--artifact-root %s: %w", dir, errors.Unwrap(err))
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("--artifact-root %s: not a directory", dir)
+	}
+	return nil
 }
 
 func envOr(name, def string) string {

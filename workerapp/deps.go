@@ -32,6 +32,9 @@ type Deps struct {
 	// unsigned approvals are accepted at default gates and recorded as
 	// "unsigned"; README, "Approvals").
 	Keyring *approval.Keyring
+	// ArtifactRoot is the only directory a plan's path: artifacts are
+	// read from (empty: none are).
+	ArtifactRoot string
 	// Webhooks are the notification receivers plans may name.
 	Webhooks []rollout.Webhook
 	// Phase2UploadStall shortens a host flash's phase 2 upload stall

@@ -163,6 +163,9 @@ func (e *Env) StartWorker(d workerapp.Deps) (stop func()) {
 	if d.Identity == "" {
 		d.Identity = "test-worker-" + uuid.NewString()[:4]
 	}
+	if d.ArtifactRoot == "" {
+		d.ArtifactRoot = os.TempDir() // the tests write their artifacts in their temp dirs
+	}
 	d.Log = e.Log
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

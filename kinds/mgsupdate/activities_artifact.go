@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -52,16 +51,7 @@ var errDownloadStalled = errors.New("the artifact's server sent no bytes")
 func (a *MGSActivities) openArtifact(ctx context.Context, r ArtifactRef) (io.ReadCloser, int64, error) {
 	switch {
 	case r.Path != "":
-		f, err := os.Open(r.Path)
-		if err != nil {
-			return nil, 0, mgsFatal(failure.ArtifactUnavailable, "artifact %s: %v", r.Path, err)
-		}
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return nil, 0, mgsFatal(failure.ArtifactUnavailable, "artifact %s: %v", r.Path, err)
-		}
-		return f, st.Size(), nil
+		return a.openPath(r)
 	case r.URL != "":
 		return a.download(ctx, r)
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/fleetsaga/fleetsaga/failure"
+	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 )
 
@@ -78,7 +82,7 @@ func TestArtifactDownloadStallIsARetryableErrorWithoutTheURLsSecrets(t *testing.
 	}))
 	defer srv.Close()
 	a := mgsupdate.NewMGSActivities(directEndpoints(srv.URL), &http.Client{Timeout: time.Minute}, nil, "test")
-	mgsupdate.SetArtifactStall(a, 300 * time.Millisecond)
+	mgsupdate.SetArtifactStall(a, 300*time.Millisecond)
 	_, err := mgsupdate.VerifyArtifact(context.Background(), a, mgsupdate.ArtifactRef{Version: "1", SHA256: strings.Repeat("0", 64), URL: secretURL(srv)})
 	requireNoSecret(t, err)
 	require.Contains(t, err.Error(), "no bytes for 300ms")
@@ -101,4 +105,41 @@ func TestArtifactURLErrorsNameNoSecret(t *testing.T) {
 		_, err = mgsupdate.VerifyArtifact(context.Background(), a, mgsupdate.ArtifactRef{Version: "1", SHA256: ref.SHA256, URL: u})
 		requireNoSecret(t, err)
 	}
+}
+
+// A plan's path: artifact is read only under the worker's artifact root:
+// an attacker's plan naming /etc/passwd (directly, by "..", or through a
+// symbolic link inside the root) learns nothing of the file, not even its
+// SHA-256, and a worker without a root reads no path at all.
+func TestArtifactPathOutsideTheRootIsNotRead(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "sp.img"), []byte("image"), 0o644))
+	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(root, "link.img")))
+	passwd, err := os.ReadFile("/etc/passwd")
+	require.NoError(t, err)
+	sum := sha256.Sum256(passwd)
+	a := mgsupdate.NewMGSActivities(fleet.Endpoints{}, &http.Client{}, nil, "test")
+	a.ArtifactRoot = root
+	for _, path := range []string{"/etc/passwd", filepath.Join(root, "..", "..", "..", "etc", "passwd"), filepath.Join(root, "link.img")} {
+		_, err := mgsupdate.VerifyArtifact(context.Background(), a, mgsupdate.ArtifactRef{Version: "1", SHA256: strings.Repeat("0", 64), Path: path})
+		requireFailure(t, err, failure.ArtifactUnavailable)
+		require.NotContains(t, err.Error(), hex.EncodeToString(sum[:]), "the file's hash is not learned")
+	}
+	good := sha256.Sum256([]byte("image"))
+	n, err := mgsupdate.VerifyArtifact(context.Background(), a, mgsupdate.ArtifactRef{Version: "1", SHA256: hex.EncodeToString(good[:]), Path: filepath.Join(root, "sp.img")})
+	require.NoError(t, err)
+	require.Equal(t, int64(5), n)
+
+	a.ArtifactRoot = ""
+	_, err = mgsupdate.VerifyArtifact(context.Background(), a, mgsupdate.ArtifactRef{Version: "1", SHA256: hex.EncodeToString(good[:]), Path: filepath.Join(root, "sp.img")})
+	requireFailure(t, err, failure.ArtifactUnavailable)
+	require.ErrorContains(t, err, "--artifact-root")
+}
+
+func requireFailure(t *testing.T, err error, typ string) {
+	t.Helper()
+	var ae *temporal.ApplicationError
+	require.True(t, errors.As(err, &ae), "%v", err)
+	require.Equal(t, typ, ae.Type(), "%v", err)
+	require.True(t, ae.NonRetryable())
 }
