@@ -12,8 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -58,6 +60,7 @@ func newCommand() *cobra.Command {
 		webhookSpecs   []string
 		webhookSecrets []string
 		artifactRoot   string
+		healthHosts    []string
 	)
 	hostname, _ := os.Hostname()
 	cmd := &cobra.Command{
@@ -95,6 +98,9 @@ func newCommand() *cobra.Command {
 			}
 			log, err := logging.New(os.Stderr, lc.Level, logging.Format(lc.Format))
 			if err != nil {
+				return usageError{err}
+			}
+			if err := checkHealthHosts(healthHosts); err != nil {
 				return usageError{err}
 			}
 			if err := checkArtifactRoot(artifactRoot); err != nil {
@@ -160,14 +166,15 @@ func newCommand() *cobra.Command {
 				DeploymentName:          dc.Name,
 				BuildID:                 dc.ResolvedBuildID(),
 			}, workerapp.Deps{
-				Ledger:       store,
-				Fleet:        endpoints,
-				HTTP:         &http.Client{Timeout: fleetHTTPTimeout},
-				Log:          log,
-				Identity:     identity,
-				Keyring:      keyring,
-				Webhooks:     webhooks,
-				ArtifactRoot: artifactRoot,
+				Ledger:           store,
+				Fleet:            endpoints,
+				HTTP:             &http.Client{Timeout: fleetHTTPTimeout},
+				Log:              log,
+				Identity:         identity,
+				Keyring:          keyring,
+				Webhooks:         webhooks,
+				ArtifactRoot:     artifactRoot,
+				HealthCheckHosts: healthHosts,
 			})
 		},
 	}
@@ -183,6 +190,7 @@ func newCommand() *cobra.Command {
 	fs.StringArrayVar(&webhookSpecs, "webhook", nil, "a notification webhook plans may name: NAME=URL (repeatable)")
 	fs.StringArrayVar(&webhookSecrets, "webhook-secret-file", nil, "NAME=FILE: the file holds that webhook's whsec_<base64> secret, signing its events as Standard Webhooks do (repeatable)")
 	fs.StringVar(&artifactRoot, "artifact-root", os.Getenv("FLEETSAGA_ARTIFACT_ROOT"), "the only directory a plan's path: artifacts are read from; empty: none are (env FLEETSAGA_ARTIFACT_ROOT)")
+	fs.StringSliceVar(&healthHosts, "health-check-host", envList("FLEETSAGA_HEALTH_CHECK_HOSTS"), "a host (name or name:port) a rollout's HTTP health checks may ask, redirects included; repeatable; none: no HTTP check runs (env FLEETSAGA_HEALTH_CHECK_HOSTS, comma-separated)")
 	fs.StringVar(&identity, "identity", fmt.Sprintf("%s:%d", hostname, os.Getpid()), "worker identity in Temporal and the ledger")
 	fs.IntVar(&maxActs, "max-concurrent-activities", 0, "bound on concurrent activity executions (0 = SDK default)")
 	fs.DurationVar(&stopTimeout, "stop-timeout", 20*time.Second, "on SIGTERM, how long running activities may finish before they are handed back")
@@ -201,6 +209,26 @@ func checkArtifactRoot(dir string) error {
 	}
 	if !st.IsDir() {
 		return fmt.Errorf("--artifact-root %s: not a directory", dir)
+	}
+	return nil
+}
+
+// checkHealthHosts refuses a --health-check-host that is not a host name
+// or host:port.
+func checkHealthHosts(hosts []string) error {
+	for _, h := range hosts {
+		u, err := url.Parse("http://" + h)
+		if h == "" || err != nil || u.Host != h || u.User != nil {
+			return fmt.Errorf("--health-check-host %q: want a host name or host:port", h)
+		}
+	}
+	return nil
+}
+
+// envList is the comma-separated list in the environment variable name.
+func envList(name string) []string {
+	if v := os.Getenv(name); v != "" {
+		return strings.Split(v, ",")
 	}
 	return nil
 }

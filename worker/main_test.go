@@ -50,6 +50,7 @@ func TestBadConfigurationFailsWithOneLine(t *testing.T) {
 		{"unknown flag", []string{"--frobnicate"}, 2, "unknown flag"},
 		{"artifact root missing", []string{"--database-url", "postgres://x@127.0.0.1/x", "--artifact-root", "/nonexistent/artifacts"}, 2, "--artifact-root /nonexistent/artifacts: no such file or directory"},
 		{"artifact root a file", []string{"--database-url", "postgres://x@127.0.0.1/x", "--artifact-root", plainSecret}, 2, "not a directory"},
+		{"health check host a URL", []string{"--database-url", "postgres://x@127.0.0.1/x", "--health-check-host", "http://monitor/"}, 2, "--health-check-host \"http://monitor/\": want a host name or host:port"},
 		{"webhook secret not whsec_", []string{"--database-url", "postgres://x@127.0.0.1/x", "--webhook", "ops=http://127.0.0.1:9/",
 			"--webhook-secret-file", "ops=" + plainSecret}, 2, "must be whsec_ followed by the key in base64"},
 		{"unreachable database", []string{"--database-url", "postgres://postgres@127.0.0.1:1/x?sslmode=disable"}, 1, "does not answer"},

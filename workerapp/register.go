@@ -36,7 +36,7 @@ func Register(r worker.Registry, d Deps) error {
 		&activities.ApprovalActivities{Store: d.Ledger, Keyring: keyring(d)},
 		mgsActs,
 	}
-	health := &rollout.HealthActivities{HTTP: d.HTTP}
+	health := &rollout.HealthActivities{HTTP: d.HTTP, AllowedHosts: d.HealthCheckHosts}
 	if d.Fleet.Prometheus != "" {
 		pc, err := prom.New(d.Fleet.Prometheus)
 		if err != nil {
