@@ -41,8 +41,8 @@ func (r ArtifactRef) where() string {
 }
 
 // artifactStallTimeout ends an artifact's download that brought no bytes
-// for this long (stall.go): the fleet request timeout, the longest any
-// answer of ours may take to start.
+// for this long (activities_stall.go): the fleet request timeout, the
+// longest any answer of ours may take to start.
 const artifactStallTimeout = 75 * time.Second
 
 // errDownloadStalled: the artifact's server sent no bytes for the limit.

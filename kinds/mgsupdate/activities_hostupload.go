@@ -11,8 +11,8 @@ import (
 
 // phase2UploadStallTimeout ends a phase 2 upload that sled-agent has
 // taken no bytes of for this long, or (every byte sent) not answered: the
-// fleet request timeout, the longest any fleet answer may take (stall.go
-// says why a stall, not a timeout, bounds the upload).
+// fleet request timeout, the longest any fleet answer may take
+// (activities_stall.go says why a stall, not a timeout, bounds it).
 const phase2UploadStallTimeout = 75 * time.Second
 
 // errUploadStalled: the upload made no progress for its stall timeout.
