@@ -132,6 +132,7 @@ demo: $(STACK_TOOLS_$(STACK)) build prometheus
 # STACK=cluster: the real Temporal server on PostgreSQL instead.
 up: $(STACK_TOOLS_$(STACK)) build prometheus
 	bin/devstack up --temporal $(STACK) --dir .stack/up --ui-port $(UI_PORT) --workers 2 --persist --database fleetsaga_up \
+	  --artifact-root .stack/demo/artifacts \
 	  --demo-signer --prometheus --fleetsim-spec fleetsim/specs/demo.yaml
 
 down: bin/devstack

@@ -87,6 +87,9 @@ func startStackWith(t *testing.T, s *spec.Spec, o devstack.StackOptions) *devsta
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	database := "e2e_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
 	o.Dir, o.BinDir, o.FleetsimSpec, o.Database = dir, binaries(t), specPath, database
+	if o.ArtifactRoot == "" {
+		o.ArtifactRoot = os.TempDir() // the tests write their artifacts in temp dirs
+	}
 	logs := func() {
 		for _, f := range []string{"worker-0.log", "worker-1.log", "fleetsim.log", "temporal.out", "temporal.log"} {
 			if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/fleetsaga/fleetsaga/fleet/machineapi"
+	"github.com/fleetsaga/fleetsaga/internal/redact"
 )
 
 // Endpoints says where each external API lives.
@@ -130,11 +131,7 @@ func (e Endpoints) Validate() error {
 		}
 		u, err := url.Parse(strings.ReplaceAll(raw, "{sled}", "x"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			shown := "(unparseable)" // it may hold a password: never echoed whole
-			if err == nil {
-				shown = u.Redacted()
-			}
-			errs = append(errs, fmt.Errorf("%s endpoint %q is not an http(s) URL", name, shown))
+			errs = append(errs, fmt.Errorf("%s endpoint %q is not an http(s) URL", name, redact.URL(raw))) // it may hold a password
 		}
 	}
 	for i, m := range e.MGS {
@@ -153,7 +150,7 @@ func (e Endpoints) Validate() error {
 		errs = append(errs, errors.New("direct mode (racks without a Nexus) and a nexus-lockstep endpoint exclude each other: set one"))
 	}
 	if e.SledAgent != "" && !strings.Contains(e.SledAgent, "{sled}") {
-		errs = append(errs, fmt.Errorf("sled-agent endpoint %q must contain {sled}", e.SledAgent))
+		errs = append(errs, fmt.Errorf("sled-agent endpoint %q must contain {sled}", redact.URL(e.SledAgent)))
 	}
 	return errors.Join(errs...)
 }

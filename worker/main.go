@@ -12,8 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -58,6 +60,8 @@ func newCommand() *cobra.Command {
 		stopTimeout    time.Duration
 		webhookSpecs   []string
 		webhookSecrets []string
+		artifactRoot   string
+		healthHosts    []string
 	)
 	hostname, _ := os.Hostname()
 	cmd := &cobra.Command{
@@ -98,6 +102,12 @@ func newCommand() *cobra.Command {
 			}
 			log, err := logging.New(os.Stderr, lc.Level, logging.Format(lc.Format))
 			if err != nil {
+				return usageError{err}
+			}
+			if err := checkHealthHosts(healthHosts); err != nil {
+				return usageError{err}
+			}
+			if err := checkArtifactRoot(artifactRoot); err != nil {
 				return usageError{err}
 			}
 			if maxActs < 0 {
@@ -160,14 +170,16 @@ func newCommand() *cobra.Command {
 				DeploymentName:          dc.Name,
 				BuildID:                 dc.ResolvedBuildID(),
 			}, workerapp.Deps{
-				Ledger:          store,
-				Fleet:           endpoints,
-				HTTP:            &http.Client{Timeout: fleet.RequestTimeout},
-				Log:             log,
-				Identity:        identity,
-				Keyring:         keyring,
-				ApprovalMinimum: ac.Minimum(),
-				Webhooks:        webhooks,
+				Ledger:           store,
+				Fleet:            endpoints,
+				HTTP:             &http.Client{Timeout: fleet.RequestTimeout},
+				Log:              log,
+				Identity:         identity,
+				Keyring:          keyring,
+				ApprovalMinimum:  ac.Minimum(),
+				Webhooks:         webhooks,
+				ArtifactRoot:     artifactRoot,
+				HealthCheckHosts: healthHosts,
 			})
 		},
 	}
@@ -181,12 +193,49 @@ func newCommand() *cobra.Command {
 	fs.StringVar(&metricsAddr, "metrics-listen", envOr("FLEETSAGA_METRICS_LISTEN", "127.0.0.1:9464"), "Prometheus /metrics address; empty disables (env FLEETSAGA_METRICS_LISTEN)")
 	fs.StringVar(&metricsFile, "metrics-url-file", "", "write the /metrics URL to this file once it listens (with --metrics-listen 127.0.0.1:0)")
 	fs.StringArrayVar(&webhookSpecs, "webhook", nil, "a notification webhook plans may name: NAME=URL (repeatable)")
-	fs.StringArrayVar(&webhookSecrets, "webhook-secret-file", nil, "NAME=FILE: the file holds the HMAC secret signing that webhook's events (repeatable)")
+	fs.StringArrayVar(&webhookSecrets, "webhook-secret-file", nil, "NAME=FILE: the file holds that webhook's whsec_<base64> secret, signing its events as Standard Webhooks do (repeatable)")
+	fs.StringVar(&artifactRoot, "artifact-root", os.Getenv("FLEETSAGA_ARTIFACT_ROOT"), "the only directory a plan's path: artifacts are read from; empty: none are (env FLEETSAGA_ARTIFACT_ROOT)")
+	fs.StringSliceVar(&healthHosts, "health-check-host", envList("FLEETSAGA_HEALTH_CHECK_HOSTS"), "a host (name or name:port) a rollout's HTTP health checks may ask, redirects included; repeatable; none: no HTTP check runs (env FLEETSAGA_HEALTH_CHECK_HOSTS, comma-separated)")
 	fs.StringVar(&identity, "identity", fmt.Sprintf("%s:%d", hostname, os.Getpid()), "worker identity in Temporal and the ledger")
 	fs.IntVar(&maxActs, "max-concurrent-activities", 0, "bound on concurrent activity executions (0 = SDK default)")
 	fs.DurationVar(&stopTimeout, "stop-timeout", workerapp.DefaultStopTimeout, "on SIGTERM, how long running activities may finish before they are handed back")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	return cmd
+}
+
+// checkArtifactRoot refuses an --artifact-root that is not a directory.
+func checkArtifactRoot(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("--artifact-root %s: %w", dir, errors.Unwrap(err))
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("--artifact-root %s: not a directory", dir)
+	}
+	return nil
+}
+
+// checkHealthHosts refuses a --health-check-host that is not a host name
+// or host:port.
+func checkHealthHosts(hosts []string) error {
+	for _, h := range hosts {
+		u, err := url.Parse("http://" + h)
+		if h == "" || err != nil || u.Host != h || u.User != nil {
+			return fmt.Errorf("--health-check-host %q: want a host name or host:port", h)
+		}
+	}
+	return nil
+}
+
+// envList is the comma-separated list in the environment variable name.
+func envList(name string) []string {
+	if v := os.Getenv(name); v != "" {
+		return strings.Split(v, ",")
+	}
+	return nil
 }
 
 func envOr(name, def string) string {

@@ -31,6 +31,8 @@ func buildWorker(t *testing.T) string {
 // a stack trace.
 func TestBadConfigurationFailsWithOneLine(t *testing.T) {
 	bin := buildWorker(t)
+	plainSecret := filepath.Join(t.TempDir(), "ops.secret")
+	require.NoError(t, os.WriteFile(plainSecret, []byte("hunter2\n"), 0o600))
 	cases := []struct {
 		name string
 		args []string
@@ -46,6 +48,11 @@ func TestBadConfigurationFailsWithOneLine(t *testing.T) {
 		{"build ID without deployment", []string{"--database-url", "postgres://x@127.0.0.1/x", "--build-id", "v2"}, 2, "--build-id needs --deployment-name"},
 		{"deployment without build ID", []string{"--database-url", "postgres://x@127.0.0.1/x", "--deployment-name", "fleetsaga"}, 2, "--deployment-name needs --build-id"},
 		{"unknown flag", []string{"--frobnicate"}, 2, "unknown flag"},
+		{"artifact root missing", []string{"--database-url", "postgres://x@127.0.0.1/x", "--artifact-root", "/nonexistent/artifacts"}, 2, "--artifact-root /nonexistent/artifacts: no such file or directory"},
+		{"artifact root a file", []string{"--database-url", "postgres://x@127.0.0.1/x", "--artifact-root", plainSecret}, 2, "not a directory"},
+		{"health check host a URL", []string{"--database-url", "postgres://x@127.0.0.1/x", "--health-check-host", "http://monitor/"}, 2, "--health-check-host \"http://monitor/\": want a host name or host:port"},
+		{"webhook secret not whsec_", []string{"--database-url", "postgres://x@127.0.0.1/x", "--webhook", "ops=http://127.0.0.1:9/",
+			"--webhook-secret-file", "ops=" + plainSecret}, 2, "must be whsec_ followed by the key in base64"},
 		{"unreachable database", []string{"--database-url", "postgres://postgres@127.0.0.1:1/x?sslmode=disable"}, 1, "does not answer"},
 	}
 	for _, tc := range cases {

@@ -36,6 +36,12 @@ type Deps struct {
 	// (--approval-require-signed-start, --approval-min-approvers,
 	// --approval-gated-kinds): a plan may ask for more, never for less.
 	ApprovalMinimum approval.Minimum
+	// ArtifactRoot is the only directory a plan's path: artifacts are
+	// read from (empty: none are).
+	ArtifactRoot string
+	// HealthCheckHosts are the hosts a rollout's HTTP health checks may
+	// ask (none: no HTTP check runs).
+	HealthCheckHosts []string
 	// Webhooks are the notification receivers plans may name.
 	Webhooks []rollout.Webhook
 	// Phase2UploadStall shortens a host flash's phase 2 upload stall

@@ -25,6 +25,7 @@ func Register(r worker.Registry, d Deps) error {
 	// terminated or timed out.
 	la := &activities.LedgerActivities{Store: d.Ledger, Identity: d.Identity, Temporal: d.Temporal}
 	mgsActs := mgsupdate.NewMGSActivities(d.Fleet, d.HTTP, d.Ledger, d.Identity)
+	mgsActs.ArtifactRoot = d.ArtifactRoot
 	mgsActs.Ledger = la
 	mgsActs.Phase2UploadStall = d.Phase2UploadStall
 	acts := []any{
@@ -35,7 +36,7 @@ func Register(r worker.Registry, d Deps) error {
 		&activities.ApprovalActivities{Store: d.Ledger, Keyring: keyring(d), Minimum: d.ApprovalMinimum},
 		mgsActs,
 	}
-	health := &rollout.HealthActivities{HTTP: d.HTTP}
+	health := &rollout.HealthActivities{HTTP: d.HTTP, AllowedHosts: d.HealthCheckHosts}
 	if d.Fleet.Prometheus != "" {
 		pc, err := prom.New(d.Fleet.Prometheus)
 		if err != nil {

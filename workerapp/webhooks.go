@@ -15,7 +15,7 @@ var webhookName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
 // ParseWebhooks reads the worker's webhooks: each spec is NAME=URL (the
 // name plans use in notify.webhooks), each secret NAME=FILE (the file
-// holds the HMAC secret that signs that webhook's events). No error names
+// holds the whsec_ secret that signs that webhook's events). No error names
 // a URL or a secret: either may carry credentials.
 func ParseWebhooks(specs, secretFiles []string) ([]rollout.Webhook, error) {
 	var out []rollout.Webhook
@@ -45,10 +45,11 @@ func ParseWebhooks(specs, secretFiles []string) ([]rollout.Webhook, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--webhook-secret-file %s: %w", name, err)
 		}
-		if b = bytes.TrimSpace(b); len(b) == 0 {
-			return nil, fmt.Errorf("--webhook-secret-file %s: %s is empty", name, path)
+		key, err := rollout.ParseSecret(string(bytes.TrimSpace(b)))
+		if err != nil {
+			return nil, fmt.Errorf("--webhook-secret-file %s: %s: %w", name, path, err)
 		}
-		out[i].Secret = b
+		out[i].Secret = key
 	}
 	return out, nil
 }

@@ -42,6 +42,7 @@ func main() {
 		c.Flags().StringVar(&o.Temporal, "temporal", devstack.TemporalDev,
 			"Temporal to run: dev (the CLI's dev server, SQLite) or cluster (the real server on the stack's PostgreSQL)")
 		c.Flags().BoolVar(&o.PersistTemporal, "persist", false, "keep the dev server's history in a file in the state directory")
+		c.Flags().StringVar(&o.ArtifactRoot, "artifact-root", "", "the only directory the workers read path: artifacts from (empty: the state directory's artifacts)")
 		c.Flags().StringVar(&o.Database, "database", "", "the stack's own database, created afresh at every start (empty: the named server's database as it is)")
 	}
 	run := &cobra.Command{

@@ -58,6 +58,10 @@ type StackOptions struct {
 	// only): the workers present TemporalAuth.WorkerToken, and a command
 	// run against the stack must present its own token.
 	TemporalAuth *TemporalAuth
+	// ArtifactRoot is the only directory the workers read a plan's path:
+	// artifacts from (empty: Dir's "artifacts", where the demo and chaos
+	// write theirs; never the whole of Dir, which holds the keys).
+	ArtifactRoot string
 	// WorkerEnv is added to the workers' environment (e.g. their approval
 	// keyring's FLEETSAGA_APPROVAL_* settings).
 	WorkerEnv []string
@@ -200,14 +204,25 @@ func (s *Stack) makeCurrent(ctx context.Context, v WorkerVersion) error {
 }
 
 func (s *Stack) startWorker(i int) (*Proc, error) {
+	if err := os.MkdirAll(s.artifactRoot(), 0o755); err != nil { // the worker refuses a root that is not there
+		return nil, err
+	}
 	args := append([]string{"--identity", fmt.Sprintf("worker-%d", i),
-		"--metrics-listen", "127.0.0.1:0", "--log-format", "json"}, s.versions[i].args()...)
+		"--metrics-listen", "127.0.0.1:0", "--log-format", "json", "--artifact-root", s.artifactRoot()}, s.versions[i].args()...)
 	tokenArgs, tokenEnv, err := s.opts.TemporalAuth.writeWorkerToken(s.opts.Dir)
 	if err != nil {
 		return nil, err
 	}
 	return StartProc(filepath.Join(s.opts.Dir, fmt.Sprintf("worker-%d.log", i)), append(append(s.Env(), s.opts.WorkerEnv...), tokenEnv...),
 		filepath.Join(s.opts.BinDir, "worker"), append(args, tokenArgs...)...)
+}
+
+// artifactRoot is the workers' --artifact-root (StackOptions.ArtifactRoot).
+func (s *Stack) artifactRoot() string {
+	if s.opts.ArtifactRoot != "" {
+		return s.opts.ArtifactRoot
+	}
+	return filepath.Join(s.opts.Dir, "artifacts")
 }
 
 // RestartWorker SIGKILLs worker i (if running) and starts it again.

@@ -163,6 +163,12 @@ func (e *Env) StartWorker(d workerapp.Deps) (stop func()) {
 	if d.Identity == "" {
 		d.Identity = "test-worker-" + uuid.NewString()[:4]
 	}
+	if d.HealthCheckHosts == nil {
+		d.HealthCheckHosts = []string{"127.0.0.1"} // the tests' monitors listen there
+	}
+	if d.ArtifactRoot == "" {
+		d.ArtifactRoot = os.TempDir() // the tests write their artifacts in their temp dirs
+	}
 	d.Log = e.Log
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -5,9 +5,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 
@@ -32,7 +34,7 @@ func NewReceiver(t testing.TB, secret []byte) (*Receiver, string) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		var e cloudevents.Event
-		if !hmac.Equal([]byte(req.Header.Get(rollout.SignatureHeader)), []byte(rollout.Sign(secret, body))) || e.UnmarshalJSON(body) != nil {
+		if !SignedBy(secret, req.Header, body, time.Now()) || e.UnmarshalJSON(body) != nil {
 			r.bad++
 			w.WriteHeader(http.StatusUnauthorized)
 			return
@@ -42,6 +44,31 @@ func NewReceiver(t testing.TB, secret []byte) (*Receiver, string) {
 	}))
 	t.Cleanup(srv.Close)
 	return r, srv.URL
+}
+
+// signatureTolerance is how old (or how far ahead) a delivery's
+// timestamp may be, as Standard Webhooks' libraries accept it.
+const signatureTolerance = 5 * time.Minute
+
+// SignedBy says whether a delivery's headers carry a Standard Webhooks
+// signature of its ID, timestamp and body under secret, with a timestamp
+// within signatureTolerance of now: what a receiver checks.
+func SignedBy(secret []byte, h http.Header, body []byte, now time.Time) bool {
+	ts, err := strconv.ParseInt(h.Get(rollout.TimestampHeader), 10, 64)
+	if err != nil {
+		return false
+	}
+	at := time.Unix(ts, 0)
+	if at.Before(now.Add(-signatureTolerance)) || at.After(now.Add(signatureTolerance)) {
+		return false
+	}
+	want := rollout.Sign(secret, h.Get(rollout.IDHeader), at, body)
+	for _, sig := range strings.Fields(h.Get(rollout.SignatureHeader)) {
+		if hmac.Equal([]byte(sig), []byte(want)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Bad counts the deliveries refused (a wrong signature or not an event).

@@ -37,6 +37,11 @@ type MGSActivities struct {
 	// test's worker shortens it to drive a stalled upload in seconds.
 	// Zero (every real worker) keeps it.
 	Phase2UploadStall time.Duration
+	// ArtifactRoot is the only directory path artifacts are read from
+	// (--artifact-root; empty: none are).
+	ArtifactRoot string
+	// artifactStall replaces artifactStallTimeout in tests (0: the constant).
+	artifactStall time.Duration
 	// owner finds a pending Nexus MGS update for a device (zero: none known).
 	owner ownerLookup
 	// sleds finds a host's sled-agent and its config's owner.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
+	"github.com/fleetsaga/fleetsaga/internal/redact"
 )
 
 // The artifacts the MGS activities deliver: opened from a path or an
@@ -31,49 +31,71 @@ type ArtifactRef struct {
 	URL     string `json:"url,omitempty"`
 }
 
+// where names the artifact in errors: its path, or its URL without the
+// secrets a URL may carry (a password, a presigned token).
 func (r ArtifactRef) where() string {
 	if r.Path != "" {
 		return r.Path
 	}
-	return r.URL
+	return redact.URL(r.URL)
 }
+
+// artifactStallTimeout ends an artifact's download that brought no bytes
+// for this long (activities_stall.go): the fleet request timeout, the
+// longest any answer of ours may take to start.
+const artifactStallTimeout = 75 * time.Second
+
+// errDownloadStalled: the artifact's server sent no bytes for the limit.
+var errDownloadStalled = errors.New("the artifact's server sent no bytes")
 
 func (a *MGSActivities) openArtifact(ctx context.Context, r ArtifactRef) (io.ReadCloser, int64, error) {
 	switch {
 	case r.Path != "":
-		f, err := os.Open(r.Path)
-		if err != nil {
-			return nil, 0, mgsFatal(failure.ArtifactUnavailable, "artifact %s: %v", r.Path, err)
-		}
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return nil, 0, mgsFatal(failure.ArtifactUnavailable, "artifact %s: %v", r.Path, err)
-		}
-		return f, st.Size(), nil
+		return a.openPath(r)
 	case r.URL != "":
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.URL, nil)
-		if err != nil {
-			return nil, 0, mgsFatal(failure.ArtifactUnavailable, "artifact %s: %v", r.URL, err)
-		}
-		hc := a.HTTP
-		if hc == nil {
-			hc = http.DefaultClient
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return nil, 0, fmt.Errorf("fetch artifact %s: %w", r.URL, err) // retryable
-		}
-		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
-			if resp.StatusCode >= 500 {
-				return nil, 0, fmt.Errorf("fetch artifact %s: HTTP %d", r.URL, resp.StatusCode)
-			}
-			return nil, 0, mgsFatal(failure.ArtifactUnavailable, "artifact %s: HTTP %d", r.URL, resp.StatusCode)
-		}
-		return resp.Body, resp.ContentLength, nil
+		return a.download(ctx, r)
 	}
 	return nil, 0, mgsFatal(failure.ArtifactUnavailable, "artifact %s has neither path nor url", r.Version)
+}
+
+// download opens r's URL; a stall (no bytes for artifactStall), not a
+// request timeout, bounds it. No error names the URL's secrets.
+func (a *MGSActivities) download(ctx context.Context, r ArtifactRef) (io.ReadCloser, int64, error) {
+	limit := a.artifactStallLimit()
+	stall := watchStalls(ctx, limit, errDownloadStalled)
+	stalledErr := func(read int64) error {
+		return fmt.Errorf("fetch artifact %s: %w for %s (%d bytes read)", r.where(), errDownloadStalled, limit, read) // retryable
+	}
+	req, err := http.NewRequestWithContext(stall.ctx, http.MethodGet, r.URL, nil)
+	if err != nil {
+		stall.stop()
+		return nil, 0, mgsFatal(failure.ArtifactUnavailable, "artifact %s: %v", r.where(), redact.Error(err, r.URL))
+	}
+	resp, err := untimed(a.HTTP).Do(req)
+	if err != nil {
+		defer stall.stop()
+		if stall.stalled() {
+			return nil, 0, stalledErr(0)
+		}
+		return nil, 0, fmt.Errorf("fetch artifact %s: %w", r.where(), redact.Error(err, r.URL)) // retryable
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		stall.stop()
+		if resp.StatusCode >= 500 {
+			return nil, 0, fmt.Errorf("fetch artifact %s: HTTP %d", r.where(), resp.StatusCode)
+		}
+		return nil, 0, mgsFatal(failure.ArtifactUnavailable, "artifact %s: HTTP %d", r.where(), resp.StatusCode)
+	}
+	return &stallBody{rc: resp.Body, w: stall, stalledErr: stalledErr}, resp.ContentLength, nil
+}
+
+// artifactStallLimit is artifactStallTimeout, or a test's shorter one.
+func (a *MGSActivities) artifactStallLimit() time.Duration {
+	if a.artifactStall > 0 {
+		return a.artifactStall
+	}
+	return artifactStallTimeout
 }
 
 // verifyArtifact reads the artifact and checks its SHA-256; it returns the size.
@@ -113,7 +135,7 @@ func (a *MGSActivities) verify(ctx context.Context, r ArtifactRef, phase2 bool) 
 	}
 	m, err := io.Copy(sum, in)
 	if err != nil {
-		return 0, h, fmt.Errorf("read artifact %s: %w", r.where(), err)
+		return 0, h, fmt.Errorf("read artifact %s: %w", r.where(), redact.Error(err, r.URL))
 	}
 	n += m
 	got := hex.EncodeToString(sum.Sum(nil))
@@ -136,7 +158,7 @@ func readPhase2Header(in io.Reader, r ArtifactRef) ([]byte, mgs.Phase2Header, er
 	head := make([]byte, mgs.Phase2HeaderSize)
 	k, err := io.ReadFull(in, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, mgs.Phase2Header{}, fmt.Errorf("read artifact %s: %w", r.where(), err)
+		return nil, mgs.Phase2Header{}, fmt.Errorf("read artifact %s: %w", r.where(), redact.Error(err, r.URL))
 	}
 	h, err := mgs.ParsePhase2Header(head[:k])
 	if err == nil && k < mgs.Phase2HeaderSize {

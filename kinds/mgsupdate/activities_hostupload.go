@@ -13,11 +13,8 @@ import (
 
 // phase2UploadStallTimeout ends a phase 2 upload that sled-agent has
 // taken no bytes of for this long, or (every byte sent) not answered: the
-// fleet request timeout (fleet.RequestTimeout), the longest any fleet
-// answer may take. The
-// upload as a whole has no timeout of its own: about 1 GiB takes minutes
-// on a slow link, so a request timeout would cut it off and send it again
-// until the step's deadline (which still bounds it).
+// fleet request timeout, the longest any fleet answer may take
+// (activities_stall.go says why a stall, not a timeout, bounds it).
 const phase2UploadStallTimeout = fleet.RequestTimeout
 
 // errUploadStalled: the upload made no progress for its stall timeout.
@@ -34,11 +31,9 @@ func (a *MGSActivities) uploadPhase2(ctx context.Context, s hostSled, art Artifa
 		return err
 	}
 	defer rc.Close()
-	uctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	limit := a.phase2UploadStall()
-	stall := time.AfterFunc(limit, func() { cancel(errUploadStalled) })
-	defer stall.Stop()
+	stall := watchStalls(ctx, limit, errUploadStalled)
+	defer stall.stop()
 	phase := string(MGSPhaseHostPhase2)
 	// The transport may still read the body after PutArtifact returned
 	// (RoundTrip closes it asynchronously): over marks the end of the
@@ -52,15 +47,15 @@ func (a *MGSActivities) uploadPhase2(ctx context.Context, s hostSled, art Artifa
 		if over {
 			return
 		}
-		stall.Reset(limit)
+		stall.alive()
 		sent = n
 		pw.write(ctx, phase, n, size, false)
 	})
-	_, err = s.upload.PutArtifact(uctx, strings.ToLower(art.SHA256), generation, body, size)
+	_, err = s.upload.PutArtifact(stall.ctx, strings.ToLower(art.SHA256), generation, body, size)
 	mu.Lock()
 	over = true
 	mu.Unlock()
-	if errors.Is(context.Cause(uctx), errUploadStalled) {
+	if stall.stalled() {
 		return fmt.Errorf("%w for %s (%d of %d bytes sent); sent again from the start", errUploadStalled, limit, sent, size)
 	}
 	if err == nil {

@@ -37,7 +37,7 @@ func TestPhase2UploadThatStallsIsRetried(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, img, 0o644))
 	art := ArtifactRef{Version: "2", SHA256: simmgs.SHA256Hex(img), Path: path}
 	s := hostSled{id: uuid.New(), upload: sledagent.New(srv.URL, nil)}
-	a := &MGSActivities{Phase2UploadStall: 300 * time.Millisecond}
+	a := &MGSActivities{Phase2UploadStall: 300 * time.Millisecond, ArtifactRoot: filepath.Dir(path)}
 
 	// The test's own bound: without the stall timeout the upload would
 	// wait for it and fail with its deadline instead.

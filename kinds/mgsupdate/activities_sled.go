@@ -54,9 +54,7 @@ func (l sledLookup) sled(id, rack uuid.UUID, url string) hostSled {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	untimed := *hc
-	untimed.Timeout = 0
-	return hostSled{id: id, rack: rack, client: sledagent.New(url, hc), upload: sledagent.New(url, &untimed)}
+	return hostSled{id: id, rack: rack, client: sledagent.New(url, hc), upload: sledagent.New(url, untimed(hc))}
 }
 
 // find locates the sled whose SP has this serial. A sled ID given by the

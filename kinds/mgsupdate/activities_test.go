@@ -67,6 +67,7 @@ func newMGSAct(t *testing.T, mutate ...func(*spec.Spec)) *mgsAct {
 	reqs := &requestLog{n: map[string]int{}}
 	m := &mgsAct{t: t, sim: sim, reg: reg, env: ts.NewTestActivityEnvironment(), dir: t.TempDir(), spec: s, reqs: reqs,
 		a: mgsupdate.NewMGSActivities(directEndpoints(sim.URL), &http.Client{Timeout: 10 * time.Second, Transport: mgsChecked{t, reqs}}, nil, "test")}
+	m.a.ArtifactRoot = m.dir
 	m.env.RegisterActivity(m.a)
 	return m
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -20,6 +22,11 @@ import (
 type HealthActivities struct {
 	Prom *prom.Client // nil: no Prometheus configured
 	HTTP *http.Client
+	// AllowedHosts are the hosts (name, or name:port) an HTTP check may
+	// ask, redirects included (--health-check-host; none: no HTTP check
+	// runs). A plan names the URL: without them a plan could make the
+	// worker ask any host it reaches.
+	AllowedHosts []string
 	// freshWait replaces freshDataTimeout in tests (0: the constant).
 	freshWait time.Duration
 }
@@ -44,7 +51,7 @@ func (a *HealthActivities) CheckHealth(ctx context.Context, c HealthCheck) (Heal
 	if c.Query != "" {
 		res, err = a.checkQuery(ctx, c)
 	} else {
-		res = a.checkURL(ctx, c)
+		res, err = a.checkURL(ctx, c)
 	}
 	if ctx.Err() != nil {
 		return HealthResult{}, ctx.Err()
@@ -84,7 +91,7 @@ func (a *HealthActivities) checkQuery(ctx context.Context, c HealthCheck) (Healt
 	return HealthResult{Name: c.Name, Result: health.Judge(cond, readings)}, nil
 }
 
-func (a *HealthActivities) checkURL(ctx context.Context, c HealthCheck) HealthResult {
+func (a *HealthActivities) checkURL(ctx context.Context, c HealthCheck) (HealthResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, httpCheckTimeout)
 	defer cancel()
 	want := c.ExpectStatus
@@ -95,16 +102,32 @@ func (a *HealthActivities) checkURL(ctx context.Context, c HealthCheck) HealthRe
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL, nil)
 	if err != nil {
 		res.Result = health.Result{Verdict: health.Inconclusive, Reason: "bad URL"}
-		return res
+		return res, nil
 	}
-	client := a.HTTP
-	if client == nil {
-		client = http.DefaultClient
+	if err := a.allowed(req.URL); err != nil {
+		return res, a.refused(c, err)
 	}
-	resp, err := client.Do(req)
+	client := http.DefaultClient
+	if a.HTTP != nil {
+		client = a.HTTP
+	}
+	checked := *client
+	checked.CheckRedirect = func(next *http.Request, via []*http.Request) error {
+		if err := a.allowed(next.URL); err != nil {
+			return err
+		}
+		if client.CheckRedirect != nil {
+			return client.CheckRedirect(next, via)
+		}
+		return nil
+	}
+	resp, err := checked.Do(req)
+	if errors.Is(err, errHostNotAllowed) {
+		return res, a.refused(c, errHostNotAllowed)
+	}
 	if err != nil {
 		res.Result = health.Result{Verdict: health.Inconclusive, Reason: "no answer: " + transportKind(err)}
-		return res
+		return res, nil
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
@@ -113,7 +136,28 @@ func (a *HealthActivities) checkURL(ctx context.Context, c HealthCheck) HealthRe
 	} else {
 		res.Result = health.Result{Verdict: health.Fail, Reason: fmt.Sprintf("HTTP %d, want %d", resp.StatusCode, want)}
 	}
-	return res
+	return res, nil
+}
+
+// errHostNotAllowed: an HTTP check (or its redirect) names a host the
+// worker does not allow.
+var errHostNotAllowed = errors.New("the URL's host is not one this worker may check (--health-check-host)")
+
+// allowed says whether u's host is one of AllowedHosts (by name, or by
+// name and port).
+func (a *HealthActivities) allowed(u *url.URL) error {
+	for _, h := range a.AllowedHosts {
+		if strings.EqualFold(h, u.Hostname()) || strings.EqualFold(h, u.Host) {
+			return nil
+		}
+	}
+	return errHostNotAllowed
+}
+
+// refused is the non-retryable error of a check the worker will not run:
+// the plan is wrong, or hostile. It names the check, not its URL.
+func (a *HealthActivities) refused(c HealthCheck, err error) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("health check %q: %v", c.Name, err), failure.HealthCheckInvalid, nil)
 }
 
 // transportKind says what went wrong without the error's text, which

@@ -29,7 +29,7 @@ func TestCheckHealthCutOffGivesNoVerdict(t *testing.T) {
 				<-r.Context().Done()
 			}))
 			defer monitor.Close()
-			acts := &rollout.HealthActivities{}
+			acts := &rollout.HealthActivities{AllowedHosts: []string{"127.0.0.1"}}
 
 			var s testsuite.WorkflowTestSuite
 			env := s.NewTestActivityEnvironment()

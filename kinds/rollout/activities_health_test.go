@@ -67,7 +67,7 @@ func promOverFleetsim(t *testing.T) (*fleetsim.Server, *rollout.HealthActivities
 	t.Cleanup(func() { _ = p.Terminate(5 * time.Second) })
 	pc, err := prom.New(promURL)
 	require.NoError(t, err)
-	return sim, &rollout.HealthActivities{Prom: pc}
+	return sim, &rollout.HealthActivities{Prom: pc, AllowedHosts: []string{"127.0.0.1"}}
 }
 
 // makeSled1Unhealthy makes the version sled 1's SP runs a bad release

@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -25,9 +27,9 @@ type NotifyActivities struct {
 	HTTP     *http.Client
 }
 
-// Webhook is one receiver. Secret, when set, signs every body
-// (SignatureHeader: "sha256=" + hex HMAC-SHA256 of the body), so the
-// receiver can tell fleetsaga's events from anyone's.
+// Webhook is one receiver. Secret, when set, signs every delivery as
+// Standard Webhooks does (Sign), so the receiver can tell fleetsaga's
+// events from anyone's and refuse a replayed one by its timestamp.
 type Webhook struct {
 	// Name is how plans refer to it (notify.webhooks): the URL and the
 	// secret stay in the worker's configuration.
@@ -52,15 +54,21 @@ func (a *NotifyActivities) NotifyWebhook(ctx context.Context, in WebhookNotice) 
 			if err != nil {
 				return temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidInput, nil)
 			}
-			return a.deliver(ctx, w, body)
+			return a.deliver(ctx, w, in.Notice.ID, body)
 		}
 	}
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("no webhook named %q is configured on this worker (--webhook %s=URL)", in.Webhook, in.Webhook),
 		failure.NotificationRefused, nil)
 }
 
-// SignatureHeader carries a body's HMAC-SHA256 under the webhook's secret.
-const SignatureHeader = "X-Fleetsaga-Signature"
+// The Standard Webhooks headers (github.com/standard-webhooks,
+// spec/standard-webhooks.md): the event's ID, the delivery's Unix time
+// and the signature of both with the body.
+const (
+	IDHeader        = "webhook-id"
+	TimestampHeader = "webhook-timestamp"
+	SignatureHeader = "webhook-signature"
+)
 
 // EventTypePrefix names fleetsaga's event types (reverse DNS, as the
 // CloudEvents spec asks): io.fleetsaga.rollout.gate.reached, ….
@@ -93,7 +101,7 @@ func (a *NotifyActivities) Notify(ctx context.Context, n Notice) error {
 	}
 	var errs []error
 	for i, w := range a.Webhooks {
-		if err := a.deliver(ctx, w, body); err != nil {
+		if err := a.deliver(ctx, w, n.ID, body); err != nil {
 			errs = append(errs, fmt.Errorf("webhook %d: %w", i+1, err))
 		}
 	}
@@ -119,14 +127,31 @@ func encodeNotice(n Notice) ([]byte, error) {
 	return e.MarshalJSON()
 }
 
-// Sign is the signature header's value for body under secret.
-func Sign(secret, body []byte) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+// SecretPrefix starts a webhook secret: the rest is the key in base64.
+const SecretPrefix = "whsec_"
+
+// ParseSecret is the key a Standard Webhooks secret (whsec_<base64>)
+// names. Its errors never hold the secret.
+func ParseSecret(s string) ([]byte, error) {
+	b64, ok := strings.CutPrefix(s, SecretPrefix)
+	key, err := base64.StdEncoding.DecodeString(b64)
+	if !ok || err != nil || len(key) == 0 {
+		return nil, errors.New("the secret must be " + SecretPrefix + " followed by the key in base64 (make one: echo " + SecretPrefix + "$(openssl rand -base64 32))")
+	}
+	return key, nil
 }
 
-func (a *NotifyActivities) deliver(ctx context.Context, w Webhook, body []byte) error {
+// Sign is the signature header's value for a delivery of body with this
+// ID at this time: "v1," and the base64 HMAC-SHA256 under secret (the
+// bytes a whsec_ secret's base64 names) of "id.timestamp.body".
+func Sign(secret []byte, id string, at time.Time, body []byte) string {
+	m := hmac.New(sha256.New, secret)
+	fmt.Fprintf(m, "%s.%d.", id, at.Unix())
+	m.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+func (a *NotifyActivities) deliver(ctx context.Context, w Webhook, id string, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, webhookTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
@@ -134,8 +159,11 @@ func (a *NotifyActivities) deliver(ctx context.Context, w Webhook, body []byte) 
 		return temporal.NewNonRetryableApplicationError("bad webhook URL", failure.InvalidInput, nil)
 	}
 	req.Header.Set("Content-Type", "application/cloudevents+json; charset=utf-8")
+	now := time.Now() // each delivery's own: a receiver refuses an old one
+	req.Header.Set(IDHeader, id)
+	req.Header.Set(TimestampHeader, strconv.FormatInt(now.Unix(), 10))
 	if len(w.Secret) > 0 {
-		req.Header.Set(SignatureHeader, Sign(w.Secret, body))
+		req.Header.Set(SignatureHeader, Sign(w.Secret, id, now, body))
 	}
 	client := a.HTTP
 	if client == nil {

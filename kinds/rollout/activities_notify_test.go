@@ -2,7 +2,6 @@ package rollout_test
 
 import (
 	"context"
-	"crypto/hmac"
 	"errors"
 	"io"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/fleetsaga/fleetsaga/failure"
+	"github.com/fleetsaga/fleetsaga/internal/testenv"
 	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 )
 
@@ -29,7 +29,7 @@ func TestNotifySendsSignedCloudEvents(t *testing.T) {
 	var status = http.StatusAccepted
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if !hmac.Equal([]byte(r.Header.Get(rollout.SignatureHeader)), []byte(rollout.Sign(secret, body))) {
+		if !testenv.SignedBy(secret, r.Header, body, time.Now()) {
 			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
 		}
