@@ -20,7 +20,6 @@ import (
 // Nexus's MGS update driver owns that device (docs/CONFORMANCE.md §I).
 type NexusUpdate struct {
 	Blueprint       uuid.UUID `json:"blueprint"`
-	Enabled         bool      `json:"enabled"`
 	Component       string    `json:"component"`
 	ArtifactVersion string    `json:"artifactVersion"`
 }
@@ -46,7 +45,12 @@ func newOwnerLookup(ep fleet.Endpoints, hc *http.Client) ownerLookup {
 // Only direct mode asks no owner. No endpoint, an endpoint that is not the
 // lockstep API, or a device the sled table does not know is OwnerUnknown;
 // other errors are retried (no update starts while the owner is unknown).
-// A disabled target still names its pending updates: Nexus owns them.
+// A disabled target is TargetDisabled: Nexus skips executing it, so its
+// pending_mgs_updates never reach the MGS update driver, which may still
+// be carrying out those of the last enabled target (omicron
+// nexus/src/app/background/tasks/blueprint_execution.rs, "blueprint
+// disabled"; nexus/reconfigurator/execution/src/lib.rs
+// register_mgs_update_step): what the driver does is unknown.
 func (o ownerLookup) pendingUpdate(ctx context.Context, serial, part string) (*NexusUpdate, error) {
 	if o.direct {
 		return nil, nil
@@ -76,11 +80,15 @@ func (o ownerLookup) pendingUpdate(ctx context.Context, serial, part string) (*N
 	if err != nil {
 		return nil, lockstepErr(err)
 	}
+	if !t.Enabled {
+		return nil, mgsFatal(failure.TargetDisabled, "SP %s: %s (Nexus's MGS update driver may still be updating the SPs of the last enabled target)",
+			serial, nexuslockstep.Disabled(t))
+	}
 	u := bp.PendingUpdateFor(serial, part)
 	if u == nil {
 		return nil, nil
 	}
-	return &NexusUpdate{Blueprint: t.TargetID, Enabled: t.Enabled, Component: u.Component(), ArtifactVersion: u.ArtifactVersion}, nil
+	return &NexusUpdate{Blueprint: t.TargetID, Component: u.Component(), ArtifactVersion: u.ArtifactVersion}, nil
 }
 
 // lockstepErr: retryable lockstep errors stay plain, others are typed.
