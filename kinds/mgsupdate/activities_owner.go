@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet"
+	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/fleet/nexusdb"
 	"github.com/fleetsaga/fleetsaga/fleet/nexuslockstep"
 )
@@ -40,8 +41,19 @@ func newOwnerLookup(ep fleet.Endpoints, hc *http.Client) ownerLookup {
 	return o
 }
 
+// switchRackUnknown: only sleds have a rack in Nexus's database a worker
+// can read. A switch's or power shelf's baseboard is in inventory
+// (hw_baseboard_id, inv_service_processor) with no rack, and omicron's
+// switch table is filled only by its test helpers (nexus/test-utils
+// resource_helpers.rs calls PUT /switch/{id}); the planner still plans
+// their updates (nexus/reconfigurator/planning/src/mgs_updates/mod.rs).
+const switchRackUnknown = "SP %s (serial %s) is not a sled's: the Nexus lockstep endpoint names {rack}, and Nexus's database records the rack of sleds only, " +
+	"so this SP's rack, and so its owner, is unknown; switch and power shelf SPs need a single-rack lockstep endpoint (no {rack}): " +
+	"run their updates from a worker whose --nexus-lockstep is that rack's Nexus"
+
 // pendingUpdate reads the target blueprint of the device's rack (found by
-// its baseboard serial in the sled table when the endpoint names {rack}).
+// its baseboard serial in the sled table when the endpoint names {rack};
+// a switch or power shelf SP is OwnerUnknown then, switchRackUnknown).
 // Only direct mode asks no owner. No endpoint, an endpoint that is not the
 // lockstep API, or a device the sled table does not know is OwnerUnknown;
 // other errors are retried (no update starts while the owner is unknown).
@@ -51,7 +63,7 @@ func newOwnerLookup(ep fleet.Endpoints, hc *http.Client) ownerLookup {
 // nexus/src/app/background/tasks/blueprint_execution.rs, "blueprint
 // disabled"; nexus/reconfigurator/execution/src/lib.rs
 // register_mgs_update_step): what the driver does is unknown.
-func (o ownerLookup) pendingUpdate(ctx context.Context, serial, part string) (*NexusUpdate, error) {
+func (o ownerLookup) pendingUpdate(ctx context.Context, sp mgs.SpIdentifier, serial, part string) (*NexusUpdate, error) {
 	if o.direct {
 		return nil, nil
 	}
@@ -59,6 +71,9 @@ func (o ownerLookup) pendingUpdate(ctx context.Context, serial, part string) (*N
 		return nil, mgsFatal(failure.OwnerUnknown, "SP %s: %s", serial, fleet.NoOwnerConfigured)
 	}
 	rack := ""
+	if strings.Contains(o.url, "{rack}") && sp.Type != mgs.SpTypeSled {
+		return nil, mgsFatal(failure.OwnerUnknown, switchRackUnknown, sp, serial)
+	}
 	if strings.Contains(o.url, "{rack}") {
 		if o.db == nil {
 			return nil, mgsFatal(failure.NexusDBNotConfigured, "the Nexus lockstep endpoint names {rack}: the sled table (fleet endpoint nexusDB) is needed to find the rack of SP %s", serial)
