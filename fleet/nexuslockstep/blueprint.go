@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,6 +19,10 @@ const (
 
 // ZoneNexus is a Nexus zone's zone_type.type.
 const ZoneNexus = "nexus"
+
+// externallyNetworked are the zone types with an external IP and a NIC
+// (omicron nexus/types/src/deployment/zone_type.rs external_networking).
+var externallyNetworked = map[string]bool{ZoneNexus: true, "external_dns": true, "boundary_ntp": true}
 
 // Blueprint is a blueprint as Nexus sent it, with the fields fleetsaga
 // reads typed. Its JSON is the raw document (with fleetsaga's edits).
@@ -157,9 +162,15 @@ func (bp *Blueprint) NexusGenerationOf(zone uuid.UUID) (uint64, bool) {
 // ChildExpunging is a child of bp (ID id) that expunges zone from sled as of
 // sled_agent_generation asOf: the sled's generation becomes asOf and the
 // zone's disposition expunged, not yet ready for cleanup (Nexus's planner
-// marks that from inventory). Everything else is bp's.
+// marks that from inventory). An in-service zone with external networking
+// leaving service bumps external_networking_generation, as omicron's
+// builder does (planning blueprint_builder/builder.rs,
+// is_external_networking_config_different; blippy calls a child without
+// the bump Fatal). Everything else is bp's.
 func (bp *Blueprint) ChildExpunging(id, sled, zone uuid.UUID, asOf uint64, creator, comment string, now time.Time) (*Blueprint, error) {
-	return bp.child(id, sled, creator, comment, now, func(s map[string]any) error {
+	z, ok := bp.Zone(sled, zone)
+	leavesNetwork := ok && z.Disposition.Kind == InService && externallyNetworked[z.ZoneType.Type]
+	child, err := bp.child(id, sled, creator, comment, now, func(s map[string]any) error {
 		z := zoneIn(s, zone)
 		if z == nil {
 			return fmt.Errorf("blueprint %s has no zone %s on sled %s", bp.ID, zone, sled)
@@ -169,6 +180,21 @@ func (bp *Blueprint) ChildExpunging(id, sled, zone uuid.UUID, asOf uint64, creat
 		z["disposition"] = map[string]any{"kind": Expunged, "as_of_generation": gen, "ready_for_cleanup": false}
 		return nil
 	})
+	if err != nil || !leavesNetwork {
+		return child, err
+	}
+	return child, child.bumpExternalNetworkingGeneration()
+}
+
+// bumpExternalNetworkingGeneration adds one to external_networking_generation.
+func (bp *Blueprint) bumpExternalNetworkingGeneration() error {
+	n, ok := bp.raw["external_networking_generation"].(json.Number)
+	gen, err := strconv.ParseUint(n.String(), 10, 64)
+	if !ok || err != nil {
+		return fmt.Errorf("blueprint %s: external_networking_generation %v is not a generation", bp.ID, bp.raw["external_networking_generation"])
+	}
+	bp.raw["external_networking_generation"] = json.Number(strconv.FormatUint(gen+1, 10))
+	return nil
 }
 
 // zoneIn is the raw config of a zone in a raw sled config, or nil.

@@ -47,7 +47,8 @@ type HostPhase2Input struct {
 // artifact into sled-agent's artifact store (its config listing it
 // first), the sled config naming it for that disk (through the target
 // blueprint when Nexus owns the config, else PUT by fleetsaga), then
-// inventory's boot_partitions until the disk holds it. Every step checks
+// inventory's boot_partitions until the disk holds it. The owner is
+// checked before anything is written. Every step checks
 // first, so a retry redoes nothing. The host must run from the disk of
 // the active slot (else a reboot is pending, or someone else changed it:
 // MismatchedHostOsActiveSlot).
@@ -68,6 +69,13 @@ func (a *MGSActivities) HostPhase2ToDisk(ctx context.Context, in HostPhase2Input
 	if holds(bp, disk, hash) {
 		a.event(ctx, in.AttemptID, "phase2-on-disk", "", fmt.Sprintf("disk %s of sled %s already holds phase 2 %s", disk, s.id, hash))
 		return nil
+	}
+	// The owner first: with it unknown or its target disabled, nothing is
+	// written (the artifact config's generation is Nexus's to move too:
+	// nexus/src/app/background/tasks/tuf_artifact_replication.rs).
+	// namePhase2 asks again, as the target may move meanwhile.
+	if _, err := a.sleds.owner(ctx, s); err != nil {
+		return err
 	}
 	if err := a.storeArtifact(ctx, s, in.Phase2, in.AttemptID); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetsaga/fleetsaga/failure"
 	"github.com/fleetsaga/fleetsaga/fleet"
+	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/fleet/nexusdb"
 	"github.com/fleetsaga/fleetsaga/fleet/nexuslockstep"
 )
@@ -20,7 +21,6 @@ import (
 // Nexus's MGS update driver owns that device (docs/CONFORMANCE.md §I).
 type NexusUpdate struct {
 	Blueprint       uuid.UUID `json:"blueprint"`
-	Enabled         bool      `json:"enabled"`
 	Component       string    `json:"component"`
 	ArtifactVersion string    `json:"artifactVersion"`
 }
@@ -41,13 +41,29 @@ func newOwnerLookup(ep fleet.Endpoints, hc *http.Client) ownerLookup {
 	return o
 }
 
+// switchRackUnknown: only sleds have a rack in Nexus's database a worker
+// can read. A switch's or power shelf's baseboard is in inventory
+// (hw_baseboard_id, inv_service_processor) with no rack, and omicron's
+// switch table is filled only by its test helpers (nexus/test-utils
+// resource_helpers.rs calls PUT /switch/{id}); the planner still plans
+// their updates (nexus/reconfigurator/planning/src/mgs_updates/mod.rs).
+const switchRackUnknown = "SP %s (serial %s) is not a sled's: the Nexus lockstep endpoint names {rack}, and Nexus's database records the rack of sleds only, " +
+	"so this SP's rack, and so its owner, is unknown; switch and power shelf SPs need a single-rack lockstep endpoint (no {rack}): " +
+	"run their updates from a worker whose --nexus-lockstep is that rack's Nexus"
+
 // pendingUpdate reads the target blueprint of the device's rack (found by
-// its baseboard serial in the sled table when the endpoint names {rack}).
+// its baseboard serial in the sled table when the endpoint names {rack};
+// a switch or power shelf SP is OwnerUnknown then, switchRackUnknown).
 // Only direct mode asks no owner. No endpoint, an endpoint that is not the
 // lockstep API, or a device the sled table does not know is OwnerUnknown;
 // other errors are retried (no update starts while the owner is unknown).
-// A disabled target still names its pending updates: Nexus owns them.
-func (o ownerLookup) pendingUpdate(ctx context.Context, serial, part string) (*NexusUpdate, error) {
+// A disabled target is TargetDisabled: Nexus skips executing it, so its
+// pending_mgs_updates never reach the MGS update driver, which may still
+// be carrying out those of the last enabled target (omicron
+// nexus/src/app/background/tasks/blueprint_execution.rs, "blueprint
+// disabled"; nexus/reconfigurator/execution/src/lib.rs
+// register_mgs_update_step): what the driver does is unknown.
+func (o ownerLookup) pendingUpdate(ctx context.Context, sp mgs.SpIdentifier, serial, part string) (*NexusUpdate, error) {
 	if o.direct {
 		return nil, nil
 	}
@@ -55,6 +71,9 @@ func (o ownerLookup) pendingUpdate(ctx context.Context, serial, part string) (*N
 		return nil, mgsFatal(failure.OwnerUnknown, "SP %s: %s", serial, fleet.NoOwnerConfigured)
 	}
 	rack := ""
+	if strings.Contains(o.url, "{rack}") && sp.Type != mgs.SpTypeSled {
+		return nil, mgsFatal(failure.OwnerUnknown, switchRackUnknown, sp, serial)
+	}
 	if strings.Contains(o.url, "{rack}") {
 		if o.db == nil {
 			return nil, mgsFatal(failure.NexusDBNotConfigured, "the Nexus lockstep endpoint names {rack}: the sled table (fleet endpoint nexusDB) is needed to find the rack of SP %s", serial)
@@ -76,11 +95,15 @@ func (o ownerLookup) pendingUpdate(ctx context.Context, serial, part string) (*N
 	if err != nil {
 		return nil, lockstepErr(err)
 	}
+	if !t.Enabled {
+		return nil, mgsFatal(failure.TargetDisabled, "SP %s: %s (Nexus's MGS update driver may still be updating the SPs of the last enabled target)",
+			serial, nexuslockstep.Disabled(t))
+	}
 	u := bp.PendingUpdateFor(serial, part)
 	if u == nil {
 		return nil, nil
 	}
-	return &NexusUpdate{Blueprint: t.TargetID, Enabled: t.Enabled, Component: u.Component(), ArtifactVersion: u.ArtifactVersion}, nil
+	return &NexusUpdate{Blueprint: t.TargetID, Component: u.Component(), ArtifactVersion: u.ArtifactVersion}, nil
 }
 
 // lockstepErr: retryable lockstep errors stay plain, others are typed.

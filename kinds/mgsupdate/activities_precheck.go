@@ -85,7 +85,7 @@ func (a *MGSActivities) MGSPrecheck(ctx context.Context, in PrecheckInput) (Prec
 		return out, mgsErr(err, "read SP state")
 	}
 	out.Serial, out.Model = st.SerialNumber, st.Model
-	if out.NexusUpdate, err = a.owner.pendingUpdate(ctx, st.SerialNumber, st.Model); err != nil {
+	if out.NexusUpdate, err = a.owner.pendingUpdate(ctx, in.SP, st.SerialNumber, st.Model); err != nil {
 		return out, err
 	}
 	if in.Component == mgs.ComponentHostBootFlash {

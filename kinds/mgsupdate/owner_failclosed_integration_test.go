@@ -61,9 +61,12 @@ func TestSPFirmwareWithoutAKnownOwnerStops(t *testing.T) {
 
 // A disabled target stops a host flash at its precheck, before phase 1 is
 // written: its phase 2 would be named through that target, and a disabled
-// target is an operator's pause. An SP update, which Nexus does not plan
-// for this device, still runs.
-func TestHostFlashStopsAtADisabledTarget(t *testing.T) {
+// target is an operator's pause. It stops an SP update too, though this
+// target plans none for the device: Nexus skips executing a disabled
+// target, so its MGS update driver may still hold the last enabled
+// target's updates (omicron nexus/src/app/background/tasks/blueprint_execution.rs,
+// nexus/reconfigurator/execution/src/lib.rs register_mgs_update_step).
+func TestSPAndHostUpdatesStopAtADisabledTarget(t *testing.T) {
 	st := newMGSStack(t, func(s *spec.Spec) { s.Racks[0].Owners = spec.RackOwners{MGSUpdates: spec.Off()} })
 	lc, tg, _ := st.targetBlueprint()
 	_, err := lc.SetTargetEnabled(context.Background(), tg.TargetID, false)
@@ -75,7 +78,7 @@ func TestHostFlashStopsAtADisabledTarget(t *testing.T) {
 	assert.False(t, now.Enabled, "fleetsaga did not enable the target")
 	assert.Equal(t, tg.TargetID, now.TargetID, "no blueprint of fleetsaga's made the target")
 
-	res, err := st.result(st.startWF(workflows.KindSPFirmware, st.spInput(1, "1.1.0"), mgsupdate.SPFirmwareUpdate))
-	require.NoError(t, err)
-	assert.Equal(t, mgsupdate.MGSOutcomeCompletedUpdate, res.Outcome)
+	msg = st.failsWith(workflows.KindSPFirmware, st.spInput(1, "1.1.0"), mgsupdate.SPFirmwareUpdate, 1, failure.TargetDisabled)
+	assert.Contains(t, msg, "target blueprint "+tg.TargetID.String()+" is disabled")
+	assert.Contains(t, msg, "MGS update driver may still be updating")
 }

@@ -364,6 +364,9 @@ func (a *ZoneActivities) PutConfigWithoutZone(ctx context.Context, in ZonePutInp
 	if in.ExpungedAsOf < 1 || in.Deadline.IsZero() {
 		return ZonePutResult{}, zoneFail(failure.InvalidZoneExpunge, "config PUT needs a generation and a deadline")
 	}
+	if err := a.requireDirectMode(fmt.Sprintf("write sled %s's config without zone %s", in.Sled, in.Zone)); err != nil {
+		return ZonePutResult{}, err
+	}
 	var hb zonePutHeartbeat
 	if activity.HasHeartbeatDetails(ctx) {
 		_ = activity.GetHeartbeatDetails(ctx, &hb)
@@ -596,6 +599,9 @@ type ZoneReassignResult struct {
 // the ledger before and after the move, so a retry loses none.
 func (a *ZoneActivities) ReassignNexusSagas(ctx context.Context, in ZoneReassignInput) (ZoneReassignResult, error) {
 	var out ZoneReassignResult
+	if err := a.requireDirectMode(fmt.Sprintf("move the sagas of Nexus %s", in.Zone)); err != nil {
+		return out, err
+	}
 	z, err := a.Store.ZoneDisposition(ctx, in.Zone)
 	if errors.Is(err, ledger.ErrZoneNotExpunged) {
 		return out, zoneFail(failure.GateNotProven, "zone %s is not expunged in the ledger", in.Zone)

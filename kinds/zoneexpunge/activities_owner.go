@@ -99,6 +99,19 @@ func (a *ZoneActivities) owner(ctx context.Context, sled uuid.UUID) (ownerView, 
 	return v, nil
 }
 
+// requireDirectMode refuses a direct write (a sled config PUT, a saga
+// move in Nexus's database) unless this worker is in direct mode now. The
+// precheck's mode is in the workflow's history: a run that chose direct
+// mode under an older build or configuration replays that choice, and its
+// write would land behind the rack's Nexus.
+func (a *ZoneActivities) requireDirectMode(what string) error {
+	if a.Fleet.DirectMode {
+		return nil
+	}
+	return zoneFail(failure.OwnerUnknown, "refusing to %s directly: this worker is not in direct mode, so the rack's Nexus may own it "+
+		"(run the expunge again to go through the target blueprint); %s", what, fleet.NoOwnerConfigured)
+}
+
 // ownerPrecheck adds the owner's view to a precheck: the mode, and in owner
 // mode the blueprint's generation and the zone's nexus_generation.
 func (a *ZoneActivities) ownerPrecheck(ctx context.Context, in ZonePrecheckInput, out *ZonePrecheck) error {
