@@ -167,7 +167,7 @@ func (r *rollout) runUpdate(ctx workflow.Context, st Stage, u PlanUpdate) Update
 		out.State, out.Outcome, out.Error = StateRefused, failure.TargetBusy, failure.Line(err)
 	default:
 		out.State, out.Error = workflows.StateFailed, failure.Line(err)
-		out.FailureType, out.Class = classify(err)
+		out.FailureType, out.Class = classifyOutcome(ctx, err)
 	}
 	return out
 }
@@ -179,4 +179,20 @@ func (r *rollout) startUpdate(cctx workflow.Context, st Stage, u PlanUpdate, reu
 	var res map[string]any
 	err := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(cctx, opts), kinds.Kinds[st.Kind].Workflow, u.Input).Get(cctx, &res)
 	return res, err
+}
+
+// codedClassesVersion marks the runs that class a coded failure type
+// (MGSRejected:<code>) by its base type; before it, coded types counted
+// as other. The DefaultVersion branch may go once no rollout started
+// before it can be open. Only a run that meets a coded failure asks, so
+// other histories carry no marker.
+const codedClassesVersion = "coded-failure-classes"
+
+// classifyOutcome is classify, as the run's version of it decides.
+func classifyOutcome(ctx workflow.Context, err error) (string, FailureClass) {
+	typ, class := classify(err)
+	if failure.Base(typ) != typ && workflow.GetVersion(ctx, codedClassesVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		class = ClassOther
+	}
+	return typ, class
 }
