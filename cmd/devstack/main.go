@@ -147,7 +147,7 @@ func upBackground(o devstack.StackOptions) error {
 	cmd := exec.Command(self, "serve", "--dir", o.Dir, "--bin", o.BinDir, "--ui-port", strconv.Itoa(o.UIPort),
 		"--fleetsim-spec", o.FleetsimSpec, "--workers", strconv.Itoa(o.Workers), "--persist="+strconv.FormatBool(o.PersistTemporal),
 		"--database", o.Database, "--temporal", o.Temporal, "--demo-signer="+strconv.FormatBool(o.DemoSigner),
-		"--prometheus="+strconv.FormatBool(o.Prometheus))
+		"--prometheus="+strconv.FormatBool(o.Prometheus), "--artifact-root", o.ArtifactRoot)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
