@@ -28,6 +28,12 @@ func URL(raw string) string {
 		slashes, rest = "//", rest[2:]
 	}
 	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		if tail := rest[at:]; strings.ContainsAny(rest[:at], "?#") && !strings.Contains(tail, "?") && strings.ContainsAny(tail, "=&") {
+			// The last "@" is in the query (a signed URL's
+			// GoogleAccessId=sa@project…&Signature=…), not after user
+			// info: everything after the scheme is hidden.
+			return scheme + slashes + Hidden
+		}
 		rest = Hidden + rest[at:]
 	}
 	rest, fragment, hasFragment := strings.Cut(rest, "#")
@@ -95,6 +101,13 @@ func secrets(raw string) []string {
 			if d, err := url.QueryUnescape(s); err == nil && d != s {
 				out = append(out, d)
 			}
+		}
+	}
+	if _, query, ok := strings.Cut(raw, "?"); ok { // every value after the first "?", whatever "@" follows
+		query, _, _ = strings.Cut(query, "#")
+		for _, kv := range strings.Split(query, "&") {
+			_, v, _ := strings.Cut(kv, "=")
+			add(v)
 		}
 	}
 	_, rest, _ := strings.Cut(raw, ":")
