@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -184,7 +185,7 @@ func startVersionedWorker(t *testing.T, e *testenv.Env, sim *fleetsim.Server, de
 		done <- workerapp.Run(wctx, e.Client, workerapp.Options{
 			TaskQueue: e.TaskQueue, Identity: identity, StopTimeout: time.Second,
 			DeploymentName: deployment, BuildID: build,
-		}, workerapp.Deps{Ledger: e.Store, Fleet: e.Endpoints(sim), HTTP: &http.Client{Timeout: 10 * time.Second},
+		}, workerapp.Deps{Ledger: e.Store, Fleet: e.Endpoints(sim), HTTP: &http.Client{Timeout: 10 * time.Second}, ArtifactRoot: os.TempDir(),
 			Log: e.Log, Identity: identity})
 	}()
 	t.Cleanup(func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -192,7 +193,7 @@ func startRealWorker(t *testing.T, env *testenv.Env, sim *fleetsim.Server) (stop
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	d := workerapp.Deps{Ledger: env.Store, Fleet: env.Endpoints(sim), HTTP: &http.Client{Timeout: 10 * time.Second},
+	d := workerapp.Deps{Ledger: env.Store, Fleet: env.Endpoints(sim), HTTP: &http.Client{Timeout: 10 * time.Second}, ArtifactRoot: os.TempDir(),
 		Log: env.Log, Identity: "restart-" + uuid.NewString()[:4]}
 	go func() {
 		done <- workerapp.Run(ctx, env.Client, workerapp.Options{TaskQueue: env.TaskQueue, Identity: d.Identity, StopTimeout: restartStopTimeout}, d)

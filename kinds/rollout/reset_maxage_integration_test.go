@@ -63,7 +63,7 @@ func TestRolloutResetPastTheMaxAgeContinuesWithItsRecordedStart(t *testing.T) {
 		require.NoError(t, reset.Get(ctx, nil), "the reset run ended at its start")
 	}
 
-	s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Stage: "one", PlanDigest: gate.Digest, Decision: approval.DecisionApprove}, "reviewed", now()), keys["alice"])
+	s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Stage: "one", Run: gate.RunID, PlanDigest: gate.Digest, Decision: approval.DecisionApprove}, "reviewed", now()), keys["alice"])
 	h, err := env.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
 		Args:         []any{workflows.Approval{By: "alice", Reason: "reviewed", Stage: "one", PlanDigest: gate.Digest, Signed: &s}},
 		WaitForStage: client.WorkflowUpdateStageCompleted})

@@ -71,7 +71,7 @@ func TestWorkerMinimumApprovalPolicyOverridesAWeakerPlan(t *testing.T) {
 	gate := awaitGate(ctx, t, env, id, "one")
 	require.Equal(t, "2 more approvals", gate.StillNeeded, "the worker's two approvers, not the plan's none")
 	approve := func(who string) {
-		s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Stage: "one", PlanDigest: gate.Digest, Decision: approval.DecisionApprove}, "reviewed", time.Now()), keys[who])
+		s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Stage: "one", Run: gate.RunID, PlanDigest: gate.Digest, Decision: approval.DecisionApprove}, "reviewed", time.Now()), keys[who])
 		h, err := env.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
 			Args:         []any{workflows.Approval{By: who, Reason: "reviewed", Stage: "one", PlanDigest: gate.Digest, Signed: &s}},
 			WaitForStage: client.WorkflowUpdateStageCompleted})
