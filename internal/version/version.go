@@ -5,7 +5,6 @@
 package version
 
 import (
-	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,21 +33,6 @@ func Compare(a, b string, rule Rule) int {
 		}
 	}
 	return 0
-}
-
-// TritonAgent is the agent install's rule (Triton's agent images): fields
-// between dots; two numbers compare as numbers (1.10.0 > 1.9.2), anything
-// else as text ("1.0.0-b" > "1.0.0-a").
-var TritonAgent = Rule{
-	split: func(v string) []string { return strings.Split(v, ".") },
-	field: func(x, y string) int {
-		nx, ex := strconv.Atoi(x)
-		ny, ey := strconv.Atoi(y)
-		if ex == nil && ey == nil {
-			return cmp.Compare(nx, ny)
-		}
-		return strings.Compare(x, y)
-	},
 }
 
 // MGS is the SP firmware's and host flash's rule (caboose and phase 1

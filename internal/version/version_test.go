@@ -7,20 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The agent install's cases (they were kinds/agents' CompareVersions').
-func TestTritonAgent(t *testing.T) {
-	for _, c := range []struct {
-		a, b string
-		want int
-	}{
-		{"1.10.0", "1.9.9", 1}, {"1.1", "1.1.1", -1}, {"2.0.0", "2.0.0", 0}, {"1.0.0-b", "1.0.0-a", 1},
-		// a number equal as a number is equal ("01" is 1)
-		{"1.01", "1.1", 0},
-	} {
-		assert.Equal(t, c.want, Compare(c.a, c.b, TritonAgent), "%s vs %s", c.a, c.b)
-	}
-}
-
 // The MGS kinds' cases (they were kinds/mgsupdate's CompareVersions').
 func TestMGS(t *testing.T) {
 	for _, c := range []struct {
