@@ -2,6 +2,8 @@
 # dev stack installs from Debian's packages when missing and run as root).
 
 GO        ?= go
+# bash for `set -o pipefail` (the test target's log).
+SHELL     := /bin/bash
 CACHE     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fleetsaga
 TEMPORAL  := $(CACHE)/bin/temporal-v1.5.1
 WFCHECK   := $(CACHE)/bin/workflowcheck-v0.6.0
@@ -70,8 +72,14 @@ $(TUISERVER):
 # Everything CI needs: lint, then unit + integration tests against a real
 # Temporal dev server and PostgreSQL (DATABASE_URL if it answers, else a
 # private cluster), all started and stopped here.
+# The packages' times, slowest first, are printed again at the end (the
+# log is .stack/test/go-test.log).
 test: tools build lint browser systemd prometheus
-	bin/devstack run --dir .stack/test --ui-port 0 --database fleetsaga_test -- $(GO) test $(TEST_FLAGS) ./...
+	@mkdir -p .stack/test
+	set -o pipefail; bin/devstack run --dir .stack/test --ui-port 0 --database fleetsaga_test -- $(GO) test $(TEST_FLAGS) ./... 2>&1 | tee .stack/test/go-test.log; \
+	  status=$$?; echo "package times, slowest first (10 s or more):"; \
+	  awk '($$1 == "ok" || $$1 == "FAIL") && $$3 ~ /s$$/ && $$3 + 0 >= 10 {print "  " $$3, $$1, $$2}' .stack/test/go-test.log | sort -rn; \
+	  exit $$status
 	cd tools && $(GO) test -count=1 ./temporalauthz/ ./cmd/...
 
 # The whole suite with every integration test's Temporal the real server on

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"go.temporal.io/sdk/activity"
@@ -26,9 +27,10 @@ type GateApprovalsInput struct {
 // signed approval counts only once its signature verifies again against
 // the worker's keyring, as the person who signed it (a row written with
 // SQL does not); an unsigned one (method "unsigned", typed name) only on
-// a worker without a keyring, where it is the only kind there is.
+// a worker without a keyring, where it is the only kind there is. The
+// approvals a pass of the gate spent (SpendGateApprovals) do not count.
 func (a *ApprovalActivities) GateApprovals(ctx context.Context, in GateApprovalsInput) ([]string, error) {
-	in.Gate.Decision, in.Gate.Run = approval.DecisionApprove, in.RunID
+	in.Gate.Decision, in.Gate.Run, in.Gate.TemporalNamespace = approval.DecisionApprove, in.RunID, namespace(ctx)
 	if !a.Keyring.Configured() {
 		return a.unsignedApprovers(ctx, in)
 	}
@@ -36,14 +38,18 @@ func (a *ApprovalActivities) GateApprovals(ctx context.Context, in GateApprovals
 }
 
 func (a *ApprovalActivities) unsignedApprovers(ctx context.Context, in GateApprovalsInput) ([]string, error) {
+	key := gateStageKey(in.Gate.Stage, in.RunID)
+	spent, err := a.Store.GatePassedThrough(ctx, in.Gate.Rollout, key)
+	if err != nil {
+		return nil, err
+	}
 	all, err := a.Store.Approvals(ctx, in.Gate.Rollout)
 	if err != nil {
 		return nil, err
 	}
-	key := gateStageKey(in.Gate.Stage, in.RunID)
 	var out []string
 	for _, ap := range all {
-		if ap.Stage == key && ap.PlanDigest == in.Gate.PlanDigest && ap.Method == ledger.MethodUnsigned && ap.By != "" && !slices.Contains(out, ap.By) {
+		if ap.Stage == key && ap.Seq > spent && ap.PlanDigest == in.Gate.PlanDigest && ap.Method == ledger.MethodUnsigned && ap.By != "" && !slices.Contains(out, ap.By) {
 			out = append(out, ap.By)
 		}
 	}
@@ -55,8 +61,13 @@ func (a *ApprovalActivities) unsignedApprovers(ctx context.Context, in GateAppro
 // that does not is logged and not counted. A signature is used once: a
 // replay key that two rows of the rollout hold was copied (by a role that
 // may drop the unique index, and set seq to come first), and neither row
-// counts: which one is the original, the rows cannot say.
+// counts: which one is the original, the rows cannot say. The approvals
+// a pass of the gate spent are not listed.
 func countedApprovers(ctx context.Context, store *ledger.Store, keyring *approval.Keyring, key string, gate approval.Gate) ([]string, error) {
+	spent, err := store.GatePassedThrough(ctx, gate.Rollout, key)
+	if err != nil {
+		return nil, err
+	}
 	all, err := store.Approvals(ctx, gate.Rollout)
 	if err != nil {
 		return nil, err
@@ -67,7 +78,7 @@ func countedApprovers(ctx context.Context, store *ledger.Store, keyring *approva
 	}
 	var out []string
 	for _, ap := range all {
-		if ap.Stage != key || ap.PlanDigest != gate.PlanDigest {
+		if ap.Stage != key || ap.Seq <= spent || ap.PlanDigest != gate.PlanDigest {
 			continue
 		}
 		if uses[ap.ReplayKey] > 1 {
@@ -88,3 +99,30 @@ func countedApprovers(ctx context.Context, store *ledger.Store, keyring *approva
 	}
 	return out, nil
 }
+
+// SpendGateApprovals records that the gate opened on the approvals the
+// ledger holds for it: they approved this pass of its stage. A run an
+// operator resets to before the gate then needs new ones (GateApprovals
+// no longer counts them, VerifyApproval refuses them again). The pass
+// names the current run (a reset changes it, the original run ID stays):
+// a reset run whose gate would open again on the approvals another run's
+// pass spent (a reset to the task that scheduled this activity) is
+// refused, Spent, and its gate waits for new approvals. Idempotent for
+// its own run.
+func (a *ApprovalActivities) SpendGateApprovals(ctx context.Context, in GateApprovalsInput) error {
+	through, err := a.Store.RecordGatePass(ctx, in.Gate.Rollout, gateStageKey(in.Gate.Stage, in.RunID), currentRun(ctx))
+	if errors.Is(err, ledger.ErrSpent) {
+		return refusal(ctx, in.Gate, &approval.Refusal{Reason: approval.ReasonSpent,
+			Msg: "the gate's approvals opened it for a pass of its stage that already ran (before a reset): it needs new approvals"})
+	}
+	if err != nil {
+		return err
+	}
+	activity.GetLogger(ctx).Info("gate opened: its approvals are spent", "rollout", in.Gate.Rollout, "stage", in.Gate.Stage, "through seq", through)
+	return nil
+}
+
+// currentRun is the run ID of the workflow the activity runs for, as the
+// worker knows it (never workflow input): a reset changes it. A variable
+// so tests can play a reset run.
+var currentRun = func(ctx context.Context) string { return activity.GetInfo(ctx).WorkflowExecution.RunID }

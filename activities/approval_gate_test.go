@@ -34,7 +34,7 @@ func TestGateApprovalsCountsOnlyWhatVerifiesAgain(t *testing.T) {
 	ae := ts.NewTestActivityEnvironment()
 	ae.RegisterActivity(acts)
 	rollout := "fleetsaga/rollout/plan/forged-" + strings.ReplaceAll(t.Name(), "/", "-")
-	gate := approval.Gate{Rollout: rollout, Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("a1", 32), Decision: approval.DecisionApprove}
+	gate := approval.Gate{TemporalNamespace: sdkTestNamespace, Rollout: rollout, Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("a1", 32), Decision: approval.DecisionApprove}
 	policy := approval.Policy{Approvers: 3}
 	approve := func(key ssh.Signer, g approval.Gate) (activities.VerifyApprovalResult, error) {
 		signed := approvaltest.Sign(t, approvaltest.Statement(t, g, "reviewed", time.Now()), key)
@@ -85,7 +85,7 @@ func TestAnApprovalOfTheGatesNewPlanIsRecordedAndCounted(t *testing.T) {
 	ae := ts.NewTestActivityEnvironment()
 	ae.RegisterActivity(acts)
 	rollout := "fleetsaga/rollout/plan/replanned"
-	first := approval.Gate{Rollout: rollout, Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("a1", 32), Decision: approval.DecisionApprove}
+	first := approval.Gate{TemporalNamespace: sdkTestNamespace, Rollout: rollout, Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("a1", 32), Decision: approval.DecisionApprove}
 	second := first
 	second.PlanDigest = strings.Repeat("b2", 32)
 	for _, g := range []approval.Gate{first, second} {
@@ -120,7 +120,7 @@ func TestACopiedApprovalDoesNotCountAtAnotherRunsGate(t *testing.T) {
 	var ts testsuite.WorkflowTestSuite
 	ae := ts.NewTestActivityEnvironment()
 	ae.RegisterActivity(acts)
-	gate := approval.Gate{Rollout: "fleetsaga/rollout/plan/again", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("c3", 32), Decision: approval.DecisionApprove}
+	gate := approval.Gate{TemporalNamespace: sdkTestNamespace, Rollout: "fleetsaga/rollout/plan/again", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("c3", 32), Decision: approval.DecisionApprove}
 	signed := approvaltest.Sign(t, approvaltest.Statement(t, gate, "reviewed", time.Now()), alice)
 	_, err = ae.ExecuteActivity(acts.VerifyApproval, activities.VerifyApprovalInput{Gate: gate, Signed: signed, RunID: "run-1"})
 	require.NoError(t, err)
@@ -144,6 +144,17 @@ func TestACopiedApprovalDoesNotCountAtAnotherRunsGate(t *testing.T) {
 
 	require.Empty(t, counted("run-2"), "the copy counts nowhere")
 	require.Empty(t, counted("run-1"), "a signature two rows hold counts for neither")
+}
+
+// oneSignerActs are approval activities on env's ledger whose keyring
+// trusts one SSH key, the principal name's, in a fresh activity environment.
+func oneSignerActs(t *testing.T, env *testenv.Env, name string) (ssh.Signer, *activities.ApprovalActivities, *testsuite.TestActivityEnvironment) {
+	t.Helper()
+	key := approvaltest.Key(t)
+	keyring, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, map[string]ssh.Signer{name: key})})
+	require.NoError(t, err)
+	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
+	return key, acts, approvalEnv(acts)
 }
 
 // approvalEnv registers acts in a fresh activity environment.
@@ -187,7 +198,7 @@ func TestAnApprovalMovedInTheLedgerToAnotherRunsGateDoesNotCount(t *testing.T) {
 	keyring, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, map[string]ssh.Signer{"alice": alice})})
 	require.NoError(t, err)
 	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
-	gate := approval.Gate{Rollout: "fleetsaga/rollout/plan/moved", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("d4", 32), Decision: approval.DecisionApprove}
+	gate := approval.Gate{TemporalNamespace: sdkTestNamespace, Rollout: "fleetsaga/rollout/plan/moved", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("d4", 32), Decision: approval.DecisionApprove}
 	signed := approvaltest.Sign(t, approvaltest.Statement(t, gate, "reviewed run 1", time.Now()), alice)
 	_, err = approveWith(acts, activities.VerifyApprovalInput{Gate: gate, Signed: signed, RunID: "run-1"})
 	require.NoError(t, err)
@@ -212,7 +223,7 @@ func TestARecordedApprovalOlderThanTheMaxAgeDoesNotCountAgain(t *testing.T) {
 	keyring, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, map[string]ssh.Signer{"alice": alice})})
 	require.NoError(t, err)
 	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
-	gate := approval.Gate{Rollout: "fleetsaga/rollout/plan/stale", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("d5", 32), Decision: approval.DecisionApprove}
+	gate := approval.Gate{TemporalNamespace: sdkTestNamespace, Rollout: "fleetsaga/rollout/plan/stale", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("d5", 32), Decision: approval.DecisionApprove}
 	signed := approvaltest.Sign(t, approvaltest.Statement(t, gate, "reviewed", time.Now()), alice)
 	_, err = approveWith(acts, activities.VerifyApprovalInput{Gate: gate, Signed: signed, RunID: "run-1"})
 	require.NoError(t, err)

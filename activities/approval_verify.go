@@ -2,7 +2,9 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
@@ -67,7 +69,7 @@ type VerifyApprovalResult struct {
 // whose details are the approval.Reason, and records nothing. Retried
 // after its write, it answers as the first time.
 func (a *ApprovalActivities) VerifyApproval(ctx context.Context, in VerifyApprovalInput) (VerifyApprovalResult, error) {
-	in.Gate.Decision, in.Gate.Run = approval.DecisionApprove, in.RunID
+	in.Gate.Decision, in.Gate.Run, in.Gate.TemporalNamespace = approval.DecisionApprove, in.RunID, namespace(ctx)
 	in.Policy = a.Minimum.Stricter(in.Policy)
 	if !a.Keyring.Configured() {
 		return a.acceptUnsigned(ctx, in)
@@ -78,11 +80,11 @@ func (a *ApprovalActivities) VerifyApproval(ctx context.Context, in VerifyApprov
 		return VerifyApprovalResult{}, refusal(ctx, in.Gate, err)
 	}
 	if !retry {
-		if err := a.Store.RecordApproval(ctx, approvalRow(key, v)); err != nil {
+		if err := a.Store.RecordGateApproval(ctx, approvalRow(key, v), currentRun(ctx)); err != nil {
 			if errors.Is(err, ledger.ErrReplayed) { // another approval took the key meanwhile
 				return VerifyApprovalResult{}, refusal(ctx, in.Gate, &approval.Refusal{Reason: approval.ReasonReplayed, Msg: "this signed approval was used before: sign a new one"})
 			}
-			return VerifyApprovalResult{}, err
+			return VerifyApprovalResult{}, spentRefusal(ctx, in.Gate, err)
 		}
 	}
 	activity.GetLogger(ctx).Info("approval accepted", "rollout", in.Gate.Rollout, "stage", in.Gate.Stage,
@@ -105,11 +107,11 @@ func (a *ApprovalActivities) acceptUnsigned(ctx context.Context, in VerifyApprov
 			Msg: "this stage's policy needs verified approvers, and the worker has no approval signers configured (--approval-allowed-signers, --approval-oidc-issuer)"})
 	}
 	activity.GetLogger(ctx).Warn("approval accepted UNSIGNED: the worker has no approval keyring, so who approved is not proved",
-		"rollout", in.Gate.Rollout, "stage", in.Gate.Stage, "by", in.By, "signature sent", in.Signed.SSHSig != "" || in.Signed.IDToken != "")
-	err := a.Store.RecordApproval(ctx, ledger.Approval{Rollout: in.Gate.Rollout, Stage: gateStageKey(in.Gate.Stage, in.RunID), By: in.By, Reason: in.Reason,
-		PlanDigest: in.Gate.PlanDigest, Method: ledger.MethodUnsigned})
+		"rollout", in.Gate.Rollout, "stage", in.Gate.Stage, "by", in.By, "signature sent", in.Signed.SSHSig != "" || in.Signed.SealedIDToken != "" || in.Signed.IDToken != "")
+	err := a.Store.RecordGateApproval(ctx, ledger.Approval{Rollout: in.Gate.Rollout, Stage: gateStageKey(in.Gate.Stage, in.RunID), By: in.By, Reason: in.Reason,
+		PlanDigest: in.Gate.PlanDigest, Method: ledger.MethodUnsigned}, currentRun(ctx))
 	if err != nil {
-		return VerifyApprovalResult{}, err
+		return VerifyApprovalResult{}, spentRefusal(ctx, in.Gate, err)
 	}
 	return VerifyApprovalResult{Principal: approval.Principal{Name: in.By, Method: approval.MethodUnsigned}, Reason: in.Reason}, nil
 }
@@ -131,13 +133,18 @@ type VerifyStartInput struct {
 // (the starter four eyes excludes). A refusal is as VerifyApproval's; a
 // worker with no keyring verifies nothing and answers no principal.
 func (a *ApprovalActivities) VerifyStart(ctx context.Context, in VerifyStartInput) (approval.Principal, error) {
+	if in.Signed.IDToken != "" && !a.Keyring.Configured() {
+		// Refused even here: the token is exposed in the history (a run
+		// started before the workflow refused it itself).
+		return approval.Principal{}, refusal(ctx, approval.Gate{Rollout: in.Rollout, PlanDigest: in.PlanDigest, Decision: approval.DecisionStart}, approval.ErrRawIDToken)
+	}
 	if !a.Keyring.Configured() {
 		// Nothing to check against: the start counts as unsigned (its
 		// starter unknown), as the starter's ssh-agent may sign by default.
 		activity.GetLogger(ctx).Warn("rollout start not verified: the worker has no approval keyring", "rollout", in.Rollout)
 		return approval.Principal{}, nil
 	}
-	gate := approval.Gate{Rollout: in.Rollout, PlanDigest: in.PlanDigest, Decision: approval.DecisionStart}
+	gate := approval.Gate{TemporalNamespace: namespace(ctx), Rollout: in.Rollout, PlanDigest: in.PlanDigest, Decision: approval.DecisionStart}
 	stage := startStagePrefix + in.RunID
 	v, _, retry, err := a.Keyring.Check(ctx, in.Signed, gate, approval.Policy{}, "", gateHistory{a.Store, a.Keyring, stage, ""})
 	if err != nil {
@@ -155,10 +162,44 @@ func (a *ApprovalActivities) VerifyStart(ctx context.Context, in VerifyStartInpu
 	return v.Principal, nil
 }
 
+// namespace is the Temporal namespace of the workflow the activity runs
+// for: the worker's own answer, never workflow input, so an approval
+// signed for a rollout in another namespace does not verify here.
+func namespace(ctx context.Context) string { return activity.GetInfo(ctx).WorkflowNamespace }
+
+// RawStartInput is a start that came with an ID token in plain text:
+// its statement, never the token.
+type RawStartInput struct {
+	Rollout    string `json:"rollout"`
+	RunID      string `json:"runId"`
+	PlanDigest string `json:"planDigest"`
+	Payload    string `json:"payload"`
+}
+
+// RefuseRawStart marks a raw-token start's statement exposed in the
+// ledger, so no sealed copy of that token counts later (a history reader
+// could seal one), and refuses the start (UnsealedToken). The workflow
+// sends the statement alone: the token stays in its start event only.
+func (a *ApprovalActivities) RefuseRawStart(ctx context.Context, in RawStartInput) error {
+	gate := approval.Gate{TemporalNamespace: namespace(ctx), Rollout: in.Rollout, PlanDigest: in.PlanDigest, Decision: approval.DecisionStart}
+	return refusal(ctx, gate, approval.Expose(ctx, in.Payload, gate, gateHistory{a.Store, a.Keyring, startStagePrefix + in.RunID, ""}))
+}
+
 func approvalRow(stage string, v approval.Verified) ledger.Approval {
 	return ledger.Approval{Rollout: v.Statement.Rollout, Stage: stage, By: v.Principal.Name, Reason: v.Statement.Reason,
 		PlanDigest: v.Statement.PlanDigest, Principal: v.Principal.Name, Method: string(v.Principal.Method),
 		KeyFingerprint: v.Principal.KeyFingerprint, Signature: v.Signature, Payload: v.Payload, ReplayKey: v.ReplayKey}
+}
+
+// spentRefusal refuses an approval that arrived once this run's gate had
+// opened (ledger.ErrSpent): it would approve no pass, and after a reset
+// it would open the gate for one it was not given for.
+func spentRefusal(ctx context.Context, gate approval.Gate, err error) error {
+	if !errors.Is(err, ledger.ErrSpent) {
+		return err
+	}
+	return refusal(ctx, gate, &approval.Refusal{Reason: approval.ReasonSpent,
+		Msg: "this gate opened before this approval was recorded: it approves no pass; after a reset, sign a new one for the gate then"})
 }
 
 // refusal makes a *approval.Refusal the catalogue's non-retryable error;
@@ -189,10 +230,41 @@ func (h gateHistory) Used(ctx context.Context, replayKey string) (*approval.Use,
 		return nil, err
 	}
 	u := &approval.Use{Rollout: a.Rollout, Stage: a.Stage, Principal: a.Principal, Payload: a.Payload}
-	if u.Stage == h.key {
-		u.Stage = h.stage
+	if u.Stage != h.key {
+		return u, nil
 	}
+	spent, err := h.store.GatePassedThrough(ctx, a.Rollout, h.key)
+	if err != nil {
+		return nil, err
+	}
+	if a.Seq <= spent {
+		// A reset to before the gate re-applies the approve update that
+		// opened it: that approval approved the pass that ran.
+		return nil, &approval.Refusal{Reason: approval.ReasonSpent,
+			Msg: "this signed approval (by " + a.Principal + ") opened this gate for a pass of its stage that already ran: sign a new one for this pass"}
+	}
+	u.Stage = h.stage
 	return u, nil
+}
+
+func (h gateHistory) Recorded(ctx context.Context, g approval.Gate, payload string) (*approval.Verified, error) {
+	a, err := h.store.ApprovalByPayload(ctx, g.Rollout, h.key, payload)
+	if a == nil || err != nil {
+		return nil, err
+	}
+	p := approval.Principal{Name: a.Principal, Method: approval.Method(a.Method), KeyFingerprint: a.KeyFingerprint}
+	if issuer, subject, ok := strings.Cut(a.KeyFingerprint, "#"); ok && p.Method == approval.MethodOIDC {
+		p.ID = approval.OIDCIdentity(issuer, subject)
+	}
+	return &approval.Verified{Principal: p, Payload: a.Payload, Signature: a.Signature, ReplayKey: a.ReplayKey}, nil
+}
+
+func (h gateHistory) Expose(ctx context.Context, g approval.Gate, key string) error {
+	return h.store.RecordExposed(ctx, key, g.Rollout, h.key)
+}
+
+func (h gateHistory) Exposed(ctx context.Context, key string) (bool, error) {
+	return h.store.Exposed(ctx, key)
 }
 
 func (h gateHistory) Approvers(ctx context.Context, g approval.Gate) ([]string, error) {
@@ -226,10 +298,37 @@ func StoredApprovalGate(a ledger.Approval) approval.Gate {
 }
 
 // CheckStoredApproval re-checks a ledger approval's signature and
-// statement offline (ledger.Store.VerifyAudit's check), against signers
-// (nil: against the key the signature names).
-func CheckStoredApproval(signers approval.AllowedSigners) func(ledger.Approval) error {
+// statement offline (ledger.AuditVerifier's check), against signers and
+// people (nil signers: against the key the signature names, which proves
+// nothing to whoever can write the ledger; see approval.VerifyStored).
+func CheckStoredApproval(signers approval.AllowedSigners, people approval.People) func(ledger.Approval) error {
 	return func(a ledger.Approval) error {
-		return approval.VerifyStored(signers, approval.Method(a.Method), a.Payload, a.Signature, a.KeyFingerprint, StoredApprovalGate(a))
+		if err := checkStoredAsSigned(a); err != nil {
+			return err
+		}
+		return approval.VerifyStored(signers, people, StoredRecord(a), StoredApprovalGate(a))
 	}
+}
+
+// checkStoredAsSigned: a worker records a signed approval's approver as
+// its principal and its reason as the signed statement's (approvalRow), so
+// a row that differs names someone, or something, nobody signed.
+func checkStoredAsSigned(a ledger.Approval) error {
+	if a.By != a.Principal {
+		return fmt.Errorf("recorded as approved by %q, but signed by principal %q", a.By, a.Principal)
+	}
+	var st approval.Statement
+	if err := json.Unmarshal([]byte(a.Payload), &st); err != nil {
+		return fmt.Errorf("stored statement does not parse: %v", err)
+	}
+	if a.Reason != st.Reason {
+		return fmt.Errorf("recorded reason %q is not the signed statement's %q", a.Reason, st.Reason)
+	}
+	return nil
+}
+
+// StoredRecord is a ledger approval as approval.Recorded.
+func StoredRecord(a ledger.Approval) approval.Recorded {
+	return approval.Recorded{Method: approval.Method(a.Method), Principal: a.Principal, KeyFingerprint: a.KeyFingerprint,
+		Signature: a.Signature, Payload: a.Payload, ReplayKey: a.ReplayKey}
 }

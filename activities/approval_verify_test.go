@@ -40,8 +40,8 @@ func TestVerifyApprovalOnTheLedger(t *testing.T) {
 	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
 
 	rollout := "fleetsaga/rollout/plan/q3"
-	canary := approval.Gate{Rollout: rollout, Stage: "canary", PlanDigest: strings.Repeat("a1", 32)}
-	rest := approval.Gate{Rollout: rollout, Stage: "rest", PlanDigest: strings.Repeat("b2", 32)}
+	canary := approval.Gate{TemporalNamespace: sdkTestNamespace, Rollout: rollout, Stage: "canary", PlanDigest: strings.Repeat("a1", 32)}
+	rest := approval.Gate{TemporalNamespace: sdkTestNamespace, Rollout: rollout, Stage: "rest", PlanDigest: strings.Repeat("b2", 32)}
 	policy := approval.Policy{Approvers: 2, FourEyes: true}
 	signed := func(who string, g approval.Gate) approval.Signed {
 		g.Decision = approval.DecisionApprove
@@ -78,7 +78,7 @@ func TestVerifyApprovalOnTheLedger(t *testing.T) {
 	}{
 		{"unsigned", approval.Signed{Payload: signed("carol", canary).Payload}, approval.ReasonUnsigned},
 		{"unknown key", signed("mallory", canary), approval.ReasonUnknownKey},
-		{"another digest", signed("carol", approval.Gate{Rollout: rollout, Stage: "canary", PlanDigest: strings.Repeat("ff", 32)}), approval.ReasonWrongGate},
+		{"another digest", signed("carol", approval.Gate{TemporalNamespace: sdkTestNamespace, Rollout: rollout, Stage: "canary", PlanDigest: strings.Repeat("ff", 32)}), approval.ReasonWrongGate},
 		{"replayed from another gate", replayed, approval.ReasonWrongGate},
 		{"the starter, under four eyes", signed("alice", canary), approval.ReasonFourEyes},
 	} {
@@ -126,7 +126,7 @@ func TestVerifyApprovalOnTheLedger(t *testing.T) {
 	// What the ledger holds re-verifies offline.
 	signers, err := approval.ParseAllowedSigners(mustRead(t, approvaltest.AllowedSigners(t, allowedKeys)))
 	require.NoError(t, err)
-	v, err := env.Store.VerifyAudit(ctx, activities.CheckStoredApproval(signers))
+	v, err := env.Store.VerifyAudit(ctx, activities.CheckStoredApproval(signers, nil))
 	require.NoError(t, err)
 	require.Equal(t, 3, v.Signatures)
 }
@@ -149,7 +149,7 @@ func TestVerifyStartOnTheLedger(t *testing.T) {
 	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
 	rollout, digest := "fleetsaga/rollout/plan/q3", strings.Repeat("c3", 32)
 	start := func(key ssh.Signer, signedDigest string) (approval.Principal, error) {
-		st := approvaltest.Statement(t, approval.Gate{Rollout: rollout, PlanDigest: signedDigest, Decision: approval.DecisionStart}, "start plan q3", time.Now())
+		st := approvaltest.Statement(t, approval.Gate{TemporalNamespace: sdkTestNamespace, Rollout: rollout, PlanDigest: signedDigest, Decision: approval.DecisionStart}, "start plan q3", time.Now())
 		in := activities.VerifyStartInput{Rollout: rollout, RunID: "run-1", PlanDigest: digest, Signed: approvaltest.Sign(t, st, key)}
 		var ts testsuite.WorkflowTestSuite
 		ae := ts.NewTestActivityEnvironment()
@@ -192,8 +192,8 @@ func TestVerifyApprovalWithoutAKeyringAcceptsUnsignedAtDefaultGatesOnly(t *testi
 	ae := ts.NewTestActivityEnvironment()
 	ae.RegisterActivity(acts)
 	rollout := "fleetsaga/rollout/plan/nokeys"
-	gate := approval.Gate{Rollout: rollout, Stage: "canary", PlanDigest: strings.Repeat("e5", 32)}
-	somebody := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: rollout, Stage: "canary", PlanDigest: gate.PlanDigest, Decision: approval.DecisionApprove},
+	gate := approval.Gate{TemporalNamespace: sdkTestNamespace, Rollout: rollout, Stage: "canary", PlanDigest: strings.Repeat("e5", 32)}
+	somebody := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{TemporalNamespace: sdkTestNamespace, Rollout: rollout, Stage: "canary", PlanDigest: gate.PlanDigest, Decision: approval.DecisionApprove},
 		"ok", time.Now()), approvaltest.Key(t))
 
 	_, err = ae.ExecuteActivity(acts.VerifyApproval, activities.VerifyApprovalInput{Gate: gate, Policy: approval.Policy{Approvers: 2}, By: "alice", Reason: "ok"})
@@ -220,7 +220,7 @@ func TestVerifyApprovalWithoutAKeyringAcceptsUnsignedAtDefaultGatesOnly(t *testi
 	require.NoError(t, v.Get(&starter))
 	require.Empty(t, starter.Name, "nothing proves who started it")
 
-	audit, err := env.Store.VerifyAudit(ctx, activities.CheckStoredApproval(nil))
+	audit, err := env.Store.VerifyAudit(ctx, activities.CheckStoredApproval(nil, nil))
 	require.NoError(t, err)
 	require.Zero(t, audit.Signatures)
 }
@@ -239,7 +239,7 @@ func TestVerifyApprovalWithoutAKeyringRefusesARunWithAVerifiedStart(t *testing.T
 	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
 	ae.RegisterActivity(acts)
 	rollout := "fleetsaga/rollout/plan/verified-start"
-	gate := approval.Gate{Rollout: rollout, Stage: "canary", PlanDigest: strings.Repeat("e6", 32)}
+	gate := approval.Gate{TemporalNamespace: sdkTestNamespace, Rollout: rollout, Stage: "canary", PlanDigest: strings.Repeat("e6", 32)}
 	_, err = ae.ExecuteActivity(acts.VerifyApproval, activities.VerifyApprovalInput{Gate: gate, Policy: approval.Policy{Approvers: 1}, Starter: "ssh:carol", By: "alice", Reason: "ok"})
 	require.ErrorContains(t, err, "start was verified, so only verified approvals count")
 	require.ErrorContains(t, err, string(approval.ReasonNoKeyring))
@@ -275,7 +275,7 @@ func TestAReusedNonceOverAnotherPlanIsRefusedAsReplayed(t *testing.T) {
 	keyring, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, map[string]ssh.Signer{"alice": alice})})
 	require.NoError(t, err)
 	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
-	first := approval.Gate{Rollout: "fleetsaga/rollout/plan/nonce", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("e5", 32), Decision: approval.DecisionApprove}
+	first := approval.Gate{TemporalNamespace: sdkTestNamespace, Rollout: "fleetsaga/rollout/plan/nonce", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("e5", 32), Decision: approval.DecisionApprove}
 	second := first
 	second.PlanDigest = strings.Repeat("f6", 32)
 	st1 := approvaltest.Statement(t, first, "reviewed plan 1", time.Now())
@@ -307,7 +307,7 @@ func TestOnePersonDoesNotCountTwiceWhenThePeopleFileArrives(t *testing.T) {
 	after, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: signers, People: people})
 	require.NoError(t, err)
 
-	gate := approval.Gate{Rollout: "fleetsaga/rollout/plan/people", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("a7", 32), Decision: approval.DecisionApprove}
+	gate := approval.Gate{TemporalNamespace: sdkTestNamespace, Rollout: "fleetsaga/rollout/plan/people", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("a7", 32), Decision: approval.DecisionApprove}
 	policy := approval.Policy{Approvers: 2}
 	_, err = approveWith(&activities.ApprovalActivities{Store: env.Store, Keyring: before}, activities.VerifyApprovalInput{Gate: gate, Policy: policy, RunID: "run-1",
 		Signed: approvaltest.Sign(t, approvaltest.Statement(t, gate, "first", time.Now()), alice)})
@@ -334,7 +334,7 @@ func TestTheLegacyStarterMayNotApproveHerOwnRolloutAcrossTheUpgrade(t *testing.T
 	keyring, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, map[string]ssh.Signer{"alice": alice})})
 	require.NoError(t, err)
 	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
-	gate := approval.Gate{Rollout: "fleetsaga/rollout/plan/upgrade", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("b8", 32), Decision: approval.DecisionApprove}
+	gate := approval.Gate{TemporalNamespace: sdkTestNamespace, Rollout: "fleetsaga/rollout/plan/upgrade", Run: "run-1", Stage: "canary", PlanDigest: strings.Repeat("b8", 32), Decision: approval.DecisionApprove}
 	_, err = approveWith(acts, activities.VerifyApprovalInput{Gate: gate, Policy: approval.Policy{FourEyes: true}, RunID: "run-1",
 		Starter: "alice", // what VerifyStart answered before identities
 		Signed:  approvaltest.Sign(t, approvaltest.Statement(t, gate, "lgtm", time.Now()), alice)})

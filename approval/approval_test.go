@@ -45,8 +45,10 @@ func requireRefused(t *testing.T, err error, reason approval.Reason) {
 
 // history is the ledger's memory of replay keys and approvers.
 type history struct {
-	used  map[string]approval.Use
-	sofar []string
+	used     map[string]approval.Use
+	sofar    []string
+	recorded []approval.Verified
+	exposed  map[string]bool
 }
 
 func (h *history) Used(_ context.Context, key string) (*approval.Use, error) {
@@ -58,6 +60,25 @@ func (h *history) Used(_ context.Context, key string) (*approval.Use, error) {
 
 func (h *history) Approvers(context.Context, approval.Gate) ([]string, error) { return h.sofar, nil }
 
+func (h *history) Recorded(_ context.Context, g approval.Gate, payload string) (*approval.Verified, error) {
+	for _, v := range h.recorded {
+		if u := h.used[v.ReplayKey]; u.Rollout == g.Rollout && u.Stage == g.Stage && v.Payload == payload {
+			return &v, nil
+		}
+	}
+	return nil, nil
+}
+
+func (h *history) Expose(_ context.Context, _ approval.Gate, key string) error {
+	if h.exposed == nil {
+		h.exposed = map[string]bool{}
+	}
+	h.exposed[key] = true
+	return nil
+}
+
+func (h *history) Exposed(_ context.Context, key string) (bool, error) { return h.exposed[key], nil }
+
 // record is what the activity does with an accepted approval.
 func (h *history) record(g approval.Gate, v approval.Verified) {
 	if h.used == nil {
@@ -65,6 +86,7 @@ func (h *history) record(g approval.Gate, v approval.Verified) {
 	}
 	h.used[v.ReplayKey] = approval.Use{Rollout: g.Rollout, Stage: g.Stage, Principal: v.Principal.Name, Payload: v.Payload}
 	h.sofar = append(h.sofar, v.Principal.Name)
+	h.recorded = append(h.recorded, approval.Verified{Principal: v.Principal, Payload: v.Payload, Signature: v.Signature, ReplayKey: v.ReplayKey})
 }
 
 func check(k *approval.Keyring, s approval.Signed, p approval.Policy, starter string, h *history) (approval.Verified, approval.Needed, error) {
@@ -94,9 +116,9 @@ func TestSignedApprovalByAnAllowedKeyIsAccepted(t *testing.T) {
 	require.Error(t, err, "a line without principals is not an allowed signer")
 	signers, err = approval.ParseAllowedSigners(append([]byte("alice@example.com "), ssh.MarshalAuthorizedKey(alice.PublicKey())...))
 	require.NoError(t, err)
-	require.NoError(t, approval.VerifyStored(signers, v.Principal.Method, v.Payload, v.Signature, v.Principal.KeyFingerprint, gate))
+	require.NoError(t, approval.VerifyStored(signers, nil, recorded(v, v.Payload), gate))
 	tampered := strings.Replace(v.Payload, "canary sleds healthy", "canary sleds on fire", 1)
-	require.Error(t, approval.VerifyStored(signers, v.Principal.Method, tampered, v.Signature, v.Principal.KeyFingerprint, gate))
+	require.Error(t, approval.VerifyStored(signers, nil, recorded(v, tampered), gate))
 }
 
 func TestRefusedApprovalsSayWhy(t *testing.T) {
@@ -190,4 +212,9 @@ func TestAllowedSignersRefusesWhatItCannotHonour(t *testing.T) {
 	s, err := approval.ParseAllowedSigners([]byte("# ops\n\nalice,alice@example.com namespaces=\"git,fleetsaga\" " + key))
 	require.NoError(t, err)
 	require.Len(t, s, 1)
+}
+
+func recorded(v approval.Verified, payload string) approval.Recorded {
+	return approval.Recorded{Method: v.Principal.Method, Principal: v.Principal.Name, KeyFingerprint: v.Principal.KeyFingerprint,
+		Signature: v.Signature, Payload: payload, ReplayKey: v.ReplayKey}
 }

@@ -26,35 +26,36 @@ func oidcClaims(iss *approvaltest.Issuer, sub, email string, st approval.Stateme
 // token is the same token.
 func TestAnIDTokenWithATrailingNewlineIsTheSameToken(t *testing.T) {
 	iss := approvaltest.StartIssuer(t)
-	k, err := approval.LoadKeyring(approval.KeyringConfig{OIDCIssuer: iss.URL, OIDCAudience: "fleetsaga", AllowHTTPIssuer: true})
+	ts := approvaltest.NewTokenSealer(t)
+	k, err := approval.LoadKeyring(approval.KeyringConfig{OIDCIssuer: iss.URL, OIDCAudience: "fleetsaga", TokenKeys: []string{ts.Key}, AllowHTTPIssuer: true})
 	require.NoError(t, err)
 	k = k.WithClock(func() time.Time { return now })
 	st := statement(t, gate, now)
 	tok := iss.Token(t, oidcClaims(iss, "u-123", "dana@example.com", st))
 	h := &history{}
-	v, _, err := check(k, approval.WithIDToken(st, tok), approval.Policy{}, "", h)
+	v, _, err := check(k, ts.Seal(t, st, tok), approval.Policy{}, "", h)
 	require.NoError(t, err)
 
-	again, err := k.Verify(t.Context(), approval.WithIDToken(st, tok+"\n"), gate)
+	again, err := k.Verify(t.Context(), ts.Seal(t, st, tok+"\n"), gate)
 	require.NoError(t, err, "go-jose accepts the re-encoded token")
 	require.Equal(t, v.ReplayKey, again.ReplayKey, "one token, one replay key")
 
 	otherGate := gate
 	otherGate.Rollout = "fleetsaga/rollout/plan/other"
 	elsewhere := statement(t, otherGate, now)
-	_, _, _, err = k.Check(t.Context(), approval.WithIDToken(elsewhere, tok+"\n"), otherGate, approval.Policy{}, "", h)
+	_, _, _, err = k.Check(t.Context(), ts.Seal(t, elsewhere, tok+"\n"), otherGate, approval.Policy{}, "", h)
 	requireRefused(t, err, approval.ReasonWrongGate)
 
 	// Recorded at another stage, the re-encoded token is a replay.
 	h.used[v.ReplayKey] = approval.Use{Rollout: gate.Rollout, Stage: "rest", Principal: v.Principal.Name}
-	_, _, err = check(k, approval.WithIDToken(st, tok+"\n"), approval.Policy{}, "", h)
+	_, _, err = check(k, ts.Seal(t, st, tok+"\n"), approval.Policy{}, "", h)
 	requireRefused(t, err, approval.ReasonReplayed)
 
 	withJTI := func(jti string) approval.Verified {
 		s := statement(t, gate, now)
 		c := oidcClaims(iss, "u-123", "dana@example.com", s)
 		c["jti"] = jti
-		v, err := k.Verify(t.Context(), approval.WithIDToken(s, iss.Token(t, c)), gate)
+		v, err := k.Verify(t.Context(), ts.Seal(t, s, iss.Token(t, c)), gate)
 		require.NoError(t, err)
 		return v
 	}
@@ -67,19 +68,20 @@ func TestAnIDTokenWithATrailingNewlineIsTheSameToken(t *testing.T) {
 // person, and an identity it does not name fails closed.
 func TestFourEyesComparesPersonsNotNames(t *testing.T) {
 	iss := approvaltest.StartIssuer(t)
+	ts := approvaltest.NewTokenSealer(t)
 	alice, bob := newKey(t), newKey(t)
 	people := filepath.Join(t.TempDir(), "people")
 	require.NoError(t, os.WriteFile(people, []byte("# who is who\nalice ssh:alice oidc:"+iss.URL+"#u-alice\nbob ssh:bob\n"), 0o600))
 	load := func(people string) *approval.Keyring {
 		k, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, map[string]ssh.Signer{"alice": alice, "bob": bob}),
-			OIDCIssuer: iss.URL, OIDCAudience: "fleetsaga", AllowHTTPIssuer: true, People: people})
+			OIDCIssuer: iss.URL, OIDCAudience: "fleetsaga", TokenKeys: []string{ts.Key}, AllowHTTPIssuer: true, People: people})
 		require.NoError(t, err)
 		return k.WithClock(func() time.Time { return now })
 	}
 	k := load(people)
 	byOIDC := func(sub, email string) approval.Signed {
 		st := statement(t, gate, now)
-		return approval.WithIDToken(st, iss.Token(t, oidcClaims(iss, sub, email, st)))
+		return ts.Seal(t, st, iss.Token(t, oidcClaims(iss, sub, email, st)))
 	}
 	fourEyes := approval.Policy{FourEyes: true}
 	two := approval.Policy{Approvers: 2}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -42,6 +41,10 @@ type KeyringConfig struct {
 	AllowHTTPIssuer bool
 	People          string // path of a people file (ParsePeople); "": none
 	MaxAge          time.Duration
+	// TokenKeys are the paths of the token-sealing private keys the ID
+	// tokens are sealed to (tokenseal.go): the current one and, during a
+	// rotation, the one it replaces.
+	TokenKeys []string
 }
 
 // Configured reports whether any signer is configured.
@@ -52,7 +55,9 @@ type Keyring struct {
 	configured bool // a signers file or an issuer was given
 	signers    AllowedSigners
 	oidc       *oidcSigners
+	tokenKeys  tokenKeys
 	people     People
+	files      *keyFiles // where signers and people are read from again (keyring_reload.go)
 	maxAge     time.Duration
 	now        func() time.Time
 }
@@ -73,15 +78,6 @@ func LoadKeyring(c KeyringConfig) (*Keyring, error) {
 	if k.maxAge <= 0 {
 		k.maxAge = DefaultMaxAge
 	}
-	if c.AllowedSigners != "" {
-		b, err := os.ReadFile(c.AllowedSigners)
-		if err != nil {
-			return nil, fmt.Errorf("approval keyring: %w", err)
-		}
-		if k.signers, err = ParseAllowedSigners(b); err != nil {
-			return nil, fmt.Errorf("approval keyring %s: %w", c.AllowedSigners, err)
-		}
-	}
 	if (c.OIDCIssuer == "") != (c.OIDCAudience == "") {
 		return nil, fmt.Errorf("approval keyring: an OIDC issuer needs its audience (client ID) and the other way round")
 	}
@@ -91,16 +87,14 @@ func LoadKeyring(c KeyringConfig) (*Keyring, error) {
 		}
 		k.oidc = &oidcSigners{issuer: c.OIDCIssuer, audience: c.OIDCAudience, subjects: c.OIDCSubjects, groups: c.OIDCGroups}
 	}
-	if c.People != "" {
-		b, err := os.ReadFile(c.People)
-		if err != nil {
-			return nil, fmt.Errorf("approval people: %w", err)
-		}
-		if k.people, err = ParsePeople(b); err != nil {
-			return nil, fmt.Errorf("approval people %s: %w", c.People, err)
-		}
-		if len(k.people) == 0 {
-			return nil, fmt.Errorf("approval people %s names no one: four eyes could tell no one apart", c.People)
+	var err error
+	if k.tokenKeys, err = loadTokenKeys(c.TokenKeys); err != nil {
+		return nil, fmt.Errorf("approval keyring: %w", err)
+	}
+	if c.AllowedSigners != "" || c.People != "" {
+		k.files = &keyFiles{signersPath: c.AllowedSigners, peoplePath: c.People}
+		if k.signers, k.people, err = k.files.load(); err != nil {
+			return nil, err
 		}
 	}
 	return k, nil

@@ -14,7 +14,8 @@ import (
 
 func TestOIDCTokenFromARealIssuer(t *testing.T) {
 	iss := approvaltest.StartIssuer(t)
-	k, err := approval.LoadKeyring(approval.KeyringConfig{OIDCIssuer: iss.URL, OIDCAudience: "fleetsaga",
+	ts := approvaltest.NewTokenSealer(t)
+	k, err := approval.LoadKeyring(approval.KeyringConfig{OIDCIssuer: iss.URL, OIDCAudience: "fleetsaga", TokenKeys: []string{ts.Key},
 		OIDCGroups: []string{"sp-admins"}, AllowHTTPIssuer: true})
 	require.NoError(t, err)
 	k = k.WithClock(func() time.Time { return now })
@@ -30,7 +31,7 @@ func TestOIDCTokenFromARealIssuer(t *testing.T) {
 	policy := approval.Policy{Allowed: []string{"group:sp-admins"}}
 
 	bind := func(c map[string]any) { c["nonce"] = approval.StatementDigest(st) }
-	bound := approval.WithIDToken(st, iss.Token(t, claims(now.Add(5*time.Minute), bind)))
+	bound := ts.Seal(t, st, iss.Token(t, claims(now.Add(5*time.Minute), bind)))
 	v, needed, err := check(k, bound, policy, "", nil)
 	require.NoError(t, err, "a token whose nonce is the statement's digest binds it")
 	id := "oidc:" + iss.URL + "#u-123"
@@ -43,7 +44,7 @@ func TestOIDCTokenFromARealIssuer(t *testing.T) {
 	}
 	// The email names no one: an unverified one, another person's, is
 	// still the issuer's subject u-123 approving.
-	unverified := approval.WithIDToken(st, iss.Token(t, claims(now.Add(5*time.Minute), also(func(c map[string]any) {
+	unverified := ts.Seal(t, st, iss.Token(t, claims(now.Add(5*time.Minute), also(func(c map[string]any) {
 		c["email"], c["email_verified"] = "alice@example.com", false
 	}))))
 	v, _, err = check(k, unverified, policy, "", nil)
@@ -65,13 +66,13 @@ func TestOIDCTokenFromARealIssuer(t *testing.T) {
 		{"several audiences, no azp", iss.Token(t, claims(now.Add(5*time.Minute), also(func(c map[string]any) { c["aud"] = []string{"fleetsaga", "grafana"} }))), approval.ReasonBadToken},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := check(k, approval.WithIDToken(st, tc.token), policy, "", nil)
+			_, _, err := check(k, ts.Seal(t, st, tc.token), policy, "", nil)
 			requireRefused(t, err, tc.want)
 			require.NotContains(t, err.Error(), tc.token, "no token in an error")
 		})
 	}
 
-	forged := approval.WithIDToken(st, iss.Token(t, claims(now.Add(5*time.Minute), bind))+"x")
+	forged := ts.Seal(t, st, iss.Token(t, claims(now.Add(5*time.Minute), bind))+"x")
 	_, _, err = check(k, forged, policy, "", nil)
 	requireRefused(t, err, approval.ReasonBadToken)
 }
@@ -85,7 +86,8 @@ func TestOIDCTokenFromARealIssuer(t *testing.T) {
 // replay of the first, and no one who can predict iat can take the key.
 func TestTwoTokensWithoutJTIIssuedInOneSecondAreTwoApprovals(t *testing.T) {
 	iss := approvaltest.StartIssuer(t)
-	k, err := approval.LoadKeyring(approval.KeyringConfig{OIDCIssuer: iss.URL, OIDCAudience: "fleetsaga", AllowHTTPIssuer: true})
+	ts := approvaltest.NewTokenSealer(t)
+	k, err := approval.LoadKeyring(approval.KeyringConfig{OIDCIssuer: iss.URL, OIDCAudience: "fleetsaga", TokenKeys: []string{ts.Key}, AllowHTTPIssuer: true})
 	require.NoError(t, err)
 	k = k.WithClock(func() time.Time { return now })
 	other := gate
@@ -94,7 +96,7 @@ func TestTwoTokensWithoutJTIIssuedInOneSecondAreTwoApprovals(t *testing.T) {
 	for _, g := range []approval.Gate{gate, other} {
 		h := &history{used: used}
 		st := statement(t, g, now)
-		signed := approval.WithIDToken(st, iss.Token(t, oidcClaims(iss, "u-dana", "dana@example.com", st)))
+		signed := ts.Seal(t, st, iss.Token(t, oidcClaims(iss, "u-dana", "dana@example.com", st)))
 		v, _, retry, err := k.Check(context.Background(), signed, g, approval.Policy{}, "", h)
 		require.NoError(t, err, "dana's approval of %s, with a token bound to it, counts", g.Rollout)
 		require.False(t, retry)

@@ -135,19 +135,38 @@ type History interface {
 	Used(ctx context.Context, replayKey string) (*Use, error)
 	// Approvers lists the principals who approved gate so far.
 	Approvers(ctx context.Context, gate Gate) ([]string, error)
+	// Recorded is the approval the ledger holds at gate whose statement
+	// is exactly payload (nil: none).
+	Recorded(ctx context.Context, gate Gate, payload string) (*Verified, error)
+	// Expose marks a statement whose ID token was seen in plain text
+	// (key: ExposedKey); Exposed says whether one was.
+	Expose(ctx context.Context, gate Gate, key string) error
+	Exposed(ctx context.Context, key string) (bool, error)
 }
 
 // Use is what a replay key approved: Payload is the statement as signed.
 type Use struct{ Rollout, Stage, Principal, Payload string }
 
 // Check is the whole decision on one signed approval at a gate: Verify
-// (its freshness only when the ledger has not recorded it for this gate),
+// (its freshness and namespace only when the ledger has not recorded it
+// for this gate),
 // then replay (the ledger's History), then the Policy given the rollout's
 // starter and the approvers so far. It returns the verified approval and
 // what the gate needs once it counts. retry says the same approval was
 // recorded for this gate before (an activity retried after its write):
 // it counts once and must not be recorded again.
 func (k *Keyring) Check(ctx context.Context, s Signed, gate Gate, p Policy, starter string, h History) (v Verified, needed Needed, retry bool, err error) {
+	if k, err = k.current(); err != nil {
+		return Verified{}, Needed{}, false, err
+	}
+	if s.IDToken != "" {
+		return Verified{}, Needed{}, false, k.refuseRawToken(ctx, s, gate, h)
+	}
+	if r, err := recordedStart(ctx, s, gate, h); err != nil {
+		return Verified{}, Needed{}, false, err
+	} else if r != nil {
+		return *r, Needed{}, true, nil
+	}
 	if v, err = k.verifyProof(ctx, s, gate); err != nil {
 		return Verified{}, Needed{}, false, err
 	}
@@ -165,10 +184,19 @@ func (k *Keyring) Check(ctx context.Context, s Signed, gate Gate, p Policy, star
 		if *use != (Use{Rollout: gate.Rollout, Stage: gate.Stage, Principal: v.Principal.Name, Payload: v.Payload}) {
 			return Verified{}, Needed{}, false, refuse(ReasonReplayed, "this signed approval (by %s) was used before: sign a new one", v.Principal.Name)
 		}
+		if err := k.trustRecorded(ctx, v, gate, h); err != nil {
+			return Verified{}, Needed{}, false, err
+		}
 		return v, p.StillNeeded(starter, sofar), true, nil
 	}
 	// Only now its age: a statement this run recorded (a reset run
 	// verifying its start again) was fresh when it was first seen.
+	if err := checkNamespace(v.Statement, gate); err != nil {
+		return Verified{}, Needed{}, false, err
+	}
+	if err := refuseExposed(ctx, v, h); err != nil {
+		return Verified{}, Needed{}, false, err
+	}
 	if err := k.fresh(v); err != nil {
 		return Verified{}, Needed{}, false, err
 	}

@@ -18,12 +18,13 @@ import (
 func TestARecordedStatementIsNotRefusedForItsAge(t *testing.T) {
 	alice := newKey(t)
 	iss := approvaltest.StartIssuer(t)
+	ts := approvaltest.NewTokenSealer(t)
 	k, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, map[string]gossh.Signer{"alice": alice}),
-		OIDCIssuer: iss.URL, OIDCAudience: "fleetsaga", AllowHTTPIssuer: true})
+		OIDCIssuer: iss.URL, OIDCAudience: "fleetsaga", TokenKeys: []string{ts.Key}, AllowHTTPIssuer: true})
 	require.NoError(t, err)
 	st := statement(t, gate, now)
 	bySSH := sign(t, st, alice)
-	tok := approval.WithIDToken(st, iss.Token(t, oidcClaims(iss, "u-123", "dana@example.com", st)))
+	tok := ts.Seal(t, st, iss.Token(t, oidcClaims(iss, "u-123", "dana@example.com", st)))
 	for _, s := range []approval.Signed{bySSH, tok} {
 		h := &history{}
 		v, _, err := check(k.WithClock(func() time.Time { return now }), s, approval.Policy{}, "", h)

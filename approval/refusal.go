@@ -17,12 +17,14 @@ const (
 	ReasonWrongGate       Reason = "WrongGate"       // signed for another rollout, stage, plan or decision
 	ReasonExpired         Reason = "Expired"         // the statement is older than the keyring's max age
 	ReasonReplayed        Reason = "Replayed"        // the nonce or token was used before
+	ReasonSpent           Reason = "Spent"           // it opened this gate for a pass that ran (before a reset)
 	ReasonNotAllowed      Reason = "NotAllowed"      // the principal may not approve this stage
 	ReasonFourEyes        Reason = "FourEyes"        // the rollout's starter may not approve it
 	ReasonAlreadyApproved Reason = "AlreadyApproved" // this principal approved this gate already
 	ReasonNoKeyring       Reason = "NoKeyring"       // the worker has no signers configured
 	ReasonUnboundToken    Reason = "UnboundToken"    // the ID token's nonce is not the statement's digest
 	ReasonUnknownPerson   Reason = "UnknownPerson"   // four eyes or distinct approvers, and who is who is not known
+	ReasonUnsealedToken   Reason = "UnsealedToken"   // an ID token in plain text, which the history would keep
 )
 
 // Refusal is a refused approval: one reason and one sentence, never a

@@ -28,6 +28,10 @@ type Recorded struct {
 // token (a bearer credential), so nothing can be verified again: it is
 // refused, and its approver approves again. A refusal is a *Refusal.
 func (k *Keyring) Reverify(r Recorded, gate Gate) (Principal, error) {
+	k, err := k.current()
+	if err != nil {
+		return Principal{}, err
+	}
 	if r.Method != MethodSSH {
 		return Principal{}, refuse(ReasonUnsigned, "a recorded %q approval keeps no signature to verify again: approve again", r.Method)
 	}
@@ -52,6 +56,11 @@ func (k *Keyring) Reverify(r Recorded, gate Gate) (Principal, error) {
 	}
 	if err := checkGate(st, gate); err != nil {
 		return Principal{}, err
+	}
+	if st.TemporalNamespace != "" { // "": recorded before namespaces were signed; its run binds it
+		if err := checkNamespace(st, gate); err != nil {
+			return Principal{}, err
+		}
 	}
 	id := SSHIdentity(name)
 	person, _ := k.person(id)

@@ -24,13 +24,6 @@ func SignSSH(st Statement, signer ssh.Signer) (Signed, error) {
 // statement's digest (StatementDigest).
 const IDTokenNonceEnv = "FLEETSAGA_ID_TOKEN_NONCE"
 
-// WithIDToken carries st with an OIDC ID token instead of a signature.
-// The token counts only if its nonce is StatementDigest(st): asked for
-// with that nonce, it binds the statement.
-func WithIDToken(st Statement, token string) Signed {
-	return Signed{Payload: string(st.Payload()), IDToken: token}
-}
-
 // StatementDigest is the hex SHA-256 of st's payload, the nonce an ID
 // token bound to st carries.
 func StatementDigest(st Statement) string { return digest(st.Payload()) }

@@ -1,7 +1,8 @@
 // Package approval signs and verifies what an operator approves: a
 // rollout's start and each approval at its gates. An operator signs a
 // Statement with their own SSH key (SSHSIG, the format git uses, namespace
-// "fleetsaga") or presents an OIDC ID token; the worker checks it against
+// "fleetsaga") or presents an OIDC ID token, sealed to the workers' key
+// (tokenseal.go); the worker checks it against
 // its Keyring (configuration, never workflow input), against the gate it is
 // for, its age, replay and the stage's Policy. The package does no I/O
 // beyond reading the keyring and has no Temporal in it: the workflow and
@@ -35,7 +36,12 @@ const (
 // in Signed.Payload; the verifier reads the statement back from those
 // bytes, so no re-encoding has to agree with the signer's.
 type Statement struct {
-	Rollout string `json:"rollout"` // the rollout's workflow ID
+	// Namespace is the Temporal namespace of the rollout: a workflow ID
+	// names a rollout in one namespace only, and a start names no run, so
+	// without it a start signed in one namespace (staging) would verify
+	// in another (production) that has its own ledger.
+	TemporalNamespace string `json:"temporalNamespace,omitempty"`
+	Rollout           string `json:"rollout"` // the rollout's workflow ID
 	// Run is the rollout's original run ID, which a reset keeps and a
 	// later run of the plan (same workflow ID) does not: an approval
 	// moved in the ledger to another run's gate does not verify there.
@@ -50,17 +56,24 @@ type Statement struct {
 }
 
 // Signed is a Statement with its proof: an SSH signature or an OIDC ID
-// token. It is what `starter approve` and `starter rollout` send.
+// token sealed to the workers' key. It is what `starter approve` and
+// `starter rollout` send, and Temporal's history keeps it.
 type Signed struct {
 	// Payload is the Statement's JSON, the bytes that were signed.
 	Payload string `json:"payload"`
 	// SSHSig is the armored SSHSIG signature of Payload ("-----BEGIN SSH
 	// SIGNATURE-----"), made in Namespace.
 	SSHSig string `json:"sshsig,omitempty"`
-	// IDToken is an OIDC ID token of the approver, used instead of SSHSig;
-	// it counts only if its nonce is the Payload's digest. It is a bearer
-	// credential: never logged, never stored (the ledger keeps a replay
-	// key made of its verified claims).
+	// SealedIDToken is an OIDC ID token of the approver, used instead of
+	// SSHSig, sealed to the workers' token-sealing key for this Payload
+	// (SealIDToken; base64): the history holds no bearer credential. The
+	// token counts only if its nonce is the Payload's digest. Never logged,
+	// never stored (the ledger keeps a replay key made of its verified
+	// claims).
+	SealedIDToken string `json:"sealedIdToken,omitempty"`
+	// IDToken is an ID token in plain text, as starters before sealing
+	// sent it: refused (ReasonUnsealedToken). Kept so that the refusal
+	// says why, and so that histories that carry one still decode.
 	IDToken string `json:"idToken,omitempty"`
 }
 

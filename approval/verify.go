@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -28,7 +29,10 @@ const (
 // Gate is what a statement must be for: the rollout, stage and plan the
 // workflow shows, and the decision it waits for.
 type Gate struct {
-	Rollout string `json:"rollout"`
+	// TemporalNamespace is the Temporal namespace the rollout runs in
+	// (Statement.TemporalNamespace).
+	TemporalNamespace string `json:"temporalNamespace,omitempty"`
+	Rollout           string `json:"rollout"`
 	// Run is the rollout's original run ID (Statement.Run).
 	Run        string   `json:"run,omitempty"`
 	Stage      string   `json:"stage,omitempty"`
@@ -75,8 +79,15 @@ type Verified struct {
 // *Refusal; any other error (the identity provider unreachable) is
 // worth retrying.
 func (k *Keyring) Verify(ctx context.Context, s Signed, gate Gate) (Verified, error) {
+	k, err := k.current()
+	if err != nil {
+		return Verified{}, err
+	}
 	v, err := k.verifyProof(ctx, s, gate)
 	if err != nil {
+		return Verified{}, err
+	}
+	if err := checkNamespace(v.Statement, gate); err != nil {
 		return Verified{}, err
 	}
 	if err := k.fresh(v); err != nil {
@@ -85,7 +96,7 @@ func (k *Keyring) Verify(ctx context.Context, s Signed, gate Gate) (Verified, er
 	return v, nil
 }
 
-// verifyProof is Verify but for freshness: Check asks the ledger first
+// verifyProof is Verify but for freshness and namespace: Check asks the ledger first
 // whether this run recorded the statement already (then its age was
 // checked when it was first seen, and a reset run may use it again).
 func (k *Keyring) verifyProof(ctx context.Context, s Signed, gate Gate) (Verified, error) {
@@ -95,12 +106,17 @@ func (k *Keyring) verifyProof(ctx context.Context, s Signed, gate Gate) (Verifie
 	var v Verified
 	var err error
 	switch {
-	case s.SSHSig != "" && s.IDToken != "":
+	case s.IDToken != "":
+		return Verified{}, ErrRawIDToken
+	case s.SSHSig != "" && s.SealedIDToken != "":
 		return Verified{}, refuse(ReasonMalformed, "both an SSH signature and an ID token: send one")
 	case s.SSHSig != "":
 		v, err = k.verifySSH(s)
-	case s.IDToken != "":
-		v, err = k.verifyOIDC(ctx, s)
+	case s.SealedIDToken != "":
+		var tok string
+		if tok, err = k.tokenKeys.open(s); err == nil {
+			v, err = k.verifyOIDC(ctx, s.Payload, tok)
+		}
 	default:
 		return Verified{}, refuse(ReasonUnsigned, "the approval is not signed: sign it with --sign-key, an ssh-agent key, or --id-token-command")
 	}
@@ -171,7 +187,8 @@ type idClaims struct {
 	AZP    string   `json:"azp"`
 }
 
-func (k *Keyring) verifyOIDC(ctx context.Context, s Signed) (Verified, error) {
+// verifyOIDC verifies token, opened from a Signed whose statement is payload.
+func (k *Keyring) verifyOIDC(ctx context.Context, payload, token string) (Verified, error) {
 	if k.oidc == nil {
 		return Verified{}, refuse(ReasonUnknownKey, "ID tokens are not accepted: the worker has no OIDC issuer configured")
 	}
@@ -179,7 +196,7 @@ func (k *Keyring) verifyOIDC(ctx context.Context, s Signed) (Verified, error) {
 	if err != nil {
 		return Verified{}, err // retryable: the provider may come back
 	}
-	tok, err := verifier.Verify(ctx, s.IDToken)
+	tok, err := verifier.Verify(ctx, token)
 	var expired *oidc.TokenExpiredError
 	var tokenExpired time.Time
 	if errors.As(err, &expired) {
@@ -187,7 +204,7 @@ func (k *Keyring) verifyOIDC(ctx context.Context, s Signed) (Verified, error) {
 		// recorded it already (Check).
 		tokenExpired = expired.Expiry
 		if verifier, err = k.oidc.idTokenVerifier(k.now, true); err == nil {
-			tok, err = verifier.Verify(ctx, s.IDToken)
+			tok, err = verifier.Verify(ctx, token)
 		}
 	}
 	if err != nil {
@@ -204,7 +221,7 @@ func (k *Keyring) verifyOIDC(ctx context.Context, s Signed) (Verified, error) {
 	switch {
 	case c.Nonce == "":
 		return Verified{}, refuse(ReasonUnboundToken, "the ID token has no nonce, so it binds no approval: get a token whose nonce is the statement's digest (starter --id-token-command)")
-	case c.Nonce != digest([]byte(s.Payload)):
+	case c.Nonce != digest([]byte(payload)):
 		return Verified{}, refuse(ReasonWrongGate, "the ID token's nonce is not the statement's digest: it was issued for another approval")
 	}
 	// OpenID Connect Core 3.1.3.7: azp, when present, is the client the
@@ -240,7 +257,7 @@ func tokenReplayKey(issuer, subject, jti, nonce string, iat, exp int64) string {
 		parts = []string{issuer, subject, "nonce-iat-exp", nonce, fmt.Sprint(iat), fmt.Sprint(exp)}
 	}
 	b, _ := json.Marshal(parts) // strings: cannot fail; JSON keeps the parts apart
-	return "idtoken:" + digest(b)
+	return tokenReplayKeyPrefix + digest(b)
 }
 
 func checkGate(st Statement, g Gate) error {
@@ -259,6 +276,20 @@ func checkGate(st Statement, g Gate) error {
 	return nil
 }
 
+// checkNamespace refuses a statement signed for a rollout in another
+// Temporal namespace, or naming none (signed by a starter from before
+// namespaces were signed): Check lets such a one count only when this
+// gate's ledger recorded it (verified when first seen).
+func checkNamespace(st Statement, g Gate) error {
+	if st.TemporalNamespace == g.TemporalNamespace {
+		return nil
+	}
+	if st.TemporalNamespace == "" {
+		return refuse(ReasonWrongGate, "the statement names no Temporal namespace, the rollout runs in %q: sign it again with this build's starter", g.TemporalNamespace)
+	}
+	return refuse(ReasonWrongGate, "signed for a rollout in Temporal namespace %q, this one runs in %q", st.TemporalNamespace, g.TemporalNamespace)
+}
+
 func short(d string) string {
 	if len(d) > 12 {
 		return d[:12]
@@ -269,37 +300,94 @@ func short(d string) string {
 	return d
 }
 
-// VerifyStored re-checks an approval the ledger holds, offline: its SSH
-// signature against allowed (the allowed_signers a verifier trusts; nil
-// checks the signature against the key it names), and that the stored
-// fingerprint and statement are the ones signed. OIDC approvals keep no
-// token, so only their statement is checked here (the ledger's hash chain
-// covers the rest).
-func VerifyStored(allowed AllowedSigners, method Method, payload, signature, fingerprint string, want Gate) error {
+// VerifyStored re-checks an approval the ledger holds, offline, for the
+// gate want: the statement is for that gate, and
+//   - ssh: the recorded replay key is the statement's nonce, the recorded
+//     fingerprint is the signing key's, the signature verifies over the
+//     statement, and with allowed (the allowed_signers a verifier trusts)
+//     the key is an allowed signer's and the recorded principal is that
+//     signer ("ssh:<principal>", a bare "<principal>" from a build before
+//     identities, or the person people maps it to). allowed nil checks the
+//     signature against the key it names: a key anyone can make.
+//   - oidc: the token is not kept (a bearer credential), so who signed
+//     cannot be checked again; only that the statement is for the gate,
+//     that an identity principal is the recorded issuer#subject and that
+//     the replay key has a token's shape. The hash chain and signed chain
+//     heads are what hold such a row.
+//
+// Any other method is refused.
+func VerifyStored(allowed AllowedSigners, people People, r Recorded, want Gate) error {
 	var st Statement
-	if err := json.Unmarshal([]byte(payload), &st); err != nil {
+	if err := json.Unmarshal([]byte(r.Payload), &st); err != nil {
 		return fmt.Errorf("stored statement does not parse: %v", err)
 	}
 	if err := checkGate(st, want); err != nil {
 		return err
 	}
-	if method != MethodSSH {
-		return nil
+	switch r.Method {
+	case MethodSSH:
+	case MethodOIDC:
+		return verifyStoredOIDC(people, r)
+	default:
+		return fmt.Errorf("method %q has no signature to verify", r.Method)
 	}
-	sig, err := sshsig.Unarmor([]byte(signature))
+	if st.Nonce == "" || st.Nonce != r.ReplayKey {
+		return fmt.Errorf("the recorded replay key %s is not the signed statement's nonce %s", short(r.ReplayKey), short(st.Nonce))
+	}
+	sig, err := sshsig.Unarmor([]byte(r.Signature))
 	if err != nil {
 		return fmt.Errorf("stored signature does not parse: %v", err)
 	}
-	if fp := ssh.FingerprintSHA256(sig.PublicKey); fp != fingerprint {
-		return fmt.Errorf("stored fingerprint %s is not the signing key's %s", fingerprint, fp)
+	fp := ssh.FingerprintSHA256(sig.PublicKey)
+	if fp != r.KeyFingerprint {
+		return fmt.Errorf("stored fingerprint %s is not the signing key's %s", r.KeyFingerprint, fp)
 	}
-	if allowed != nil {
-		if _, ok := (&Keyring{signers: allowed}).sshPrincipal(sig.PublicKey); !ok {
-			return fmt.Errorf("key %s is not in the allowed signers given", fingerprint)
+	if err := sshsig.Verify(bytes.NewReader([]byte(r.Payload)), sig, sig.PublicKey, sig.HashAlgorithm, Namespace); err != nil {
+		return fmt.Errorf("stored signature by %s does not verify over the stored statement: %v", fp, err)
+	}
+	if allowed == nil {
+		return nil
+	}
+	principals, ok := allowed.principals(sig.PublicKey)
+	if !ok {
+		return fmt.Errorf("key %s is not in the allowed signers given", fp)
+	}
+	for _, p := range principals {
+		if r.Principal == SSHIdentity(p) || r.Principal == p || people != nil && people[SSHIdentity(p)] == r.Principal {
+			return nil
 		}
 	}
-	if err := sshsig.Verify(bytes.NewReader([]byte(payload)), sig, sig.PublicKey, sig.HashAlgorithm, Namespace); err != nil {
-		return fmt.Errorf("stored signature by %s does not verify over the stored statement: %v", fingerprint, err)
+	return fmt.Errorf("recorded as principal %q, but the key %s is allowed signer %s's", r.Principal, fp, strings.Join(principals, ", "))
+}
+
+// tokenReplayKeyPrefix starts every ID token's replay key (tokenReplayKey).
+const tokenReplayKeyPrefix = "idtoken:"
+
+func verifyStoredOIDC(people People, r Recorded) error {
+	if !strings.HasPrefix(r.ReplayKey, tokenReplayKeyPrefix) {
+		return fmt.Errorf("the recorded replay key %s is not an ID token's", short(r.ReplayKey))
 	}
-	return nil
+	iss, sub, ok := strings.Cut(r.KeyFingerprint, "#")
+	if !ok || iss == "" || sub == "" {
+		return fmt.Errorf("the recorded issuer#subject %q does not parse", r.KeyFingerprint)
+	}
+	// A worker records the token's identity, or the person the people
+	// file maps it to; nothing else.
+	id := OIDCIdentity(iss, sub)
+	if r.Principal == id || people != nil && people[id] != "" && people[id] == r.Principal {
+		return nil
+	}
+	return fmt.Errorf("recorded as principal %q, but the token was %s's", r.Principal, id)
+}
+
+// principals are the allowed_signers principals of the line holding key
+// for Namespace.
+func (a AllowedSigners) principals(key ssh.PublicKey) ([]string, bool) {
+	fp := ssh.FingerprintSHA256(key)
+	for _, s := range a {
+		if ssh.FingerprintSHA256(s.key) == fp && (len(s.namespaces) == 0 || slices.Contains(s.namespaces, Namespace)) {
+			return s.principals, true
+		}
+	}
+	return nil, false
 }

@@ -263,3 +263,14 @@ func (b *Bench) historyCheck(ctx context.Context) {
 		}
 	}
 }
+
+// artifactRoot is where the SP image is written and the workers' only
+// --artifact-root (a worker reads no path artifact outside one), made if
+// missing.
+func (c *Config) artifactRoot() (string, error) {
+	dir, err := filepath.Abs(filepath.Join(c.Dir, "artifacts"))
+	if err != nil {
+		return "", err
+	}
+	return dir, os.MkdirAll(dir, 0o755)
+}

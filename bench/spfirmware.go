@@ -94,11 +94,8 @@ func (d *spDriver) spec(n int, speedUp float64) (*spec.Spec, error) {
 // writeArtifact writes the simulated SP image the workers read (a local
 // path: every worker runs on this machine).
 func (d *spDriver) writeArtifact() error {
-	dir, err := filepath.Abs(filepath.Join(d.cfg.Dir, "artifacts"))
+	dir, err := d.cfg.artifactRoot()
 	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	h := simmgs.ImageHeader{Component: mgs.ComponentSP, Version: spTargetVersion, Board: "gimlet-e", Name: "gimlet"}

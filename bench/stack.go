@@ -153,9 +153,12 @@ func (st *runStack) startWorker(ctx context.Context, i int) (*workerProc, error)
 		return nil, err
 	}
 	logPath := filepath.Join(st.dir, fmt.Sprintf("worker-%d.log", i))
-	var err error
+	artifacts, err := st.b.cfg.artifactRoot()
+	if err != nil {
+		return nil, err
+	}
 	w.proc, err = devstack.StartProc(logPath, env, filepath.Join(st.b.cfg.BinDir, "worker"), "--identity", w.identity,
-		"--metrics-listen", "127.0.0.1:0", "--metrics-url-file", urlPath,
+		"--artifact-root", artifacts, "--metrics-listen", "127.0.0.1:0", "--metrics-url-file", urlPath,
 		"--log-format", "json", "--log-level", st.b.cfg.WorkerLogLevel)
 	if err != nil {
 		return nil, err

@@ -37,7 +37,11 @@ type harness struct {
 	stageKind []workflows.Kind
 	// brng drives the blind-spot attacks (its own stream, so the kill
 	// and fault schedule of a seed stays what it was).
-	brng     *rand.Rand
+	brng *rand.Rand
+	// grng drives the graceful restarts' timing (its own stream too);
+	// stopping is the worker being restarted gracefully (-1: none).
+	grng     *rand.Rand
+	stopping int
 	blind    *blindState
 	newBuild *newBuildState
 	api      *apiAim
@@ -83,7 +87,7 @@ func (h *harness) reviveAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i := range h.stack.Workers {
-		if h.stack.WorkerExited(i) {
+		if i != h.stopping && h.stack.WorkerExited(i) {
 			if err := h.stack.StartWorker(i); err != nil {
 				h.say("restart exited worker-%d: %v", i, err)
 				continue
@@ -172,6 +176,9 @@ func (h *harness) restartStage() int {
 func (h *harness) kill(i int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if i == h.stopping {
+		i = (i + 1) % len(h.stack.Workers) // it is stopping gracefully
+	}
 	if err := h.stack.RestartWorker(i); err != nil {
 		h.say("SIGKILL + restart worker-%d: %v", i, err)
 		return

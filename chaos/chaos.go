@@ -64,6 +64,11 @@ type Config struct {
 	// killing every KillGap (random within) until the rollout ends.
 	Kills   int
 	KillGap [2]time.Duration
+	// GracefulRestarts is the minimum number of workers restarted with
+	// SIGTERM (in turn, one at a time, every GracefulGap) until the
+	// rollout ends (attack_graceful.go).
+	GracefulRestarts int
+	GracefulGap      [2]time.Duration
 	// RestartPostgres and RestartTemporal restart each once mid-run.
 	RestartPostgres, RestartTemporal bool
 	// APIFaults is how many API-level faults (mgs_down, latency,
@@ -120,6 +125,7 @@ func Full(seed int64) Config {
 		Sleds: 64, SPUpdates: 48, HostUpdates: 32, Zones: 36, Servers: 80, Clusters: 4,
 		Concurrency: 8, SpeedUp: 40,
 		Kills: 12, KillGap: [2]time.Duration{3 * time.Second, 9 * time.Second},
+		GracefulRestarts: 4, GracefulGap: [2]time.Duration{15 * time.Second, 40 * time.Second},
 		RestartPostgres: true, RestartTemporal: true, APIFaults: 16,
 		Cancels: 6, TerminateRestarts: 3, DuplicateStarts: true, NexusExpunges: 2, NewBuild: true,
 		// Every stage gets a reset to each of the three points.
@@ -136,6 +142,7 @@ func Short(seed int64) Config {
 		Sleds: 5, SPUpdates: 4, HostUpdates: 2, Zones: 2, Servers: 6, Clusters: 2,
 		Concurrency: 4, SpeedUp: 80,
 		Kills: 3, KillGap: [2]time.Duration{4 * time.Second, 8 * time.Second},
+		GracefulRestarts: 1, GracefulGap: [2]time.Duration{5 * time.Second, 10 * time.Second},
 		RestartPostgres: true, RestartTemporal: true, APIFaults: 3,
 		Cancels: 1, TerminateRestarts: 1, DuplicateStarts: true, NexusExpunges: 2, NewBuild: true,
 		// One reset to each point, one blip (its MGS kind: whichever
@@ -157,6 +164,8 @@ func (c Config) validate() error {
 		return errors.New("chaos: concurrency >= 1 and speed-up > 0 required")
 	case c.KillGap[0] <= 0 || c.KillGap[1] < c.KillGap[0]:
 		return errors.New("chaos: kill gap must be positive and ordered")
+	case c.GracefulRestarts > 0 && (c.GracefulGap[0] <= 0 || c.GracefulGap[1] < c.GracefulGap[0]):
+		return errors.New("chaos: graceful restart gap must be positive and ordered")
 	case c.Timeout <= 0:
 		return errors.New("chaos: timeout must be positive")
 	}
@@ -243,6 +252,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		h.stageKind = append(h.stageKind, st.Kind)
 	}
 	h.brng = rand.New(rand.NewSource(cfg.Seed + 2))
+	h.grng = rand.New(rand.NewSource(cfg.Seed + 3))
+	h.stopping = -1
 	h.planBlind()
 	for _, r := range h.blind.resets {
 		h.rep.ResetsPlanned[string(r.point)]++
@@ -275,10 +286,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(4)
+	wg.Add(5)
 	h.started = started
 	go func() { defer wg.Done(); h.supervise(runCtx, done) }()
 	go func() { defer wg.Done(); h.attack(runCtx, done) }()
+	go func() { defer wg.Done(); h.gracefulRestarts(runCtx, done) }()
 	go func() { defer wg.Done(); h.attackChildren(runCtx, done) }()
 	go func() { defer wg.Done(); h.blipWatch(runCtx, done) }()
 	status := h.awaitClosed(runCtx, run.GetID())

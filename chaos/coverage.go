@@ -61,6 +61,7 @@ func (r *Report) coverage(a armedFaults) []coverageRow {
 	c := r.cfg
 	rows := []coverageRow{
 		{"worker SIGKILL", c.Kills, r.Kills},
+		{"worker SIGTERM, restarted", c.GracefulRestarts, r.GracefulRestarts},
 		{"PostgreSQL restart", b2i(c.RestartPostgres), r.PostgresRestarts},
 		{"Temporal restart", b2i(c.RestartTemporal), r.TemporalRestarts},
 		{"PostgreSQL blip during SP/host starts", c.PGBlips, r.PGBlips},

@@ -29,6 +29,7 @@ type Report struct {
 	Failed []string `json:"failed,omitempty"`
 
 	Kills            int `json:"kills"`
+	GracefulRestarts int `json:"gracefulRestarts"`
 	WorkerRevivals   int `json:"workerRevivals"`
 	PostgresRestarts int `json:"postgresRestarts"`
 	TemporalRestarts int `json:"temporalRestarts"`
@@ -93,6 +94,9 @@ func (r *Report) ChaosShortfall() string {
 	var miss []string
 	if r.Kills < r.cfg.Kills {
 		miss = append(miss, fmt.Sprintf("%d of %d kills", r.Kills, r.cfg.Kills))
+	}
+	if r.GracefulRestarts < r.cfg.GracefulRestarts {
+		miss = append(miss, fmt.Sprintf("%d of %d graceful restarts", r.GracefulRestarts, r.cfg.GracefulRestarts))
 	}
 	if r.cfg.RestartPostgres && r.PostgresRestarts == 0 {
 		miss = append(miss, "no PostgreSQL restart")
@@ -181,6 +185,7 @@ func (r *Report) print(out io.Writer) {
 		strings.ToLower(strings.TrimPrefix(r.RolloutStatus.String(), "WORKFLOW_EXECUTION_STATUS_")), mapString(r.Outcomes))
 	fmt.Fprintf(tw, "workflows\t%d\t(span first start → last close: %s)\n", r.Workflows, mapString(r.Spans))
 	fmt.Fprintf(tw, "worker SIGKILLs\t%d\t(+%d restarts of workers that exited by themselves)\n", r.Kills, r.WorkerRevivals)
+	fmt.Fprintf(tw, "worker SIGTERM restarts\t%d\t(each exited within its stop timeout)\n", r.GracefulRestarts)
 	fmt.Fprintf(tw, "PostgreSQL restarts\t%d\t\n", r.PostgresRestarts)
 	fmt.Fprintf(tw, "Temporal restarts\t%d\t\n", r.TemporalRestarts)
 	fmt.Fprintf(tw, "blind-spot attacks\t%d\t(%d children cancelled, %d terminated and started again, %d duplicate starter pairs)\n",

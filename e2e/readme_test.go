@@ -94,6 +94,7 @@ func TestNewcomerFromAPrivateHome(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
+	t.Parallel() // a clone and a stack of its own; mostly waiting on the demo
 	clone, env := newcomerClone(t), newcomerEnv(t)
 	t.Cleanup(func() {
 		cmd := exec.Command("make", "down")

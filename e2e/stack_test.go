@@ -79,6 +79,9 @@ func startStackOn(t *testing.T, temporal string, s *spec.Spec, workers, uiPort i
 // directory, binaries and database are the test's own).
 func startStackWith(t *testing.T, s *spec.Spec, o devstack.StackOptions) *devstack.Stack {
 	t.Helper()
+	// Each stack has its own Temporal, fleetsim and database: its test
+	// runs beside the others (go test -parallel bounds how many).
+	t.Parallel()
 	dir := t.TempDir()
 	b, err := yaml.Marshal(s)
 	require.NoError(t, err)

@@ -51,7 +51,7 @@ func TestWebUIShowsTheGateAndTheProgress(t *testing.T) {
 	require.NoError(t, err)
 	stack := startStack(t, s, 1, uiPort)
 	op := operator{t, stack}
-	ui := uiReader{t: t, browser: browser, base: fmt.Sprintf("http://127.0.0.1:%d/namespaces/default", uiPort)}
+	ui := newUIReader(t, browser, fmt.Sprintf("http://127.0.0.1:%d/namespaces/default", uiPort))
 
 	img := spImage(t, "1.1.0")
 	const name = "webui-e2e"
@@ -126,27 +126,71 @@ func TestWebUIShowsTheGateAndTheProgress(t *testing.T) {
 	ui.screenshot(listPage, "webui-list.png")
 }
 
-// uiReader reads Web UI pages in Debian's chromium, headless, driven over
-// the DevTools protocol (chromedp): the workflow pages keep a long poll
-// open, so the one-shot --dump-dom with a virtual time budget never
-// returns on them.
+// uiReader reads Web UI pages in one tab of Debian's chromium, headless,
+// driven over the DevTools protocol (chromedp): the workflow pages keep a
+// long poll open, so the one-shot --dump-dom with a virtual time budget
+// never returns on them. One tab for the whole test, because starting a
+// browser per read costs a loaded machine most of a minute.
 type uiReader struct {
-	t       *testing.T
-	browser string
-	base    string
+	t    *testing.T
+	tab  context.Context
+	base string
 }
 
-// text loads page and returns its visible text once it settled a moment
-// (the Web UI fetches after load).
-func (u uiReader) text(page string) string {
-	u.t.Helper()
-	ctx, cancel := u.tab()
+// Reading timeouts, sized for a 2-core machine running other suites.
+const (
+	// uiSettle is how long a page is given after load before its first
+	// read: the Web UI asks the server a few times (history, metadata).
+	uiSettle = 3 * time.Second
+	// uiReload is how long one load is reread before it is reloaded: the
+	// Web UI fetches user metadata once per load, and renders it in
+	// iframes that may come well after the page.
+	uiReload = 20 * time.Second
+	// uiAwait bounds waiting for a page to say something.
+	uiAwait = 3 * time.Minute
+	// uiStep bounds one browser action (load, read, screenshot).
+	uiStep = time.Minute
+)
+
+func newUIReader(t *testing.T, browser, base string) uiReader {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
+		chromedp.Flag("disable-quic", true), chromedp.WindowSize(1500, 1000))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	tab, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelTab(); cancelAlloc() })
+	// The first Run starts the browser and binds it to its context: tab
+	// itself, not a timeout derived from it, or the browser dies with it.
+	require.NoError(t, chromedp.Run(tab), "start headless chromium")
+	return uiReader{t: t, tab: tab, base: base}
+}
+
+// run runs actions in the tab, at most uiStep.
+func (u uiReader) run(actions ...chromedp.Action) error {
+	ctx, cancel := context.WithTimeout(u.tab, uiStep)
 	defer cancel()
+	return chromedp.Run(ctx, actions...)
+}
+
+// read returns the loaded page's visible text, "" if it cannot.
+func (u uiReader) read() string {
 	var text string
-	if err := chromedp.Run(ctx, chromedp.Navigate(page), chromedp.Sleep(uiSettle), chromedp.Evaluate(pageText, &text)); err != nil {
-		u.t.Logf("read %s: %v", page, err)
+	if err := u.run(chromedp.Evaluate(pageText, &text)); err != nil {
+		u.t.Logf("read the page: %v", err)
 	}
 	return text
+}
+
+// open loads page and gives it uiSettle.
+func (u uiReader) open(page string) {
+	if err := u.run(chromedp.Navigate(page), chromedp.Sleep(uiSettle)); err != nil {
+		u.t.Logf("load %s: %v", page, err)
+	}
+}
+
+// text loads page and returns its visible text.
+func (u uiReader) text(page string) string {
+	u.open(page)
+	return u.read()
 }
 
 // pageText is a page's visible text and that of its frames: the Web UI
@@ -154,30 +198,18 @@ func (u uiReader) text(page string) string {
 // in iframes of its own origin (/render).
 const pageText = `[document.body.innerText].concat(Array.from(document.querySelectorAll('iframe')).map(f => f.contentDocument && f.contentDocument.body ? f.contentDocument.body.innerText : '')).join('\n')`
 
-// uiSettle is how long a page is given to fetch and render after load:
-// the Web UI asks the server a few times (history, the metadata query).
-const uiSettle = 3 * time.Second
-
-// tab opens a headless chromium tab (a minute at most).
-func (u uiReader) tab() (context.Context, context.CancelFunc) {
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(u.browser), chromedp.NoSandbox,
-		chromedp.Flag("disable-quic", true), chromedp.WindowSize(1500, 1000))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
-	ctx, cancelTime := context.WithTimeout(ctx, time.Minute)
-	return ctx, func() { cancelTime(); cancelTab(); cancelAlloc() }
-}
-
-// await reads page until ok holds on its text (a minute at most).
+// await rereads page until ok holds on its text, reloading it every
+// uiReload, for uiAwait at most.
 func (u uiReader) await(page, what string, ok func(text string) bool) {
 	u.t.Helper()
 	var text string
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if text = u.text(page); ok(text) {
-			return
+	for deadline := time.Now().Add(uiAwait); time.Now().Before(deadline); {
+		u.open(page)
+		for reload := time.Now().Add(uiReload); time.Now().Before(reload); time.Sleep(time.Second) {
+			if text = u.read(); ok(text) {
+				return
+			}
 		}
-		time.Sleep(time.Second)
 	}
 	u.t.Fatalf("%s: not on %s; it read:\n%s", what, page, text)
 }
@@ -195,10 +227,8 @@ func (u uiReader) screenshot(page, name string) {
 	if d := os.Getenv("FLEETSAGA_SCREENSHOTS"); d != "" {
 		dirs = append(dirs, d)
 	}
-	ctx, cancel := u.tab()
-	defer cancel()
 	var png []byte
-	require.NoError(u.t, chromedp.Run(ctx, chromedp.Navigate(page), chromedp.Sleep(uiSettle), chromedp.CaptureScreenshot(&png)))
+	require.NoError(u.t, u.run(chromedp.Navigate(page), chromedp.Sleep(uiSettle), chromedp.CaptureScreenshot(&png)))
 	require.Greater(u.t, len(png), 10_000, "screenshot of %s looks empty", page)
 	for _, dir := range dirs {
 		require.NoError(u.t, os.MkdirAll(dir, 0o755))

@@ -52,7 +52,19 @@ const (
 	WrongDevice        = "WrongDevice"
 	// OwnedByNexus: the target blueprint has a pending MGS update for the
 	// device; Nexus's MGS update driver owns it (docs/CONFORMANCE.md §I).
-	OwnedByNexus         = "OwnedByNexus"
+	OwnedByNexus = "OwnedByNexus"
+	// OwnedByTargetRelease: the device's rack has a target release (a
+	// system version), so Nexus's planner plans its SP, RoT and host
+	// updates toward it and would undo ours (docs/CONFORMANCE.md §I): the
+	// device is updated through the rack's update system instead.
+	OwnedByTargetRelease = "OwnedByTargetRelease"
+	// ZoneUnsafeToShutdown: the sled holds a zone the planner would not
+	// shut down now (omicron's zone safety checks); its host is not
+	// rebooted.
+	ZoneUnsafeToShutdown = "ZoneUnsafeToShutdown"
+	// ZoneSafetyUnknown: the sled holds a zone whose kind's count the
+	// worker cannot read (direct mode: no target blueprint).
+	ZoneSafetyUnknown    = "ZoneSafetyUnknown"
 	WrongActiveVersion   = "WrongActiveVersion"
 	WrongInactiveVersion = "WrongInactiveVersion"
 	WouldDowngrade       = "WouldDowngrade"
@@ -62,6 +74,10 @@ const (
 	ConcurrentDowngrade   = "ConcurrentDowngradePending"
 	AttemptsExhausted     = "AttemptsExhausted"
 	UnexpectedWaitOutcome = "UnexpectedWaitOutcome"
+	// ResultRejected: a step's result kept not being the answer to what
+	// the workflow asked (an operator typed it, `temporal activity
+	// complete`): it names another update, none, or an unknown outcome.
+	ResultRejected = "ResultRejected"
 )
 
 // Agent install and drift (CNAPI, SAPI, IMGAPI).
@@ -138,6 +154,10 @@ const (
 	// NexusLockstepRejected: Nexus's lockstep API refused a request that
 	// retrying cannot change.
 	NexusLockstepRejected = "NexusLockstepRejected"
+	// NexusExternalRejected: Nexus's external API refused fleetsaga's
+	// request (its API token, its user's roles, another 4xx) or answered
+	// outside its document, or the token file holds no token.
+	NexusExternalRejected = "NexusExternalRejected"
 	// TargetMovedTooOften (owner mode): the target blueprint kept moving
 	// under the expunge's child blueprint past the rebase bound.
 	TargetMovedTooOften = "TargetMovedTooOften"
@@ -164,4 +184,8 @@ const (
 	// checks (signature, gate, age, replay, policy); details: the
 	// approval.Reason (string). Nothing was recorded.
 	ApprovalRefused = "ApprovalRefused"
+	// PlanTargetMismatch: a plan update's target (what the approver is
+	// shown) is not the target its input makes the update act on; the
+	// rollout refuses the plan before anything runs.
+	PlanTargetMismatch = "PlanTargetMismatch"
 )

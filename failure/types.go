@@ -62,6 +62,9 @@ var types = map[string]Info{
 	Phase2WriteTimeout:    {MayPass, ClassOther},
 	WrongDevice:           {NeedsChange, ClassRefused},
 	OwnedByNexus:          {MayPass, ClassRefused},
+	OwnedByTargetRelease:  {NeedsChange, ClassRefused}, // a target release is never unset
+	ZoneUnsafeToShutdown:  {MayPass, ClassRefused},
+	ZoneSafetyUnknown:     {NeedsChange, ClassRefused},
 	WrongActiveVersion:    {NeedsChange, ClassVerification},
 	WrongInactiveVersion:  {NeedsChange, ClassVerification},
 	WouldDowngrade:        {NeedsChange, ClassRefused},
@@ -69,6 +72,7 @@ var types = map[string]Info{
 	ConcurrentDowngrade:   {NeedsChange, ClassRefused},
 	AttemptsExhausted:     {MayPass, ClassOther},
 	UnexpectedWaitOutcome: {NeedsChange, ClassVerification},
+	ResultRejected:        {NeedsChange, ClassOther}, // an operator's typed results, not the device
 	// Agent install and drift (CNAPI, SAPI, IMGAPI).
 	InvalidAgentRequest: {NeedsChange, ClassOther},
 	ImageInvalid:        {NeedsChange, ClassOther},
@@ -113,13 +117,15 @@ var types = map[string]Info{
 	TooManyRebases:            {MayPass, ClassOther},
 	ConfigChangedUnderExpunge: {MayPass, ClassOther},
 	NexusLockstepRejected:     {NeedsChange, ClassOther},
+	NexusExternalRejected:     {NeedsChange, ClassOther},
 	TargetMovedTooOften:       {MayPass, ClassOther},
 	TargetDisabled:            {NeedsChange, ClassRefused},
 	OwnerUnknown:              {NeedsChange, ClassRefused},
 	OwnerCleanupTimedOut:      {MayPass, ClassOther},
 	SagaWrongGeneration:       {NeedsChange, ClassOther},
 	// Rollout gates.
-	ApprovalRefused: {NeedsChange, ClassOther},
+	ApprovalRefused:    {NeedsChange, ClassOther},
+	PlanTargetMismatch: {NeedsChange, ClassRefused},
 }
 
 // WithCode is a type with the answer's own error code as its suffix

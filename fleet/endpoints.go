@@ -32,6 +32,23 @@ type Endpoints struct {
 	// DirectMode) zone expunge, host flash and SP firmware stop with
 	// OwnerUnknown.
 	NexusLockstep string `json:"nexusLockstep,omitempty"`
+	// NexusExternal is Nexus's external (operator) API, where a rack's
+	// target release is read ("{rack}" as in NexusLockstep): once a rack
+	// has one, its own update system owns its SPs and hosts, and SP
+	// firmware and host flash refuse them. Every rack with a Nexus needs
+	// it: without it (and without DirectMode) they stop with OwnerUnknown.
+	NexusExternal string `json:"nexusExternal,omitempty"`
+	// NexusExternalTokenFile is the file holding the API token the worker
+	// authenticates to NexusExternal with (a bearer token; the file's
+	// name, never the token, appears in errors). A token is valid on one
+	// rack only (each rack's Nexus has its own users and tokens): with
+	// "{rack}" in NexusExternal, put "{rack}" in this path too, one file
+	// per rack.
+	NexusExternalTokenFile string `json:"nexusExternalTokenFile,omitempty"`
+	// NexusExternalCA is a PEM bundle of the CAs NexusExternal's TLS
+	// certificates are checked against (empty: the system's roots); a
+	// rack's external API serves the operator's certificate.
+	NexusExternalCA string `json:"nexusExternalCA,omitempty"`
 	// DirectMode says the racks have no Nexus: fleetsaga writes sled
 	// configs itself and asks no owner (docs/DEPLOYING.md). Exclusive with
 	// NexusLockstep.
@@ -62,11 +79,19 @@ const NoOwnerConfigured = "no owner of the rack's sled configs and SP updates is
 	"(--nexus-lockstep, FLEETSAGA_NEXUS_LOCKSTEP_URL: a Nexus zone's lockstep port) or, for racks without a Nexus, " +
 	"direct mode (--direct-mode, FLEETSAGA_DIRECT_MODE=true)"
 
+// NoReleaseOwnerConfigured says, for an operator, what to configure when
+// neither Nexus's external API nor direct mode is set.
+const NoReleaseOwnerConfigured = "whether the rack's own update system owns its SPs and hosts (a target release) is unknown: set Nexus's external API " +
+	"(--nexus-external, FLEETSAGA_NEXUS_EXTERNAL_URL, and its API token's file --nexus-external-token-file, FLEETSAGA_NEXUS_EXTERNAL_TOKEN_FILE) or, for racks without a Nexus, " +
+	"direct mode (--direct-mode, FLEETSAGA_DIRECT_MODE=true)"
+
 // FromFleetsim derives every HTTP endpoint from a fleetsim base URL.
 // nexusDB is the database fleetsim's Nexus instances use; with it,
 // sled-agents are found in its sled table like on a real rack (fleetsim
 // records each one's loopback listener). Without it, fleetsim's
-// /sled-agent/{sled} routing is the only way to them.
+// /sled-agent/{sled} routing is the only way to them. The external API's
+// token file is fleetsim's --nexus-token-file, which the worker is given
+// (internal/config).
 func FromFleetsim(base, nexusDB string) Endpoints {
 	base = strings.TrimRight(base, "/")
 	e := Endpoints{
@@ -85,6 +110,7 @@ func FromFleetsim(base, nexusDB string) Endpoints {
 		// fleetsim serves each rack's Nexus (when its spec has one) under
 		// its rack_id too; the rack comes from the sled table.
 		e.NexusLockstep = base + "/nexus/{rack}"
+		e.NexusExternal = base + "/nexus/{rack}/external"
 	}
 	return e
 }
@@ -122,6 +148,18 @@ func (e Endpoints) NexusLockstepURL(rack string) string {
 	return strings.ReplaceAll(e.NexusLockstep, "{rack}", rack)
 }
 
+// NexusExternalURL is the external API of the rack with this rack_id ("":
+// none configured).
+func (e Endpoints) NexusExternalURL(rack string) string {
+	return strings.ReplaceAll(e.NexusExternal, "{rack}", rack)
+}
+
+// NexusExternalTokenFileOf is the token file of the rack with this
+// rack_id (its "{rack}" replaced).
+func (e Endpoints) NexusExternalTokenFileOf(rack string) string {
+	return strings.ReplaceAll(e.NexusExternalTokenFile, "{rack}", rack)
+}
+
 // Validate checks that every configured URL parses as http(s).
 func (e Endpoints) Validate() error {
 	var errs []error
@@ -139,6 +177,7 @@ func (e Endpoints) Validate() error {
 	}
 	check("sled-agent", e.SledAgent)
 	check("nexus-lockstep", strings.ReplaceAll(e.NexusLockstep, "{rack}", "x"))
+	check("nexus-external", strings.ReplaceAll(e.NexusExternal, "{rack}", "x"))
 	check("cnapi", e.CNAPI)
 	check("sapi", e.SAPI)
 	check("imgapi", e.IMGAPI)
@@ -148,6 +187,12 @@ func (e Endpoints) Validate() error {
 	check("prometheus", e.Prometheus)
 	if e.DirectMode && e.NexusLockstep != "" {
 		errs = append(errs, errors.New("direct mode (racks without a Nexus) and a nexus-lockstep endpoint exclude each other: set one"))
+	}
+	if e.DirectMode && e.NexusExternal != "" {
+		errs = append(errs, errors.New("direct mode (racks without a Nexus) and a nexus-external endpoint exclude each other: set one"))
+	}
+	if strings.Contains(e.NexusExternalTokenFile, "{rack}") && !strings.Contains(e.NexusExternal, "{rack}") {
+		errs = append(errs, errors.New("the nexus-external token file names {rack} but the nexus-external endpoint does not: the rack is not known to name its token"))
 	}
 	if e.SledAgent != "" && !strings.Contains(e.SledAgent, "{sled}") {
 		errs = append(errs, fmt.Errorf("sled-agent endpoint %q must contain {sled}", redact.URL(e.SledAgent)))

@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -47,12 +49,13 @@ func ApprovalHash(a Approval) string {
 		a.Principal, a.Method, a.KeyFingerprint, a.Signature, a.Payload, a.ReplayKey)
 }
 
-// AuditRecord is one line of `starter audit export`: an event of an
-// attempt's chain or an approval of a rollout's, in chain order.
+// AuditRecord is one line of `starter audit export`: a signed chain
+// head, an event of an attempt's chain or an approval of a rollout's.
 type AuditRecord struct {
-	Table    string    `json:"table"` // "update_event" or "rollout_approval"
-	Event    *Event    `json:"event,omitempty"`
-	Approval *Approval `json:"approval,omitempty"`
+	Table    string      `json:"table"` // "audit_head", "update_event" or "rollout_approval"
+	Head     *SignedHead `json:"head,omitempty"`
+	Event    *Event      `json:"event,omitempty"`
+	Approval *Approval   `json:"approval,omitempty"`
 }
 
 // chain names the record's chain and place, for a broken link's report.
@@ -63,10 +66,53 @@ func (r AuditRecord) chain() (chain string, seq int64, prev, hash, want string) 
 	return "rollout " + r.Approval.Rollout, r.Approval.Seq, r.Approval.PrevHash, r.Approval.Hash, ApprovalHash(*r.Approval)
 }
 
-// ExportAudit calls emit with every event and approval, each chain in
-// order (events by attempt, then approvals by rollout).
+// useReplayKey counts a signed approval's signature once: a replay key
+// (the statement's nonce, or the ID token's digest) on a second row is
+// the same signature copied.
+func (v *AuditVerifier) useReplayKey(a Approval, link func(string, ...any) error) error {
+	if a.ReplayKey == "" {
+		return link("a signed approval with no replay key: a worker records the signed nonce or the token's digest")
+	}
+	if first, ok := v.replays[a.ReplayKey]; ok {
+		return link("its replay key %s is the one %s used: one signature counted twice", short(a.ReplayKey), first)
+	}
+	if v.replays == nil {
+		v.replays = map[string]string{}
+	}
+	v.replays[a.ReplayKey] = fmt.Sprintf("rollout %s seq %d", a.Rollout, a.Seq)
+	return nil
+}
+
+// ExportAudit calls emit with every signed head (in the order written),
+// then every event and approval, each chain in order (events by attempt,
+// then approvals by rollout): a verifier reads the heads before the
+// chains they name. It reads one snapshot (a read-only REPEATABLE READ
+// transaction): a worker appending meanwhile adds neither a head nor a
+// row the export holds without the other.
 func (s *Store) ExportAudit(ctx context.Context, emit func(AuditRecord) error) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+eventColumns+` FROM update_event ORDER BY attempt_id, seq`)
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("ledger: export: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only: nothing to keep
+	hrows, err := tx.QueryContext(ctx, `SELECT `+headColumns+` FROM audit_head ORDER BY seq`)
+	if err != nil {
+		return fmt.Errorf("ledger: export chain heads: %w", err)
+	}
+	defer hrows.Close()
+	for hrows.Next() {
+		h, err := scanHead(hrows)
+		if err != nil {
+			return fmt.Errorf("ledger: export chain heads: %w", err)
+		}
+		if err := emit(AuditRecord{Table: "audit_head", Head: &h}); err != nil {
+			return err
+		}
+	}
+	if err := hrows.Err(); err != nil {
+		return fmt.Errorf("ledger: export chain heads: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+eventColumns+` FROM update_event ORDER BY attempt_id, seq`)
 	if err != nil {
 		return fmt.Errorf("ledger: export events: %w", err)
 	}
@@ -83,7 +129,7 @@ func (s *Store) ExportAudit(ctx context.Context, emit func(AuditRecord) error) e
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("ledger: export events: %w", err)
 	}
-	arows, err := s.db.QueryContext(ctx, `SELECT `+approvalColumns+` FROM rollout_approval ORDER BY rollout_id, seq`)
+	arows, err := tx.QueryContext(ctx, `SELECT `+approvalColumns+` FROM rollout_approval ORDER BY rollout_id, seq`)
 	if err != nil {
 		return fmt.Errorf("ledger: export approvals: %w", err)
 	}
@@ -113,27 +159,75 @@ func (b *BrokenLink) Error() string {
 }
 
 // AuditVerifier re-checks records in the order ExportAudit gives them,
-// offline. checkSig, when set, re-checks each signed approval's signature
-// and statement (approval.VerifyStored).
+// offline; Finish ends the check once the last record was added.
 type AuditVerifier struct {
+	// CheckSignature re-checks a signed approval (ssh or oidc): its
+	// statement, and its signature as far as the caller's keyring allows
+	// (activities.CheckStoredApproval). nil: no approval is checked.
 	CheckSignature func(Approval) error `json:"-"`
+	// Against, when set, holds the chains of an earlier export, each of
+	// which must still be a prefix of today's (LoadEarlierExport).
+	Against *EarlierExport `json:"-"`
+	// HeadKey, when set, is the worker's public key: every signed head
+	// must verify with it and name a row of today's chains, every chain
+	// must have a signed row, and every row after a chain's first signed
+	// one must be signed itself.
+	HeadKey ed25519.PublicKey `json:"-"`
+	// RequireSigned fails an unsigned approval: a keyring was given, and
+	// an unsigned row is one it cannot check (audit verify without
+	// --allow-unsigned).
+	RequireSigned bool `json:"-"`
 
-	chain    string
+	cur          chainState
+	heads        map[chainKey]map[int64]string // signed heads: seq -> hash
+	seen         map[chainKey]bool
+	replays      map[string]string       // signed approvals' replay keys: the chain and seq that used each
+	earlierHeads map[earlierHeadKey]bool // the earlier export's heads today's ledger holds
+
+	// What was checked.
+	Records         int  `json:"records"`
+	Chains          int  `json:"chains"`
+	Signatures      int  `json:"signatures"` // approvals whose statement and signature CheckSignature accepted
+	SSH             int  `json:"ssh"`
+	OIDC            int  `json:"oidc"` // their token is not kept: see approval.VerifyStored
+	Unsigned        int  `json:"unsigned"`
+	AllowedUnsigned bool `json:"allowedUnsigned,omitempty"` // unsigned approvals passed though a keyring was given (--allow-unsigned)
+	Heads           int  `json:"heads"`                     // signed head rows read
+	HeadChains      int  `json:"headChains"`                // chains whose rows verified heads name from their first signed row on
+	Earlier         int  `json:"earlierChains"`             // chains of the earlier export found as prefixes
+}
+
+type chainKey struct{ table, chain string }
+
+// chainState is the chain being read.
+type chainState struct {
+	key      chainKey
+	rows     int
+	lastSeq  int64
 	prevHash string
-	// Records and Chains count what was checked.
-	Records    int `json:"records"`
-	Chains     int `json:"chains"`
-	Signatures int `json:"signatures"`
+	signed   bool // a verified head names a row of the chain read so far
 }
 
 // Add checks the next record; the first error is the first broken link.
 func (v *AuditVerifier) Add(r AuditRecord) error {
-	if (r.Event == nil) == (r.Approval == nil) {
-		return fmt.Errorf("audit record of table %q: want exactly one of event and approval", r.Table)
+	n := 0
+	for _, p := range []bool{r.Head != nil, r.Event != nil, r.Approval != nil} {
+		if p {
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("audit record of table %q: want exactly one of head, event and approval", r.Table)
+	}
+	if r.Head != nil {
+		return v.addHead(*r.Head)
 	}
 	chain, seq, prev, hash, want := r.chain()
-	if chain != v.chain {
-		v.chain, v.prevHash = chain, ""
+	if k := (chainKey{r.Table, chain}); k != v.cur.key {
+		if err := v.endChain(); err != nil {
+			return err
+		}
+		v.cur = chainState{key: k}
 		v.Chains++
 	}
 	v.Records++
@@ -141,19 +235,74 @@ func (v *AuditVerifier) Add(r AuditRecord) error {
 		return &BrokenLink{Table: r.Table, Chain: chain, Seq: seq, Why: fmt.Sprintf(why, args...)}
 	}
 	switch {
-	case prev != v.prevHash:
-		return link("its prev_hash %s is not the hash %s of the row before it: a row before it was removed, inserted or edited with its hash", short(prev), short(v.prevHash))
+	case seq <= 0:
+		return link("seq %d: the ledger numbers rows from 1 (bigserial), so no worker wrote it", seq)
+	case v.cur.rows > 0 && seq <= v.cur.lastSeq:
+		return link("seq %d is not after the row before it (seq %d): the ledger's seqs only increase", seq, v.cur.lastSeq)
+	case prev != v.cur.prevHash:
+		return link("its prev_hash %s is not the hash %s of the row before it: a row before it was removed, inserted or edited with its hash", short(prev), short(v.cur.prevHash))
 	case hash != want:
 		return link("its content does not match its hash (%s stored, %s computed): the row was edited", short(hash), short(want))
 	}
-	v.prevHash = hash
-	if a := r.Approval; a != nil && a.Method != "" && a.Method != MethodUnsigned && v.CheckSignature != nil {
-		if err := v.CheckSignature(*a); err != nil {
-			return link("the approval by %s does not verify: %v", a.Principal, err)
-		}
-		v.Signatures++
+	v.cur.prevHash, v.cur.lastSeq = hash, seq
+	v.cur.rows++
+	if err := v.checkRowAgainstHeads(seq, hash); err != nil {
+		return err
+	}
+	if err := v.checkRowAgainstEarlier(seq, hash); err != nil {
+		return err
+	}
+	if a := r.Approval; a != nil {
+		return v.checkApproval(*a, link)
 	}
 	return nil
+}
+
+// checkApproval counts an approval by its method and re-checks a signed
+// one. A method no worker writes is a row someone else wrote.
+func (v *AuditVerifier) checkApproval(a Approval, link func(string, ...any) error) error {
+	switch a.Method {
+	case "", MethodUnsigned:
+		v.Unsigned++
+		if v.RequireSigned {
+			return link("an unsigned approval (by %q, as typed) that the keyring given cannot check: pass --allow-unsigned to accept unsigned approvals", a.By)
+		}
+		return nil
+	case "ssh":
+		v.SSH++
+	case "oidc":
+		v.OIDC++
+	default:
+		return link("unknown method %q: a worker records only ssh, oidc and unsigned approvals", a.Method)
+	}
+	if err := v.useReplayKey(a, link); err != nil {
+		return err
+	}
+	if v.CheckSignature == nil {
+		return nil
+	}
+	if err := v.CheckSignature(a); err != nil {
+		return link("the approval by %s does not verify: %v", a.Principal, err)
+	}
+	v.Signatures++
+	return nil
+}
+
+// Finish ends the check: the last chain's heads, and the chains of the
+// earlier export and the signed heads that name chains today's ledger
+// does not hold.
+func (v *AuditVerifier) Finish() error {
+	if err := v.endChain(); err != nil {
+		return err
+	}
+	v.cur = chainState{}
+	if err := v.missingSignedChains(); err != nil {
+		return err
+	}
+	if err := v.missingEarlierHeads(); err != nil {
+		return err
+	}
+	return v.missingEarlierChains()
 }
 
 func short(h string) string {
@@ -171,5 +320,8 @@ func short(h string) string {
 // link.
 func (s *Store) VerifyAudit(ctx context.Context, checkSignature func(Approval) error) (*AuditVerifier, error) {
 	v := &AuditVerifier{CheckSignature: checkSignature}
-	return v, s.ExportAudit(ctx, v.Add)
+	if err := s.ExportAudit(ctx, v.Add); err != nil {
+		return v, err
+	}
+	return v, v.Finish()
 }

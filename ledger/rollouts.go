@@ -50,10 +50,23 @@ var ErrReplayed = errors.New("ledger: this approval's nonce was used before")
 // unsigned one (no replay key) is recorded once per stage, plan and typed
 // name. An approver's approval of a new plan at the same gate is a new row.
 func (s *Store) RecordApproval(ctx context.Context, a Approval) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO rollout_approval (rollout_id, stage, approved_by, reason, plan_digest,
-			principal, method, key_fingerprint, signature, payload, replay_key)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (rollout_id, stage, plan_digest, approved_by) WHERE replay_key = '' DO NOTHING`,
-		a.Rollout, a.Stage, a.By, a.Reason, a.PlanDigest, a.Principal, a.Method, a.KeyFingerprint, a.Signature, a.Payload, a.ReplayKey)
+	err := s.appendToChain(ctx, chainAppend{table: "rollout_approval", chain: "rollout " + a.Rollout,
+		insert: func(q execQuerier) (r chainRow, err error) {
+			err = q.QueryRowContext(ctx, `INSERT INTO rollout_approval (rollout_id, stage, approved_by, reason, plan_digest,
+				principal, method, key_fingerprint, signature, payload, replay_key)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (rollout_id, stage, plan_digest, approved_by) WHERE replay_key = '' DO NOTHING
+			RETURNING seq, prev_hash, hash`,
+				a.Rollout, a.Stage, a.By, a.Reason, a.PlanDigest, a.Principal, a.Method, a.KeyFingerprint, a.Signature, a.Payload, a.ReplayKey).
+				Scan(&r.seq, &r.prevHash, &r.hash)
+			return r, err
+		},
+		existing: func(q execQuerier) (r chainRow, err error) {
+			err = q.QueryRowContext(ctx, `SELECT seq, prev_hash, hash FROM rollout_approval
+				WHERE rollout_id = $1 AND stage = $2 AND plan_digest = $3 AND approved_by = $4 AND replay_key = ''`,
+				a.Rollout, a.Stage, a.PlanDigest, a.By).Scan(&r.seq, &r.prevHash, &r.hash)
+			return r, err
+		},
+	})
 	var pqErr *pq.Error
 	if errors.As(err, &pqErr) && pqErr.Code == "23505" && pqErr.Constraint == "rollout_approval_replay_once" {
 		// The same approval written again (a retried write) is a no-op;

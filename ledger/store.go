@@ -90,7 +90,10 @@ func (e *ErrTargetBusy) Error() string {
 var ErrNotFound = errors.New("ledger: no such attempt")
 
 // Store is the ledger over one PostgreSQL database.
-type Store struct{ db *sql.DB }
+type Store struct {
+	db    *sql.DB
+	heads *headSigner // nil: chain heads are not signed (WithHeadSigner)
+}
 
 // ledgerPool bounds one process's ledger connections.
 const ledgerPool = 20
@@ -243,11 +246,22 @@ func (s *Store) FinishAttempt(ctx context.Context, f Finish) error {
 // first. The ledger chains it to the attempt's event before (a trigger,
 // in the same transaction: schema/0009_audit_chain.sql).
 func (s *Store) AppendEvent(ctx context.Context, e Event) error {
-	_, err := s.db.ExecContext(ctx, `
-		INSERT INTO update_event (attempt_id, step, state, message, worker)
-		VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (attempt_id, step) DO NOTHING`,
-		e.AttemptID, e.Step, e.State, e.Message, e.Worker)
+	err := s.appendToChain(ctx, chainAppend{table: "update_event", chain: "attempt " + e.AttemptID.String(),
+		insert: func(q execQuerier) (r chainRow, err error) {
+			err = q.QueryRowContext(ctx, `
+			INSERT INTO update_event (attempt_id, step, state, message, worker)
+			VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (attempt_id, step) DO NOTHING
+			RETURNING seq, prev_hash, hash`,
+				e.AttemptID, e.Step, e.State, e.Message, e.Worker).Scan(&r.seq, &r.prevHash, &r.hash)
+			return r, err
+		},
+		existing: func(q execQuerier) (r chainRow, err error) {
+			err = q.QueryRowContext(ctx, `SELECT seq, prev_hash, hash FROM update_event WHERE attempt_id = $1 AND step = $2`,
+				e.AttemptID, e.Step).Scan(&r.seq, &r.prevHash, &r.hash)
+			return r, err
+		},
+	})
 	if err != nil {
 		return fmt.Errorf("ledger: append event %q: %w", e.Step, err)
 	}

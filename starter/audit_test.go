@@ -71,6 +71,6 @@ func TestAuditVerifyNamesTheFirstBrokenLink(t *testing.T) {
 	r = runStarter(t, db, "audit", "verify")
 	require.Equal(t, exitFailed, r.code, r.stdout)
 	require.Contains(t, r.stderr, fmt.Sprintf("audit chain broken at update_event seq %d (attempt %s): its content does not match its hash", events[1].Seq, a.ID))
-	r = runStarter(t, nil, "audit", "verify", "--from", export)
+	r = runStarter(t, nil, "audit", "verify", "--from", export, "--allowed-signers", signers)
 	require.Equal(t, 0, r.code, "the export taken before the edit still verifies: %s", r.stderr)
 }

@@ -4,14 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/fleetsaga/fleetsaga/activities"
-	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/internal/config"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
@@ -28,35 +24,57 @@ func auditCmd(a *app) *cobra.Command {
 		Short: "Re-check the ledger's audit trail, or export it",
 		Long: `The ledger chains its rows: each attempt's events and each rollout's
 approvals carry the hash of the row before them and their own hash over
-their content, computed as they are appended. audit verify recomputes every
-link and re-checks every signed approval's SSH signature and statement, so
-a row edited with SQL (by anyone, a database administrator included) is
-named as the first broken link. audit export writes the trail as JSON lines,
-which audit verify --from re-checks offline, away from the database.
+their content, computed by the database as they are appended. audit verify
+recomputes every link and re-checks every signed approval: an SSH one
+against --allowed-signers (the key is an allowed signer's, the row's
+principal is that signer, its replay key is the signed nonce); an OIDC one
+keeps no token, so only its statement, principal (the token's identity, or
+the person --people maps it to) and replay key's shape are checked, not who
+signed. Every signed row's approver must be its principal, its reason the
+signed one, its replay key on no other row. A row with any other method
+fails; with --allowed-signers an unsigned row fails unless --allow-unsigned.
+Without --allowed-signers verify exits 1 saying signatures were not
+checked, unless --skip-signatures says that is intended.
 
-A chain proves what it holds; to know that no one removed the newest rows
-and recomputed nothing, keep an export (or its last hashes) elsewhere.`,
+What holds against the database's owner, who can disable triggers and
+recompute every hash with the schema's own function:
+  --against EXPORT  each chain of an earlier audit export (kept away from
+                    the database) must still be a prefix of today's, and
+                    each of its signed heads still be held: a TRUNCATE, a
+                    dropped tail, a rewritten chain or removed heads are
+                    named.
+  --audit-public-key FILE
+                    the worker signs the row it appends with its
+                    --audit-signing-key (ed25519, not in the database)
+                    only when the row before is one it signed (or none);
+                    every signed head must be in today's chains and
+                    verify with this key, every chain must have a signed
+                    row, and every row after its first signed one must be
+                    signed: a row the owner wrote is named.
+What does not hold: a chain's newest rows (or the whole chain) deleted
+together with the signed heads that name them are named only by an
+export that holds them, so rows written after the last export can vanish
+unseen; TRUNCATE audit_head is named only with --against; whoever holds
+the worker's signing key can sign what they write; chains written before
+the fleet's first start with a key are vouched for as they were at that
+start (on a ledger with no heads, or with the worker's
+--audit-sign-unheaded-chains). Keep exports, and the worker's key, where
+the database's owner cannot reach them.`,
 	}
-	var dbURL, from, signersFile string
+	var dbURL, from, signersFile, peopleFile, against, headKeyFile string
+	var skipSignatures, allowUnsigned bool
 	verify := &cobra.Command{
-		Use:   "verify [--database-url URL | --from EXPORT.jsonl] [--allowed-signers FILE]",
+		Use:   "verify [--database-url URL | --from EXPORT.jsonl] (--allowed-signers FILE [--allow-unsigned] | --skip-signatures) [--against EARLIER.jsonl] [--audit-public-key FILE]",
 		Short: "Re-check every hash link and signature; exit 1 naming the first broken link",
-		Example: `  starter audit verify --database-url "$DATABASE_URL" --allowed-signers /etc/fleetsaga/allowed_signers
-  starter audit export > ledger-$(date +%F).jsonl && starter audit verify --from ledger-$(date +%F).jsonl`,
+		Example: `  starter audit verify --database-url "$DATABASE_URL" --allowed-signers /etc/fleetsaga/allowed_signers \
+      --audit-public-key /etc/fleetsaga/audit_head.pub --against /offsite/ledger-yesterday.jsonl
+  starter audit export > ledger-$(date +%F).jsonl && starter audit verify --from ledger-$(date +%F).jsonl --skip-signatures`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var signers approval.AllowedSigners
-			if signersFile != "" {
-				b, err := os.ReadFile(signersFile)
-				if err != nil {
-					return usageErr("--allowed-signers: %v", err)
-				}
-				if signers, err = approval.ParseAllowedSigners(b); err != nil {
-					return usageErr("--allowed-signers %s: %v", signersFile, err)
-				}
+			v, err := newAuditVerifier(signersFile, peopleFile, skipSignatures, allowUnsigned, against, headKeyFile)
+			if err != nil {
+				return err
 			}
-			v := &ledger.AuditVerifier{CheckSignature: activities.CheckStoredApproval(signers)}
-			var err error
 			if from != "" {
 				err = readExport(from, v.Add)
 			} else {
@@ -67,24 +85,30 @@ and recomputed nothing, keep an export (or its last hashes) elsewhere.`,
 				defer store.Close()
 				err = store.ExportAudit(cmd.Context(), v.Add)
 			}
+			if err == nil {
+				err = v.Finish()
+			}
 			var broken *ledger.BrokenLink
-			if errors.As(err, &broken) {
-				return &exitError{exitFailed, broken}
+			var changed *ledger.ChainChanged
+			if errors.As(err, &broken) || errors.As(err, &changed) {
+				return &exitError{exitFailed, err}
 			}
 			if err != nil {
 				return err
 			}
-			a.print(v, func(w io.Writer) {
-				fmt.Fprintf(w, "audit trail intact: %d rows in %d chains, %d signatures verified\n", v.Records, v.Chains, v.Signatures)
-			})
-			return nil
+			return reportAudit(a, v, signersFile != "", skipSignatures)
 		},
 	}
 	verify.Flags().StringVar(&from, "from", "", "verify this export (JSON lines from audit export; - for stdin) instead of the database")
-	verify.Flags().StringVar(&signersFile, "allowed-signers", os.Getenv("FLEETSAGA_APPROVAL_ALLOWED_SIGNERS"), "also require each SSH signature's key to be in this allowed_signers file (env FLEETSAGA_APPROVAL_ALLOWED_SIGNERS)")
+	verify.Flags().StringVar(&signersFile, "allowed-signers", os.Getenv("FLEETSAGA_APPROVAL_ALLOWED_SIGNERS"), "require each SSH signature's key to be in this allowed_signers file and the row's principal to be its signer (env FLEETSAGA_APPROVAL_ALLOWED_SIGNERS)")
+	verify.Flags().StringVar(&peopleFile, "people", os.Getenv("FLEETSAGA_APPROVAL_PEOPLE"), "the worker's people file, for rows that name a person (env FLEETSAGA_APPROVAL_PEOPLE)")
+	verify.Flags().BoolVar(&skipSignatures, "skip-signatures", false, "check the hash chains only, and say so: no keyring to check signatures against")
+	verify.Flags().BoolVar(&allowUnsigned, "allow-unsigned", false, "with --allowed-signers, accept unsigned approvals (a worker without a keyring took them; who approved is as typed) instead of failing them")
+	verify.Flags().StringVar(&against, "against", "", "an earlier audit export whose chains must still be prefixes of today's")
+	verify.Flags().StringVar(&headKeyFile, "audit-public-key", os.Getenv("FLEETSAGA_AUDIT_PUBLIC_KEY"), "the worker's chain-head public key (OpenSSH ed25519 .pub): every chain's newest row must be signed by it (env FLEETSAGA_AUDIT_PUBLIC_KEY)")
 	export := &cobra.Command{
 		Use:   "export [--database-url URL]",
-		Short: "Write the audit trail (events and approvals, in chain order) as JSON lines",
+		Short: "Write the audit trail (signed chain heads, then events and approvals in chain order) as JSON lines",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			store, err := openLedger(cmd, dbURL)

@@ -39,7 +39,7 @@ which plan, and a gate with four eyes refuses that person's approval.`,
 					if err != nil {
 						return err
 					}
-					signed, err := signStatement(cmd.Context(), sign, approval.Gate{Rollout: workflows.WorkflowID(u.Kind, u.Target), PlanDigest: digest, Decision: approval.DecisionStart}, "start plan "+in.Name)
+					signed, err := signStatement(cmd.Context(), sign, approval.Gate{TemporalNamespace: a.temporal.Namespace, Rollout: workflows.WorkflowID(u.Kind, u.Target), PlanDigest: digest, Decision: approval.DecisionStart}, "start plan "+in.Name)
 					if err != nil {
 						return err
 					}

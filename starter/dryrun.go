@@ -148,6 +148,10 @@ func printStagePlan(w io.Writer, st rollout.StagePlan) {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Order, r.Target, dash(r.Device), dash(r.Current), dash(r.Desired), r.Action, r.Reason)
 	}
 	_ = tw.Flush()
+	// What the digest binds beyond the rows: the settings and the bytes.
+	for _, l := range st.BoundLines() {
+		fmt.Fprintln(w, l)
+	}
 }
 
 func dash(s string) string {

@@ -24,11 +24,13 @@ type signFlags struct {
 	key        string
 	idToken    string // refused: see errIDTokenFile
 	idTokenCmd string
+	tokenPub   string // the workers' token-sealing public key file
 }
 
 func (f *signFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.key, "sign-key", os.Getenv("FLEETSAGA_SIGN_KEY"), "SSH key to sign with: an unencrypted private key file, or a public key file whose key ssh-agent holds (default: ssh-agent's only key) (env FLEETSAGA_SIGN_KEY)")
 	cmd.Flags().StringVar(&f.idTokenCmd, "id-token-command", os.Getenv("FLEETSAGA_ID_TOKEN_COMMAND"), "command (run by sh) that prints an OIDC ID token whose nonce is $"+approval.IDTokenNonceEnv+", the statement's digest, to present instead of an SSH signature (env FLEETSAGA_ID_TOKEN_COMMAND)")
+	cmd.Flags().StringVar(&f.tokenPub, "approval-token-public-key", os.Getenv("FLEETSAGA_APPROVAL_TOKEN_PUBLIC_KEY"), "the workers' token-sealing public key file (PEM): the ID token of --id-token-command is sealed to it, so Temporal's history holds no token (env FLEETSAGA_APPROVAL_TOKEN_PUBLIC_KEY)")
 	cmd.Flags().StringVar(&f.idToken, "id-token", "", "no longer accepted: a token from a file binds no approval; see --id-token-command")
 	_ = cmd.Flags().MarkHidden("id-token")
 }
@@ -48,11 +50,18 @@ func (f signFlags) sign(ctx context.Context, st approval.Statement) (approval.Si
 		if f.key != "" {
 			return approval.Signed{}, usageErr("--sign-key and --id-token-command: give one")
 		}
+		if f.tokenPub == "" { // before the command: no token to throw away
+			return approval.Signed{}, usageErr("%v", approval.ErrNoTokenPublicKey)
+		}
+		pub, err := approval.LoadTokenPublicKey(f.tokenPub)
+		if err != nil {
+			return approval.Signed{}, usageErr("--approval-token-public-key: %v", err)
+		}
 		tok, err := idTokenFor(ctx, f.idTokenCmd, st)
 		if err != nil {
 			return approval.Signed{}, err
 		}
-		return approval.WithIDToken(st, tok), nil
+		return approval.SealIDToken(st, tok, pub)
 	}
 	signer, err := f.signer()
 	if err != nil {
@@ -125,7 +134,7 @@ func signStatement(ctx context.Context, f signFlags, g approval.Gate, reason str
 	if err != nil {
 		return nil, err
 	}
-	st.Run = g.Run
+	st.Run, st.TemporalNamespace = g.Run, g.TemporalNamespace
 	rollout, d := g.Rollout, g.Decision
 	s, err := f.sign(ctx, st)
 	if errors.Is(err, errNoSigner) {
@@ -138,7 +147,7 @@ func signStatement(ctx context.Context, f signFlags, g approval.Gate, reason str
 	if s.SSHSig != "" {
 		fmt.Fprintf(os.Stderr, "signed %s of %s with key %s\n", d, rollout, signingKey(s))
 	} else {
-		fmt.Fprintf(os.Stderr, "%s of %s carries an OIDC ID token bound to it\n", d, rollout)
+		fmt.Fprintf(os.Stderr, "%s of %s carries an OIDC ID token bound to it, sealed to the workers' key\n", d, rollout)
 	}
 	return &s, nil
 }

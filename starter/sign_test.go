@@ -110,20 +110,30 @@ func TestStarterSignsWithAKeyFileOrSSHAgent(t *testing.T) {
 // The red team's OIDC replay: a token read from a file (or found in a
 // log) approved whatever statement it was sent with. The starter now
 // makes the statement first and asks the --id-token-command for a token
-// bound to its digest; that token verifies for the statement, and the
-// same token sent with another statement (another gate) is refused.
+// bound to its digest, and seals it to the workers' key for that
+// statement; it verifies for the statement, and the sealed token moved
+// to another statement (another gate) is refused. Without the workers'
+// public key the starter asks for no token: it could only send it in
+// plain text, into the history.
 func TestStarterGetsAnIDTokenBoundToTheStatement(t *testing.T) {
 	iss := approvaltest.StartIssuer(t)
+	ts := approvaltest.NewTokenSealer(t)
 	iss.IssueAs(map[string]any{"iss": iss.URL, "aud": "fleetsaga", "sub": "u-123", "email": "dana@example.com", "email_verified": true,
 		"iat": time.Now().Add(-time.Minute).Unix(), "exp": time.Now().Add(5 * time.Minute).Unix()})
-	k, err := approval.LoadKeyring(approval.KeyringConfig{OIDCIssuer: iss.URL, OIDCAudience: "fleetsaga", AllowHTTPIssuer: true})
+	k, err := approval.LoadKeyring(approval.KeyringConfig{OIDCIssuer: iss.URL, OIDCAudience: "fleetsaga", TokenKeys: []string{ts.Key}, AllowHTTPIssuer: true})
 	require.NoError(t, err)
 	gate := approval.Gate{Rollout: "fleetsaga/rollout/plan/q3", Stage: "canary", PlanDigest: strings.Repeat("ab", 32), Decision: approval.DecisionApprove}
 	st, err := approval.NewStatement(gate.Rollout, gate.Stage, gate.PlanDigest, gate.Decision, "ok", time.Now())
 	require.NoError(t, err)
 
-	s, err := signFlags{idTokenCmd: iss.TokenCommand()}.sign(t.Context(), st)
+	_, err = signFlags{idTokenCmd: iss.TokenCommand()}.sign(t.Context(), st)
+	require.ErrorContains(t, err, "--approval-token-public-key")
+	require.Empty(t, iss.Issued(), "no token is asked for that could not be sealed")
+
+	s, err := signFlags{idTokenCmd: iss.TokenCommand(), tokenPub: ts.Public}.sign(t.Context(), st)
 	require.NoError(t, err)
+	require.Empty(t, s.IDToken)
+	require.NotContains(t, s.SealedIDToken, strings.Split(iss.Issued()[0], ".")[1], "the token is sealed")
 	v, err := k.Verify(t.Context(), s, gate)
 	require.NoError(t, err)
 	require.Equal(t, approval.OIDCIdentity(iss.URL, "u-123"), v.Principal.ID)
@@ -132,15 +142,17 @@ func TestStarterGetsAnIDTokenBoundToTheStatement(t *testing.T) {
 	other.Rollout = "fleetsaga/rollout/plan/q4"
 	st2, err := approval.NewStatement(other.Rollout, other.Stage, other.PlanDigest, other.Decision, "ok", time.Now())
 	require.NoError(t, err)
-	_, err = k.Verify(t.Context(), approval.WithIDToken(st2, s.IDToken+"\n"), other)
+	moved := approval.Signed{Payload: string(st2.Payload()), SealedIDToken: s.SealedIDToken}
+	_, err = k.Verify(t.Context(), moved, other)
 	var r *approval.Refusal
 	require.ErrorAs(t, err, &r)
-	require.Equal(t, approval.ReasonWrongGate, r.Reason, "the token is bound to the first statement")
+	require.Equal(t, approval.ReasonBadToken, r.Reason, "the token is sealed for the first statement")
+	require.NotContains(t, err.Error(), s.SealedIDToken)
 
-	_, err = signFlags{idTokenCmd: "echo secret-ish-output; exit 3"}.sign(t.Context(), st)
+	_, err = signFlags{idTokenCmd: "echo secret-ish-output; exit 3", tokenPub: ts.Public}.sign(t.Context(), st)
 	require.ErrorContains(t, err, "--id-token-command failed")
 	require.NotContains(t, err.Error(), "secret-ish-output", "the command's stdout is never shown")
-	_, err = signFlags{idTokenCmd: "echo not-a-jwt"}.sign(t.Context(), st)
+	_, err = signFlags{idTokenCmd: "echo not-a-jwt", tokenPub: ts.Public}.sign(t.Context(), st)
 	require.ErrorContains(t, err, "printed no JWT")
 	require.NotContains(t, err.Error(), "not-a-jwt")
 }

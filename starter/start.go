@@ -106,6 +106,9 @@ func (u update) workflow() any {
 // running under the ID, or another update running on the same target, is
 // refused (exit 5) with its workflow ID.
 func (a *app) startUpdate(cmd *cobra.Command, u update, f startFlags) error {
+	if err := workflows.CheckStart(u.Input); err != nil {
+		return usageErr("%v", err)
+	}
 	if f.dryRun {
 		return a.dryRun(cmd, u, f)
 	}

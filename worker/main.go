@@ -9,6 +9,7 @@ import (
 	_ "time/tzdata"
 
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"net/http"
@@ -62,6 +63,8 @@ func newCommand() *cobra.Command {
 		webhookSecrets []string
 		artifactRoot   string
 		healthHosts    []string
+		auditKeyFile   string
+		auditFlags     auditSigningFlags
 	)
 	hostname, _ := os.Hostname()
 	cmd := &cobra.Command{
@@ -110,6 +113,12 @@ func newCommand() *cobra.Command {
 			if err := checkArtifactRoot(artifactRoot); err != nil {
 				return usageError{err}
 			}
+			var auditKey ed25519.PrivateKey
+			if auditKeyFile != "" {
+				if auditKey, err = ledger.LoadHeadSigningKey(auditKeyFile); err != nil {
+					return usageError{err}
+				}
+			}
 			if maxActs < 0 {
 				return usageError{errors.New("--max-concurrent-activities must be >= 0")}
 			}
@@ -127,6 +136,9 @@ func newCommand() *cobra.Command {
 			}
 			if len(applied) > 0 {
 				log.Info().Ints("versions", applied).Msg("ledger migrated")
+			}
+			if store, err = signAuditHeads(ctx, store, auditKey, auditFlags, log); err != nil {
+				return err
 			}
 
 			metrics, err := workerapp.NewMetrics()
@@ -196,6 +208,9 @@ func newCommand() *cobra.Command {
 	fs.StringArrayVar(&webhookSecrets, "webhook-secret-file", nil, "NAME=FILE: the file holds that webhook's whsec_<base64> secret, signing its events as Standard Webhooks do (repeatable)")
 	fs.StringVar(&artifactRoot, "artifact-root", os.Getenv("FLEETSAGA_ARTIFACT_ROOT"), "the only directory a plan's path: artifacts are read from; empty: none are (env FLEETSAGA_ARTIFACT_ROOT)")
 	fs.StringSliceVar(&healthHosts, "health-check-host", envList("FLEETSAGA_HEALTH_CHECK_HOSTS"), "a host (name or name:port) a rollout's HTTP health checks may ask, redirects included; repeatable; none: no HTTP check runs (env FLEETSAGA_HEALTH_CHECK_HOSTS, comma-separated)")
+	fs.StringVar(&auditKeyFile, "audit-signing-key", os.Getenv("FLEETSAGA_AUDIT_SIGNING_KEY"), "unencrypted OpenSSH ed25519 private key that signs each audit chain's newest row; the database never holds it (starter audit verify --audit-public-key checks its .pub) (env FLEETSAGA_AUDIT_SIGNING_KEY)")
+	fs.BoolVar(&auditFlags.signUnheaded, "audit-sign-unheaded-chains", false, "at start, sign the newest row of every chain no head of this key names, though the ledger holds heads (after a key rotation, or after workers ran without the key): vouches for those chains as they are now")
+	fs.BoolVar(&auditFlags.allowUnsigned, "audit-allow-unsigned", false, "start without --audit-signing-key though the ledger's chains are signed: the rows this worker appends fail audit verify --audit-public-key")
 	fs.StringVar(&identity, "identity", fmt.Sprintf("%s:%d", hostname, os.Getpid()), "worker identity in Temporal and the ledger")
 	fs.IntVar(&maxActs, "max-concurrent-activities", 0, "bound on concurrent activity executions (0 = SDK default)")
 	fs.DurationVar(&stopTimeout, "stop-timeout", workerapp.DefaultStopTimeout, "on SIGTERM, how long running activities may finish before they are handed back")

@@ -53,6 +53,14 @@ func TestBadConfigurationFailsWithOneLine(t *testing.T) {
 		{"health check host a URL", []string{"--database-url", "postgres://x@127.0.0.1/x", "--health-check-host", "http://monitor/"}, 2, "--health-check-host \"http://monitor/\": want a host name or host:port"},
 		{"webhook secret not whsec_", []string{"--database-url", "postgres://x@127.0.0.1/x", "--webhook", "ops=http://127.0.0.1:9/",
 			"--webhook-secret-file", "ops=" + plainSecret}, 2, "must be whsec_ followed by the key in base64"},
+		{"audit signing key not a key", []string{"--database-url", "postgres://x@127.0.0.1/x", "--audit-signing-key", plainSecret}, 2,
+			"audit signing key " + plainSecret + ": not an unencrypted OpenSSH private key"},
+		{"audit signing key missing", []string{"--database-url", "postgres://x@127.0.0.1/x", "--audit-signing-key", "/nonexistent/audit_head"}, 2,
+			"audit signing key: open /nonexistent/audit_head: no such file or directory"},
+		{"nexus external CA not a certificate", []string{"--database-url", "postgres://x@127.0.0.1/x", "--nexus-external", "https://recovery.sys.example",
+			"--nexus-external-ca", plainSecret}, 2, "--nexus-external-ca: nexus external CA " + plainSecret + " holds no PEM certificate"},
+		{"per-rack token file without {rack}", []string{"--database-url", "postgres://x@127.0.0.1/x", "--nexus-external", "https://recovery.sys.example",
+			"--nexus-external-token-file", "/etc/fleetsaga/{rack}.token"}, 2, "token file names {rack} but the nexus-external endpoint does not"},
 		{"unreachable database", []string{"--database-url", "postgres://postgres@127.0.0.1:1/x?sslmode=disable"}, 1, "does not answer"},
 	}
 	for _, tc := range cases {
@@ -69,6 +77,7 @@ func TestBadConfigurationFailsWithOneLine(t *testing.T) {
 			require.Len(t, lines, 1, "exactly one line: %q", stderr.String())
 			require.Contains(t, lines[0], tc.want)
 			require.True(t, strings.HasPrefix(lines[0], "worker: "))
+			require.NotContains(t, stderr.String(), "hunter2", "no secret in an error")
 		})
 	}
 }

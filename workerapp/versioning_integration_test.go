@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -178,20 +177,7 @@ func newSim(t *testing.T, e *testenv.Env) (*spec.Spec, *fleetsim.Server) {
 // the test ends.
 func startVersionedWorker(t *testing.T, e *testenv.Env, sim *fleetsim.Server, deployment, build string) {
 	t.Helper()
-	wctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	identity := "worker-" + build
-	go func() {
-		done <- workerapp.Run(wctx, e.Client, workerapp.Options{
-			TaskQueue: e.TaskQueue, Identity: identity, StopTimeout: time.Second,
-			DeploymentName: deployment, BuildID: build,
-		}, workerapp.Deps{Ledger: e.Store, Fleet: e.Endpoints(sim), HTTP: &http.Client{Timeout: 10 * time.Second}, ArtifactRoot: os.TempDir(),
-			Log: e.Log, Identity: identity})
-	}()
-	t.Cleanup(func() {
-		stop()
-		require.NoError(t, <-done)
-	})
+	startStoppableWorker(t, e, sim, deployment, build)
 }
 
 // setCurrent makes a version current, as an operator does with `temporal

@@ -194,3 +194,36 @@ type UpdateInput interface {
 	// Validate checks the input without I/O.
 	Validate() error
 }
+
+// ArtifactDigest is one image an update delivers: its place in the input
+// ("phase1"), its version and SHA-256 (hex, lower case), which the
+// update checks the bytes against before delivering them.
+type ArtifactDigest struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	SHA256  string `json:"sha256"`
+}
+
+// Delivers is an UpdateInput that delivers images: an approval of its
+// plan binds their SHA-256s, not only their version labels.
+type Delivers interface {
+	Artifacts() []ArtifactDigest
+}
+
+// Continues is an UpdateInput with fields only its own workflow writes:
+// the state one run hands the next at continue-as-new. A plan or a start
+// that sets them would hand a first run a later run's state (a plan it
+// never made), so they refuse it (CheckStart).
+type Continues interface {
+	// ValidateStart is nil unless the input holds such state.
+	ValidateStart() error
+}
+
+// CheckStart refuses an input, given by a plan or an operator, that holds
+// state only its own workflow writes (Continues); nil for every other.
+func CheckStart(in any) error {
+	if c, ok := in.(Continues); ok {
+		return c.ValidateStart()
+	}
+	return nil
+}

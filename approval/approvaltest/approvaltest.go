@@ -59,12 +59,12 @@ func AllowedSigners(t testing.TB, keys map[string]ssh.Signer) string {
 	return path
 }
 
-// Statement is a statement for gate (its run too), signed at at.
+// Statement is a statement for gate (its run and namespace too), signed at at.
 func Statement(t testing.TB, g approval.Gate, reason string, at time.Time) approval.Statement {
 	t.Helper()
 	st, err := approval.NewStatement(g.Rollout, g.Stage, g.PlanDigest, g.Decision, reason, at)
 	require.NoError(t, err)
-	st.Run = g.Run
+	st.Run, st.TemporalNamespace = g.Run, g.TemporalNamespace
 	return st
 }
 

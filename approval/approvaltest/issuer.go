@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 
@@ -25,6 +26,7 @@ type Issuer struct {
 
 	mu     sync.Mutex
 	claims map[string]any // what /token issues, nil: it issues nothing
+	issued []string       // every token /token issued, for tests that look for them
 }
 
 // StartIssuer starts an issuer, stopped when the test ends.
@@ -68,6 +70,9 @@ func StartIssuer(t testing.TB) *Issuer {
 			if obj, err = iss.signer.Sign(b); err == nil {
 				var tok string
 				if tok, err = obj.CompactSerialize(); err == nil {
+					iss.mu.Lock()
+					iss.issued = append(iss.issued, tok)
+					iss.mu.Unlock()
 					_, _ = w.Write([]byte(tok + "\n"))
 					return
 				}
@@ -88,6 +93,13 @@ func (iss *Issuer) IssueAs(claims map[string]any) {
 	iss.mu.Lock()
 	defer iss.mu.Unlock()
 	iss.claims = maps.Clone(claims)
+}
+
+// Issued is every token /token issued so far.
+func (iss *Issuer) Issued() []string {
+	iss.mu.Lock()
+	defer iss.mu.Unlock()
+	return slices.Clone(iss.issued)
 }
 
 // TokenCommand is a `starter --id-token-command` that logs in at this

@@ -45,7 +45,8 @@ type Refused struct {
 }
 
 func (e *Refused) Error() string {
-	hint := fmt.Sprintf("the server serves an older %s API than this fleetsaga needs; update the rack's %s or run a fleetsaga built for its API version", e.API, e.API)
+	api := strings.TrimSuffix(e.API, " API") // "Nexus external API" names itself one
+	hint := fmt.Sprintf("the server serves an older %s API than this fleetsaga needs; update the rack's %s or run a fleetsaga built for its API version", api, api)
 	if !strings.HasPrefix(e.Said, msgNewer) {
 		hint = "the " + Header + " header did not reach the server as sent (a proxy between them?)"
 	}

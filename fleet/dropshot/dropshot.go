@@ -1,5 +1,5 @@
 // Package dropshot sends the requests of fleetsaga's clients of omicron's
-// dropshot servers (sled-agent, Nexus's lockstep API) and reads their
+// dropshot servers (sled-agent, Nexus's lockstep and external APIs) and reads their
 // answers: one request shape (Accept JSON, the api-version header where
 // the API is versioned, a sized body), a bounded reply, and dropshot's
 // error body (HttpErrorResponseBody) read one way. Each client keeps its
@@ -47,6 +47,9 @@ type Request struct {
 	Body         io.Reader
 	Size         int64
 	ContentType  string
+	// Header is added to the request (an API that authenticates its
+	// callers: Authorization). Never put it in an error.
+	Header http.Header
 }
 
 // JSON is a request whose body (nil: none) is JSON.
@@ -85,6 +88,9 @@ func (c *Client) Do(ctx context.Context, r Request) (Reply, error) {
 	req, err := http.NewRequestWithContext(ctx, r.Method, c.base+r.Path, r.Body)
 	if err != nil {
 		return reply, fmt.Errorf("%s %s: %w", c.api, reply.Op, err)
+	}
+	for k, v := range r.Header {
+		req.Header[k] = v
 	}
 	req.Header.Set("Accept", "application/json")
 	if c.version != "" {

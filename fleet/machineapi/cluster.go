@@ -5,9 +5,15 @@ import (
 	"fmt"
 	"strings"
 
+	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
+
+// machineConfiguration reads MachineConfiguration "cluster".
+func (c *Client) machineConfiguration(ctx context.Context) (*operatorv1.MachineConfiguration, error) {
+	return getTyped[operatorv1.MachineConfiguration](ctx, c, GVRMachineConfigurations, "machineconfiguration", MachineConfigurationName)
+}
 
 // ClusterStatus is what the bump needs to know about the cluster.
 type ClusterStatus struct {
@@ -32,28 +38,25 @@ func (s ClusterStatus) Upgrading() bool { return s.LatestState != "Completed" }
 // nodes.
 func (c *Client) ClusterStatus(ctx context.Context) (ClusterStatus, error) {
 	var st ClusterStatus
-	cv, err := c.get(ctx, GVRClusterVersions, "", ClusterVersionName)
+	cv, err := getTyped[configv1.ClusterVersion](ctx, c, GVRClusterVersions, "clusterversion", ClusterVersionName)
 	if err != nil {
 		return st, err
 	}
-	st.DesiredVersion, _, _ = unstructured.NestedString(cv.Object, "status", "desired", "version")
-	arch, _, _ := unstructured.NestedString(cv.Object, "status", "desired", "architecture")
-	st.MultiArch = arch == "Multi"
-	hist, _, _ := unstructured.NestedSlice(cv.Object, "status", "history")
-	if len(hist) > 0 {
-		if h, ok := hist[0].(map[string]any); ok {
-			st.LatestState, _ = h["state"].(string)
-		}
+	st.DesiredVersion = cv.Status.Desired.Version
+	st.MultiArch = cv.Status.Desired.Architecture == configv1.ClusterVersionArchitectureMulti
+	if len(cv.Status.History) > 0 {
+		st.LatestState = string(cv.Status.History[0].State)
 	}
 	if st.DesiredVersion == "" {
 		return st, malformed("clusterversion %s has no status.desired.version", ClusterVersionName)
 	}
-	infra, err := c.get(ctx, GVRInfrastructures, "", InfrastructureName)
+	infra, err := getTyped[configv1.Infrastructure](ctx, c, GVRInfrastructures, "infrastructure", InfrastructureName)
 	if err != nil {
 		return st, err
 	}
-	pt, _, _ := unstructured.NestedString(infra.Object, "status", "platformStatus", "type")
-	st.Platform = strings.ToLower(pt)
+	if ps := infra.Status.PlatformStatus; ps != nil {
+		st.Platform = strings.ToLower(string(ps.Type))
+	}
 	nodes, err := c.res(GVRNodes, "").List(ctx, metav1.ListOptions{LabelSelector: LabelControlPlane})
 	if err != nil {
 		return st, fmt.Errorf("cluster %s: list control plane nodes: %w", c.Cluster, err)
@@ -91,26 +94,20 @@ type BootImageRecord struct {
 // BootImageRecord reads the cluster's boot image record.
 func (c *Client) BootImageRecord(ctx context.Context) (BootImageRecord, error) {
 	var r BootImageRecord
-	u, err := c.get(ctx, GVRMachineConfigurations, "", MachineConfigurationName)
+	mc, err := c.machineConfiguration(ctx)
 	if err != nil {
 		return r, err
 	}
-	r.ResourceVersion = u.GetResourceVersion()
-	st, _, _ := unstructured.NestedMap(u.Object, "status", "bootImageSkewEnforcementStatus")
-	r.Mode, _, _ = unstructured.NestedString(st, "mode")
-	sub := "automatic"
+	r.ResourceVersion = mc.ResourceVersion
+	st := mc.Status.BootImageSkewEnforcementStatus
+	r.Mode = string(st.Mode)
+	r.OCPVersion, r.RHCOSVersion = st.Automatic.OCPVersion, st.Automatic.RHCOSVersion
 	if r.Mode == SkewManual {
-		sub = "manual"
+		r.OCPVersion, r.RHCOSVersion = st.Manual.OCPVersion, st.Manual.RHCOSVersion
 	}
-	r.OCPVersion, _, _ = unstructured.NestedString(st, sub, "ocpVersion")
-	r.RHCOSVersion, _, _ = unstructured.NestedString(st, sub, "rhcosVersion")
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, cd := range conds {
-		m, _ := cd.(map[string]any)
-		if m["type"] == "Upgradeable" {
-			r.UpgradeableStatus, _ = m["status"].(string)
-			r.UpgradeableReason, _ = m["reason"].(string)
-			r.UpgradeableMessage, _ = m["message"].(string)
+	for _, cd := range mc.Status.Conditions {
+		if cd.Type == "Upgradeable" {
+			r.UpgradeableStatus, r.UpgradeableReason, r.UpgradeableMessage = string(cd.Status), cd.Reason, cd.Message
 		}
 	}
 	return r, nil

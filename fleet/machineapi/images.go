@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 )
 
 // BootImage is a MachineSet's boot image on its platform. Two images are
@@ -77,37 +80,45 @@ func (b BootImage) Ref() string {
 
 func (b BootImage) String() string { return b.Platform + ":" + b.Ref() }
 
-// ImageOf reads the boot image out of a providerSpec value.
+// ImageOf reads the boot image out of a providerSpec value, decoded into
+// machine/v1beta1's provider type for its kind.
 func ImageOf(value map[string]any) (BootImage, error) {
 	kind, _ := value["kind"].(string)
 	img := BootImage{Platform: PlatformOfKind(kind)}
 	switch img.Platform {
 	case PlatformAWS:
-		img.AMI, _, _ = unstructured.NestedString(value, "ami", "id")
-		img.Region, _, _ = unstructured.NestedString(value, "placement", "region")
-	case PlatformGCP:
-		disks, _, err := unstructured.NestedSlice(value, "disks")
-		if err != nil {
-			return img, malformed("gcp providerSpec: disks is not a list")
+		var ps machinev1beta1.AWSMachineProviderConfig
+		if err := decodeProviderSpec(value, &ps); err != nil {
+			return img, fmt.Errorf("aws %w", err)
 		}
-		for _, d := range disks {
-			if dm, ok := d.(map[string]any); ok {
-				if boot, _ := dm["boot"].(bool); boot {
-					img.GCPImage, _ = dm["image"].(string)
-				}
+		img.AMI, img.Region = ptr.Deref(ps.AMI.ID, ""), ps.Placement.Region
+	case PlatformGCP:
+		var ps machinev1beta1.GCPMachineProviderSpec
+		if err := decodeProviderSpec(value, &ps); err != nil {
+			return img, fmt.Errorf("gcp %w", err)
+		}
+		for _, d := range ps.Disks {
+			if d != nil && d.Boot {
+				img.GCPImage = d.Image
 			}
 		}
 	case PlatformAzure:
-		m, found, err := unstructured.NestedMap(value, "image")
-		if err != nil {
-			return img, malformed("azure providerSpec: image is not an object")
+		var ps machinev1beta1.AzureMachineProviderSpec
+		if err := decodeProviderSpec(value, &ps); err != nil {
+			return img, fmt.Errorf("azure %w", err)
 		}
-		if found {
-			s := func(k string) string { v, _ := m[k].(string); return v }
-			img.Azure = &AzureImage{Publisher: s("publisher"), Offer: s("offer"), SKU: s("sku"), Version: s("version"), ResourceID: s("resourceID"), Type: s("type")}
+		// Image is a struct, not a pointer, in the type: "no image" is
+		// the key's absence.
+		if _, found := value["image"]; found {
+			a := ps.Image
+			img.Azure = &AzureImage{Publisher: a.Publisher, Offer: a.Offer, SKU: a.SKU, Version: a.Version, ResourceID: a.ResourceID, Type: string(a.Type)}
 		}
 	case PlatformVSphere:
-		img.VSphereTemplate, _, _ = unstructured.NestedString(value, "template")
+		var ps machinev1beta1.VSphereMachineProviderSpec
+		if err := decodeProviderSpec(value, &ps); err != nil {
+			return img, fmt.Errorf("vsphere %w", err)
+		}
+		img.VSphereTemplate = ps.Template
 	default:
 		return img, malformed("unsupported providerSpec kind %q", kind)
 	}

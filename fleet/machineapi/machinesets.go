@@ -10,6 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 )
 
 // Platforms.
@@ -80,10 +83,13 @@ func (m *MachineSet) Arch() (string, error) {
 }
 
 // AzureSecurityType is providerSpec.securityProfile.settings.securityType
-// ("" when unset).
+// ("" when unset or unreadable).
 func (m *MachineSet) AzureSecurityType() string {
-	st, _, _ := unstructured.NestedString(m.ProviderSpec, "securityProfile", "settings", "securityType")
-	return st
+	var ps machinev1beta1.AzureMachineProviderSpec
+	if decodeProviderSpec(m.ProviderSpec, &ps) != nil || ps.SecurityProfile == nil {
+		return ""
+	}
+	return string(ps.SecurityProfile.Settings.SecurityType)
 }
 
 // Windows reports a Windows template (machine.openshift.io/os-id: Windows).
@@ -99,27 +105,25 @@ func (m *MachineSet) OSStream() (stream string, ok bool) {
 // Image reads the boot image out of the providerSpec.
 func (m *MachineSet) Image() (BootImage, error) { return ImageOf(m.ProviderSpec) }
 
-func nestedInt32(obj map[string]any, fields ...string) int32 {
-	v, _, _ := unstructured.NestedInt64(obj, fields...)
-	return int32(v)
-}
-
-// parseMachineSet converts an unstructured MachineSet.
+// parseMachineSet decodes a MachineSet (openshift/api machine/v1beta1).
 func parseMachineSet(u *unstructured.Unstructured) (*MachineSet, error) {
-	value, found, err := unstructured.NestedMap(u.Object, "spec", "template", "spec", "providerSpec", "value")
-	if err != nil || !found {
-		return nil, malformed("machineset %s: spec.template.spec.providerSpec.value is missing or not an object", u.GetName())
+	var ms machinev1beta1.MachineSet
+	if err := fromUnstructured(u, "machineset", &ms); err != nil {
+		return nil, err
 	}
-	tl, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels")
+	value, ok := providerValue(ms.Spec.Template.Spec.ProviderSpec)
+	if !ok {
+		return nil, malformed("machineset %s: spec.template.spec.providerSpec.value is missing or not an object", ms.Name)
+	}
 	kind, _ := value["kind"].(string)
 	return &MachineSet{
-		Name: u.GetName(), Namespace: u.GetNamespace(), UID: string(u.GetUID()),
-		ResourceVersion: u.GetResourceVersion(),
-		Labels:          u.GetLabels(), Annotations: u.GetAnnotations(),
-		OwnerReferences: u.GetOwnerReferences(),
-		TemplateLabels:  tl,
-		Replicas:        nestedInt32(u.Object, "spec", "replicas"),
-		ReadyReplicas:   nestedInt32(u.Object, "status", "readyReplicas"),
+		Name: ms.Name, Namespace: ms.Namespace, UID: string(ms.UID),
+		ResourceVersion: ms.ResourceVersion,
+		Labels:          ms.Labels, Annotations: ms.Annotations,
+		OwnerReferences: ms.OwnerReferences,
+		TemplateLabels:  ms.Spec.Template.ObjectMeta.Labels,
+		Replicas:        ptr.Deref(ms.Spec.Replicas, 0),
+		ReadyReplicas:   ms.Status.ReadyReplicas,
 		Platform:        PlatformOfKind(kind),
 		ProviderSpec:    value,
 	}, nil
@@ -196,7 +200,7 @@ func imagePatch(ms *MachineSet, img BootImage) (map[string]any, error) {
 	}
 	switch img.Platform {
 	case PlatformAWS:
-		return map[string]any{"ami": map[string]any{"id": img.AMI}}, nil
+		return map[string]any{"ami": machinev1beta1.AWSResourceReference{ID: ptr.To(img.AMI)}}, nil
 	case PlatformGCP:
 		disks, found, err := unstructured.NestedSlice(ms.ProviderSpec, "disks")
 		if err != nil || !found {
@@ -227,13 +231,15 @@ func imagePatch(ms *MachineSet, img BootImage) (map[string]any, error) {
 		} else if typ == "" {
 			typ = azureNoPlan
 		}
-		return map[string]any{"image": map[string]any{
-			"publisher": a.Publisher, "offer": a.Offer, "sku": a.SKU, "version": a.Version,
-			"resourceID": a.ResourceID, "type": typ,
+		return map[string]any{"image": machinev1beta1.Image{
+			Publisher: a.Publisher, Offer: a.Offer, SKU: a.SKU, Version: a.Version,
+			ResourceID: a.ResourceID, Type: machinev1beta1.AzureImageType(typ),
 		}}, nil
 	case PlatformVSphere:
 		return map[string]any{"template": img.VSphereTemplate}, nil
 	}
+	// GCP sends the disks it read, untyped: a disk decoded into the pinned
+	// type and written back would lose fields newer than the pin.
 	return nil, malformed("machineset %s: unsupported platform %q", ms.Name, img.Platform)
 }
 
@@ -271,12 +277,19 @@ func (c *Client) Machines(ctx context.Context, ms string) ([]Machine, error) {
 		return nil, fmt.Errorf("cluster %s: list machines of %s: %w", c.Cluster, ms, err)
 	}
 	out := make([]Machine, 0, len(list.Items))
-	for _, u := range list.Items {
-		m := Machine{Name: u.GetName(), Created: u.GetCreationTimestamp().UTC().Format("2006-01-02T15:04:05Z")}
-		m.Phase, _, _ = unstructured.NestedString(u.Object, "status", "phase")
-		m.NodeRef, _, _ = unstructured.NestedString(u.Object, "status", "nodeRef", "name")
-		m.Error, _, _ = unstructured.NestedString(u.Object, "status", "errorMessage")
-		if v, found, _ := unstructured.NestedMap(u.Object, "spec", "providerSpec", "value"); found {
+	for i := range list.Items {
+		var mc machinev1beta1.Machine
+		if err := fromUnstructured(&list.Items[i], "machine", &mc); err != nil {
+			return nil, fmt.Errorf("cluster %s: machines of %s: %w", c.Cluster, ms, err)
+		}
+		m := Machine{
+			Name: mc.Name, Created: mc.CreationTimestamp.UTC().Format("2006-01-02T15:04:05Z"),
+			Phase: ptr.Deref(mc.Status.Phase, ""), Error: ptr.Deref(mc.Status.ErrorMessage, ""),
+		}
+		if mc.Status.NodeRef != nil {
+			m.NodeRef = mc.Status.NodeRef.Name
+		}
+		if v, ok := providerValue(mc.Spec.ProviderSpec); ok {
 			m.Image, _ = ImageOf(v)
 		}
 		out = append(out, m)

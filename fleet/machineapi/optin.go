@@ -2,10 +2,9 @@ package machineapi
 
 import (
 	"context"
-	"encoding/json"
 
+	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // Opt-in modes of MachineConfiguration spec.managedBootImages
@@ -42,34 +41,32 @@ func (o OptIn) ManagedByMCO() bool { return o.Source == OptInSourceStatus && o.M
 // status when it has one (the controller acts on the status, not the spec),
 // else from the spec. No entry means None: boot image management is opt-in.
 func (c *Client) BootImageOptIn(ctx context.Context) (OptIn, error) {
-	u, err := c.get(ctx, GVRMachineConfigurations, "", MachineConfigurationName)
+	mc, err := c.machineConfiguration(ctx)
 	if err != nil {
 		return OptIn{}, err
 	}
-	for _, path := range [][]string{{"status", "managedBootImagesStatus"}, {"spec", "managedBootImages"}} {
-		mgrs, found, err := unstructured.NestedSlice(u.Object, append(path, "machineManagers")...)
-		if err != nil {
-			return OptIn{}, malformed("MachineConfiguration %s.machineManagers: %v", path[0], err)
-		}
-		if !found {
+	// The status is written by the operator; a nil list is a status
+	// without the field, an empty one says "no managers".
+	for _, src := range []struct {
+		name string
+		mgrs []operatorv1.MachineManager
+	}{{OptInSourceStatus, mc.Status.ManagedBootImagesStatus.MachineManagers}, {"spec.managedBootImages", mc.Spec.ManagedBootImages.MachineManagers}} {
+		if src.mgrs == nil {
 			continue
 		}
-		src := path[0] + "." + path[1]
-		for _, m := range mgrs {
-			mm, _ := m.(map[string]any)
-			if mm["resource"] != "machinesets" || mm["apiGroup"] != GVRMachineSets.Group {
+		for _, m := range src.mgrs {
+			if m.Resource != operatorv1.MachineSets || string(m.APIGroup) != GVRMachineSets.Group {
 				continue
 			}
-			return parseSelection(mm, src)
+			return parseSelection(m.Selection, src.name)
 		}
-		return OptIn{Mode: OptInNone, Source: src}, nil
+		return OptIn{Mode: OptInNone, Source: src.name}, nil
 	}
 	return OptIn{Mode: OptInNone, Source: "none"}, nil
 }
 
-func parseSelection(mm map[string]any, src string) (OptIn, error) {
-	sel, _ := mm["selection"].(map[string]any)
-	mode, _ := sel["mode"].(string)
+func parseSelection(sel operatorv1.MachineManagerSelector, src string) (OptIn, error) {
+	mode := string(sel.Mode)
 	out := OptIn{Mode: mode, Source: src}
 	switch mode {
 	case OptInAll, OptInNone:
@@ -78,19 +75,10 @@ func parseSelection(mm map[string]any, src string) (OptIn, error) {
 	default:
 		return OptIn{}, malformed("MachineConfiguration %s: selection mode %q is not All, Partial or None", src, mode)
 	}
-	raw, found, _ := unstructured.NestedFieldNoCopy(sel, "partial", "machineResourceSelector")
-	if !found {
+	if sel.Partial == nil || sel.Partial.MachineResourceSelector == nil {
 		return OptIn{}, malformed("MachineConfiguration %s: Partial without partial.machineResourceSelector", src)
 	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return OptIn{}, malformed("MachineConfiguration %s: machineResourceSelector: %v", src, err)
-	}
-	var ls metav1.LabelSelector
-	if err := json.Unmarshal(b, &ls); err != nil {
-		return OptIn{}, malformed("MachineConfiguration %s: machineResourceSelector: %v", src, err)
-	}
-	s, err := metav1.LabelSelectorAsSelector(&ls)
+	s, err := metav1.LabelSelectorAsSelector(sel.Partial.MachineResourceSelector)
 	if err != nil {
 		return OptIn{}, malformed("MachineConfiguration %s: machineResourceSelector: %v", src, err)
 	}

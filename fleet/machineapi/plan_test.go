@@ -175,5 +175,7 @@ func TestImagePatchShapes(t *testing.T) {
 	az := &MachineSet{Name: "ms", Platform: PlatformAzure}
 	v, err = imagePatch(az, BootImage{Platform: PlatformAzure, Azure: &AzureImage{Publisher: "p", Offer: "o", SKU: "s", Version: "v"}})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]any{"publisher": "p", "offer": "o", "sku": "s", "version": "v", "resourceID": "", "type": "MarketplaceNoPlan"}, v["image"])
+	b, err := json.Marshal(v["image"])
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"publisher": "p", "offer": "o", "sku": "s", "version": "v", "resourceID": "", "type": "MarketplaceNoPlan"}`, string(b))
 }

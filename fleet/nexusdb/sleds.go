@@ -27,6 +27,9 @@ type Sled struct {
 // ErrNoSuchSled: the sled table has no live row for the sled.
 var ErrNoSuchSled = errors.New("nexusdb: no such sled")
 
+// ErrAmbiguousSerial: more than one sled not decommissioned has the serial.
+var ErrAmbiguousSerial = errors.New("nexusdb: serial names more than one sled")
+
 // SledAgentURL is the base URL of the sled's sled-agent.
 func (s Sled) SledAgentURL() string {
 	return "http://" + net.JoinHostPort(s.IP.String(), strconv.Itoa(s.Port))
@@ -63,17 +66,38 @@ func (d *DB) Sled(ctx context.Context, id uuid.UUID) (Sled, error) {
 	return s, nil
 }
 
-// SledBySerial reads the sled (not deleted) with this baseboard serial.
+// SledBySerial reads the sled (not deleted, not decommissioned) with this
+// baseboard serial. Serials are unique only among sleds not decommissioned,
+// with the part number (commissioned_sled_uniqueness in omicron
+// schema/crdb/dbinit.sql): a sled taken out and put back has an old row,
+// and two parts may share a serial, which is refused, not guessed.
 func (d *DB) SledBySerial(ctx context.Context, serial string) (Sled, error) {
-	s, err := scanSled(d.db.QueryRowContext(ctx, fmt.Sprintf(
-		`SELECT %s FROM %s WHERE serial_number = $1 AND time_deleted IS NULL`, sledColumns, d.sleds), serial))
-	if errors.Is(err, sql.ErrNoRows) {
-		return s, fmt.Errorf("%w: serial %s", ErrNoSuchSled, serial)
-	}
+	rows, err := d.db.QueryContext(ctx, fmt.Sprintf(
+		`SELECT %s FROM %s WHERE serial_number = $1 AND time_deleted IS NULL AND sled_state != 'decommissioned' LIMIT 2`,
+		sledColumns, d.sleds), serial)
 	if err != nil {
-		return s, fmt.Errorf("nexusdb: sled with serial %s: %w", serial, err)
+		return Sled{}, fmt.Errorf("nexusdb: sled with serial %s: %w", serial, err)
 	}
-	return s, nil
+	defer rows.Close()
+	var found []Sled
+	for rows.Next() {
+		s, err := scanSled(rows)
+		if err != nil {
+			return Sled{}, fmt.Errorf("nexusdb: sled with serial %s: %w", serial, err)
+		}
+		found = append(found, s)
+	}
+	if err := rows.Err(); err != nil {
+		return Sled{}, fmt.Errorf("nexusdb: sled with serial %s: %w", serial, err)
+	}
+	switch len(found) {
+	case 0:
+		return Sled{}, fmt.Errorf("%w: serial %s", ErrNoSuchSled, serial)
+	case 1:
+		return found[0], nil
+	}
+	return Sled{}, fmt.Errorf("%w: sleds %s and %s, not decommissioned, have serial %s (their part numbers tell them apart; a lookup by serial cannot)",
+		ErrAmbiguousSerial, found[0].ID, found[1].ID, serial)
 }
 
 // RackSleds lists the sleds (not deleted) of the rack that sled is in, in

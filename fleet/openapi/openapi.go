@@ -30,6 +30,15 @@ const (
 	SledAgent = "sled-agent-openapi-48.0.0.json"
 	// NexusLockstep is Nexus's lockstep internal API (openapi/nexus-lockstep.json).
 	NexusLockstep = "nexus-lockstep-0.0.1.json"
+	// NexusExternal is Nexus's external (operator) API at the oldest
+	// version that has the update status with target_release and
+	// suspended (openapi/nexus/nexus-2025112000.0.0-53f3c8.json): the
+	// version fleet/nexusexternal sends, so every rack since serves it.
+	NexusExternal = "nexus-external-2025112000.0.0.json"
+	// NexusExternalLatest is the newest external API
+	// (openapi/nexus/nexus-2026081901.0.0-e5e4f5.json), what fleetsim's
+	// Nexus serves (fleetsim/nexus/external.go).
+	NexusExternalLatest = "nexus-external-2026081901.0.0.json"
 )
 
 // Contract is one API document, ready to check requests and responses.

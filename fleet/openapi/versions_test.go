@@ -71,10 +71,10 @@ func vendored(t *testing.T) ([]byte, map[string][]byte) {
 	return versions, docs
 }
 
-// The MGS, sled-agent and lockstep documents are from one omicron commit.
+// The MGS, sled-agent, lockstep and both external documents are from one omicron commit.
 func TestVendoredDocumentsAreFromOneCommit(t *testing.T) {
 	versions, docs := vendored(t)
-	require.Len(t, docs, 3)
+	require.Len(t, docs, 5)
 	assert.NoError(t, checkVersions(versions, docs))
 }
 

@@ -26,6 +26,9 @@ type Env struct {
 	// ("mgs" below /mgs/N, "sled-agent" on each sled's own listener), so
 	// tests can hold every answer, faults included, to the API's contract.
 	Check func(api, prefix string, h http.Handler) http.Handler
+	// NexusToken is the API token the simulated Nexus's external API
+	// accepts as a bearer token ("": it accepts none).
+	NexusToken string
 }
 
 // Wrap applies Check to h, if one is set.

@@ -152,22 +152,24 @@ func (r *Registry) Arm(f Fault) (int, error) {
 }
 
 // Clear disarms every fault (id 0) or the one with id; it reports whether
-// anything was disarmed.
+// anything was disarmed. A cleared fault that fired stays in Fired.
 func (r *Registry) Clear(id int) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if id == 0 {
-		n := len(r.armed)
-		r.armed = nil
-		return n > 0
-	}
-	for i, f := range r.armed {
-		if f.ID == id {
-			r.armed = append(r.armed[:i], r.armed[i+1:]...)
-			return true
+	kept := r.armed[:0]
+	cleared := false
+	for _, f := range r.armed {
+		if id != 0 && f.ID != id {
+			kept = append(kept, f)
+			continue
+		}
+		cleared = true
+		if f.Fired > 0 {
+			r.spent = append(r.spent, f)
 		}
 	}
-	return false
+	r.armed = kept
+	return cleared
 }
 
 // List returns copies of the armed faults.

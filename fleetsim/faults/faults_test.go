@@ -30,3 +30,22 @@ func TestFiredKeepsSpentFaults(t *testing.T) {
 	require.Equal(t, ZoneRemovalFailure, got[1].Kind)
 	require.Equal(t, 1, got[1].Fired)
 }
+
+// A fault cleared after it fired is still reported as fired, with the count
+// it reached, so a test that ends an open-ended fault knows what it did.
+func TestFiredKeepsClearedFaults(t *testing.T) {
+	r := NewRegistry(1)
+	id, err := r.Arm(Fault{Kind: ZoneRemovalFailure, Target: "zone/z"})
+	require.NoError(t, err)
+	for range 3 {
+		_, fired := r.Fire(ZoneRemovalFailure, "zone/z")
+		require.True(t, fired)
+	}
+	require.True(t, r.Clear(id))
+	_, fired := r.Fire(ZoneRemovalFailure, "zone/z")
+	require.False(t, fired, "a cleared fault no longer fires")
+	got := r.Fired()
+	require.Len(t, got, 1)
+	require.Equal(t, id, got[0].ID)
+	require.Equal(t, 3, got[0].Fired)
+}

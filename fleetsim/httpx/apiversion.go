@@ -162,3 +162,29 @@ func rustChar(s string) string {
 	}
 	return "'" + s[:1] + "'"
 }
+
+// DefaultAPIVersion is RequireAPIVersion with latest for a missing header,
+// as Nexus configures its external API (omicron nexus/src/lib.rs,
+// on_missing): it does not control all its clients.
+func DefaultAPIVersion(latest string, next http.Handler) http.Handler {
+	versioned := RequireAPIVersion(latest, next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Values(VersionHeader)) == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		versioned.ServeHTTP(w, r)
+	})
+}
+
+// AskedBefore says whether the request names an API version older than v
+// (no header, or one that does not parse: no): dropshot serves such a
+// client the answer of its own version (dropshot/src/versioning.rs).
+func AskedBefore(r *http.Request, v string) bool {
+	asked, err := parseSemver(r.Header.Get(VersionHeader))
+	if err != nil {
+		return false
+	}
+	since, err := parseSemver(v)
+	return err == nil && asked.compare(since) < 0
+}

@@ -19,7 +19,10 @@
 //     inventory shows its sled at as_of_generation without it, and drops
 //     pending MGS updates that are done, in a new target blueprint;
 //   - the MGS update driver (mgsupdates.go): it carries out the target's
-//     pending SP updates through the rack's MGS.
+//     pending SP updates through the rack's MGS;
+//   - the external API subset under /nexus/{rack}/external/ (external.go):
+//     the update status and the target release, for the bearer token
+//     fleetsim is given (Env.NexusToken).
 //
 // Each rack's API is also under /nexus/{rack_id}/ (the sled table's rack_id).
 //
@@ -102,6 +105,10 @@ type rack struct {
 	planned    []string
 	sagas      []Reassignment
 	updates    []MGSUpdate
+	// release is the target release (nil: none set, the rack runs its
+	// initial release); releases every one set, in order.
+	release  *TargetRelease
+	releases []TargetRelease
 }
 
 // Target is BlueprintTarget.
@@ -231,7 +238,7 @@ func (r *rack) initialBlueprint(ctx context.Context) (*Blueprint, error) {
 func (d *Domain) Name() string { return Name }
 
 // Mount implements domain.Domain: each rack's lockstep API under
-// /nexus/{rack}/.
+// /nexus/{rack}/, its external API subset under /nexus/{rack}/external/.
 func (d *Domain) Mount(mux *http.ServeMux) {
 	for _, r := range d.racks {
 		// By name, and by the rack_id the sled table records (how a client
@@ -240,6 +247,9 @@ func (d *Domain) Mount(mux *http.ServeMux) {
 			prefix := "/nexus/" + name
 			mux.Handle(prefix+"/", d.env.Wrap("nexus-lockstep", prefix,
 				http.StripPrefix(prefix, d.env.Faults.Middleware("nexus-lockstep", r.handler()))))
+			ext := prefix + "/external"
+			mux.Handle(ext+"/", d.env.Wrap("nexus-external", ext,
+				http.StripPrefix(ext, d.env.Faults.Middleware("nexus-external", r.externalHandler()))))
 		}
 	}
 	mux.HandleFunc("GET /truth/"+Name, func(w http.ResponseWriter, _ *http.Request) {

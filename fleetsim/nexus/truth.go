@@ -25,6 +25,10 @@ type RackTruth struct {
 	Planned []string       `json:"planned"`
 	Sagas   []Reassignment `json:"saga_reassignments"`
 	Updates []MGSUpdate    `json:"mgs_update_attempts"`
+	// TargetRelease is the target release (nil: none set);
+	// TargetReleases every one set, in order.
+	TargetRelease  *TargetRelease  `json:"target_release"`
+	TargetReleases []TargetRelease `json:"target_releases"`
 }
 
 // Truth implements domain.Domain.
@@ -41,7 +45,8 @@ func (d *Domain) Snapshot() Truth {
 			Executor:   r.spec.Owners.ExecutorOn(), MGSUpdates: r.spec.Owners.MGSUpdatesOn(),
 			PushCount: r.pushCount, Pushes: make(map[uuid.UUID]Push, len(r.pushes)),
 			Planned: append([]string{}, r.planned...), Sagas: append([]Reassignment{}, r.sagas...),
-			Updates: append([]MGSUpdate{}, r.updates...),
+			Updates:       append([]MGSUpdate{}, r.updates...),
+			TargetRelease: r.release, TargetReleases: append([]TargetRelease{}, r.releases...),
 		}
 		for id := range r.blueprints {
 			rt.Blueprints = append(rt.Blueprints, id)

@@ -28,7 +28,8 @@ const nexusZonesPerFleet = 3
 // simulator does not enforce that.) Every UUID and serial follows seed.
 //
 // Each sled runs an ntp, an internal_dns and a crucible zone; three sleds
-// spread over the rack also run a Nexus zone. SPs start at
+// spread over the rack also run a Nexus zone, and five CockroachDB zones
+// are striped over the rack (stripeCockroach). SPs start at
 // GeneratedSPActive/GeneratedSPInactive and host boot flash slot 0 (active)
 // at GeneratedHostActive, slot 1 at GeneratedHostInactive. The MGS
 // instances run on cubbies 14 and 16 as in a real rack, or on the first two
@@ -97,6 +98,7 @@ func GenerateRacks(nSleds int, seed int64) []Rack {
 		}
 		rack.Sleds = append(rack.Sleds, s)
 	}
+	stripeCockroach(&rack, seed)
 	return []Rack{rack}
 }
 
@@ -119,4 +121,29 @@ func SampleRack(id string, zoneKinds ...[]string) Rack {
 		rack.Sleds = append(rack.Sleds, sl)
 	}
 	return rack
+}
+
+// cockroachZonesPerRack is omicron's COCKROACHDB_REDUNDANCY
+// (common/src/policy.rs): rack setup places that many CockroachDB zones.
+const cockroachZonesPerRack = 5
+
+// stripeCockroach places the rack's CockroachDB zones as rack setup does
+// (omicron sled-agent/rack-setup/src/plan/service.rs: round robin over
+// the sleds, continuing after the three internal DNS zones), each last on
+// its sled so the other zones keep their places. Their IDs come from their
+// own stream of seed, so every other ID of the rack is unchanged.
+func stripeCockroach(rack *Rack, seed int64) {
+	n := len(rack.Sleds)
+	if n == 0 {
+		return
+	}
+	rng := rand.New(rand.NewSource(seed ^ 0x5eed_c0c0))
+	for i := 0; i < cockroachZonesPerRack; i++ {
+		var id uuid.UUID
+		_, _ = rng.Read(id[:])
+		id[6] = (id[6] & 0x0f) | 0x40
+		id[8] = (id[8] & 0x3f) | 0x80
+		s := &rack.Sleds[(3+i)%n]
+		s.Zones = append(s.Zones, Zone{ID: id, Kind: "cockroach_db"})
+	}
 }

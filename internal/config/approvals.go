@@ -24,8 +24,11 @@ type Approvals struct {
 	OIDCGroups     string // comma-separated
 	// OIDCAllowHTTP is the development override for an http:// issuer.
 	OIDCAllowHTTP bool
-	People        string
-	MaxAge        time.Duration
+	// TokenKeys are the token-sealing private key files (comma-separated)
+	// the starters seal ID tokens to.
+	TokenKeys string
+	People    string
+	MaxAge    time.Duration
 	// The worker's least policy (approval.Minimum): a plan may ask for
 	// more, never for less.
 	RequireSignedStart bool
@@ -42,6 +45,7 @@ func (a *Approvals) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&a.OIDCSubjects, "approval-oidc-subjects", env("FLEETSAGA_APPROVAL_OIDC_SUBJECTS", ""), "comma-separated subjects (the tokens' sub claim) that may sign; with --approval-oidc-groups, either admits (env FLEETSAGA_APPROVAL_OIDC_SUBJECTS)")
 	fs.StringVar(&a.OIDCGroups, "approval-oidc-groups", env("FLEETSAGA_APPROVAL_OIDC_GROUPS", ""), "comma-separated groups (the tokens' groups claim) that may sign (env FLEETSAGA_APPROVAL_OIDC_GROUPS)")
 	fs.BoolVar(&a.OIDCAllowHTTP, "approval-oidc-allow-http", env("FLEETSAGA_APPROVAL_OIDC_ALLOW_HTTP", "") == "true", "DEVELOPMENT ONLY: accept an http:// issuer, whose keys (and so every token) anyone on the path can forge (env FLEETSAGA_APPROVAL_OIDC_ALLOW_HTTP=true)")
+	fs.StringVar(&a.TokenKeys, "approval-token-key", env("FLEETSAGA_APPROVAL_TOKEN_KEY", ""), "X25519 private key file (PEM, openssl genpkey -algorithm X25519) that starters seal ID tokens to, so that no history holds a token; comma-separated, the old one second, while rotating (env FLEETSAGA_APPROVAL_TOKEN_KEY)")
 	fs.StringVar(&a.People, "approval-people", env("FLEETSAGA_APPROVAL_PEOPLE", ""), "file naming which identities are one person, a line each: PERSON ssh:PRINCIPAL oidc:ISSUER#SUBJECT...; needed for four eyes or several approvers once both SSH keys and an issuer are trusted (env FLEETSAGA_APPROVAL_PEOPLE)")
 	fs.DurationVar(&a.MaxAge, "approval-max-age", a.envDuration("FLEETSAGA_APPROVAL_MAX_AGE", approval.DefaultMaxAge), "a signed start or approval older than this is refused (env FLEETSAGA_APPROVAL_MAX_AGE)")
 	fs.BoolVar(&a.RequireSignedStart, "approval-require-signed-start", env("FLEETSAGA_APPROVAL_REQUIRE_SIGNED_START", "") == "true", "refuse every rollout whose start is not signed, whatever its plan says (env FLEETSAGA_APPROVAL_REQUIRE_SIGNED_START=true)")
@@ -99,6 +103,9 @@ func (a *Approvals) Validate() error {
 			return fmt.Errorf("--approval-oidc-issuer %s is http: its keys, and so its tokens, can be forged on the way; give its https:// URL (--approval-oidc-allow-http is for development only)", a.OIDCIssuer)
 		}
 	}
+	if a.OIDCIssuer != "" && a.TokenKeys == "" {
+		return errors.New("--approval-oidc-issuer needs --approval-token-key: ID tokens come sealed to it, as a token in plain text would stay in Temporal's history (docs/DEPLOYING.md, Approvals)")
+	}
 	if a.OIDCIssuer == "" && (a.OIDCSubjects != "" || a.OIDCGroups != "") {
 		return errors.New("--approval-oidc-subjects and --approval-oidc-groups need --approval-oidc-issuer")
 	}
@@ -130,7 +137,7 @@ func (a *Approvals) Minimum() approval.Minimum {
 func (a *Approvals) Config() approval.KeyringConfig {
 	return approval.KeyringConfig{AllowedSigners: a.AllowedSigners, OIDCIssuer: a.OIDCIssuer, OIDCAudience: a.OIDCAudience,
 		OIDCSubjects: splitList(a.OIDCSubjects), OIDCGroups: splitList(a.OIDCGroups),
-		AllowHTTPIssuer: a.OIDCAllowHTTP, People: a.People, MaxAge: a.MaxAge}
+		AllowHTTPIssuer: a.OIDCAllowHTTP, People: a.People, MaxAge: a.MaxAge, TokenKeys: splitList(a.TokenKeys)}
 }
 
 func splitList(s string) []string {

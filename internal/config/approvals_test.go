@@ -21,10 +21,13 @@ func TestApprovalsFlags(t *testing.T) {
 	}
 	a, err := parse("--approval-allowed-signers", "/etc/fleetsaga/allowed_signers",
 		"--approval-oidc-issuer", "https://id.example.com", "--approval-oidc-audience", "fleetsaga",
-		"--approval-oidc-groups", "sp-admins, ops")
+		"--approval-oidc-groups", "sp-admins, ops", "--approval-token-key", "/etc/fleetsaga/token.key, /etc/fleetsaga/token-old.key")
 	require.NoError(t, err)
 	c := a.Config()
 	require.Equal(t, []string{"sp-admins", "ops"}, c.OIDCGroups)
+	require.Equal(t, []string{"/etc/fleetsaga/token.key", "/etc/fleetsaga/token-old.key"}, c.TokenKeys, "a rotation's two keys")
+	_, err = parse("--approval-oidc-issuer", "https://id.example.com", "--approval-oidc-audience", "fleetsaga")
+	require.ErrorContains(t, err, "needs --approval-token-key", "no ID token may travel unsealed")
 	require.True(t, c.Configured())
 
 	_, err = parse("--approval-oidc-issuer", "https://id.example.com")
@@ -35,7 +38,7 @@ func TestApprovalsFlags(t *testing.T) {
 	require.ErrorContains(t, err, "https://")
 	_, err = parse("--approval-oidc-issuer", "http://id.example.com", "--approval-oidc-audience", "x")
 	require.ErrorContains(t, err, "is http", "a plain-http issuer's tokens can be forged on the way")
-	a, err = parse("--approval-oidc-issuer", "http://localhost:5556", "--approval-oidc-audience", "x", "--approval-oidc-allow-http")
+	a, err = parse("--approval-oidc-issuer", "http://localhost:5556", "--approval-oidc-audience", "x", "--approval-oidc-allow-http", "--approval-token-key", "k")
 	require.NoError(t, err, "the development override")
 	require.True(t, a.Config().AllowHTTPIssuer)
 	_, err = parse("--approval-max-age", "0s")

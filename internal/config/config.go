@@ -22,6 +22,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/fleetsaga/fleetsaga/fleet"
+	"github.com/fleetsaga/fleetsaga/fleet/nexusexternal"
 	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
@@ -246,10 +247,14 @@ type Fleet struct {
 	// NexusLockstep and DirectMode: see fleet.Endpoints.
 	NexusLockstep string
 	DirectMode    bool
-	CNAPI         string
-	SAPI          string
-	IMGAPI        string
-	Kube          string
+	// NexusExternal and its token file: see fleet.Endpoints.
+	NexusExternal          string
+	NexusExternalTokenFile string
+	NexusExternalCA        string
+	CNAPI                  string
+	SAPI                   string
+	IMGAPI                 string
+	Kube                   string
 	// Kubeconfig and KubeInCluster: see fleet.Endpoints.
 	Kubeconfig    string
 	KubeInCluster string
@@ -264,6 +269,9 @@ func (f *Fleet) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.SledAgent, "sled-agent", env("FLEETSAGA_SLED_AGENT_URL", ""), "sled-agent URL template with {sled}; only for a fleetsim without a database: otherwise sled-agents are found at the ip:port in Nexus's sled table (env FLEETSAGA_SLED_AGENT_URL)")
 	fs.StringVar(&f.NexusDB, "nexus-db-url", env("NEXUS_DATABASE_URL", ""), "Nexus's database (saga and sled tables; a rack's CockroachDB database omicron) (env NEXUS_DATABASE_URL)")
 	fs.StringVar(&f.NexusLockstep, "nexus-lockstep", env("FLEETSAGA_NEXUS_LOCKSTEP_URL", ""), "Nexus's lockstep API (the target blueprint, owner of sled configs and SP updates); {rack} is replaced by the sled's rack_id from the sled table. Required on a rack with a Nexus (env FLEETSAGA_NEXUS_LOCKSTEP_URL)")
+	fs.StringVar(&f.NexusExternal, "nexus-external", env("FLEETSAGA_NEXUS_EXTERNAL_URL", ""), "Nexus's external API (a rack's target release: its own update system then owns its SPs and hosts); {rack} as in --nexus-lockstep. Required on a rack with a Nexus (env FLEETSAGA_NEXUS_EXTERNAL_URL)")
+	fs.StringVar(&f.NexusExternalTokenFile, "nexus-external-token-file", env("FLEETSAGA_NEXUS_EXTERNAL_TOKEN_FILE", ""), "file holding the API token for --nexus-external (a user of the rack's fleet that may read its update status); read at each call. A token is valid on one rack only: with {rack} in --nexus-external, put {rack} in this path, one file per rack (env FLEETSAGA_NEXUS_EXTERNAL_TOKEN_FILE)")
+	fs.StringVar(&f.NexusExternalCA, "nexus-external-ca", env("FLEETSAGA_NEXUS_EXTERNAL_CA", ""), "PEM bundle of the CAs that sign --nexus-external's TLS certificates (the operator's certificate); default: the system's roots (env FLEETSAGA_NEXUS_EXTERNAL_CA)")
 	fs.BoolVar(&f.DirectMode, "direct-mode", env("FLEETSAGA_DIRECT_MODE", "") == "true", "the racks have no Nexus: fleetsaga writes sled configs itself and asks no owner; excludes --nexus-lockstep (env FLEETSAGA_DIRECT_MODE=true)")
 	fs.StringVar(&f.CNAPI, "cnapi", env("FLEETSAGA_CNAPI_URL", ""), "CNAPI base URL (env FLEETSAGA_CNAPI_URL)")
 	fs.StringVar(&f.SAPI, "sapi", env("FLEETSAGA_SAPI_URL", ""), "SAPI base URL (env FLEETSAGA_SAPI_URL)")
@@ -295,10 +303,16 @@ func (f *Fleet) Endpoints() (fleet.Endpoints, error) {
 		set(&e.NexusDB, f.NexusDB)
 	}
 	set(&e.NexusLockstep, f.NexusLockstep)
+	set(&e.NexusExternal, f.NexusExternal)
+	set(&e.NexusExternalTokenFile, f.NexusExternalTokenFile)
+	set(&e.NexusExternalCA, f.NexusExternalCA)
 	if f.DirectMode {
 		e.DirectMode = true
 		if f.NexusLockstep == "" {
 			e.NexusLockstep = "" // derived from --fleetsim: the flag says there is no Nexus
+		}
+		if f.NexusExternal == "" {
+			e.NexusExternal = ""
 		}
 	}
 	set(&e.CNAPI, f.CNAPI)
@@ -311,6 +325,11 @@ func (f *Fleet) Endpoints() (fleet.Endpoints, error) {
 	set(&e.Prometheus, f.Prometheus)
 	if err := e.Validate(); err != nil {
 		return e, err
+	}
+	if e.NexusExternalCA != "" {
+		if _, err := nexusexternal.LoadCA(e.NexusExternalCA); err != nil {
+			return e, fmt.Errorf("--nexus-external-ca: %w", err)
+		}
 	}
 	if e.Kubeconfig != "" {
 		if err := e.KubeAccess().Validate(); err != nil {

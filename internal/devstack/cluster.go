@@ -10,15 +10,10 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/operatorservice/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/fleetsaga/fleetsaga/internal/logging"
-	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // The cluster stack: the real Temporal server (the same version the dev
@@ -235,32 +230,7 @@ func (c *ClusterServer) register(ctx context.Context) error {
 		return err
 	}
 	defer cl.Close()
-	_, err = cl.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
-		Namespace: "default", WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
-	})
-	var exists *serviceerror.NamespaceAlreadyExists
-	if err != nil && !errors.As(err, &exists) {
-		return fmt.Errorf("register the default namespace: %w", err)
-	}
-	sas := map[string]enumspb.IndexedValueType{}
-	for _, k := range workflows.SearchAttributes() {
-		sas[k.GetName()] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
-	}
-	// The namespace may take a moment to reach every service's cache.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		_, err = cl.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-			Namespace: "default", SearchAttributes: sas,
-		})
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Second)
-	}
-	if err != nil {
-		return fmt.Errorf("register fleetsaga's search attributes: %w", err)
-	}
-	return nil
+	return RegisterNamespace(ctx, cl, "default")
 }
 
 // FrontendHostPort is the frontend's gRPC address.

@@ -93,7 +93,8 @@ func (s *Stack) Env() []string {
 		"TEMPORAL_ADDRESS=" + s.Temporal.FrontendHostPort(),
 	}
 	if s.FleetsimURL != "" {
-		env = append(env, "FLEETSIM_URL="+s.FleetsimURL, "NEXUS_DATABASE_URL="+s.DatabaseURL)
+		env = append(env, "FLEETSIM_URL="+s.FleetsimURL, "NEXUS_DATABASE_URL="+s.DatabaseURL,
+			"FLEETSAGA_NEXUS_EXTERNAL_TOKEN_FILE="+s.nexusTokenFile())
 	}
 	if s.UIURL != "" {
 		env = append(env, "TEMPORAL_UI_URL="+s.UIURL)
@@ -155,7 +156,7 @@ func StartStack(ctx context.Context, o StackOptions, log zerolog.Logger) (_ *Sta
 
 	if o.FleetsimSpec != "" {
 		s.Fleetsim, s.FleetsimURL, err = StartFleetsim(ctx, o.Dir, s.Env(), filepath.Join(o.BinDir, "fleetsim"),
-			"--spec", o.FleetsimSpec, "--database-url", s.DatabaseURL)
+			"--spec", o.FleetsimSpec, "--database-url", s.DatabaseURL, "--nexus-token-file", s.nexusTokenFile())
 		if err != nil {
 			return nil, err
 		}
@@ -215,6 +216,16 @@ func (s *Stack) startWorker(i int) (*Proc, error) {
 	}
 	return StartProc(filepath.Join(s.opts.Dir, fmt.Sprintf("worker-%d.log", i)), append(append(s.Env(), s.opts.WorkerEnv...), tokenEnv...),
 		filepath.Join(s.opts.BinDir, "worker"), append(args, tokenArgs...)...)
+}
+
+// nexusTokenFile holds the API token of fleetsim's Nexus external API:
+// fleetsim makes it, the workers read it.
+func (s *Stack) nexusTokenFile() string {
+	p, err := filepath.Abs(filepath.Join(s.opts.Dir, "fleetsim-nexus-token"))
+	if err != nil {
+		return filepath.Join(s.opts.Dir, "fleetsim-nexus-token")
+	}
+	return p
 }
 
 // artifactRoot is the workers' --artifact-root (StackOptions.ArtifactRoot).

@@ -16,6 +16,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/kinds"
 	"github.com/fleetsaga/fleetsaga/kinds/rollout"
+	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
 // File is the YAML shape of a plan. Each update is its kind's input.
@@ -158,6 +159,9 @@ func decodeUpdate(info kinds.KindInfo, raw json.RawMessage) (rollout.PlanUpdate,
 		return rollout.PlanUpdate{}, fmt.Errorf("bad input: %v", err)
 	}
 	if err := input.Validate(); err != nil {
+		return rollout.PlanUpdate{}, err
+	}
+	if err := workflows.CheckStart(input); err != nil {
 		return rollout.PlanUpdate{}, err
 	}
 	canonical, err := json.Marshal(input)

@@ -64,6 +64,8 @@ func TestParseRejectsBadPlansWithOneClearError(t *testing.T) {
 		// approval: gives it; the rollout's own key is not a plan's.
 		"approvalPolicy key": {"name: x\nstages: [{name: s, kind: bootimage-bump, concurrency: 1, approvalPolicy: {approvers: 2}, updates: [{cluster: c}]}]\n", `unknown field "approvalPolicy"`},
 		"no stages":          {"name: x\n", "no stages"},
+		// continue-as-new state is the install's own, never a plan's.
+		"carried run state": {"name: x\nstages: [{name: s, kind: agent-install, concurrency: 1, updates: [{agents: [{name: vm-agent}], selection: {all: true}, carry: {runs: 1, plan: {lastSeq: 4}}}]}]\n", "carry"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml))

@@ -8,8 +8,8 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleet/openapi"
 )
 
-// contractCheck holds every answer of fleetsim's MGS instances and
-// sled-agents in an integration test (faults included) to the vendored
+// contractCheck holds every answer of fleetsim's MGS instances,
+// sled-agents and Nexus APIs in an integration test (faults included) to the vendored
 // OpenAPI documents: a violation fails the test. Requests that match no
 // operation are not this check's business (the clients' own tests check
 // what they send).
@@ -20,6 +20,7 @@ func contractCheck(t testing.TB) func(api, prefix string, h http.Handler) http.H
 		"mgs":            openapi.MustLoad(openapi.MGS),
 		"sled-agent":     openapi.MustLoad(openapi.SledAgent),
 		"nexus-lockstep": openapi.MustLoad(openapi.NexusLockstep),
+		"nexus-external": openapi.MustLoad(openapi.NexusExternal),
 	}
 	return func(api, prefix string, h http.Handler) http.Handler {
 		c := contracts[api]

@@ -57,7 +57,7 @@ func ResetWorkflow(t *testing.T, c client.Client, id string, p ResetPoint) clien
 		at = tasks[len(tasks)/2]
 	}
 	resp, err := c.WorkflowService().ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{
-		Namespace:                 "default",
+		Namespace:                 namespaceOf(c),
 		WorkflowExecution:         &commonpb.WorkflowExecution{WorkflowId: id, RunId: runID},
 		Reason:                    "test: operator reset to the " + string(p),
 		WorkflowTaskFinishEventId: at,

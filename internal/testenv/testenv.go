@@ -80,6 +80,7 @@ type Env struct {
 	DatabaseURL string
 	Store       *ledger.Store
 	Client      client.Client
+	Namespace   string
 	TaskQueue   string
 	Log         zerolog.Logger
 	// Version is the Worker Deployment version StartWorker's workers poll
@@ -89,6 +90,9 @@ type Env struct {
 
 	mu      sync.Mutex
 	current bool // Version is current
+	// nexusToken is the API token of the fleetsims' Nexus external API,
+	// in nexusTokenFile ("": none made yet).
+	nexusToken, nexusTokenFile string
 }
 
 // New gives the test a fresh migrated database, a Temporal client and a
@@ -99,6 +103,11 @@ func New(t testing.TB) *Env {
 	if shared.err != nil {
 		t.Fatalf("testenv: %v", shared.err)
 	}
+	return newEnv(t, Namespace)
+}
+
+func newEnv(t testing.TB, namespace string) *Env {
+	t.Helper()
 	ctx := context.Background()
 	name := "fs_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
 	url, err := devstack.CreateDatabase(ctx, shared.pg.URL, name)
@@ -115,14 +124,69 @@ func New(t testing.TB) *Env {
 		t.Fatalf("testenv: migrate: %v", err)
 	}
 	log, _ := logging.New(zerolog.NewTestWriter(t), envOr("FLEETSAGA_TEST_LOG_LEVEL", "warn"), logging.FormatJSON)
-	c, err := client.Dial(client.Options{HostPort: shared.address, Namespace: "default", Logger: logging.Temporal(log)})
+	c, err := client.Dial(client.Options{HostPort: shared.address, Namespace: namespace, Logger: logging.Temporal(log)})
 	if err != nil {
 		t.Fatalf("testenv: dial Temporal at %s: %v", shared.address, err)
 	}
-	t.Cleanup(c.Close)
+	namespaces.Store(c, namespace)
+	t.Cleanup(func() { namespaces.Delete(c); c.Close() })
 	queue := "test-" + uuid.NewString()[:8]
-	return &Env{T: t, DatabaseURL: url, Store: store, Client: c, TaskQueue: queue, Log: log,
+	return &Env{T: t, DatabaseURL: url, Store: store, Client: c, Namespace: namespace, TaskQueue: queue, Log: log,
 		Version: devstack.WorkerVersion{Deployment: devstack.DeploymentFor(queue), BuildID: buildid.Self()}}
+}
+
+// Parallel marks the test parallel and gives it the stack in a Temporal
+// namespace of its own: fleetsaga's workflow IDs name their targets, so
+// two tests updating the same SP in one namespace would collide. For
+// tests that wait rather than compute (bakes, windows, simulated
+// devices); `go test -parallel` bounds how many run at once.
+func Parallel(t *testing.T) *Env {
+	t.Helper()
+	t.Parallel()
+	shared.once.Do(func() { shared.err = start() })
+	if shared.err != nil {
+		t.Fatalf("testenv: %v", shared.err)
+	}
+	name := "fs-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	c, err := client.Dial(client.Options{HostPort: shared.address, Namespace: Namespace, Logger: logging.Temporal(zerolog.Nop())})
+	if err != nil {
+		t.Fatalf("testenv: dial Temporal at %s: %v", shared.address, err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), registerTimeout)
+	defer cancel()
+	if err := devstack.RegisterNamespace(ctx, c, name); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return newEnv(t, name)
+}
+
+// registerTimeout bounds registering a test's namespace and its search
+// attributes (milliseconds on an idle dev server; a loaded one is slower).
+const registerTimeout = time.Minute
+
+// Namespace is the Temporal namespace of New's tests (the dev server's).
+const Namespace = "default"
+
+// namespaces maps each client testenv dialled to its namespace, for the
+// frontend calls the SDK client does not wrap (reset, the activity
+// tools). A map rather than a wrapper: the SDK's worker accepts only the
+// client it made.
+var namespaces sync.Map
+
+// namespaceOf is the namespace c was dialled on by testenv.
+func namespaceOf(c client.Client) string {
+	if n, ok := namespaces.Load(c); ok {
+		return n.(string)
+	}
+	return Namespace
+}
+
+// CLIEnv is the environment the starter (or a worker) run by the test
+// needs to reach its stack.
+func (e *Env) CLIEnv() []string {
+	return []string{"TEMPORAL_ADDRESS=" + shared.address, "TEMPORAL_NAMESPACE=" + e.Namespace,
+		"DATABASE_URL=" + e.DatabaseURL, "FLEETSAGA_TASK_QUEUE=" + e.TaskQueue}
 }
 
 // TemporalAddress is the dev server's frontend address.
@@ -134,7 +198,7 @@ func (e *Env) StartFleetsim(s *spec.Spec) *fleetsim.Server {
 	e.T.Helper()
 	srv, err := fleetsim.Start(context.Background(), fleetsim.Env{
 		Spec: s, DatabaseURL: e.DatabaseURL, Log: e.Log.With().Str("component", "fleetsim").Logger(),
-		Check: contractCheck(e.T),
+		Check: contractCheck(e.T), NexusToken: e.NexusToken(),
 	}, "127.0.0.1:0")
 	if err != nil {
 		e.T.Fatalf("testenv: start fleetsim: %v", err)
@@ -143,9 +207,35 @@ func (e *Env) StartFleetsim(s *spec.Spec) *fleetsim.Server {
 	return srv
 }
 
-// Endpoints points the fleet clients at a fleetsim.
+// Endpoints points the fleet clients at a fleetsim (its Nexus external
+// API's token in NexusTokenFile).
 func (e *Env) Endpoints(sim *fleetsim.Server) fleet.Endpoints {
-	return fleet.FromFleetsim(sim.URL, e.DatabaseURL)
+	ep := fleet.FromFleetsim(sim.URL, e.DatabaseURL)
+	ep.NexusExternalTokenFile = e.NexusTokenFile()
+	return ep
+}
+
+// NexusToken is the API token the test's fleetsims' Nexus external API
+// accepts: random per test, written to NexusTokenFile for the worker.
+func (e *Env) NexusToken() string {
+	e.T.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.nexusToken == "" {
+		e.nexusToken = "oxide-token-" + strings.ReplaceAll(uuid.NewString(), "-", "")
+		e.nexusTokenFile = filepath.Join(e.T.TempDir(), "nexus-token")
+		if err := os.WriteFile(e.nexusTokenFile, []byte(e.nexusToken+"\n"), 0o600); err != nil {
+			e.T.Fatalf("testenv: write the Nexus API token: %v", err)
+		}
+	}
+	return e.nexusToken
+}
+
+// NexusTokenFile holds NexusToken (the worker's
+// --nexus-external-token-file).
+func (e *Env) NexusTokenFile() string {
+	e.NexusToken()
+	return e.nexusTokenFile
 }
 
 // StartWorker runs an in-process worker of e.Version on the test's task

@@ -146,6 +146,17 @@ func (in AgentInstallInput) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ValidateStart implements workflows.Continues: Carry is the state a run
+// hands its next one at continue-as-new, never a plan's or an operator's.
+// A first run given one would skip planning (no image checks, no
+// selection, no claim) and install the carried plan.
+func (in AgentInstallInput) ValidateStart() error {
+	if in.Carry != nil {
+		return errors.New("carry is the state an agent install hands its next run at continue-as-new: a plan or a start may not set it")
+	}
+	return nil
+}
+
 func (in *AgentInstallInput) defaults() {
 	if in.Concurrency == 0 {
 		in.Concurrency = DefaultAgentConcurrency
@@ -251,6 +262,9 @@ func (r *agentRollout) setup(ctx workflow.Context) error {
 	if err := r.in.Validate(); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidAgentRequest, nil)
 	}
+	if err := r.refuseStartedWithCarry(ctx); err != nil {
+		return err
+	}
 	r.in.defaults()
 	r.c = r.in.Carry
 	if r.c == nil {
@@ -283,6 +297,29 @@ func (r *agentRollout) setup(ctx workflow.Context) error {
 	}
 	workflows.ListenPauseResume(ctx, r.setPaused)
 	return nil
+}
+
+// carryOnStartVersion marks the installs that refuse a carry on their
+// first run (one no run continued into). It is read only for such an
+// input, which no legitimate first run has: every other run records no
+// marker, and a run started with one before it replays without the marker and
+// goes on as it did. The DefaultVersion branch may go once no install
+// older than it runs.
+const carryOnStartVersion = "refuse-carry-on-first-run"
+
+// refuseStartedWithCarry refuses a carry that no continue-as-new handed
+// over: given by a plan or a start, it would skip planning and install
+// the carried plan (ValidateStart). A run reset keeps its first event, and
+// with it the run it continued from.
+func (r *agentRollout) refuseStartedWithCarry(ctx workflow.Context) error {
+	err := r.in.ValidateStart()
+	if err == nil || workflow.GetInfo(ctx).ContinuedExecutionRunID != "" {
+		return nil
+	}
+	if workflow.GetVersion(ctx, carryOnStartVersion, workflow.DefaultVersion, 1) < 1 {
+		return nil
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), failure.InvalidAgentRequest, nil)
 }
 
 // attempt is the rollout's ledger attempt (its ID is the rollout ID, which

@@ -264,6 +264,9 @@ func TestAgentInstallContinuesAsNewWithCarriedState(t *testing.T) {
 	for {
 		runs++
 		env := f.env(t)
+		if runs > 1 { // as Temporal starts a run continued as new
+			env.SetContinuedExecutionRunID(fmt.Sprintf("run-%d", runs-1))
+		}
 		env.ExecuteWorkflow(AgentInstall, in)
 		err := env.GetWorkflowError()
 		var can *workflow.ContinueAsNewError

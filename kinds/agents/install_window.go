@@ -139,6 +139,11 @@ func (r *agentRollout) reported(ctx workflow.Context, d AgentServerDone) {
 // carryInFlight hands the servers in flight to the next run, right before
 // it continues as new (nothing may yield after it): it first books every
 // report already received, so none is lost with this run.
+// A pause or resume of this task needs no drain: this run's last wait
+// (starting == 0 in fanOutAcrossRuns) is released by another coroutine, so
+// ListenPauseResume runs before the carry is encoded; its blocked Select
+// holds a signal delivered to it, which a ReceiveAsync here would not see
+// (Select in temporalio/sdk-go internal/internal_workflow.go).
 func (r *agentRollout) carryInFlight(ctx workflow.Context) {
 	for {
 		var d AgentServerDone

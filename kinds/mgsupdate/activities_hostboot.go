@@ -25,6 +25,9 @@ type HostBootInput struct {
 	Slot      uint16           `json:"slot"`
 	// Why names the boot in the ledger ("activate", "put back").
 	Why string `json:"why"`
+	// RackRelease: the activation of a new slot, which a target release
+	// of the sled's rack stops before the slot moves (refuseIfReleased).
+	RackRelease bool `json:"rackRelease,omitempty"`
 	// Deadline bounds the wait for sled-agent to report the new boot disk.
 	Deadline     time.Time     `json:"deadline"`
 	PollInterval time.Duration `json:"pollInterval"`
@@ -68,6 +71,18 @@ func (a *MGSActivities) HostBootSlot(ctx context.Context, in HostBootInput) (Hos
 		_ = activity.GetHeartbeatDetails(ctx, &hb)
 	}
 	out.Reset = hb.Reset
+	// A sled-agent that answers for another baseboard is another sled's:
+	// refused before the slot moves (one that does not answer is a host
+	// still down; bootedOn checks it once it answers).
+	if _, err := inventoryOf(ctx, s); isFatal(err) {
+		return out, err
+	}
+	if in.RackRelease && !hb.Reset {
+		// Not once the SP was reset: the host may already run the slot.
+		if err := a.refuseIfReleased(ctx, in.SP, in.Serial, fmt.Sprintf("the host of sled %s (SP serial %s)", s.id, in.Serial)); err != nil {
+			return out, err
+		}
+	}
 	if err := setActiveSlot(ctx, set, in.SP, in.Slot); err != nil {
 		return out, err
 	}

@@ -3,7 +3,6 @@ package mgsupdate_test
 import (
 	"net/http"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -39,17 +38,14 @@ func (m *mgsAct) sledTruth(cubby int) sled.SledTruth {
 func TestHostDiskAndBootActivitiesOnFleetsim(t *testing.T) {
 	m := newMGSAct(t)
 	sl := m.spec.Racks[0].Sleds[2]
-	active := uint16(sl.Host.ActiveSlot)
-	p2 := simmgs.MakePhase2Image("2.0.0", 64<<10)
-	path := filepath.Join(m.dir, "phase2.bin")
-	require.NoError(t, os.WriteFile(path, p2, 0o644))
-	in := mgsupdate.HostPhase2Input{Serial: sl.Serial, SledID: sl.ID, ActiveSlot: active, Slot: 1 - active,
-		Phase2:   mgsupdate.ArtifactRef{Version: "2.0.0", SHA256: simmgs.SHA256Hex(p2), Path: path},
-		Deadline: time.Now().Add(30 * time.Second), PollInterval: 10 * time.Millisecond}
+	in := m.phase2ToDisk(t, sl, sl.ID)
+	active := in.ActiveSlot
 	_, err := m.env.ExecuteActivity(m.a.HostPhase2ToDisk, in)
 	require.NoError(t, err)
 	h := m.sledTruth(2).Host
 	assert.Equal(t, in.Phase2.SHA256, h.Disks[1-active].Artifact)
+	p2, err := os.ReadFile(in.Phase2.Path)
+	require.NoError(t, err)
 	assert.Equal(t, simmgs.Phase2ID(p2), h.Disks[1-active].Phase2)
 	_, err = m.env.ExecuteActivity(m.a.HostPhase2ToDisk, in)
 	require.NoError(t, err)
@@ -100,13 +96,7 @@ func TestPhase2StepWritesNothingWhileTheOwnerIsUnknown(t *testing.T) {
 	a := mgsupdate.NewMGSActivities(e, &http.Client{Timeout: 10 * time.Second, Transport: mgsChecked{t, m.reqs}}, nil, "test")
 	m.env.RegisterActivity(a)
 	sl := m.spec.Racks[0].Sleds[2]
-	active := uint16(sl.Host.ActiveSlot)
-	p2 := simmgs.MakePhase2Image("2.0.0", 64<<10)
-	path := filepath.Join(m.dir, "phase2.bin")
-	require.NoError(t, os.WriteFile(path, p2, 0o644))
-	in := mgsupdate.HostPhase2Input{Serial: sl.Serial, SledID: sl.ID, ActiveSlot: active, Slot: 1 - active,
-		Phase2:   mgsupdate.ArtifactRef{Version: "2.0.0", SHA256: simmgs.SHA256Hex(p2), Path: path},
-		Deadline: time.Now().Add(30 * time.Second), PollInterval: 10 * time.Millisecond}
+	in := m.phase2ToDisk(t, sl, sl.ID)
 	before := m.sledTruth(2).Host.Artifacts
 
 	_, err := m.env.ExecuteActivity(a.HostPhase2ToDisk, in)

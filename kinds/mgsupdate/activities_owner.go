@@ -14,6 +14,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleet"
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/fleet/nexusdb"
+	"github.com/fleetsaga/fleetsaga/fleet/nexusexternal"
 	"github.com/fleetsaga/fleetsaga/fleet/nexuslockstep"
 )
 
@@ -30,12 +31,20 @@ type ownerLookup struct {
 	url    string
 	direct bool // fleet endpoint directMode: the racks have no Nexus
 	http   *http.Client
-	db     *nexusdb.DB // the sled table, for "{rack}" in url
+	db     *nexusdb.DB // the sled table, for "{rack}" in url or external
+	// external is Nexus's external API (a rack's target release,
+	// targetRelease), tokenFile its API token's file ("{rack}" as in
+	// external); externalHTTP trusts its CA (externalCAErr: the CA file
+	// could not be read).
+	external, tokenFile string
+	externalHTTP        *http.Client
+	externalCAErr       error
 }
 
 func newOwnerLookup(ep fleet.Endpoints, hc *http.Client) ownerLookup {
-	o := ownerLookup{url: ep.NexusLockstep, direct: ep.DirectMode, http: hc}
-	if strings.Contains(o.url, "{rack}") && ep.NexusDB != "" {
+	o := ownerLookup{url: ep.NexusLockstep, direct: ep.DirectMode, http: hc, external: ep.NexusExternal, tokenFile: ep.NexusExternalTokenFile}
+	o.externalHTTP, o.externalCAErr = nexusexternal.HTTPClient(hc, ep.NexusExternalCA)
+	if (strings.Contains(o.url, "{rack}") || strings.Contains(o.external, "{rack}")) && ep.NexusDB != "" {
 		o.db, _ = nexusdb.Open(ep.NexusDB) // lazy: no connection until used
 	}
 	return o
@@ -82,6 +91,9 @@ func (o ownerLookup) pendingUpdate(ctx context.Context, sp mgs.SpIdentifier, ser
 		if errors.Is(err, nexusdb.ErrNoSuchSled) {
 			return nil, mgsFatal(failure.OwnerUnknown, "no sled with serial %s in Nexus's sled table: its rack, and so its owner, is unknown", serial)
 		}
+		if errors.Is(err, nexusdb.ErrAmbiguousSerial) {
+			return nil, mgsFatal(failure.OwnerUnknown, "%v: its rack, and so its owner, is unknown", err)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -114,8 +126,12 @@ func lockstepErr(err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), failure.NexusLockstepRejected, err)
 }
 
-// checkOwner refuses a device Nexus's MGS update driver owns.
+// checkOwner refuses a device Nexus's MGS update driver owns, and one whose
+// rack's update system owns it (a target release).
 func checkOwner(want SPTarget, pre PrecheckResult) error {
+	if r := pre.TargetRelease; r != nil {
+		return releaseOwns(fmt.Sprintf("SP %s (serial %s)", want.id(), pre.Serial), *r, "")
+	}
 	u := pre.NexusUpdate
 	if u == nil {
 		return nil

@@ -21,6 +21,10 @@ type PrecheckInput struct {
 	// host-boot-flash they are phase 1 and then the phase 2 image it boots,
 	// whose header is checked too (verifyPhase2).
 	Artifacts []ArtifactRef `json:"artifacts"`
+	// RackRelease asks for the target release of the device's rack
+	// (targetRelease): SP firmware and host flash refuse a device whose
+	// rack's update system owns it.
+	RackRelease bool `json:"rackRelease,omitempty"`
 }
 
 // SlotInfo is one firmware slot as the SP reports it.
@@ -51,6 +55,9 @@ type PrecheckResult struct {
 	// NexusUpdate is the target blueprint's pending MGS update for this
 	// device, if any: Nexus owns it, and fleetsaga does not update it.
 	NexusUpdate *NexusUpdate `json:"nexusUpdate,omitempty"`
+	// TargetRelease is the target release of the device's rack, when
+	// asked for and the rack has one: its update system owns the device.
+	TargetRelease *RackRelease `json:"targetRelease,omitempty"`
 }
 
 // MGSPrecheck verifies the artifacts (a phase 2 image by its header too),
@@ -58,7 +65,8 @@ type PrecheckResult struct {
 // active and inactive slot versions (for host boot flash the active slot
 // and both slots' phase 1 hashes) and the component's update status,
 // through any MGS; and whether Nexus's target blueprint has a pending MGS
-// update for the device (its owner then).
+// update for the device (its owner then), and, when asked, the target
+// release of its rack.
 func (a *MGSActivities) MGSPrecheck(ctx context.Context, in PrecheckInput) (PrecheckResult, error) {
 	var out PrecheckResult
 	for i, art := range in.Artifacts {
@@ -87,6 +95,11 @@ func (a *MGSActivities) MGSPrecheck(ctx context.Context, in PrecheckInput) (Prec
 	out.Serial, out.Model = st.SerialNumber, st.Model
 	if out.NexusUpdate, err = a.owner.pendingUpdate(ctx, in.SP, st.SerialNumber, st.Model); err != nil {
 		return out, err
+	}
+	if in.RackRelease {
+		if out.TargetRelease, err = a.owner.targetRelease(ctx, in.SP, st.SerialNumber); err != nil {
+			return out, err
+		}
 	}
 	if in.Component == mgs.ComponentHostBootFlash {
 		if err := a.sleds.precheckOwner(ctx, st.SerialNumber); err != nil {

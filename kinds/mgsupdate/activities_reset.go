@@ -17,6 +17,15 @@ import (
 // PostUpdateInput resets the SP to activate a completed update.
 type PostUpdateInput struct {
 	SP mgs.SpIdentifier `json:"sp"`
+	// Serial is the SP's (the precheck checked it). With RackRelease (a
+	// takeover of someone else's update) the first reset waits for its
+	// rack's target release to be read, and a release stops it
+	// (refuseIfReleased). With NoteRelease (our own delivered update) a
+	// release set meanwhile is only recorded (releaseAppeared): the image
+	// is armed, so it is activated.
+	Serial      string `json:"serial,omitempty"`
+	RackRelease bool   `json:"rackRelease,omitempty"`
+	NoteRelease bool   `json:"noteRelease,omitempty"`
 	// UpdateID is the completed update to activate (ours, or a foreign one
 	// being taken over).
 	UpdateID      uuid.UUID `json:"updateId"`
@@ -39,9 +48,15 @@ const (
 
 // PostUpdateResult says whether the new version is active.
 type PostUpdateResult struct {
-	Outcome string `json:"outcome"`
-	Active  string `json:"active"`
-	Resets  int    `json:"resets"`
+	// UpdateID is the update the reset activates (the workflow rejects a
+	// result that names another: results.go).
+	UpdateID uuid.UUID `json:"updateId"`
+	Outcome  string    `json:"outcome"`
+	Active   string    `json:"active"`
+	Resets   int       `json:"resets"`
+	// Release is a target release the rack got while our update was
+	// delivered (NoteRelease), which did not stop the reset.
+	Release *RackRelease `json:"release,omitempty"`
 }
 
 // SPPostUpdate resets the SP (through another MGS when one refuses to
@@ -49,7 +64,7 @@ type PostUpdateResult struct {
 // every reset it re-checks: a reset whose reply was lost but which
 // happened is never repeated.
 func (a *MGSActivities) SPPostUpdate(ctx context.Context, in PostUpdateInput) (PostUpdateResult, error) {
-	var out PostUpdateResult
+	out := PostUpdateResult{UpdateID: in.UpdateID}
 	set, err := a.set()
 	if err != nil {
 		return out, err
@@ -103,6 +118,16 @@ func (a *MGSActivities) SPPostUpdate(ctx context.Context, in PostUpdateInput) (P
 			out.Outcome = PostNotActivated
 			a.event(ctx, in.AttemptID, "not-activated", "", fmt.Sprintf("SP %s runs %s; update %s is no longer complete (%s)", in.SP, out.Active, in.UpdateID, st))
 			return out, nil
+		}
+		if in.RackRelease && out.Resets == 0 {
+			// Before the first reset only: after one whose reply was lost
+			// the SP may already run the update.
+			if err := a.refuseIfReleased(ctx, in.SP, in.Serial, fmt.Sprintf("SP %s (serial %s)", in.SP, in.Serial)); err != nil {
+				return out, err
+			}
+		}
+		if in.NoteRelease && out.Resets == 0 && out.Release == nil {
+			out.Release = a.releaseAppeared(ctx, in)
 		}
 		err = resetOnce(ctx, set, in.SP)
 		out.Resets++

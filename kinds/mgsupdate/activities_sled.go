@@ -39,9 +39,15 @@ func newSledLookup(ep fleet.Endpoints, hc *http.Client) sledLookup {
 
 // hostSled is a host's sled: its ID, rack and sled-agent.
 type hostSled struct {
-	id     uuid.UUID
-	rack   uuid.UUID
-	client *sledagent.Client
+	id   uuid.UUID
+	rack uuid.UUID
+	// serial is the SP's serial the update verified: the sled-agent's
+	// inventory must report it as its baseboard's (inventoryOf).
+	serial string
+	// idFromInput: the ID is the caller's, not found by serial in Nexus's
+	// sled table, so only the sled-agent's inventory ties it to the SP.
+	idFromInput bool
+	client      *sledagent.Client
 	// upload is the same sled-agent without the fleet request timeout,
 	// for the phase 2 upload: its stalls bound it instead
 	// (MGSActivities.phase2UploadStall).
@@ -49,30 +55,36 @@ type hostSled struct {
 }
 
 // sled is the hostSled whose sled-agent is at url.
-func (l sledLookup) sled(id, rack uuid.UUID, url string) hostSled {
+func (l sledLookup) sled(id, rack uuid.UUID, serial, url string) hostSled {
 	hc := l.http
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return hostSled{id: id, rack: rack, client: sledagent.New(url, hc), upload: sledagent.New(url, untimed(hc))}
+	return hostSled{id: id, rack: rack, serial: serial, client: sledagent.New(url, hc), upload: sledagent.New(url, untimed(hc))}
 }
 
 // find locates the sled whose SP has this serial. A sled ID given by the
 // caller is used with the sledAgent URL template when there is no sled
-// table.
+// table; nothing ties that ID to the SP, so every read of the sled-agent's
+// inventory checks its baseboard serial (inventoryOf).
 func (l sledLookup) find(ctx context.Context, serial string, id uuid.UUID) (hostSled, error) {
 	if l.db != nil {
 		s, err := l.db.SledBySerial(ctx, serial)
 		if errors.Is(err, nexusdb.ErrNoSuchSled) {
 			return hostSled{}, mgsFatal(failure.SledNotFound, "no sled with serial %s in Nexus's sled table: its sled-agent cannot be found", serial)
 		}
+		if errors.Is(err, nexusdb.ErrAmbiguousSerial) {
+			return hostSled{}, mgsFatal(failure.SledNotFound, "%v", err)
+		}
 		if err != nil {
 			return hostSled{}, err // database: retried
 		}
-		return l.sled(s.ID, s.RackID, s.SledAgentURL()), nil
+		return l.sled(s.ID, s.RackID, serial, s.SledAgentURL()), nil
 	}
 	if l.template != "" && id != uuid.Nil {
-		return l.sled(id, uuid.Nil, strings.ReplaceAll(l.template, "{sled}", id.String())), nil
+		s := l.sled(id, uuid.Nil, serial, strings.ReplaceAll(l.template, "{sled}", id.String()))
+		s.idFromInput = true
+		return s, nil
 	}
 	return hostSled{}, mgsFatal(failure.NexusDBNotConfigured,
 		"the host's phase 2 is written by its sled-agent, found in Nexus's sled table (fleet endpoint nexusDB); without one, give the update's sledId and a sledAgent endpoint")
@@ -157,12 +169,33 @@ func sledAgentErr(sled uuid.UUID, err error, what string) error {
 // bootPartitions reads the sled's inventory's boot partitions (the sled's
 // own inventory, checked by sled ID).
 func bootPartitions(ctx context.Context, s hostSled) (*sledagent.Inventory, sledagent.BootPartitions, error) {
-	inv, err := s.client.InventoryOf(ctx, s.id)
+	inv, err := inventoryOf(ctx, s)
 	if err != nil {
-		return nil, sledagent.BootPartitions{}, sledAgentErr(s.id, err, "read inventory")
+		return nil, sledagent.BootPartitions{}, err
 	}
 	if inv.LastReconciliation == nil || inv.LastReconciliation.BootPartitions == nil {
 		return inv, sledagent.BootPartitions{}, fmt.Errorf("sled %s: inventory has no boot_partitions yet (no reconciliation)", s.id)
 	}
 	return inv, *inv.LastReconciliation.BootPartitions, nil
+}
+
+// inventoryOf reads the sled's own inventory (checked by sled ID) and
+// refuses it (WrongDevice) unless its baseboard is the SP's: a sled ID that
+// names another sled would otherwise aim phase 2, the zone safety check and
+// the boot check at that sled. The real sled-agent's Inventory always has
+// baseboard_id (sled-agent's OpenAPI document, schema BaseboardId).
+func inventoryOf(ctx context.Context, s hostSled) (*sledagent.Inventory, error) {
+	inv, err := s.client.InventoryOf(ctx, s.id)
+	if err != nil {
+		return nil, sledAgentErr(s.id, err, "read inventory")
+	}
+	got := ""
+	if inv.BaseboardID != nil {
+		got = inv.BaseboardID.SerialNumber
+	}
+	if got == "" || got != s.serial {
+		return nil, mgsFatal(failure.WrongDevice, "sled %s's sled-agent reports baseboard serial %q, not the SP's %q: it is another sled's (check the update's sledId)",
+			s.id, got, s.serial)
+	}
+	return inv, nil
 }

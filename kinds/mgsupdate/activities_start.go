@@ -1,6 +1,7 @@
 package mgsupdate
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -31,6 +32,9 @@ type StartUpdateInput struct {
 	Artifact     ArtifactRef      `json:"artifact"`
 	// PollInterval paces retries while the SP updates another component.
 	PollInterval time.Duration `json:"pollInterval"`
+	// RackRelease: right before the image is sent, the SP's rack's target
+	// release is read, and one refuses the send (refuseBeforeSend).
+	RackRelease bool `json:"rackRelease,omitempty"`
 	// ThenWait, when set, makes an accepted start go on to the first leg
 	// of the wait for it (MGSWaitUpdate's), in the same activity.
 	ThenWait *WaitUpdateInput `json:"thenWait,omitempty"`
@@ -38,6 +42,9 @@ type StartUpdateInput struct {
 
 // StartUpdateResult says whether our update started, or who is busy.
 type StartUpdateResult struct {
+	// UpdateID is the update the start was asked for (the workflow
+	// rejects a result that names another: results.go).
+	UpdateID uuid.UUID `json:"updateId"`
 	// Started: our update was sent, by this run or an earlier one of the
 	// same attempt; Wait says what became of it when it is already known.
 	Started bool   `json:"started"`
@@ -69,6 +76,7 @@ func (a *MGSActivities) MGSStartUpdate(ctx context.Context, in StartUpdateInput)
 	} else {
 		out, err = a.startUpdate(ctx, in, sends.sent+1)
 	}
+	out.UpdateID = in.UpdateID
 	if err != nil || !out.Started || out.Wait != nil || in.ThenWait == nil {
 		return out, err
 	}
@@ -107,7 +115,7 @@ func (a *MGSActivities) resumeSent(ctx context.Context, in StartUpdateInput, sen
 	if cur.State != mgs.UpdateNone && cur.ID == in.UpdateID {
 		return out, nil
 	}
-	gone := WaitUpdateResult{Outcome: WaitLost, Status: cur}
+	gone := WaitUpdateResult{UpdateID: in.UpdateID, Outcome: WaitLost, Status: cur}
 	if cur.State != mgs.UpdateNone {
 		gone.Outcome = WaitReplaced
 	}
@@ -145,6 +153,9 @@ func (a *MGSActivities) startUpdate(ctx context.Context, in StartUpdateInput, n 
 	if in.PollInterval <= 0 {
 		in.PollInterval = 3 * time.Second
 	}
+	if err := a.refuseBeforeSend(ctx, set, in); err != nil {
+		return out, err
+	}
 	if err := a.recordSending(ctx, in, n); err != nil {
 		return out, err
 	}
@@ -170,6 +181,10 @@ func (a *MGSActivities) startUpdate(ctx context.Context, in StartUpdateInput, n 
 	c, err := send()
 	// Today's MGS answers an SP refusal (another component updating, say)
 	// with an ambiguous 503: the SP's state decides what it meant.
+	// resentOnce: the other component's update may end between the SP's
+	// refusal and our read of it; the send is tried once more before the
+	// refusal is handed to the activity's retry.
+	resentOnce := false
 	for mgs.Ambiguous(err) {
 		cur, serr := status()
 		if serr != nil {
@@ -196,14 +211,23 @@ func (a *MGSActivities) startUpdate(ctx context.Context, in StartUpdateInput, n 
 		if berr != nil {
 			return out, berr
 		}
-		if other == "" {
+		if other == "" && resentOnce {
 			return out, mgsErr(err, "start update") // transient: retried
 		}
+		resentOnce = resentOnce || other == ""
 		// The SP updates another component (one at a time): wait here,
 		// with heartbeats, rather than in the workflow.
-		activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "other-component-busy: " + other})
+		activity.RecordHeartbeat(ctx, WaitHeartbeat{State: "other-component-busy: " + cmp.Or(other, "just ended")})
 		if err := activities.SleepCtx(ctx, in.PollInterval); err != nil {
 			return out, err
+		}
+		if rerr := a.refuseBeforeSend(ctx, set, in); rerr != nil {
+			// Send n never reached the SP (it was busy): close its record
+			// (if that fails, the start is retried and checks again).
+			if err := a.recordRefused(ctx, in.UpdateID, n, "not sent again: the rack has a target release"); err != nil {
+				return out, err
+			}
+			return out, rerr
 		}
 		c, err = send()
 	}

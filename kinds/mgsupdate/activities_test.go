@@ -407,3 +407,17 @@ func TestStartRefusedForABadArchiveEndsTheAttempt(t *testing.T) {
 	assert.Equal(t, failure.ImageRefused, mgsErrType(err), "%v", err)
 	assert.Empty(t, m.truth().Deliveries, "nothing was written")
 }
+
+// phase2ToDisk is a HostPhase2ToDisk input writing a 64 KiB phase 2
+// (version 2.0.0) for sl's SP to its inactive slot, through the sled-agent
+// of the sled sledID names; the image is in the test's directory.
+func (m *mgsAct) phase2ToDisk(t *testing.T, sl spec.Sled, sledID uuid.UUID) mgsupdate.HostPhase2Input {
+	t.Helper()
+	active := uint16(sl.Host.ActiveSlot)
+	p2 := simmgs.MakePhase2Image("2.0.0", 64<<10)
+	path := filepath.Join(m.dir, "phase2.bin")
+	require.NoError(t, os.WriteFile(path, p2, 0o644))
+	return mgsupdate.HostPhase2Input{Serial: sl.Serial, SledID: sledID, ActiveSlot: active, Slot: 1 - active,
+		Phase2:   mgsupdate.ArtifactRef{Version: "2.0.0", SHA256: simmgs.SHA256Hex(p2), Path: path},
+		Deadline: time.Now().Add(30 * time.Second), PollInterval: 10 * time.Millisecond}
+}

@@ -50,6 +50,9 @@ type WaitUpdateInput struct {
 
 // WaitUpdateResult is how the watched update ended (or a checkpoint).
 type WaitUpdateResult struct {
+	// UpdateID is the watched update (the workflow rejects a result that
+	// names another: results.go).
+	UpdateID      uuid.UUID        `json:"updateId"`
 	Outcome       string           `json:"outcome"`
 	Status        mgs.UpdateStatus `json:"status"`
 	Bytes         int64            `json:"bytes"`
@@ -74,7 +77,7 @@ type WaitHeartbeat struct {
 // and nobody reset it within TakeoverTimeout), replaced, or stuck (aborted
 // here).
 func (a *MGSActivities) MGSWaitUpdate(ctx context.Context, in WaitUpdateInput) (WaitUpdateResult, error) {
-	out := WaitUpdateResult{LastBytes: in.LastBytes, LastChange: in.LastChange, CompleteSince: in.CompleteSince}
+	out := WaitUpdateResult{UpdateID: in.UpdateID, LastBytes: in.LastBytes, LastChange: in.LastChange, CompleteSince: in.CompleteSince}
 	set, err := a.set()
 	if err != nil {
 		return out, err

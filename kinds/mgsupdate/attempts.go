@@ -54,7 +54,7 @@ func (u *mgsUpdate) start(ctx workflow.Context, fwSlot uint16) (StartUpdateResul
 	u.Phase(ctx, MGSPhaseUpdating)
 	in := StartUpdateInput{
 		SP: u.sp, Component: u.component, FirmwareSlot: fwSlot, UpdateID: u.AttemptID(), Artifact: u.artifact,
-		PollInterval: u.timing.PollInterval,
+		PollInterval: u.timing.PollInterval, RackRelease: u.rackRelease,
 	}
 	bound, step := startBound, "start the update"
 	if u.startThenWait {
@@ -65,8 +65,10 @@ func (u *mgsUpdate) start(ctx workflow.Context, fwSlot uint16) (StartUpdateResul
 	}
 	u.beforeStart()
 	actx := workflows.AwaitCancel(u.longOpts(ctx, bound, step))
-	var sr StartUpdateResult
-	if err := workflow.ExecuteActivity(actx, mgsActs.MGSStartUpdate, in).Get(ctx, &sr); err != nil {
+	sr, err := checked(ctx, u, "MGSStartUpdate", func() workflow.Future {
+		return workflow.ExecuteActivity(actx, mgsActs.MGSStartUpdate, in)
+	}, checkStart(in.UpdateID))
+	if err != nil {
 		return sr, err
 	}
 	u.begun = sr.Wait

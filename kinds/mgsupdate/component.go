@@ -79,7 +79,7 @@ func notActivated(why string) postUpdateStatus { return postUpdateStatus{why: wh
 // starts the update.
 func (u *mgsUpdate) readDevice(ctx workflow.Context, arts []Artifact) (PrecheckResult, error) {
 	var pre PrecheckResult
-	in := PrecheckInput{SP: u.sp, Component: u.component, Artifacts: arts}
+	in := PrecheckInput{SP: u.sp, Component: u.component, Artifacts: arts, RackRelease: u.rackRelease}
 	if u.startThenWait {
 		lctx := workflow.WithLocalActivityOptions(ctx, u.localReadOpts("precheck"))
 		return pre, workflow.ExecuteLocalActivity(lctx, mgsActs.MGSPrecheck, in).Get(ctx, &pre)

@@ -113,6 +113,10 @@ type MGSUpdateResult struct {
 	// the new slot; a power cycle is not undone, so the boot was followed
 	// to its end instead (host flash).
 	CancelIgnored bool `json:"cancelIgnored,omitempty"`
+	// TargetReleaseAppeared is a target release the SP's rack got while
+	// our image was delivered: the SP was reset to activate it anyway
+	// (a delivered image is armed), and Nexus now updates it toward this.
+	TargetReleaseAppeared string `json:"targetReleaseAppeared,omitempty"`
 }
 
 // MGSProgress is the progress query's answer: the common Progress plus the
@@ -122,4 +126,24 @@ type MGSProgress struct {
 	AttemptID string `json:"attemptId,omitempty"`
 	// Concurrent is the foreign update being watched, if any.
 	Concurrent string `json:"concurrent,omitempty"`
+}
+
+// digestOf is an artifact as an approval binds it (workflows.Delivers).
+func digestOf(name string, a Artifact) workflows.ArtifactDigest {
+	return workflows.ArtifactDigest{Name: name, Version: a.Version, SHA256: strings.ToLower(a.SHA256)}
+}
+
+// Artifacts implements workflows.Delivers.
+func (in SPFirmwareInput) Artifacts() []workflows.ArtifactDigest {
+	return []workflows.ArtifactDigest{digestOf("artifact", in.Artifact)}
+}
+
+// Artifacts implements workflows.Delivers.
+func (in HostFlashInput) Artifacts() []workflows.ArtifactDigest {
+	return []workflows.ArtifactDigest{digestOf("phase1", in.Phase1), digestOf("phase2", in.Phase2)}
+}
+
+// Artifacts implements workflows.Delivers.
+func (in HostRecoveryInput) Artifacts() []workflows.ArtifactDigest {
+	return []workflows.ArtifactDigest{digestOf("phase1", in.Phase1), digestOf("phase2", in.Phase2)}
 }

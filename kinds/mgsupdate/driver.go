@@ -47,6 +47,16 @@ type mgsUpdate struct {
 	// image is tens of MiB and its start is long.
 	startThenWait bool
 	begun         *WaitUpdateResult
+	// rackRelease (SP firmware, host flash): the device is refused once
+	// its rack has a target release, at each precheck, right before each
+	// send and (host flash) before its boot slot moves (RackRelease); an
+	// SP image once delivered is activated. A host recovery is wicketd's mupdate,
+	// the rack's own escape hatch, which Nexus notices and accommodates
+	// by suspending its automatic update: it does not ask.
+	rackRelease bool
+	// rejected counts the step results rejected (results.go), naming
+	// each one's ledger step.
+	rejected int
 }
 
 // mgsEnding says how an MGS update succeeded: the outcome and the device

@@ -95,6 +95,7 @@ func HostBootFlashUpdate(ctx workflow.Context, in HostFlashInput) (MGSUpdateResu
 	if err != nil {
 		return MGSUpdateResult{}, err
 	}
+	u.rackRelease = true
 	return u.run(ctx, &hostFlash{mgsUpdate: u, in: in})
 }
 
@@ -119,7 +120,8 @@ func (w *hostFlash) firmwareSlot() uint16 { return w.slot }
 // active (complete), never roll back, the slots holding the phase 1
 // images the caller expects. After the first precheck the inactive slot
 // is not checked: our attempts write it. Ready: phase 1 goes to the slot
-// inactive now.
+// inactive now. The first precheck also waits for the sled's zones to be
+// safe to shut down (checkZoneSafety).
 func (w *hostFlash) precheck(ctx workflow.Context, when precheckWhen) (precheckStatus, error) {
 	var arts []Artifact
 	if when == precheckFirst {
@@ -147,6 +149,9 @@ func (w *hostFlash) precheck(ctx workflow.Context, when precheckWhen) (precheckS
 		return readyForUpdate, err
 	}
 	w.slot, w.active = pre.Inactive.Slot, pre.Active.Slot
+	if when == precheckFirst {
+		return readyForUpdate, w.checkZoneSafety(ctx, "before the update")
+	}
 	return readyForUpdate, nil
 }
 

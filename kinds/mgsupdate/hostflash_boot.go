@@ -13,12 +13,16 @@ import (
 
 // postUpdate boots the host on the written slot: the slot active with
 // persist, the SP reset (it restarts the host), done when sled-agent
-// reports the new boot disk. Its undo, registered first, puts the host
+// reports the new boot disk, once the sled's zones are safe to shut down
+// (checkZoneSafety). Its undo, registered first, puts the host
 // back on the old slot (which still holds the old phase 1 and phase 2):
 // it runs when the host does not come back in time (HostBootTimeout) and
 // on a cancel, unless the host already runs the new slot.
 func (w *hostFlash) postUpdate(ctx workflow.Context) (postUpdateStatus, error) {
 	w.Phase(ctx, MGSPhaseHostBoot)
+	if err := w.checkZoneSafety(ctx, "before the reboot"); err != nil {
+		return postUpdateStatus{}, err
+	}
 	old := w.active
 	w.BeforeAction("put the host back on slot "+strconv.Itoa(int(old)), func(ctx workflow.Context) error {
 		err := workflow.ExecuteActivity(w.longOpts(ctx, w.timing.NewVersionTimeout, "put the host back on slot "+strconv.Itoa(int(old))),
@@ -29,6 +33,7 @@ func (w *hostFlash) postUpdate(ctx workflow.Context) (postUpdateStatus, error) {
 		return err
 	})
 	in := w.bootInput(ctx, w.slot, "activate")
+	in.RackRelease = true
 	actx := workflows.AwaitCancel(w.longOpts(ctx, w.timing.NewVersionTimeout, "make slot "+strconv.Itoa(int(w.slot))+" active, reset the SP, wait for the host on it"))
 	err := workflow.ExecuteActivity(actx, mgsActs.HostBootSlot, in).Get(ctx, nil)
 	if err != nil {

@@ -240,7 +240,7 @@ func (st *mgsStack) starterExit(args ...string) (string, int) {
 		require.NoError(st.t, err, string(out))
 	}
 	cmd := osexec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+st.env.TemporalAddress(), "DATABASE_URL="+st.env.DatabaseURL, "FLEETSAGA_TASK_QUEUE="+st.env.TaskQueue)
+	cmd.Env = append(os.Environ(), st.env.CLIEnv()...)
 	out, err := cmd.CombinedOutput()
 	var ee *osexec.ExitError
 	if errors.As(err, &ee) {

@@ -16,7 +16,7 @@ func PlanSPFirmware(ctx workflow.Context, in SPFirmwareInput) workflows.UpdatePl
 	row := workflows.PlanRow{Desired: in.Artifact.Version}
 	var pre PrecheckResult
 	err := workflow.ExecuteActivity(workflows.PlanOptions(ctx, "precheck "+in.Target()), planMGS.MGSPrecheck,
-		PrecheckInput{SP: in.SP.id(), Component: mgs.ComponentSP, Artifacts: []Artifact{in.Artifact}}).Get(ctx, &pre)
+		PrecheckInput{SP: in.SP.id(), Component: mgs.ComponentSP, Artifacts: []Artifact{in.Artifact}, RackRelease: true}).Get(ctx, &pre)
 	if err != nil {
 		p.Rows = workflows.Unreadable(row, err)
 		return p
@@ -42,7 +42,7 @@ func PlanHostFlash(ctx workflow.Context, in HostFlashInput) workflows.UpdatePlan
 	row := workflows.PlanRow{Desired: in.Phase1.Version + " (phase 1 " + short(in.Phase1.SHA256) + ")"}
 	var pre PrecheckResult
 	err := workflow.ExecuteActivity(workflows.PlanOptions(ctx, "precheck "+in.Target()+" host flash"), planMGS.MGSPrecheck,
-		PrecheckInput{SP: in.Sled.id(), Component: mgs.ComponentHostBootFlash, Artifacts: []Artifact{in.Phase1, in.Phase2}}).Get(ctx, &pre)
+		PrecheckInput{SP: in.Sled.id(), Component: mgs.ComponentHostBootFlash, Artifacts: []Artifact{in.Phase1, in.Phase2}, RackRelease: true}).Get(ctx, &pre)
 	if err != nil {
 		p.Rows = workflows.Unreadable(row, err)
 		return p
@@ -59,8 +59,31 @@ func PlanHostFlash(ctx workflow.Context, in HostFlashInput) workflows.UpdatePlan
 	default:
 		row = mgsBusyOrUpdate(row, pre)
 	}
+	if row.Action == activities.PlanUpdate {
+		row = planZoneSafety(ctx, row, in, pre)
+	}
 	p.Rows = []workflows.PlanRow{row}
 	return p
+}
+
+// planZoneSafetyVersion marks the plans that check zone safety: a host
+// flash's plan also runs inside the rollout (its gates and drift check),
+// an Auto-Upgrade parent a new activity must not surprise on replay. The
+// DefaultVersion branch may go once no rollout started before it is open.
+const planZoneSafetyVersion = "host-flash-plan-zone-safety"
+
+// planZoneSafety: a host update would reboot the sled; the dry run checks
+// its zones once (no wait) and shows a refusal naming the unsafe ones.
+func planZoneSafety(ctx workflow.Context, row workflows.PlanRow, in HostFlashInput, pre PrecheckResult) workflows.PlanRow {
+	if workflow.GetVersion(ctx, planZoneSafetyVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return row
+	}
+	err := workflow.ExecuteActivity(workflows.PlanOptions(ctx, "are the zones of "+in.Target()+"'s sled safe to shut down?"), planMGS.HostZoneSafety,
+		ZoneSafetyInput{Serial: pre.Serial, SledID: in.SledID}).Get(ctx, nil)
+	if err != nil {
+		return workflows.Refusal(row, err)
+	}
+	return row
 }
 
 // mgsBusyOrUpdate: an SP working on another update is busy (the update

@@ -7,9 +7,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	osexec "os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -63,7 +60,7 @@ func newMonitoredStack(t *testing.T, hooks ...rollout.Webhook) *monitoredStack {
 	s.Timings.HostBootTime = spec.Duration{Duration: 10 * time.Second}
 	s.Racks = spec.GenerateRacks(4, 21)
 	require.NoError(t, s.Validate())
-	env := testenv.New(t)
+	env := testenv.Parallel(t)
 	st := &monitoredStack{mgsStack: &mgsStack{t: t, env: env, spec: s, dir: t.TempDir()}}
 	st.sim = env.StartFleetsim(s)
 	p, promURL, err := devstack.StartPrometheus(context.Background(), t.TempDir(), map[string]string{"fleetsim": st.sim.URL})
@@ -71,6 +68,7 @@ func newMonitoredStack(t *testing.T, hooks ...rollout.Webhook) *monitoredStack {
 	t.Cleanup(func() { _ = p.Kill() })
 	st.deps = workerapp.Deps{Fleet: fleet.FromFleetsim(contractProxy(t, st.sim.URL, 2*len(s.Racks)), env.DatabaseURL), Webhooks: hooks}
 	st.deps.Fleet.Prometheus = st.monitorProxy(promURL)
+	st.deps.Fleet.NexusExternalTokenFile = env.NexusTokenFile()
 	st.stopWorker = env.StartWorker(st.deps)
 	return st
 }
@@ -176,16 +174,9 @@ func TestHealthGateAbortsBeforeABadVersionSpreads(t *testing.T) {
 // returns its output (it must exit 0).
 func (st *mgsStack) starter(args ...string) string {
 	st.t.Helper()
-	bin := filepath.Join(st.dir, "starter")
-	if _, err := os.Stat(bin); err != nil {
-		out, err := osexec.Command("go", "build", "-o", bin, "github.com/fleetsaga/fleetsaga/starter").CombinedOutput()
-		require.NoError(st.t, err, string(out))
-	}
-	cmd := osexec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+st.env.TemporalAddress(), "DATABASE_URL="+st.env.DatabaseURL)
-	out, err := cmd.CombinedOutput()
-	require.NoError(st.t, err, string(out))
-	return string(out)
+	out, code := st.starterExit(args...)
+	require.Zero(st.t, code, out)
+	return out
 }
 
 // A query that matches nothing is inconclusive; twice pauses the

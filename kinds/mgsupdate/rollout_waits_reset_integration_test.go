@@ -19,9 +19,10 @@ import (
 )
 
 // observeWindow is how long a test gives itself to see a rollout in a
-// state (waiting for a freeze or a window) before the state ends on its
-// own: enough on a loaded 2-core machine.
-const observeWindow = 12 * time.Second
+// state (waiting for a freeze or a window), reset it and see it again
+// before the state ends on its own: enough on a loaded 2-core machine
+// running other stack tests beside it (12 s was not).
+const observeWindow = 25 * time.Second
 
 // An operator resets a gated rollout while it is paused on inconclusive
 // results (Prometheus is unreachable for the worker), to the first and

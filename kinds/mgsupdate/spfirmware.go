@@ -68,7 +68,7 @@ func SPFirmwareUpdate(ctx workflow.Context, in SPFirmwareInput) (MGSUpdateResult
 	if err != nil {
 		return MGSUpdateResult{}, err
 	}
-	u.startThenWait = true
+	u.startThenWait, u.rackRelease = true, true
 	return u.run(ctx, &spFirmware{mgsUpdate: u, in: in})
 }
 

@@ -90,7 +90,7 @@ func newRestartableMGSStack(t *testing.T) (*mgsStack, workerapp.Deps) {
 	s.Timings.SPResetTime = spec.Duration{Duration: 20 * time.Second}
 	s.Racks = spec.GenerateRacks(4, 21)
 	require.NoError(t, s.Validate())
-	env := testenv.New(t)
+	env := testenv.Parallel(t)
 	st := &mgsStack{t: t, env: env, spec: s, dir: t.TempDir()}
 	st.sim = env.StartFleetsim(s)
 	return st, workerapp.Deps{Fleet: env.Endpoints(st.sim)}

@@ -73,14 +73,15 @@ func newMGSStackFleet(t *testing.T, d workerapp.Deps, edit func(e *fleet.Endpoin
 		m(s)
 	}
 	require.NoError(t, s.Validate())
-	env := testenv.New(t)
+	env := testenv.Parallel(t)
 	st := &mgsStack{t: t, env: env, spec: s, dir: t.TempDir()}
 	st.sim = env.StartFleetsim(s)
 	// The worker reaches fleetsim through a proxy that checks every MGS
 	// response against MGS's OpenAPI document.
 	d.Fleet = fleet.FromFleetsim(contractProxy(t, st.sim.URL, 2*len(s.Racks)), env.DatabaseURL)
+	d.Fleet.NexusExternalTokenFile = env.NexusTokenFile()
 	if !slices.ContainsFunc(s.Racks, func(r spec.Rack) bool { return r.Owners.NexusOn() }) {
-		d.Fleet.DirectMode, d.Fleet.NexusLockstep = true, ""
+		d.Fleet.DirectMode, d.Fleet.NexusLockstep, d.Fleet.NexusExternal = true, "", ""
 	}
 	if edit != nil {
 		edit(&d.Fleet, st.sim.URL)
@@ -464,7 +465,7 @@ func TestSPFirmwareAgainstFleetsimSurvivesWorkerRestart(t *testing.T) {
 	s.Timings.SPResetTime = spec.Duration{Duration: 20 * time.Second}
 	s.Racks = spec.GenerateRacks(4, 21)
 	require.NoError(t, s.Validate())
-	env := testenv.New(t)
+	env := testenv.Parallel(t)
 	st := &mgsStack{t: t, env: env, spec: s, dir: t.TempDir()}
 	st.sim = env.StartFleetsim(s)
 	deps := workerapp.Deps{Fleet: env.Endpoints(st.sim)}

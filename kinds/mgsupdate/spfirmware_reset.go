@@ -2,6 +2,7 @@ package mgsupdate
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
@@ -22,11 +23,11 @@ import (
 // disconnected context (chaos seed 3).
 func (w *spFirmware) postUpdate(ctx workflow.Context) (postUpdateStatus, error) {
 	id, target := w.AttemptID(), w.in.Artifact.Version
-	pr, err := w.reset(ctx, id, target)
+	pr, err := w.reset(ctx, id, target, false)
 	if err != nil && workflows.IsCancel(ctx, err) {
 		dctx, cancel := workflow.NewDisconnectedContext(ctx)
 		defer cancel()
-		pr, err = w.reset(dctx, id, target)
+		pr, err = w.reset(dctx, id, target, false)
 	}
 	if err != nil {
 		return postUpdateStatus{}, err
@@ -36,6 +37,10 @@ func (w *spFirmware) postUpdate(ctx workflow.Context) (postUpdateStatus, error) 
 	}
 	w.cancelIgnored(ctx, "the cancel arrived after update "+id.String()+
 		" was complete on the SP: a complete update is not aborted, so the SP was reset to activate it")
+	if pr.Release != nil {
+		w.result.TargetReleaseAppeared = pr.Release.Version
+		w.note = strings.TrimPrefix(w.note+"; "+releaseAppearedNote(id, *pr.Release), "; ")
+	}
 	return activated, nil
 }
 
@@ -51,20 +56,24 @@ func (w *spFirmware) takeOver(ctx workflow.Context, foreign uuid.UUID) (bool, er
 			fmt.Sprintf("concurrent update %s wrote %s, older than the active %s, and nobody reset the SP: taking it over would roll back",
 				foreign, pre.Inactive.Version, pre.Active.Version), failure.ConcurrentDowngrade, nil)
 	}
-	pr, err := w.reset(ctx, foreign, slotVersion(pre.Inactive))
+	pr, err := w.reset(ctx, foreign, slotVersion(pre.Inactive), true)
 	return err == nil && pr.Outcome == PostActivated, err
 }
 
 // reset resets the SP to activate update id and waits for version want
 // (a lost reset reply is re-checked, never repeated). A cancel waits for
-// the reset to stop.
-func (w *spFirmware) reset(ctx workflow.Context, id uuid.UUID, want string) (PostUpdateResult, error) {
+// the reset to stop. A takeover (someone else's update) is refused if the
+// rack has a target release; our own delivered update is activated
+// whatever the rack's release, which is only noted (refuseBeforeSend says
+// why).
+func (w *spFirmware) reset(ctx workflow.Context, id uuid.UUID, want string, takeover bool) (PostUpdateResult, error) {
 	actx := workflows.AwaitCancel(w.longOpts(ctx, resetTries*w.timing.NewVersionTimeout, "reset, wait for the new version"))
-	var pr PostUpdateResult
-	err := workflow.ExecuteActivity(actx, mgsActs.SPPostUpdate, PostUpdateInput{
-		SP: w.sp, UpdateID: id, AttemptID: w.AttemptID(), TargetVersion: want,
+	in := PostUpdateInput{
+		SP: w.sp, Serial: w.in.SP.Serial, RackRelease: takeover, NoteRelease: !takeover, UpdateID: id, AttemptID: w.AttemptID(), TargetVersion: want,
 		ResetRetryInterval: w.timing.ResetRetryInterval, NewVersionTimeout: w.timing.NewVersionTimeout,
 		PollInterval: w.timing.PollInterval,
-	}).Get(ctx, &pr)
-	return pr, err
+	}
+	return checked(ctx, w.mgsUpdate, "SPPostUpdate", func() workflow.Future {
+		return workflow.ExecuteActivity(actx, mgsActs.SPPostUpdate, in)
+	}, checkPost(id, want))
 }

@@ -99,13 +99,16 @@ func newMGSTest(t *testing.T) *mgsTest {
 		m.mu.Lock()
 		m.waits = append(m.waits, in)
 		m.mu.Unlock()
-		return call[WaitUpdateInput, WaitUpdateResult](m, "MGSWaitUpdate", ctx, in)
+		wr, err := call[WaitUpdateInput, WaitUpdateResult](m, "MGSWaitUpdate", ctx, in)
+		wr.UpdateID = in.UpdateID // as the real activity: its result names the watched update
+		return wr, err
 	}
 	m.on(m.a.MGSStartUpdate, func(ctx context.Context, in StartUpdateInput) (StartUpdateResult, error) {
 		m.mu.Lock()
 		m.starts = append(m.starts, in)
 		m.mu.Unlock()
 		sr, err := call[StartUpdateInput, StartUpdateResult](m, "MGSStartUpdate", ctx, in)
+		sr.UpdateID = in.UpdateID
 		if err != nil || !sr.Started || in.ThenWait == nil {
 			return sr, err
 		}
@@ -119,7 +122,9 @@ func newMGSTest(t *testing.T) *mgsTest {
 		m.mu.Lock()
 		m.posts = append(m.posts, in)
 		m.mu.Unlock()
-		return call[PostUpdateInput, PostUpdateResult](m, "SPPostUpdate", ctx, in)
+		pr, err := call[PostUpdateInput, PostUpdateResult](m, "SPPostUpdate", ctx, in)
+		pr.UpdateID = in.UpdateID
+		return pr, err
 	})
 	m.on(m.a.MGSAbortUpdate, func(ctx context.Context, in AbortInput) (string, error) {
 		m.mu.Lock()
@@ -140,6 +145,10 @@ func newMGSTest(t *testing.T) *mgsTest {
 		m.hostBoots = append(m.hostBoots, in)
 		m.mu.Unlock()
 		return call[HostBootInput, HostBootResult](m, "HostBootSlot", ctx, in)
+	})
+	m.script("HostZoneSafety", func(context.Context, ZoneSafetyInput) error { return nil })
+	m.on(m.a.HostZoneSafety, func(ctx context.Context, in ZoneSafetyInput) error {
+		return m.next("HostZoneSafety").(func(context.Context, ZoneSafetyInput) error)(ctx, in)
 	})
 	m.script("HostBootedOn", func(context.Context, HostBootInput) (bool, error) { return true, nil })
 	m.on(m.a.HostBootedOn, func(ctx context.Context, in HostBootInput) (bool, error) {
@@ -202,8 +211,11 @@ func busyWith(state mgs.UpdateState) func(context.Context, StartUpdateInput) (St
 
 func waitDone(outcome string) func(context.Context, WaitUpdateInput) (WaitUpdateResult, error) {
 	return func(_ context.Context, in WaitUpdateInput) (WaitUpdateResult, error) {
-		return WaitUpdateResult{Outcome: outcome, Bytes: 1024, Total: 1024,
-			Status: mgs.UpdateStatus{State: mgs.UpdateFailed, ID: in.UpdateID, Code: 13}}, nil
+		st := mgs.UpdateStatus{State: mgs.UpdateFailed, ID: in.UpdateID, Code: 13}
+		if outcome == WaitComplete {
+			st = mgs.UpdateStatus{State: mgs.UpdateComplete, ID: in.UpdateID}
+		}
+		return WaitUpdateResult{Outcome: outcome, Bytes: 1024, Total: 1024, Status: st}, nil
 	}
 }
 
@@ -449,7 +461,7 @@ func TestSPFirmwareCheckpointsShowProgress(t *testing.T) {
 		require.NoError(t, v.Get(&seen))
 		assert.EqualValues(t, 300, in.LastBytes, "stuck detection carries across checkpoints")
 		assert.Equal(t, time.Unix(100, 0).UTC(), in.LastChange.UTC())
-		return WaitUpdateResult{Outcome: WaitComplete, Bytes: 1000, Total: 1000}, nil
+		return WaitUpdateResult{Outcome: WaitComplete, Bytes: 1000, Total: 1000, Status: mgs.UpdateStatus{State: mgs.UpdateComplete, ID: in.UpdateID}}, nil
 	})
 	_, err := m.runSP(spInput())
 	require.NoError(t, err)

@@ -37,6 +37,10 @@ type MGSTiming struct {
 	// HeartbeatTimeout: how soon a dead worker's device step is retried
 	// elsewhere (default: defaultHeartbeatTimeout).
 	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
+	// ZoneSafetyWait: a host is rebooted only when its sled holds no zone
+	// that is unsafe to shut down; the update waits this long for that,
+	// then refuses (default: defaultZoneSafetyWait).
+	ZoneSafetyWait time.Duration `json:"zoneSafetyWait,omitempty"`
 }
 
 // The default timings, each with the reason for its value.
@@ -74,6 +78,13 @@ const (
 	// the worker beats for them (workerapp/keepalive.go); a worker
 	// silent for 30 s is dead, and its step moves to another worker.
 	defaultHeartbeatTimeout = 30 * time.Second
+	// defaultZoneSafetyWait: what makes a zone unsafe to shut down is
+	// usually another zone of its kind briefly down (a neighbour's reboot,
+	// a DNS server catching up); CockroachDB re-replicates a dead node's
+	// ranges once server.time_until_store_dead (5 min by default) passes.
+	// Ten minutes rides that out; longer, and a rollout's batch would sit
+	// on a rack that needs an operator, so the update refuses instead.
+	defaultZoneSafetyWait = 10 * time.Minute
 )
 
 // After the post-update, the new version must show within (omicron's
@@ -106,6 +117,7 @@ func (t MGSTiming) withDefaults(newVersion time.Duration) MGSTiming {
 	def(&t.AttemptDelay, defaultAttemptDelay)
 	def(&t.CheckpointEvery, defaultCheckpointEvery)
 	def(&t.HeartbeatTimeout, defaultHeartbeatTimeout)
+	def(&t.ZoneSafetyWait, defaultZoneSafetyWait)
 	if t.MaxAttempts <= 0 {
 		t.MaxAttempts = defaultMaxAttempts
 	}
@@ -114,7 +126,7 @@ func (t MGSTiming) withDefaults(newVersion time.Duration) MGSTiming {
 
 func (t MGSTiming) validate(what string) error {
 	for _, d := range []time.Duration{t.PollInterval, t.ProgressTimeout, t.TakeoverTimeout, t.ResetRetryInterval,
-		t.NewVersionTimeout, t.AttemptDelay, t.CheckpointEvery, t.HeartbeatTimeout} {
+		t.NewVersionTimeout, t.AttemptDelay, t.CheckpointEvery, t.HeartbeatTimeout, t.ZoneSafetyWait} {
 		if d < 0 {
 			return fmt.Errorf("%s: timings must not be negative", what)
 		}

@@ -22,9 +22,15 @@ func (u *mgsUpdate) wait(ctx workflow.Context, id uuid.UUID, ours bool) (WaitUpd
 		}
 		var wr WaitUpdateResult
 		if n == 0 && begun != nil && ours {
-			wr = *begun
-		} else if err := workflow.ExecuteActivity(u.longOpts(ctx, u.waitBound(), "wait for the update"), mgsActs.MGSWaitUpdate, in).Get(ctx, &wr); err != nil {
-			return wr, err
+			wr = *begun // checked with the start
+		} else {
+			var err error
+			wr, err = checked(ctx, u, "MGSWaitUpdate", func() workflow.Future {
+				return workflow.ExecuteActivity(u.longOpts(ctx, u.waitBound(), "wait for the update"), mgsActs.MGSWaitUpdate, in)
+			}, checkWait(id, ours))
+			if err != nil {
+				return wr, err
+			}
 		}
 		if ours {
 			if wr.Total > 0 { // a checkpoint or the end; a leg that saw no bytes keeps the last count

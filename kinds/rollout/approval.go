@@ -50,6 +50,7 @@ type approvalGate struct {
 	approvers []string            // principals whose approvals count at the gate
 	refusals  int                 // approvals this run refused (approve)
 	min       approval.Minimum    // the worker's least policy (readMinimum)
+	bound     bool                // the digest binds the inputs (boundDigestVersion)
 }
 
 // minimumVersion marks the runs that read the worker's Minimum. The
@@ -78,12 +79,79 @@ func (g *approvalGate) await(ctx workflow.Context, st Stage) error {
 	g.stage = st.Name
 	g.phase(ctx, workflows.PhaseAwaitingApproval, "stage "+st.Name)
 	g.show(ctx, st)
-	if err := workflow.Await(ctx, func() bool { return g.approval != nil }); err != nil {
-		return err
+	for {
+		if err := workflow.Await(ctx, func() bool { return g.approval != nil }); err != nil {
+			return err
+		}
+		err := g.spend(ctx, st.Name)
+		if err == nil {
+			break
+		}
+		if !g.spentElsewhere(ctx, err) {
+			return err
+		}
 	}
 	g.approved = g.plan
 	g.stage, g.approval, g.plan, g.approvers = "", nil, nil, nil
 	return nil
+}
+
+// spentApprovalsVersion marks the runs that record, as their gate opens,
+// that its approvals are spent. The DefaultVersion branch (a reset to
+// before the gate counts them again) may go once no rollout started
+// before it can be open.
+const spentApprovalsVersion = "gate-approvals-spent"
+
+// spendTimeout bounds one SpendGateApprovals attempt: one ledger insert.
+const spendTimeout = 30 * time.Second
+
+// spend records in the ledger that the gate of stage opened on the
+// approvals recorded for it: an approval approves one pass of its gate.
+// A run an operator resets to before the gate keeps the original run ID,
+// and so the ledger's gate, and would otherwise open it again on them
+// (the ledger's count, and the approve update the reset re-applies)
+// though the stage already ran. The stage does not start before the
+// record is written: its retries are not bounded, a ledger that is down
+// holds the gate closed.
+func (g *approvalGate) spend(ctx workflow.Context, stage string) error {
+	if workflow.GetVersion(ctx, spentApprovalsVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: spendTimeout, RetryPolicy: workflows.LedgerRetry, Summary: "record that stage " + stage + "'s approvals are spent",
+	})
+	in := activities.GateApprovalsInput{
+		Gate:  approval.Gate{Rollout: workflow.GetInfo(ctx).WorkflowExecution.ID, Stage: stage, PlanDigest: g.plan.Digest, Decision: approval.DecisionApprove},
+		RunID: workflow.GetInfo(ctx).OriginalRunID,
+	}
+	var a *activities.ApprovalActivities
+	return workflow.ExecuteActivity(actx, a.SpendGateApprovals, in).Get(ctx, nil)
+}
+
+// spentRefusedVersion marks the runs whose gate, refused at its spend
+// because another run's pass spent the same approvals (a reset to the
+// task that scheduled SpendGateApprovals), clears its approvers and waits
+// for new approvals. Only such a refusal reaches the marker; the
+// DefaultVersion branch (the refusal ends the rollout) may go once no
+// rollout started before it can be open.
+const spentRefusedVersion = "gate-spent-refusal-waits"
+
+// spentElsewhere says whether err is SpendGateApprovals' Spent refusal,
+// and if so closes the gate again: the approvals it counted approved the
+// pass another run ran, so it shows the plan needing all its approvals.
+func (g *approvalGate) spentElsewhere(ctx workflow.Context, err error) bool {
+	var app *temporal.ApplicationError
+	var reason string
+	if !errors.As(err, &app) || app.Type() != failure.ApprovalRefused || app.Details(&reason) != nil || reason != string(approval.ReasonSpent) {
+		return false
+	}
+	if workflow.GetVersion(ctx, spentRefusedVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return false
+	}
+	workflow.GetLogger(ctx).Warn("the gate's approvals were spent by another run's pass: waiting for new approvals", "stage", g.stage)
+	g.approval, g.approvers = nil, nil
+	g.showNeeded(ctx, g.policy(g.stage).StillNeeded(g.starter, nil))
+	return true
 }
 
 // needsStarter says whether the start must be verified even unsigned: a
@@ -99,6 +167,13 @@ func (in RolloutInput) needsStarter() bool {
 	return false
 }
 
+// rawStartVersion marks the runs that refuse a start's plain-text ID
+// token themselves (RefuseRawStart, given the statement alone) rather
+// than copy it into VerifyStart's input. Only such starts reach the
+// marker; the DefaultVersion branch may go once no rollout started with
+// a plain-text token before it can be open.
+const rawStartVersion = "start-refuses-raw-token"
+
 // verifyStart checks who started the rollout and with which plan, and
 // keeps the principal for four eyes.
 func (g *approvalGate) verifyStart(ctx workflow.Context) error {
@@ -112,10 +187,18 @@ func (g *approvalGate) verifyStart(ctx workflow.Context) error {
 	}
 	in := activities.VerifyStartInput{Rollout: workflow.GetInfo(ctx).WorkflowExecution.ID,
 		RunID: workflow.GetInfo(ctx).OriginalRunID, PlanDigest: digest}
+	var a *activities.ApprovalActivities
+	if s := g.in.StartSignature; s != nil && s.IDToken != "" && workflow.GetVersion(ctx, rawStartVersion, workflow.DefaultVersion, 1) >= 1 {
+		raw := activities.RawStartInput{Rollout: in.Rollout, RunID: in.RunID, PlanDigest: digest, Payload: s.Payload}
+		err := workflow.ExecuteActivity(verifyOptions(ctx, "refuse the plain-text ID token of plan "+g.in.Name), a.RefuseRawStart, raw).Get(ctx, nil)
+		if err == nil { // it always refuses; the run must not go on if it did not
+			err = temporal.NewNonRetryableApplicationError(approval.ErrRawIDToken.Error(), failure.ApprovalRefused, nil, string(approval.ReasonUnsealedToken))
+		}
+		return refused(err)
+	}
 	if g.in.StartSignature != nil {
 		in.Signed = *g.in.StartSignature
 	}
-	var a *activities.ApprovalActivities
 	var who approval.Principal
 	if err := workflow.ExecuteActivity(verifyOptions(ctx, "verify who started plan "+g.in.Name), a.VerifyStart, in).Get(ctx, &who); err != nil {
 		return refused(err)
@@ -176,9 +259,10 @@ func (g *approvalGate) verifyApproval(ctx workflow.Context, ap workflows.Approva
 	}
 	var a *activities.ApprovalActivities
 	var res activities.VerifyApprovalResult
-	if err := workflow.ExecuteActivity(verifyOptions(ctx, "verify approval of stage "+stage+" by "+ap.By), a.VerifyApproval, in).Get(ctx, &res); err != nil {
+	if err := workflow.ExecuteActivity(verifyOptions(ctx, verifySummary(stage, ap)), a.VerifyApproval, in).Get(ctx, &res); err != nil {
 		return refused(err)
 	}
+	workflow.GetLogger(ctx).Info("approval counted", "stage", stage, "principal", res.Principal.Name, "method", string(res.Principal.Method))
 	if g.stage != stage || g.plan != shown {
 		return nil // another approval opened the gate meanwhile; this one is recorded
 	}
@@ -194,6 +278,17 @@ func (g *approvalGate) verifyApproval(ctx workflow.Context, ap workflows.Approva
 	}
 	g.showNeeded(ctx, needed)
 	return nil
+}
+
+// verifySummary is the verify activity's summary in the Web UI. A
+// signed approval's typed --by proves nothing: who approved is the
+// principal the keyring verifies (the activity's result, the gate's
+// "approved so far by"), so the summary names none.
+func verifySummary(stage string, ap workflows.Approval) string {
+	if ap.Signed == nil {
+		return "verify an unsigned approval of stage " + stage + ", by " + ap.By + " as typed"
+	}
+	return "verify a signed approval of stage " + stage + " (who signed it: the result)"
 }
 
 // showNeeded publishes what the gate still needs: the gate-plan query
@@ -238,6 +333,9 @@ func (g *approvalGate) awaitPlan(ctx workflow.Context, ap workflows.Approval) er
 // query (starter status, starter approve) and the Web UI's current details.
 func (g *approvalGate) show(ctx workflow.Context, st Stage) {
 	sp := planStage(ctx, st, nil) // the catalogue's device times: a running rollout's commands stay as they were
+	if !g.bound {
+		sp.Binding, sp.Digest = nil, planDigest(sp.Rows) // what this run's gate showed before the change
+	}
 	g.countRecordedApprovals(ctx, st.Name, sp.Digest)
 	g.plan = &sp
 	needed := g.policy(st.Name).StillNeeded(g.starter, g.approvers)

@@ -48,7 +48,7 @@ func TestApproveUpdatesCannotFloodAGate(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.TerminateWorkflow(context.Background(), id, "", "test over") })
 	digest, err := in.StartDigest()
 	require.NoError(t, err)
-	start := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, PlanDigest: digest, Decision: approval.DecisionStart}, "start", time.Now()), keys["carol"])
+	start := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{TemporalNamespace: env.Namespace, Rollout: id, PlanDigest: digest, Decision: approval.DecisionStart}, "start", time.Now()), keys["carol"])
 	in.StartSignature = &start
 	_, err = env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: env.TaskQueue}, rollout.Rollout, in)
 	require.NoError(t, err)
@@ -64,7 +64,7 @@ func TestApproveUpdatesCannotFloodAGate(t *testing.T) {
 		return h.Get(ctx, nil)
 	}
 	signed := func(key ssh.Signer, reason string) *approval.Signed {
-		s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove}, reason, time.Now()), key)
+		s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{TemporalNamespace: env.Namespace, Rollout: id, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove}, reason, time.Now()), key)
 		return &s
 	}
 	before := historyEvents(t, env, id)

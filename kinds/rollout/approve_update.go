@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"go.temporal.io/sdk/temporal"
@@ -36,6 +37,9 @@ const (
 	// maxIDTokenBytes: a JWT and its groups claim, which identity
 	// providers cap (Entra ID at 200 groups) to stay in an HTTP header.
 	maxIDTokenBytes = 16 << 10
+	// maxSealedIDTokenBytes: such a token sealed (approval.SealIDToken adds
+	// an X25519 share of 32 bytes and an AES-GCM tag of 16), in base64.
+	maxSealedIDTokenBytes = (maxIDTokenBytes + 32 + 16 + 2) / 3 * 4
 )
 
 // maxRefusedApprovals is how many approvals one run refuses before it
@@ -49,8 +53,11 @@ const maxRefusedApprovals = 50
 
 // approve is the approve update's handler; it counts the approvals it
 // refuses (the validator may not: it only reads the workflow's state).
-func (g *approvalGate) approve(ctx workflow.Context, ap workflows.Approval) error {
-	err := g.awaitPlan(ctx, ap)
+func (g *approvalGate) approve(ctx workflow.Context, raw json.RawMessage) error {
+	ap, err := decodeApproval(raw)
+	if err == nil {
+		err = g.awaitPlan(ctx, ap)
+	}
 	if err == nil {
 		err = g.verifyApproval(ctx, ap)
 	}
@@ -61,13 +68,22 @@ func (g *approvalGate) approve(ctx workflow.Context, ap workflows.Approval) erro
 }
 
 // validate is the approve update's validator: what it refuses never
-// reaches the history. It only reads the gate's state.
-func (g *approvalGate) validate(ap workflows.Approval) error {
+// reaches the history. It reads the update's bytes strictly
+// (approve_decode.go), then only the gate's state.
+func (g *approvalGate) validate(raw json.RawMessage) error {
+	ap, err := decodeApprovalStrict(raw)
+	if err != nil {
+		return err
+	}
 	if g.stage == "" {
 		return fmt.Errorf("rollout %s is not waiting for an approval", g.in.Name)
 	}
 	if g.refusals >= maxRefusedApprovals {
 		return fmt.Errorf("rollout %s refused %d approvals and accepts no more: an operator cancels it and starts the plan again", g.in.Name, g.refusals)
+	}
+	if ap.Signed != nil && ap.Signed.IDToken != "" {
+		// Refused here, so that the token never reaches the history.
+		return temporal.NewNonRetryableApplicationError(approval.ErrRawIDToken.Error(), failure.ApprovalRefused, nil, string(approval.ReasonUnsealedToken))
 	}
 	if err := checkApprovalSizes(ap); err != nil {
 		return err
@@ -75,7 +91,7 @@ func (g *approvalGate) validate(ap workflows.Approval) error {
 	if ap.By == "" || ap.Reason == "" {
 		return fmt.Errorf("an approval needs who (by) and why (reason)")
 	}
-	if g.starter != "" && (ap.Signed == nil || ap.Signed.SSHSig == "" && ap.Signed.IDToken == "") {
+	if g.starter != "" && (ap.Signed == nil || ap.Signed.SSHSig == "" && ap.Signed.SealedIDToken == "") {
 		// The activity's refusal, given before the update reaches the history.
 		msg := fmt.Sprintf("rollout %s: its start was signed, so only signed approvals count: sign it (starter approve with --sign-key, an ssh-agent key or --id-token-command)", g.in.Name)
 		return temporal.NewNonRetryableApplicationError(msg, failure.ApprovalRefused, nil, string(approval.ReasonUnsigned))
@@ -98,7 +114,7 @@ func checkApprovalSizes(ap workflows.Approval) error {
 		fields = append(fields, []struct {
 			name, value string
 			max         int
-		}{{"signed statement", s.Payload, maxStatementBytes}, {"SSH signature", s.SSHSig, maxSSHSigBytes}, {"ID token", s.IDToken, maxIDTokenBytes}}...)
+		}{{"signed statement", s.Payload, maxStatementBytes}, {"SSH signature", s.SSHSig, maxSSHSigBytes}, {"sealed ID token", s.SealedIDToken, maxSealedIDTokenBytes}}...)
 	}
 	for _, f := range fields {
 		if len(f.value) > f.max {

@@ -25,7 +25,12 @@ type StagePlan struct {
 	// (this fleet's recent changes, or the kind's typical time).
 	Estimate      time.Duration `json:"estimate"`
 	EstimateBasis string        `json:"estimateBasis,omitempty"`
-	// Digest identifies the rows: an approval binds to it.
+	// Binding is what the digest binds beyond the rows: each update's
+	// target as its input reads, its images' SHA-256s, and the stage's
+	// safety settings (nil at the gate of a run started before
+	// boundDigestVersion, whose digest binds the rows alone).
+	Binding *StageBinding `json:"binding,omitempty"`
+	// Digest identifies the plan: an approval binds to it.
 	Digest string `json:"digest"`
 	// RunID is the rollout's original run ID, which an approval of this
 	// plan binds too (approval.Statement.Run); only the gate-plan query

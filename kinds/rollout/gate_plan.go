@@ -40,6 +40,12 @@ func gatePlanDetails(sp StagePlan) string {
 		}
 		b.WriteString("\n")
 	}
+	if lines := sp.BoundLines(); len(lines) > 0 {
+		b.WriteString("\nThe digest binds " + lines[0] + "\n")
+		for _, l := range lines[1:] {
+			b.WriteString("- " + l + "\n")
+		}
+	}
 	return b.String()
 }
 

@@ -68,8 +68,10 @@ func TestRolloutOnRealServerRecordsApproval(t *testing.T) {
 	require.Equal(t, ledger.MethodUnsigned, approvals[0].Method)
 	require.Empty(t, approvals[0].Principal, "nothing proved who approved")
 
-	// rollout-approval.json is this run recorded before signedApprovalsChange.
-	replay.Record(t, env.Client, id, run.GetRunID(), "../testdata/histories/rollout-approval-unsigned.json")
+	// rollout-approval-unsigned.json is this run recorded before the plan
+	// digest bound the inputs (boundDigestVersion), kept for the runs
+	// started before it; rollout-approval-bound.json is after it.
+	replay.Record(t, env.Client, id, run.GetRunID(), "../testdata/histories/rollout-approval-bound.json")
 }
 
 // startRolloutWorker runs a worker with the rollout and its stand-in update
@@ -88,7 +90,7 @@ func startRolloutWorkerWith(t *testing.T, env *testenv.Env, keyring *approval.Ke
 	w := worker.New(env.Client, env.TaskQueue, worker.Options{})
 	w.RegisterWorkflow(rollout.Rollout)
 	w.RegisterWorkflow(rollout.TestUpdate)
-	w.RegisterActivity(&rollout.RolloutActivities{Store: env.Store})
+	w.RegisterActivity(&rollout.RolloutActivities{Store: env.Store, Temporal: env.Client}) // a reset run adopts its updates
 	w.RegisterActivity(&activities.ApprovalActivities{Store: env.Store, Keyring: keyring})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)

@@ -27,18 +27,20 @@ import (
 // plan and the ledger holds no approval. Dana's live token, in the allowed
 // group, opens the gate, the rollout completes, and the ledger holds her
 // principal and the issuer#subject she signed as, with a statement that
-// re-checks offline and not the bearer token itself.
+// re-checks offline and not the bearer token itself. Each token travels
+// sealed to the worker's key; one in plain text is refused.
 func TestRolloutOIDCApprovalOnRealServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
 	env := testenv.New(t)
 	iss := approvaltest.StartIssuer(t)
+	ts := approvaltest.NewTokenSealer(t)
 	var flags config.Approvals
 	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
 	flags.Bind(fs)
 	require.NoError(t, fs.Parse([]string{"--approval-oidc-issuer", iss.URL, "--approval-oidc-audience", "fleetsaga",
-		"--approval-oidc-groups", "sp-admins", "--approval-oidc-allow-http"}))
+		"--approval-oidc-groups", "sp-admins", "--approval-oidc-allow-http", "--approval-token-key", ts.Key}))
 	require.NoError(t, flags.Validate())
 	keyring, err := approval.LoadKeyring(flags.Config())
 	require.NoError(t, err)
@@ -61,17 +63,29 @@ func TestRolloutOIDCApprovalOnRealServer(t *testing.T) {
 			"groups": []string{"sp-admins"}, "iat": time.Now().Add(-time.Hour).Unix(), "exp": exp.Unix(), "nonce": approval.StatementDigest(st)})
 	}
 	var live string
-	approve := func(exp time.Time) (string, error) {
-		st := approvaltest.Statement(t, approval.Gate{Rollout: id, Run: gate.RunID, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
+	approveWith := func(exp time.Time, seal func(approval.Statement, string) approval.Signed) (string, error) {
+		st := approvaltest.Statement(t, approval.Gate{TemporalNamespace: env.Namespace, Rollout: id, Run: gate.RunID, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
 			"dashboards green", time.Now())
 		tok := token(st, exp)
-		signed := approval.WithIDToken(st, tok)
+		signed := seal(st, tok)
 		h, err := env.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
 			Args:         []any{workflows.Approval{By: "dana", Reason: "dashboards green", Stage: gate.Stage, PlanDigest: gate.Digest, Signed: &signed}},
 			WaitForStage: client.WorkflowUpdateStageCompleted})
-		require.NoError(t, err)
+		if err != nil {
+			return tok, err
+		}
 		return tok, h.Get(ctx, nil)
 	}
+	approve := func(exp time.Time) (string, error) {
+		return approveWith(exp, func(st approval.Statement, tok string) approval.Signed { return ts.Seal(t, st, tok) })
+	}
+
+	// A starter from before sealing sends the token in plain text: the
+	// update's validator refuses it, so it never reaches the history.
+	_, err = approveWith(time.Now().Add(5*time.Minute), func(st approval.Statement, tok string) approval.Signed {
+		return approval.Signed{Payload: string(st.Payload()), IDToken: tok}
+	})
+	requireApprovalRefused(t, err, approval.ReasonUnsealedToken)
 
 	expired, err := approve(time.Now().Add(-time.Minute))
 	requireApprovalRefused(t, err, approval.ReasonTokenExpired)
@@ -100,7 +114,7 @@ func TestRolloutOIDCApprovalOnRealServer(t *testing.T) {
 	require.Equal(t, gate.Digest, a.PlanDigest)
 	require.Equal(t, "one@run:"+run.GetRunID(), a.Stage)
 	require.NotContains(t, a.Signature+a.Payload, live, "a bearer token is not kept")
-	require.NoError(t, approval.VerifyStored(nil, approval.Method(a.Method), a.Payload, a.Signature, a.KeyFingerprint,
+	require.NoError(t, approval.VerifyStored(nil, nil, activities.StoredRecord(a),
 		activities.StoredApprovalGate(a)), "the stored statement re-checks offline")
 }
 

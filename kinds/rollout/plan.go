@@ -3,8 +3,8 @@ package rollout
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +25,12 @@ func DryRun(ctx workflow.Context, in RolloutInput) (PlanResult, error) {
 	res := PlanResult{Name: in.Name}
 	if err := in.Validate(); err != nil {
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidPlan", nil)
+	}
+	if err := in.refuseMismatchedTargets(); err != nil {
+		return res, err
+	}
+	if err := in.refuseRunState(); err != nil {
+		return res, err
 	}
 	progress := workflows.Progress{Kind: workflows.KindRollout, Target: "plan/" + in.Name, State: workflows.StateRunning, Started: workflow.Now(ctx), Unit: "stages",
 		Total: int64(len(in.Stages)), Message: "dry run"}
@@ -124,7 +130,8 @@ func planStage(ctx workflow.Context, st Stage, measured map[workflows.Kind]ledge
 	if m, ok := measured[st.Kind]; ok {
 		sp.EstimateBasis = fmt.Sprintf("%s per device, the median of this fleet's last %d changes", m.Median, m.Samples)
 	}
-	sp.Digest = planDigest(sp.Rows)
+	sp.Binding = bindStage(st)
+	sp.Digest = sp.BoundDigest()
 	return sp
 }
 
@@ -140,17 +147,24 @@ func exclusiveGroup(st Stage, target string) string {
 	return ""
 }
 
-// planDigest is the SHA-256 of the rows' fields: what an approval binds to.
+// planDigest is the SHA-256 of the rows' fields alone: the digest of the
+// runs started before boundDigestVersion (boundDigest binds more).
 func planDigest(rows []workflows.PlanRow) string {
 	h := sha256.New()
+	writeRows(h, rows)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// writeRows writes the rows' fields to h, each field ended by a NUL and
+// each row by a newline.
+func writeRows(h io.Writer, rows []workflows.PlanRow) {
 	for _, r := range rows {
 		for _, f := range []string{r.Stage, r.Kind, r.Target, r.Device, r.Current, r.Desired, string(r.Action), r.Reason, r.Group, fmt.Sprint(r.Order)} {
-			h.Write([]byte(f))
-			h.Write([]byte{0})
+			_, _ = h.Write([]byte(f))
+			_, _ = h.Write([]byte{0})
 		}
-		h.Write([]byte{'\n'})
+		_, _ = h.Write([]byte{'\n'})
 	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // planUpdate decodes u's input and runs its kind's dry run. What cannot
@@ -160,11 +174,8 @@ func planUpdate(ctx workflow.Context, kind workflows.Kind, u PlanUpdate) workflo
 	if !ok || info.Plan == nil {
 		return workflows.UpdatePlan{Rows: []workflows.PlanRow{{Action: activities.PlanUpdate, Reason: "kind " + string(kind) + " has no dry run: the update runs its own prechecks"}}}
 	}
-	in := info.NewInput()
-	// Decoding the plan's input into a fresh value depends on the bytes
-	// alone (workflowcheck flags the reflection json uses).
-	//workflowcheck:ignore
-	if err := json.Unmarshal(u.Input, in); err != nil {
+	in, err := decodeInput(kind, u)
+	if err != nil {
 		return workflows.UpdatePlan{Rows: []workflows.PlanRow{{Action: activities.PlanRefuse, Reason: "invalid input: " + err.Error(), Final: true}}}
 	}
 	p := info.Plan(ctx, in)

@@ -16,6 +16,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/approval/approvaltest"
 	fmgs "github.com/fleetsaga/fleetsaga/fleet/mgs"
+	"github.com/fleetsaga/fleetsaga/fleetsim"
 	simmgs "github.com/fleetsaga/fleetsaga/fleetsim/mgs"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
@@ -38,27 +39,14 @@ func TestRedTeamForgedApprovalRowsAndAResetDoNotOpenASignedGate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration: PostgreSQL + Temporal + fleetsim")
 	}
-	s := &spec.Spec{Seed: 35, SpeedUp: 100, Timings: spec.DefaultTimings()}
-	s.Racks = spec.GenerateRacks(16, 35) // cubby 12 is this test's: other packages update the low cubbies on the same Temporal server
-	require.NoError(t, s.Validate())
-	env := testenv.New(t)
-	sim := env.StartFleetsim(s)
+	st := newSPOnStack(t, 35, 12) // cubby 12 is this test's: other packages update the low cubbies on the same Temporal server
+	env, sim, sp, raw := st.env, st.sim, st.sp, st.raw
 	keys := map[string]ssh.Signer{"alice": approvaltest.Key(t), "bob": approvaltest.Key(t), "carol": approvaltest.Key(t)}
 	keyring, err := approval.LoadKeyring(approval.KeyringConfig{AllowedSigners: approvaltest.AllowedSigners(t, keys)})
 	require.NoError(t, err)
 	rollout.PinTestKind(t)
 	env.StartWorker(workerapp.Deps{Fleet: env.Endpoints(sim), Keyring: keyring})
 
-	img := filepath.Join(t.TempDir(), "sp-1.1.0.bin")
-	sum, err := simmgs.WriteImageFile(img, simmgs.ImageHeader{Component: simmgs.CompSP, Version: "1.1.0"}, 256<<10)
-	require.NoError(t, err)
-	sp := mgsupdate.SPFirmwareInput{
-		SP:       mgsupdate.SPTarget{Type: fmgs.SpTypeSled, Slot: 12, Serial: s.Racks[0].Sleds[12].Serial, Part: spec.GeneratedPart},
-		Artifact: mgsupdate.Artifact{Version: "1.1.0", SHA256: sum, Path: img},
-		Timing:   mgsupdate.MGSTiming{PollInterval: 50 * time.Millisecond, AttemptDelay: 100 * time.Millisecond, MaxAttempts: 2},
-	}
-	raw, err := json.Marshal(sp)
-	require.NoError(t, err)
 	in := rollout.RolloutInput{Name: "redteam-" + strings.TrimPrefix(env.TaskQueue, "test-"), Stages: []rollout.Stage{{
 		Name: "sp", Kind: workflows.KindSPFirmware, Concurrency: 1, Approval: true, ApprovalPolicy: &approval.Policy{Approvers: 2},
 		Updates: []rollout.PlanUpdate{{Target: sp.Target(), Artifact: sp.ArtifactVersion(), Input: raw}},
@@ -73,14 +61,14 @@ func TestRedTeamForgedApprovalRowsAndAResetDoNotOpenASignedGate(t *testing.T) {
 	})
 	digest, err := in.StartDigest()
 	require.NoError(t, err)
-	start := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, PlanDigest: digest, Decision: approval.DecisionStart}, "start", time.Now()), keys["carol"])
+	start := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{TemporalNamespace: env.Namespace, Rollout: id, PlanDigest: digest, Decision: approval.DecisionStart}, "start", time.Now()), keys["carol"])
 	signedIn := in
 	signedIn.StartSignature = &start
 	run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: env.TaskQueue}, rollout.Rollout, signedIn)
 	require.NoError(t, err)
 
 	gate := awaitGate(ctx, t, env, id, "sp")
-	alices := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Run: gate.RunID, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
+	alices := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{TemporalNamespace: env.Namespace, Rollout: id, Run: gate.RunID, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
 		"reviewed", time.Now()), keys["alice"])
 	h, err := env.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
 		Args:         []any{workflows.Approval{By: "alice", Reason: "reviewed", Stage: gate.Stage, PlanDigest: gate.Digest, Signed: &alices}},
@@ -92,7 +80,7 @@ func TestRedTeamForgedApprovalRowsAndAResetDoNotOpenASignedGate(t *testing.T) {
 
 	// The attack, with the worker's database role.
 	key := gate.Stage + "@run:" + run.GetRunID()
-	forged := string(approvaltest.Statement(t, approval.Gate{Rollout: id, Run: gate.RunID, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
+	forged := string(approvaltest.Statement(t, approval.Gate{TemporalNamespace: env.Namespace, Rollout: id, Run: gate.RunID, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
 		"trust me", time.Now()).Payload())
 	for _, sql := range []string{
 		`INSERT INTO rollout_approval (rollout_id, stage, approved_by, reason, plan_digest, method) VALUES ($1, $2, 'bob', 'ok', $3, 'unsigned')`,
@@ -135,6 +123,36 @@ func TestRedTeamForgedApprovalRowsAndAResetDoNotOpenASignedGate(t *testing.T) {
 	tr := spTruth(t, sim.URL, 12)
 	require.Equal(t, spec.GeneratedSPActive, tr.SP.Active.Version, "the SP was not flashed")
 	require.Empty(t, tr.Deliveries, "no image was delivered to the SP")
+}
+
+// spOnStack is one sled SP of a fleetsim rack on the real stack, and its
+// update to an SP image 1.1.0 written for the test; the test starts its
+// own worker.
+type spOnStack struct {
+	env *testenv.Env
+	sim *fleetsim.Server
+	sp  mgsupdate.SPFirmwareInput
+	raw json.RawMessage
+}
+
+func newSPOnStack(t *testing.T, seed int64, cubby uint16) spOnStack {
+	t.Helper()
+	s := &spec.Spec{Seed: seed, SpeedUp: 100, Timings: spec.DefaultTimings()}
+	s.Racks = spec.GenerateRacks(16, seed)
+	require.NoError(t, s.Validate())
+	env := testenv.New(t)
+	sim := env.StartFleetsim(s)
+	img := filepath.Join(t.TempDir(), "sp-1.1.0.bin")
+	sum, err := simmgs.WriteImageFile(img, simmgs.ImageHeader{Component: simmgs.CompSP, Version: "1.1.0"}, 256<<10)
+	require.NoError(t, err)
+	sp := mgsupdate.SPFirmwareInput{
+		SP:       mgsupdate.SPTarget{Type: fmgs.SpTypeSled, Slot: cubby, Serial: s.Racks[0].Sleds[cubby].Serial, Part: spec.GeneratedPart},
+		Artifact: mgsupdate.Artifact{Version: "1.1.0", SHA256: sum, Path: img},
+		Timing:   mgsupdate.MGSTiming{PollInterval: 50 * time.Millisecond, AttemptDelay: 100 * time.Millisecond, MaxAttempts: 2},
+	}
+	raw, err := json.Marshal(sp)
+	require.NoError(t, err)
+	return spOnStack{env: env, sim: sim, sp: sp, raw: raw}
 }
 
 // spTruth is one sled SP of rack 0 as fleetsim's /truth shows it.

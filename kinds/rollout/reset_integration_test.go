@@ -50,14 +50,14 @@ func TestRolloutResetAtASignedGate(t *testing.T) {
 			defer cancel()
 			digest, err := approval.DigestJSON(in)
 			require.NoError(t, err)
-			start := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, PlanDigest: digest, Decision: approval.DecisionStart}, "start", time.Now()), keys["carol"])
+			start := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{TemporalNamespace: env.Namespace, Rollout: id, PlanDigest: digest, Decision: approval.DecisionStart}, "start", time.Now()), keys["carol"])
 			signedIn := in
 			signedIn.StartSignature = &start
 			run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: env.TaskQueue}, rollout.Rollout, signedIn)
 			require.NoError(t, err)
 
 			approve := func(who string, gate *rollout.StagePlan) error {
-				s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Run: gate.RunID, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
+				s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{TemporalNamespace: env.Namespace, Rollout: id, Run: gate.RunID, Stage: gate.Stage, PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
 					who+" reviewed "+gate.Stage, time.Now()), keys[who])
 				h, err := env.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
 					Args:         []any{workflows.Approval{By: who, Reason: who + " reviewed " + gate.Stage, Stage: gate.Stage, PlanDigest: gate.Digest, Signed: &s}},

@@ -57,14 +57,14 @@ func TestRolloutSignedApprovalsOnRealServer(t *testing.T) {
 	defer cancel()
 	digest, err := approval.DigestJSON(in)
 	require.NoError(t, err)
-	start := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, PlanDigest: digest, Decision: approval.DecisionStart}, "start", time.Now()), keys["carol"])
+	start := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{TemporalNamespace: env.Namespace, Rollout: id, PlanDigest: digest, Decision: approval.DecisionStart}, "start", time.Now()), keys["carol"])
 	signedIn := in
 	signedIn.StartSignature = &start
 	run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: env.TaskQueue}, rollout.Rollout, signedIn)
 	require.NoError(t, err)
 
 	sign := func(who string, gate *rollout.StagePlan, digest string) *approval.Signed {
-		s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Run: gate.RunID, Stage: gate.Stage, PlanDigest: digest, Decision: approval.DecisionApprove},
+		s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{TemporalNamespace: env.Namespace, Rollout: id, Run: gate.RunID, Stage: gate.Stage, PlanDigest: digest, Decision: approval.DecisionApprove},
 			who+" reviewed "+gate.Stage, time.Now()), keys[who])
 		return &s
 	}
@@ -134,7 +134,7 @@ func TestRolloutSignedApprovalsOnRealServer(t *testing.T) {
 		require.Equal(t, "ssh", a.Method)
 		require.Equal(t, ssh.FingerprintSHA256(keys[strings.TrimPrefix(a.Principal, "ssh:")].PublicKey()), a.KeyFingerprint)
 		require.Contains(t, a.Signature, "BEGIN SSH SIGNATURE")
-		require.NoError(t, approval.VerifyStored(nil, approval.Method(a.Method), a.Payload, a.Signature, a.KeyFingerprint,
+		require.NoError(t, approval.VerifyStored(nil, nil, activities.StoredRecord(a),
 			activities.StoredApprovalGate(a)))
 	}
 	require.Equal(t, []string{"one ssh:alice", "two ssh:alice", "two ssh:bob"}, who)
@@ -214,7 +214,7 @@ func TestRolloutApprovalsAreKeptPerRun(t *testing.T) {
 		run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: env.TaskQueue}, rollout.Rollout, in)
 		require.NoError(t, err)
 		gate := awaitGate(ctx, t, env, id, "one")
-		s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Run: gate.RunID, Stage: "one", PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
+		s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{TemporalNamespace: env.Namespace, Rollout: id, Run: gate.RunID, Stage: "one", PlanDigest: gate.Digest, Decision: approval.DecisionApprove},
 			"reviewed", time.Now()), alice)
 		h, err := env.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
 			Args:         []any{workflows.Approval{By: "alice", Reason: "reviewed", Stage: "one", PlanDigest: gate.Digest, Signed: &s}},

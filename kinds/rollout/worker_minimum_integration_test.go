@@ -64,14 +64,14 @@ func TestWorkerMinimumApprovalPolicyOverridesAWeakerPlan(t *testing.T) {
 	id := rollout.RolloutWorkflowID(in.Name)
 	digest, err := in.StartDigest()
 	require.NoError(t, err)
-	start := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, PlanDigest: digest, Decision: approval.DecisionStart}, "start", time.Now()), keys["carol"])
+	start := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{TemporalNamespace: env.Namespace, Rollout: id, PlanDigest: digest, Decision: approval.DecisionStart}, "start", time.Now()), keys["carol"])
 	in.StartSignature = &start
 	run, err = env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: env.TaskQueue}, rollout.Rollout, in)
 	require.NoError(t, err)
 	gate := awaitGate(ctx, t, env, id, "one")
 	require.Equal(t, "2 more approvals", gate.StillNeeded, "the worker's two approvers, not the plan's none")
 	approve := func(who string) {
-		s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{Rollout: id, Stage: "one", Run: gate.RunID, PlanDigest: gate.Digest, Decision: approval.DecisionApprove}, "reviewed", time.Now()), keys[who])
+		s := approvaltest.Sign(t, approvaltest.Statement(t, approval.Gate{TemporalNamespace: env.Namespace, Rollout: id, Stage: "one", Run: gate.RunID, PlanDigest: gate.Digest, Decision: approval.DecisionApprove}, "reviewed", time.Now()), keys[who])
 		h, err := env.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ApproveUpdate,
 			Args:         []any{workflows.Approval{By: who, Reason: "reviewed", Stage: "one", PlanDigest: gate.Digest, Signed: &s}},
 			WaitForStage: client.WorkflowUpdateStageCompleted})

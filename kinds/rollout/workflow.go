@@ -23,6 +23,15 @@ func (r *rollout) setup(ctx workflow.Context) error {
 	if err := r.in.Validate(); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidPlan", nil)
 	}
+	r.approvals.bound = workflow.GetVersion(ctx, boundDigestVersion, workflow.DefaultVersion, 1) >= 1
+	if err := r.in.refuseRunState(); err != nil && workflow.GetVersion(ctx, runStateVersion, workflow.DefaultVersion, 1) >= 1 {
+		return err
+	}
+	if r.approvals.bound {
+		if err := r.in.refuseMismatchedTargets(); err != nil {
+			return err
+		}
+	}
 	r.result.Name = r.in.Name
 	total := 0
 	for _, st := range r.in.Stages {

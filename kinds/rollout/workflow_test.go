@@ -35,6 +35,8 @@ type testInput struct {
 	Busy bool `json:"busy,omitempty"`
 	// Compensate is how long the update's compensation takes when cancelled.
 	Compensate time.Duration `json:"compensate,omitempty"`
+	// Artifact is an image the update would deliver (digest_binding_test.go).
+	Artifact *testArtifact `json:"artifact,omitempty"`
 }
 
 func (t *testInput) Target() string          { return "test/" + t.Name }
@@ -94,6 +96,8 @@ func newRolloutEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env.RegisterWorkflow(testUpdate)
 	env.RegisterActivity(&RolloutActivities{})
 	env.RegisterActivity(&activities.ApprovalActivities{})
+	var aa *activities.ApprovalActivities // no ledger here: an opened gate's record is written
+	env.OnActivity(aa.SpendGateApprovals, mock.Anything, mock.Anything).Return(nil).Maybe()
 	spans = nil
 	return env
 }

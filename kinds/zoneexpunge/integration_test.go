@@ -36,7 +36,7 @@ type zxRack struct {
 	nexusA     uuid.UUID
 	nexusB     uuid.UUID
 	sleds      []uuid.UUID
-	removalErr int // zone removal failures armed on A
+	removalErr int // zone removal failures on A: armed, or counted once an open-ended fault is cleared
 	mode       string
 }
 
@@ -386,8 +386,12 @@ func TestZoneExpungeCancelledAfterRemovalStillMovesTheSagas(t *testing.T) {
 		t.Skip("integration test: PostgreSQL + Temporal + fleetsim")
 	}
 	env := testenv.New(t)
-	r := newZXRack(t, 4, spec.SledAgentLedgerFirst)
+	r := newZXRack(t, 0, spec.SledAgentLedgerFirst)
 	sim := env.StartFleetsim(r.spec)
+	// The removal fails until the cancel is sent, so a slow query cannot
+	// miss the proof wait.
+	fid, err := sim.Env.Faults.Arm(faults.Fault{Kind: faults.ZoneRemovalFailure, Target: "zone/" + r.nexusA.String()})
+	require.NoError(t, err)
 	env.StartWorker(workerapp.Deps{Fleet: r.endpoints(env, sim)})
 	require.Eventually(t, func() bool { return nexusOf(sledTruth(t, sim), r.nexusA).SagasClaimed >= 5 },
 		10*time.Second, 10*time.Millisecond)
@@ -399,6 +403,8 @@ func TestZoneExpungeCancelledAfterRemovalStillMovesTheSagas(t *testing.T) {
 		return err == nil && v.Get(&p) == nil && p.Phase == zoneexpunge.ZonePhaseAwaitingInventory
 	}, 20*time.Second, 10*time.Millisecond, "the sled ledgered the config; the proof waits out the failing removal")
 	require.NoError(t, env.Client.CancelWorkflow(context.Background(), run.GetID(), run.GetRunID()))
+	require.True(t, sim.Env.Faults.Clear(fid))
+	r.removalErr = removalFailures(sim, fid)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

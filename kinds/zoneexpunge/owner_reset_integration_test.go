@@ -14,6 +14,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleet/nexusdb"
 	"github.com/fleetsaga/fleetsaga/fleet/nexuslockstep"
 	"github.com/fleetsaga/fleetsaga/fleetsim"
+	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 	"github.com/fleetsaga/fleetsaga/kinds/zoneexpunge"
@@ -30,17 +31,26 @@ import (
 // its ledger commits: the expunge ends once, one child blueprint, the
 // ledger's readiness and commit after the zone's removal, no saga left on
 // the expunged Nexus and every moved one on the Nexus of its generation.
+// The removal fails until the reset is made: with a fixed number of
+// failures the proof wait (about a second at the sim's speed-up) could end
+// before a slow query saw it.
 func TestZoneExpungeOwnerModeResetWhileAwaitingProof(t *testing.T) {
+	// awaitProofWindow bounds reaching the proof wait with two failed
+	// removals: 30 s ran out once beside the parallel stack tests of other
+	// packages on a 2-core machine.
+	const awaitProofWindow = time.Minute
 	if testing.Short() {
 		t.Skip("integration test: PostgreSQL + Temporal + fleetsim")
 	}
 	for _, p := range testenv.ResetPoints {
 		t.Run(string(p), func(t *testing.T) {
 			env := testenv.New(t)
-			r := newZXRack(t, 4, spec.SledAgentLedgerFirst)
+			r := newZXRack(t, 0, spec.SledAgentLedgerFirst)
 			r.spec.Racks[0].Owners = spec.RackOwners{} // today's rack: every owner on
 			require.NoError(t, r.spec.Validate())
 			sim := env.StartFleetsim(r.spec)
+			fid, err := sim.Env.Faults.Arm(faults.Fault{Kind: faults.ZoneRemovalFailure, Target: "zone/" + r.nexusA.String()}) // until cleared
+			require.NoError(t, err)
 			env.StartWorker(workerapp.Deps{Fleet: r.endpoints(env, sim)})
 			require.Eventually(t, func() bool { return nexusOf(sledTruth(t, sim), r.nexusA).SagasClaimed >= 5 },
 				10*time.Second, 10*time.Millisecond)
@@ -52,8 +62,10 @@ func TestZoneExpungeOwnerModeResetWhileAwaitingProof(t *testing.T) {
 				var pr zoneexpunge.ZoneExpungeProgress
 				return err == nil && v.Get(&pr) == nil && pr.Phase == zoneexpunge.ZonePhaseAwaitingInventory &&
 					sledOf(sledTruth(t, sim), r.sledA).RemovalAttempts[r.nexusA] >= 2
-			}, 30*time.Second, 10*time.Millisecond, "Nexus pushed the expunge; the proof waits out the failing removal")
+			}, awaitProofWindow, 10*time.Millisecond, "Nexus pushed the expunge; the proof waits out the failing removal")
 			reset := testenv.ResetWorkflow(t, env.Client, run.GetID(), p)
+			require.True(t, sim.Env.Faults.Clear(fid))
+			failed := removalFailures(sim, fid)
 
 			var res zoneexpunge.ZoneExpungeResult
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -62,14 +74,14 @@ func TestZoneExpungeOwnerModeResetWhileAwaitingProof(t *testing.T) {
 			assert.Equal(t, zoneexpunge.ZoneOutcomeExpunged, res.Outcome)
 			assert.Equal(t, zoneexpunge.ModeOwner, res.Mode)
 			assert.Zero(t, res.PutAttempts, "fleetsaga wrote no sled config")
-			checkOwnerResetOutcome(t, env, sim, r, run.GetID(), res)
+			checkOwnerResetOutcome(t, env, sim, r, failed, run.GetID(), res)
 		})
 	}
 }
 
 // checkOwnerResetOutcome asserts what an owner-mode expunge must leave
-// behind however often it was reset.
-func checkOwnerResetOutcome(t *testing.T, env *testenv.Env, sim *fleetsim.Server, r zxRack, workflowID string, res zoneexpunge.ZoneExpungeResult) {
+// behind however often it was reset, after failedRemovals failed removals.
+func checkOwnerResetOutcome(t *testing.T, env *testenv.Env, sim *fleetsim.Server, r zxRack, failedRemovals int, workflowID string, res zoneexpunge.ZoneExpungeResult) {
 	t.Helper()
 	ctx := context.Background()
 	atts, err := env.Store.Attempts(ctx, workflowID)
@@ -84,7 +96,7 @@ func checkOwnerResetOutcome(t *testing.T, env *testenv.Env, sim *fleetsim.Server
 	assert.Equal(t, 1, fleetsagaBlueprints(t, sim, r), "one child blueprint expunging the zone")
 
 	st := sledOf(sledTruth(t, sim), r.sledA)
-	assert.Equal(t, r.removalErr+1, st.RemovalAttempts[r.nexusA], "every failed removal retried, then one success")
+	assert.Equal(t, failedRemovals+1, st.RemovalAttempts[r.nexusA], "every failed removal retried, then one success")
 	removedAt, ok := st.RemovedAt[r.nexusA]
 	require.True(t, ok, "zone A removed")
 	z, err := env.Store.ZoneDisposition(ctx, r.nexusA)
@@ -134,4 +146,14 @@ func fleetsagaBlueprints(t *testing.T, sim *fleetsim.Server, r zxRack) int {
 		}
 	}
 	return n
+}
+
+// removalFailures is how often the cleared fault id failed a removal.
+func removalFailures(sim *fleetsim.Server, id int) int {
+	for _, f := range sim.Env.Faults.Fired() {
+		if f.ID == id {
+			return f.Fired
+		}
+	}
+	return 0
 }

@@ -47,6 +47,7 @@ func newRoot() *cobra.Command {
 		temporal string
 		timeout  time.Duration
 		kills    int
+		graceful int
 		logLevel string
 		workers  int
 		resets   int
@@ -71,6 +72,9 @@ func newRoot() *cobra.Command {
 			}
 			if cmd.Flags().Changed("kills") {
 				cfg.Kills = kills
+			}
+			if cmd.Flags().Changed("graceful-restarts") {
+				cfg.GracefulRestarts = graceful
 			}
 			if cmd.Flags().Changed("workers") {
 				cfg.Workers = workers
@@ -121,6 +125,7 @@ func newRoot() *cobra.Command {
 	f.StringVar(&temporal, "temporal", "dev", "Temporal to run: dev (the CLI's dev server) or cluster (the real server on PostgreSQL)")
 	f.DurationVar(&timeout, "timeout", 0, "bound on the rollout (default 30m, 2m with --short)")
 	f.IntVar(&kills, "kills", 0, "minimum worker SIGKILLs (default 12, 3 with --short)")
+	f.IntVar(&graceful, "graceful-restarts", 0, "minimum workers restarted with SIGTERM, in turn (default 4, 1 with --short; 0 = none)")
 	f.IntVar(&workers, "workers", 3, "worker processes")
 	f.IntVar(&resets, "resets", 0, "workflow resets of running children, the reset points in turn (default 18, 3 with --short; 0 = none)")
 	f.IntVar(&blips, "pg-blips", 0, "PostgreSQL blips while SP/host starts are in flight (default 2, 1 with --short)")

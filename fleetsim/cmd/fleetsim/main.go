@@ -42,6 +42,7 @@ func newRoot() *cobra.Command {
 		speedUp  float64
 		seed     int64
 		logLevel string
+		tokFile  string
 	)
 	root := &cobra.Command{
 		Use:   "fleetsim --spec FILE",
@@ -72,9 +73,13 @@ func newRoot() *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
+			tok, err := nexusToken(tokFile)
+			if err != nil {
+				return usageError{err}
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			srv, err := fleetsim.Start(ctx, fleetsim.Env{Spec: s, Faults: faults.NewRegistry(s.Seed), DatabaseURL: dbURL, Log: log}, listen)
+			srv, err := fleetsim.Start(ctx, fleetsim.Env{Spec: s, Faults: faults.NewRegistry(s.Seed), DatabaseURL: dbURL, Log: log, NexusToken: tok}, listen)
 			if err != nil {
 				return err
 			}
@@ -94,6 +99,7 @@ func newRoot() *cobra.Command {
 	f.StringVar(&listen, "listen", "127.0.0.1:8470", "listen address (port 0: one the system picks; see --url-file)")
 	f.StringVar(&urlFile, "url-file", "", "write the URL fleetsim serves on to this file once it listens")
 	f.StringVar(&dbURL, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL for simulated Nexus sagas (env DATABASE_URL; empty disables Nexus simulation)")
+	f.StringVar(&tokFile, "nexus-token-file", os.Getenv("FLEETSIM_NEXUS_TOKEN_FILE"), "the API token Nexus's external API accepts (a bearer token); a file that does not exist gets a new random one, for the workers' --nexus-external-token-file; empty: the external API refuses every request (env FLEETSIM_NEXUS_TOKEN_FILE)")
 	f.Float64Var(&speedUp, "speed-up", 1, "override the spec's speed-up factor")
 	f.Int64Var(&seed, "seed", 0, "override the spec's seed")
 	f.StringVar(&logLevel, "log-level", "info", "log level")
