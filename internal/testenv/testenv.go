@@ -131,6 +131,7 @@ func newEnv(t testing.TB, namespace string) *Env {
 	namespaces.Store(c, namespace)
 	t.Cleanup(func() { namespaces.Delete(c); c.Close() })
 	queue := "test-" + uuid.NewString()[:8]
+	t.Cleanup(func() { terminateOpen(t, c, queue) })
 	return &Env{T: t, DatabaseURL: url, Store: store, Client: c, Namespace: namespace, TaskQueue: queue, Log: log,
 		Version: devstack.WorkerVersion{Deployment: devstack.DeploymentFor(queue), BuildID: buildid.Self()}}
 }

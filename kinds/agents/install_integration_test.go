@@ -65,6 +65,8 @@ func (s *agentStack) start(t *testing.T, ctx context.Context, in agents.AgentIns
 	t.Helper()
 	run, err := s.env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: workflows.WorkflowID(workflows.KindAgentInstall, in.Target()), TaskQueue: s.env.TaskQueue,
+		// A run of the same ID still open is another test's: say so, not wait on it.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes: workflows.StartAttributes(workflows.KindAgentInstall, in.Target(), in.ArtifactVersion()),
 	}, agents.AgentInstall, in)
 	require.NoError(t, err)
