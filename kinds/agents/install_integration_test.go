@@ -67,7 +67,7 @@ func (s *agentStack) start(t *testing.T, ctx context.Context, in agents.AgentIns
 		ID: workflows.WorkflowID(workflows.KindAgentInstall, in.Target()), TaskQueue: s.env.TaskQueue,
 		// A run of the same ID still open is another test's: say so, not wait on it.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		TypedSearchAttributes: workflows.StartAttributes(workflows.KindAgentInstall, in.Target(), in.ArtifactVersion()),
+		TypedSearchAttributes:                    workflows.StartAttributes(workflows.KindAgentInstall, in.Target(), in.ArtifactVersion()),
 	}, agents.AgentInstall, in)
 	require.NoError(t, err)
 	return run
