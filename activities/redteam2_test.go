@@ -28,10 +28,11 @@ import (
 // database user INSERTs one rollout_approval row under "start:run-1"
 // (the original run ID, on the run's page) with the start's payload,
 // method "oidc" and principal carol; mallory resets the run to before
-// VerifyStart. The reset run's VerifyStart counts the row as carol's
-// start (recordedStart: no token opened, no issuer configured at all),
-// and mallory's own approval then passes four eyes. audit verify names
-// the unsigned row afterwards, but the gate has opened.
+// VerifyStart. The reset run's VerifyStart counted the row as carol's
+// start (recordedStart opened no token, with no issuer configured at
+// all), and mallory's own approval then passed four eyes. The row now
+// counts only once the run's own sealed token opens and verifies as its
+// token and person: the reset run's start is refused.
 func TestAnInsertedOIDCStartRowMakesAnyoneTheStarter(t *testing.T) {
 	env := testenv.New(t)
 	mallory, acts, ae := oneSignerActs(t, env, "mallory")
