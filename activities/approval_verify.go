@@ -256,7 +256,7 @@ func (h gateHistory) Recorded(ctx context.Context, g approval.Gate, payload stri
 	if issuer, subject, ok := strings.Cut(a.KeyFingerprint, "#"); ok && p.Method == approval.MethodOIDC {
 		p.ID = approval.OIDCIdentity(issuer, subject)
 	}
-	return &approval.Verified{Principal: p, Payload: a.Payload, Signature: a.Signature, ReplayKey: a.ReplayKey}, nil
+	return &approval.Verified{Principal: p, Payload: a.Payload, Signature: a.Signature, ReplayKey: a.ReplayKey, RecordedAt: a.At}, nil
 }
 
 func (h gateHistory) Expose(ctx context.Context, g approval.Gate, key string) error {

@@ -79,14 +79,15 @@ func (h *history) Expose(_ context.Context, _ approval.Gate, key string) error {
 
 func (h *history) Exposed(_ context.Context, key string) (bool, error) { return h.exposed[key], nil }
 
-// record is what the activity does with an accepted approval.
+// record is what the activity does with an accepted approval, at now
+// (the ledger stamps the row).
 func (h *history) record(g approval.Gate, v approval.Verified) {
 	if h.used == nil {
 		h.used = map[string]approval.Use{}
 	}
 	h.used[v.ReplayKey] = approval.Use{Rollout: g.Rollout, Stage: g.Stage, Principal: v.Principal.Name, Payload: v.Payload}
 	h.sofar = append(h.sofar, v.Principal.Name)
-	h.recorded = append(h.recorded, approval.Verified{Principal: v.Principal, Payload: v.Payload, Signature: v.Signature, ReplayKey: v.ReplayKey})
+	h.recorded = append(h.recorded, approval.Verified{Principal: v.Principal, Payload: v.Payload, Signature: v.Signature, ReplayKey: v.ReplayKey, RecordedAt: now})
 }
 
 func check(k *approval.Keyring, s approval.Signed, p approval.Policy, starter string, h *history) (approval.Verified, approval.Needed, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 )
 
 // A start sent with an ID token in plain text (an old starter, `temporal
@@ -66,29 +67,43 @@ func refuseExposed(ctx context.Context, v Verified, h History) error {
 
 // recordedStart is a reset run's start, recorded by the run it resets:
 // the ledger holds this run's start with exactly this statement, whose
-// nonce is random, and a run's start signature is its input, which no
-// one can change. It counts as that retry without opening the sealed
-// token, so a token-sealing key rotated out, or the provider's signing
-// keys, do not refuse a reset days later. Only sealed starts: an
-// approval arrives by update, from anyone who may send one.
-func recordedStart(ctx context.Context, s Signed, gate Gate, h History) (*Verified, error) {
+// nonce is random, and a run's start signature is its input, which a
+// reset keeps. The ledger is not a key (its role may INSERT a row naming
+// anyone), so the row counts only once the run's own sealed token opens
+// with one of the worker's token keys and verifies as a fresh one would
+// (the issuer's signature, audience and azp, nonce the statement's
+// digest, an allowed subject), as the row's identity and person, with the
+// row's replay key. Not checked again: the token's expiry and the
+// statement's age, checked when the row was written, so a reset days
+// later counts. A reset across a token-key rotation needs the old key
+// kept (DEPLOYING "Approvals"). Only sealed starts: an approval arrives
+// by update, from anyone who may send one; an SSH start takes Check's
+// retry path, where the row must hold the signature just verified
+// (trustRecorded).
+func (k *Keyring) recordedStart(ctx context.Context, s Signed, gate Gate, h History) (*Verified, error) {
 	if gate.Decision != DecisionStart || s.SealedIDToken == "" || s.SSHSig != "" {
 		return nil, nil
 	}
-	v, err := h.Recorded(ctx, gate, s.Payload)
-	if err != nil || v == nil || v.Principal.Method != MethodOIDC {
+	r, err := h.Recorded(ctx, gate, s.Payload)
+	if err != nil || r == nil || r.Principal.Method != MethodOIDC {
 		return nil, err
 	}
-	if err := json.Unmarshal([]byte(s.Payload), &v.Statement); err != nil {
-		return nil, refuse(ReasonMalformed, "the signed statement does not parse: %v", err)
-	}
-	if err := checkGate(v.Statement, gate); err != nil {
+	v, err := k.verifyProof(ctx, s, gate)
+	if err != nil {
 		return nil, err
+	}
+	if v.Principal.Method != MethodOIDC || r.ReplayKey != v.ReplayKey || r.Principal.KeyFingerprint != v.Principal.KeyFingerprint ||
+		r.Principal.Name != v.Principal.Name {
+		return nil, refuse(ReasonBadSignature, "the ledger's record of this run's start is not the sealed ID token's (%s): start the plan again", v.Principal.Name)
 	}
 	if v.Statement.TemporalNamespace != "" { // none: recorded before namespaces were signed
 		if err := checkNamespace(v.Statement, gate); err != nil {
 			return nil, err
 		}
 	}
-	return v, nil
+	if err := refuseExposed(ctx, v, h); err != nil {
+		return nil, err
+	}
+	v.tokenExpired = time.Time{}
+	return &v, nil
 }

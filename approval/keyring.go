@@ -42,8 +42,8 @@ type KeyringConfig struct {
 	People          string // path of a people file (ParsePeople); "": none
 	MaxAge          time.Duration
 	// TokenKeys are the paths of the token-sealing private keys the ID
-	// tokens are sealed to (tokenseal.go): the current one and, during a
-	// rotation, the one it replaces.
+	// tokens are sealed to (tokenseal.go): the current one and the ones
+	// it replaced, while a rollout started under them may be reset.
 	TokenKeys []string
 }
 

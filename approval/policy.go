@@ -136,7 +136,8 @@ type History interface {
 	// Approvers lists the principals who approved gate so far.
 	Approvers(ctx context.Context, gate Gate) ([]string, error)
 	// Recorded is the approval the ledger holds at gate whose statement
-	// is exactly payload (nil: none).
+	// is exactly payload (nil: none), with when it was recorded
+	// (Verified.RecordedAt).
 	Recorded(ctx context.Context, gate Gate, payload string) (*Verified, error)
 	// Expose marks a statement whose ID token was seen in plain text
 	// (key: ExposedKey); Exposed says whether one was.
@@ -162,7 +163,7 @@ func (k *Keyring) Check(ctx context.Context, s Signed, gate Gate, p Policy, star
 	if s.IDToken != "" {
 		return Verified{}, Needed{}, false, k.refuseRawToken(ctx, s, gate, h)
 	}
-	if r, err := recordedStart(ctx, s, gate, h); err != nil {
+	if r, err := k.recordedStart(ctx, s, gate, h); err != nil {
 		return Verified{}, Needed{}, false, err
 	} else if r != nil {
 		return *r, Needed{}, true, nil

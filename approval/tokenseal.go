@@ -67,7 +67,8 @@ func SealIDToken(st Statement, token string, pub *TokenPublicKey) (Signed, error
 }
 
 // tokenKeys are the worker's token-sealing private keys: the current one
-// and, while starters still seal to it, the one it replaces.
+// and the ones it replaced, while a rollout started under them may be
+// reset (its recorded start counts once its sealed token opens again).
 type tokenKeys []hpke.PrivateKey
 
 // loadTokenKeys reads X25519 private keys, PKCS8 PEM ("PRIVATE KEY", as

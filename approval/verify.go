@@ -68,6 +68,10 @@ type Verified struct {
 	// and jti (else its nonce, iat and exp), never of its bytes, which may be
 	// re-encoded without changing what verifies (OIDC).
 	ReplayKey string `json:"replayKey"`
+	// RecordedAt is when the ledger recorded it (History.Recorded's row;
+	// zero for one just verified): a statement sent again counts only
+	// within the max age of it (trustRecorded).
+	RecordedAt time.Time `json:"-"`
 	// tokenExpired is when an ID token that verified but for its expiry
 	// expired (zero: it had not): fresh refuses it.
 	tokenExpired time.Time

@@ -27,6 +27,24 @@ const verifyTimeout = 30 * time.Second
 // answer, so it must end with an error they can read, not hang for hours.
 const verifyRetryBound = 5 * time.Minute
 
+// rawStartTimeout bounds one RefuseRawStart attempt (one ledger insert);
+// its retries have no bound. The start's ID token is readable in the
+// start event, and the ledger's exposed mark is what refuses a copy of it
+// sealed by a history reader: a rollout that gave up on the mark (the
+// ledger down, or its owner holding a lock, past verifyRetryBound) would
+// end with that copy usable. No one waits on this answer, so it retries,
+// as SpendGateApprovals does, until the mark is written. Only the options
+// differ from verifyOptions': replay compares a scheduled activity's ID
+// and type, not its options (temporalio/sdk-go
+// internal/internal_task_handlers.go, isCommandMatchEvent), so no marker.
+const rawStartTimeout = 30 * time.Second
+
+func rawStartOptions(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: rawStartTimeout, RetryPolicy: workflows.LedgerRetry, Summary: summary,
+	})
+}
+
 func verifyOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: verifyTimeout, ScheduleToCloseTimeout: verifyRetryBound,
@@ -190,7 +208,7 @@ func (g *approvalGate) verifyStart(ctx workflow.Context) error {
 	var a *activities.ApprovalActivities
 	if s := g.in.StartSignature; s != nil && s.IDToken != "" && workflow.GetVersion(ctx, rawStartVersion, workflow.DefaultVersion, 1) >= 1 {
 		raw := activities.RawStartInput{Rollout: in.Rollout, RunID: in.RunID, PlanDigest: digest, Payload: s.Payload}
-		err := workflow.ExecuteActivity(verifyOptions(ctx, "refuse the plain-text ID token of plan "+g.in.Name), a.RefuseRawStart, raw).Get(ctx, nil)
+		err := workflow.ExecuteActivity(rawStartOptions(ctx, "refuse the plain-text ID token of plan "+g.in.Name), a.RefuseRawStart, raw).Get(ctx, nil)
 		if err == nil { // it always refuses; the run must not go on if it did not
 			err = temporal.NewNonRetryableApplicationError(approval.ErrRawIDToken.Error(), failure.ApprovalRefused, nil, string(approval.ReasonUnsealedToken))
 		}

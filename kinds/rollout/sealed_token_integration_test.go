@@ -16,6 +16,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/approval"
 	"github.com/fleetsaga/fleetsaga/approval/approvaltest"
 	"github.com/fleetsaga/fleetsaga/internal/config"
+	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 	"github.com/fleetsaga/fleetsaga/kinds/rollout"
 	"github.com/fleetsaga/fleetsaga/workflows"
@@ -90,7 +91,8 @@ func TestRawTokenUnderARepeatedKeyNeverReachesTheHistory(t *testing.T) {
 // On a real server: a start with a raw token is refused (UnsealedToken)
 // without copying the token past its start event; a history reader who
 // seals that token with the workers' public key and starts the plan
-// again is refused (Replayed), and the ledger holds no start.
+// again is refused (Replayed), and the ledger holds no start. With
+// FLEETSAGA_RECORD_HISTORIES=1 the refused run's history is saved.
 func TestRawStartTokenSealedByAHistoryReaderStartsNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
@@ -115,6 +117,9 @@ func TestRawStartTokenSealedByAHistoryReaderStartsNothing(t *testing.T) {
 	err = run.Get(ctx, nil)
 	require.ErrorContains(t, err, string(approval.ReasonUnsealedToken))
 	require.Equal(t, []string{"WorkflowExecutionStarted"}, eventsHolding(ctx, t, env, id, run.GetRunID(), tok))
+	// Recorded with RefuseRawStart's options as they were (bounded by
+	// verifyRetryBound): it replays with its unbounded ones, no marker.
+	replay.Record(t, env.Client, id, run.GetRunID(), "../testdata/histories/rollout-raw-start-refused.json")
 
 	// The reader: history and public key only.
 	pub, err := approval.LoadTokenPublicKey(ts.Public)
