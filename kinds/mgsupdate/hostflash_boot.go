@@ -3,7 +3,9 @@ package mgsupdate
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -46,6 +48,24 @@ func (w *hostFlash) postUpdate(ctx workflow.Context) (postUpdateStatus, error) {
 	}
 	w.NothingToUndo()
 	return activated, nil
+}
+
+// takeOver boots the host on someone else's complete phase 1 update, not
+// activated within the takeover timeout (its driver is gone), as omicron's
+// driver does (nexus/mgs-updates/src/driver_update.rs, apply_update: the
+// post-update of the request, here the slot made active and one SP
+// reset). Only an update that wrote our phase 1 to the slot whose disk
+// got our phase 2 is taken over; another is not activated (false).
+func (w *hostFlash) takeOver(ctx workflow.Context, foreign uuid.UUID) (bool, error) {
+	pre, err := w.readDevice(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	if pre.Active.Slot != w.active || pre.Inactive.Slot != w.slot || !strings.EqualFold(pre.Inactive.SHA256, w.in.Phase1.SHA256) {
+		return false, nil
+	}
+	st, err := w.postUpdate(ctx)
+	return err == nil && st.activated, err
 }
 
 // bootInput boots the host on slot, within the host's boot timeout from
