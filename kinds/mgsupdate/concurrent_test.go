@@ -14,7 +14,7 @@ import (
 // What another client's update leaves decides ours, as in omicron's
 // nexus/mgs-updates/src/driver_update.rs (wait_for_update_done): the
 // preconditions of the request still hold after it, or the update fails.
-// The fleetsim versions are concurrent_integration_test.go.
+// The fleetsim versions are in driverupdate_integration_test.go.
 
 // hostSlots: the active slot holds phase 1 activeSHA (version v), the
 // other inactiveSHA.

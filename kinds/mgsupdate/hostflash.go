@@ -140,7 +140,7 @@ func (w *hostFlash) precheck(ctx workflow.Context, when precheckWhen) (precheckS
 		return readyForUpdate, err
 	}
 	if strings.EqualFold(pre.Active.SHA256, w.in.Phase1.SHA256) {
-		return updateComplete, w.confirmBooted(ctx, pre.Active.Slot)
+		return updateComplete, w.confirmBooted(ctx, pre.Active.Slot, when == precheckAfterConcurrent)
 	}
 	in := w.in
 	if when != precheckFirst {

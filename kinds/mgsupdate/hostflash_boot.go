@@ -92,11 +92,18 @@ func (w *hostFlash) bootedDespiteCancel(ctx workflow.Context, in HostBootInput) 
 
 // confirmBooted: the target is active on slot; the host must run from
 // that slot's disk too, else a reboot is pending (omicron's precheck:
-// MismatchedHostOsActiveSlot).
-func (w *hostFlash) confirmBooted(ctx workflow.Context, slot uint16) error {
+// MismatchedHostOsActiveSlot). After someone else's update (wait) the
+// host it restarted may still be booting: that is waited for, within the
+// host's boot timeout.
+func (w *hostFlash) confirmBooted(ctx workflow.Context, slot uint16, wait bool) error {
 	in := w.bootInput(ctx, slot, "check")
+	actx := w.shortOpts(ctx, "does the host run the active slot?")
+	if wait {
+		in.WaitBooted = true
+		actx = w.longOpts(ctx, w.timing.NewVersionTimeout, "wait for the host to run the active slot")
+	}
 	var booted bool
-	if err := workflow.ExecuteActivity(w.shortOpts(ctx, "does the host run the active slot?"), mgsActs.HostBootedOn, in).Get(ctx, &booted); err != nil {
+	if err := workflow.ExecuteActivity(actx, mgsActs.HostBootedOn, in).Get(ctx, &booted); err != nil {
 		return err
 	}
 	if !booted {
