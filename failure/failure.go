@@ -64,8 +64,12 @@ const (
 	ZoneUnsafeToShutdown = "ZoneUnsafeToShutdown"
 	// ZoneSafetyUnknown: the sled holds a zone whose kind's count the
 	// worker cannot read (direct mode: no target blueprint).
-	ZoneSafetyUnknown    = "ZoneSafetyUnknown"
-	WrongActiveVersion   = "WrongActiveVersion"
+	ZoneSafetyUnknown  = "ZoneSafetyUnknown"
+	WrongActiveVersion = "WrongActiveVersion"
+	// WrongActiveSlot: another client's host update moved the host's
+	// active phase 1 slot since our precheck (omicron's
+	// WrongActiveHostPhase1Slot).
+	WrongActiveSlot      = "WrongActiveSlot"
 	WrongInactiveVersion = "WrongInactiveVersion"
 	WouldDowngrade       = "WouldDowngrade"
 	// ImageRefused: the SP refused the image itself (it is for another

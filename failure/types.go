@@ -66,6 +66,7 @@ var types = map[string]Info{
 	ZoneUnsafeToShutdown:  {MayPass, ClassRefused},
 	ZoneSafetyUnknown:     {NeedsChange, ClassRefused},
 	WrongActiveVersion:    {NeedsChange, ClassVerification},
+	WrongActiveSlot:       {NeedsChange, ClassVerification},
 	WrongInactiveVersion:  {NeedsChange, ClassVerification},
 	WouldDowngrade:        {NeedsChange, ClassRefused},
 	ImageRefused:          {NeedsChange, ClassRefused},

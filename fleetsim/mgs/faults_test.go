@@ -212,3 +212,20 @@ func TestFaultMiddlewareErrorRateAndLatency(t *testing.T) {
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, time.Since(t0), 150*time.Millisecond)
 }
+
+// The foreign actor's host post-update is Nexus's (omicron
+// nexus/mgs-updates/src/host_phase1_updater.rs): the written slot made
+// active, then one SP reset, which restarts the host. A foreign update of
+// the same version writes the same phase 1 (its hash is ours).
+func TestFaultForeignHostUpdateActivatesAndResetsOnce(t *testing.T) {
+	h := start(t)
+	h.arm(faults.Fault{Kind: faults.ForeignUpdate, Target: spTarget(sledA), Latency: "100ms", Times: 1})
+	img := mgs.MakeImage(mgs.ImageHeader{Component: mgs.CompHost, Version: "2.0.0"}, 64<<10)
+	_, err := h.start(0, sledA, mgs.CompHost, 1, img)
+	requireCode(t, err, 503, fmgs.CodeUpdateInProgress)
+	require.Eventually(t, func() bool { return h.truth(sledA).Resets == 1 }, 10*time.Second, 10*time.Millisecond)
+	tr := h.truth(sledA)
+	assert.Equal(t, 1, tr.Host.PersistentSlot, "the written slot is active")
+	assert.Equal(t, mgs.SHA256Hex(img), tr.Host.Slots[1].SHA256, "the same phase 1 as ours")
+	assert.Empty(t, tr.Updates[mgs.CompHost]["id"], "the reset cleared the update status")
+}

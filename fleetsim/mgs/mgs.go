@@ -338,6 +338,13 @@ func (d *Domain) startForeign(s *sp, now time.Time, f faults.Fault, component st
 		Size:   ours.Size,
 		Header: &h,
 	}
+	if component == CompHost && ours.Header != nil && h.Version == ours.Header.Version {
+		// Another driver of the same host update (as in omicron's
+		// nexus/mgs-updates/src/driver_update/test_host_phase_1.rs, two
+		// Nexus instances driving one request) writes the same phase 1:
+		// MGS knows a host flash slot only by its hash.
+		info.SHA256 = ours.SHA256
+	}
 	other := s.rack.mgs[1-accepting.local]
 	u, err := s.prepare(now, d.newUUID(), component, fwSlot, info, other.url, true)
 	if err != nil {
@@ -362,12 +369,14 @@ func (d *Domain) foreignReset(s *sp, u *update, after time.Duration) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if cur := s.updates[u.component]; cur == u && u.state == StateComplete {
-			if u.component == CompSP {
-				s.reset(time.Now(), "foreign actor")
-			} else {
+			// The foreign actor's post-update is Nexus's (omicron
+			// nexus/mgs-updates/src/sp_updater.rs: reset the SP;
+			// host_phase1_updater.rs: make the written slot active, then
+			// reset the SP, which restarts the host): one reset either way.
+			if u.component == CompHost {
 				s.host.persistent = u.firmwareSlot
-				d.bootHost(s, time.Now(), time.Now())
 			}
+			s.reset(time.Now(), "foreign actor")
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package mgsupdate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,9 @@ type HostBootInput struct {
 	// RackRelease: the activation of a new slot, which a target release
 	// of the sled's rack stops before the slot moves (refuseIfReleased).
 	RackRelease bool `json:"rackRelease,omitempty"`
+	// WaitBooted (HostBootedOn): wait until sled-agent runs from the
+	// slot's disk or Deadline passes.
+	WaitBooted bool `json:"waitBooted,omitempty"`
 	// Deadline bounds the wait for sled-agent to report the new boot disk.
 	Deadline     time.Time     `json:"deadline"`
 	PollInterval time.Duration `json:"pollInterval"`
@@ -129,14 +133,26 @@ func (a *MGSActivities) HostBootSlot(ctx context.Context, in HostBootInput) (Hos
 }
 
 // HostBootedOn reports whether sled-agent runs from the disk of phase 1
-// slot in.Slot: the workflow asks after a cancel stopped HostBootSlot.
+// slot in.Slot: the workflow asks after a cancel stopped HostBootSlot,
+// and when a precheck finds the target active. With WaitBooted it waits
+// until then or in.Deadline (a host someone else's update just restarted
+// is still booting: omicron's driver_update.rs, wait_for_update_done,
+// waits out MismatchedHostOsActiveSlot and SledAgentInventory).
 func (a *MGSActivities) HostBootedOn(ctx context.Context, in HostBootInput) (bool, error) {
 	s, err := a.sleds.find(ctx, in.Serial, in.SledID)
 	if err != nil {
 		return false, err
 	}
-	booted, _, err := a.bootedOn(ctx, s, sledagent.M2SlotOf(in.Slot))
-	return booted, err
+	for {
+		booted, why, err := a.bootedOn(ctx, s, sledagent.M2SlotOf(in.Slot))
+		if err != nil || booted || !in.WaitBooted || !time.Now().Before(in.Deadline) {
+			return booted, err
+		}
+		activity.RecordHeartbeat(ctx, why)
+		if err := activities.SleepCtx(ctx, cmp.Or(in.PollInterval, 3*time.Second)); err != nil {
+			return false, err
+		}
+	}
 }
 
 // onOtherDisk is bootedOn's why when sled-agent answers from another disk.

@@ -1,6 +1,7 @@
 package mgsupdate_test
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"testing"
@@ -103,4 +104,34 @@ func TestPhase2StepWritesNothingWhileTheOwnerIsUnknown(t *testing.T) {
 	assert.Equal(t, failure.OwnerUnknown, mgsErrType(err), "%v", err)
 	assert.Zero(t, m.reqs.count("PUT /sled-agent/"+sl.ID.String()+"/artifacts-config"), "no artifact config written while the owner is unknown")
 	assert.Equal(t, before, m.sledTruth(2).Host.Artifacts, "nothing put into the artifact store")
+}
+
+// After someone else's host update the host may still be booting: asked
+// to wait, HostBootedOn waits for sled-agent to answer from the active
+// slot's disk, as omicron's wait_for_update_done waits out
+// MismatchedHostOsActiveSlot and SledAgentInventory
+// (nexus/mgs-updates/src/driver_update.rs); not asked, it answers what it
+// sees now.
+func TestHostBootedOnWaitsForABootingHost(t *testing.T) {
+	m := newMGSAct(t, func(s *spec.Spec) { s.Timings.HostBootTime = spec.Duration{Duration: 150 * time.Second} }) // 1.5 s
+	sl := m.spec.Racks[0].Sleds[2]
+	reset := func() {
+		require.NoError(t, mgs.New(m.sim.URL+"/mgs/0", nil).Reset(context.Background(), sled2, mgs.ComponentSP))
+	}
+	in := mgsupdate.HostBootInput{SP: sled2, Serial: sl.Serial, SledID: sl.ID, Slot: uint16(m.truth().Host.ActiveSlot), Why: "check",
+		Deadline: time.Now().Add(5 * time.Second), PollInterval: 10 * time.Millisecond}
+	reset()
+	v, err := m.env.ExecuteActivity(m.a.HostBootedOn, in)
+	require.NoError(t, err)
+	var booted bool
+	require.NoError(t, v.Get(&booted))
+	assert.False(t, booted, "the host is booting")
+
+	reset()
+	in.WaitBooted, in.Deadline = true, time.Now().Add(5*time.Second)
+	v, err = m.env.ExecuteActivity(m.a.HostBootedOn, in)
+	require.NoError(t, err)
+	require.NoError(t, v.Get(&booted))
+	assert.True(t, booted)
+	assert.True(t, m.sledTruth(2).Host.Up)
 }

@@ -35,6 +35,10 @@ type StartUpdateInput struct {
 	// RackRelease: right before the image is sent, the SP's rack's target
 	// release is read, and one refuses the send (refuseBeforeSend).
 	RackRelease bool `json:"rackRelease,omitempty"`
+	// Overwrite (host flash) is someone else's complete update the start
+	// may write over (its takeover was due and declined); any other
+	// complete one is reported Busy.
+	Overwrite uuid.UUID `json:"overwrite,omitzero"`
 	// ThenWait, when set, makes an accepted start go on to the first leg
 	// of the wait for it (MGSWaitUpdate's), in the same activity.
 	ThenWait *WaitUpdateInput `json:"thenWait,omitempty"`
@@ -148,6 +152,15 @@ func (a *MGSActivities) startUpdate(ctx context.Context, in StartUpdateInput, n 
 	}
 	if cur.State != mgs.UpdateNone && cur.ID == in.UpdateID {
 		out.Started, out.Current = true, cur
+		return out, nil
+	}
+	if cur.State == mgs.UpdateComplete && in.Component == mgs.ComponentHostBootFlash && cur.ID != in.Overwrite {
+		// MGS would take ours over someone else's complete phase 1, which
+		// its driver is about to activate: it is watched instead, as
+		// omicron's driver does (driver_update.rs: a complete update of
+		// another ID is waited for, then taken over). The SP refuses an
+		// SP update itself.
+		out.Busy, out.Current = true, cur
 		return out, nil
 	}
 	if in.PollInterval <= 0 {

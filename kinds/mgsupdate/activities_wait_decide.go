@@ -53,9 +53,11 @@ func decideWait(in WaitUpdateInput, seen WaitUpdateResult, st mgs.UpdateStatus, 
 		case in.Ours:
 			seen.Bytes = seen.Total
 			return end(WaitComplete, false)
-		case in.Component != mgs.ComponentSP:
-			return end(WaitFree, false) // host flash: a complete update does not block a new one
 		}
+		// Someone else's complete update, of the SP or the host flash
+		// (MGS would take a new host flash update over it): its driver
+		// activates it, or after the takeover timeout we do (omicron
+		// nexus/mgs-updates/src/driver_update.rs, apply_update).
 		if seen.CompleteSince.IsZero() {
 			seen.CompleteSince = now
 		}

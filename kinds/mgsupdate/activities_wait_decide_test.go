@@ -45,7 +45,10 @@ func TestDecideWait(t *testing.T) {
 		{name: "foreign SP complete, within the takeover timeout", seen: completeNow, st: st(mgs.UpdateComplete, watched, 0, 0), want: ""},
 		{name: "foreign SP complete, first seen", seen: fresh, st: st(mgs.UpdateComplete, watched, 0, 0), want: ""},
 		{name: "foreign SP complete, nobody reset it", seen: completeLong, st: st(mgs.UpdateComplete, watched, 0, 0), want: WaitTakeover},
-		{name: "foreign host flash complete: free", component: mgs.ComponentHostBootFlash, seen: fresh, st: st(mgs.UpdateComplete, watched, 0, 0), want: WaitFree},
+		// omicron nexus/mgs-updates/src/driver_update.rs: someone else's
+		// complete update of any component is waited for, then taken over.
+		{name: "foreign host flash complete, within the takeover timeout", component: mgs.ComponentHostBootFlash, seen: completeNow, st: st(mgs.UpdateComplete, watched, 0, 0), want: ""},
+		{name: "foreign host flash complete, nobody activated it", component: mgs.ComponentHostBootFlash, seen: completeLong, st: st(mgs.UpdateComplete, watched, 0, 0), want: WaitTakeover},
 		{name: "ours failed: aborted", ours: true, seen: fresh, st: st(mgs.UpdateFailed, watched, 5, 10), want: WaitFailed, abort: true},
 		{name: "ours rot error: aborted", ours: true, seen: fresh, st: st(mgs.UpdateRotError, watched, 5, 10), want: WaitFailed, abort: true},
 		{name: "foreign failed: aborted, free", seen: fresh, st: st(mgs.UpdateFailed, watched, 5, 10), want: WaitFree, abort: true},

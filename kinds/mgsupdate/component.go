@@ -30,9 +30,9 @@ type mgsComponent interface {
 }
 
 // mgsTakeover is a component that activates someone else's complete
-// update when nobody does (the SP: reset onto it). Only for such a
-// component does the wait report a takeover: MGS accepts a new host flash
-// update after a complete one, so there is nothing to take over.
+// update when nobody does (the SP: reset onto it; the host flash: boot
+// its slot when it holds our phase 1). activated false without an error:
+// it declined, and the driver's start may write over that update.
 type mgsTakeover interface {
 	takeOver(ctx workflow.Context, foreign uuid.UUID) (activated bool, err error)
 }

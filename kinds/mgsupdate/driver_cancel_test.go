@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 	"github.com/fleetsaga/fleetsaga/ledger"
 )
 
@@ -43,23 +42,6 @@ func TestSPFirmwarePrechecksEveryAttempt(t *testing.T) {
 	assert.Equal(t, MGSOutcomeNoChangeNeeded, res.Outcome)
 	assert.Len(t, m.starts, 1, "the second attempt found the target active and sent nothing")
 	assert.Equal(t, 2, m.count("MGSPrecheck"))
-}
-
-// Host flash: after waiting out another update, the slot to write is
-// checked again; here the other update switched the active slot.
-func TestHostFlashRechecksSlotAfterConcurrentUpdate(t *testing.T) {
-	m := newMGSTest(t)
-	m.script("MGSPrecheck", hostAt(1, "1.0.0", "ab"), hostAt(0, "1.0.0", "cd"))
-	m.script("MGSStartUpdate", busyWith(mgs.UpdateInProgress), started)
-	m.script("MGSWaitUpdate", waitDone(WaitFree), waitDone(WaitComplete))
-	res, err := m.runHost(hostInput())
-	require.NoError(t, err)
-	assert.Equal(t, MGSOutcomeCompletedUpdate, res.Outcome)
-	require.Len(t, m.starts, 2)
-	assert.Equal(t, uint16(0), m.starts[0].FirmwareSlot)
-	assert.Equal(t, uint16(1), m.starts[1].FirmwareSlot, "the slot that is inactive now")
-	require.Len(t, m.hostBoots, 1)
-	assert.Equal(t, uint16(1), m.hostBoots[0].Slot)
 }
 
 // A cancel while the SP is reset to activate our complete update: a

@@ -119,7 +119,8 @@ func (w *hostFlash) firmwareSlot() uint16 { return w.slot }
 // precheck reads the slots: the same sled, the target's phase 1 already
 // active (complete), never roll back, the slots holding the phase 1
 // images the caller expects. After the first precheck the inactive slot
-// is not checked: our attempts write it. Ready: phase 1 goes to the slot
+// is not checked (our attempts write it) but the active slot must not
+// have moved. Ready: phase 1 goes to the slot
 // inactive now. The first precheck also waits for the sled's zones to be
 // safe to shut down (checkZoneSafety).
 func (w *hostFlash) precheck(ctx workflow.Context, when precheckWhen) (precheckStatus, error) {
@@ -139,11 +140,20 @@ func (w *hostFlash) precheck(ctx workflow.Context, when precheckWhen) (precheckS
 		return readyForUpdate, err
 	}
 	if strings.EqualFold(pre.Active.SHA256, w.in.Phase1.SHA256) {
-		return updateComplete, w.confirmBooted(ctx, pre.Active.Slot)
+		return updateComplete, w.confirmBooted(ctx, pre.Active.Slot, when == precheckAfterConcurrent)
 	}
 	in := w.in
 	if when != precheckFirst {
 		in.ExpectedInactive = ""
+		// Our phase 2 is on the disk of the slot inactive at the first
+		// precheck: if someone else's update moved the active slot since,
+		// the slot phase 1 would go to boots a disk that never got it
+		// (omicron host_phase1_updater.rs: WrongActiveHostPhase1Slot).
+		if pre.Active.Slot != w.active {
+			return readyForUpdate, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"the active phase 1 slot is %d (%s), was %d at our precheck: another update moved it, and our phase 2 is on the disk of slot %d",
+				pre.Active.Slot, hostSlotVersion(pre.Active), w.active, w.slot), failure.WrongActiveSlot, nil, w.active, pre.Active.Slot)
+		}
 	}
 	if err := checkHostSlots(in, pre); err != nil {
 		return readyForUpdate, err

@@ -3,7 +3,9 @@ package mgsupdate
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -48,6 +50,24 @@ func (w *hostFlash) postUpdate(ctx workflow.Context) (postUpdateStatus, error) {
 	return activated, nil
 }
 
+// takeOver boots the host on someone else's complete phase 1 update, not
+// activated within the takeover timeout (its driver is gone), as omicron's
+// driver does (nexus/mgs-updates/src/driver_update.rs, apply_update: the
+// post-update of the request, here the slot made active and one SP
+// reset). Only an update that wrote our phase 1 to the slot whose disk
+// got our phase 2 is taken over; another is not activated (false).
+func (w *hostFlash) takeOver(ctx workflow.Context, foreign uuid.UUID) (bool, error) {
+	pre, err := w.readDevice(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	if pre.Active.Slot != w.active || pre.Inactive.Slot != w.slot || !strings.EqualFold(pre.Inactive.SHA256, w.in.Phase1.SHA256) {
+		return false, nil
+	}
+	st, err := w.postUpdate(ctx)
+	return err == nil && st.activated, err
+}
+
 // bootInput boots the host on slot, within the host's boot timeout from
 // now.
 func (w *hostFlash) bootInput(ctx workflow.Context, slot uint16, why string) HostBootInput {
@@ -72,11 +92,18 @@ func (w *hostFlash) bootedDespiteCancel(ctx workflow.Context, in HostBootInput) 
 
 // confirmBooted: the target is active on slot; the host must run from
 // that slot's disk too, else a reboot is pending (omicron's precheck:
-// MismatchedHostOsActiveSlot).
-func (w *hostFlash) confirmBooted(ctx workflow.Context, slot uint16) error {
+// MismatchedHostOsActiveSlot). After someone else's update (wait) the
+// host it restarted may still be booting: that is waited for, within the
+// host's boot timeout.
+func (w *hostFlash) confirmBooted(ctx workflow.Context, slot uint16, wait bool) error {
 	in := w.bootInput(ctx, slot, "check")
+	actx := w.shortOpts(ctx, "does the host run the active slot?")
+	if wait {
+		in.WaitBooted = true
+		actx = w.longOpts(ctx, w.timing.NewVersionTimeout, "wait for the host to run the active slot")
+	}
 	var booted bool
-	if err := workflow.ExecuteActivity(w.shortOpts(ctx, "does the host run the active slot?"), mgsActs.HostBootedOn, in).Get(ctx, &booted); err != nil {
+	if err := workflow.ExecuteActivity(actx, mgsActs.HostBootedOn, in).Get(ctx, &booted); err != nil {
 		return err
 	}
 	if !booted {

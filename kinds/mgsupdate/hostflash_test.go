@@ -157,22 +157,3 @@ func TestHostFlashInputContract(t *testing.T) {
 	in.Phase2.Version = "2.0.1"
 	assert.ErrorContains(t, in.Validate(), "phase 1 version 2.0.0 and phase 2 version 2.0.1 are not one release's pair")
 }
-
-// A host flash has nothing to take over (MGS accepts a new host flash
-// update after a complete one, and MGSWaitUpdate reports it free): a wait
-// that reported a takeover anyway ends the update without touching the
-// device; it must not reset the SP, as the SP firmware's takeover does.
-func TestHostFlashNeverResetsTheSPToTakeOver(t *testing.T) {
-	m := newMGSTest(t)
-	// Slot 1 holds 0.9.0, newer than the active 0.5.0: a takeover would
-	// not be refused as a rollback.
-	m.script("MGSPrecheck", hostAt(0, "0.5.0", "ab"))
-	m.script("MGSStartUpdate", busyWith(mgs.UpdateComplete), started)
-	m.script("MGSWaitUpdate", waitDone(WaitTakeover), waitDone(WaitComplete))
-	_, err := m.runHost(hostInput())
-	assert.Empty(t, m.posts, "the SP is not reset")
-	assert.Empty(t, m.hostBoots, "the host is not rebooted")
-	require.Error(t, err)
-	assert.Equal(t, failure.UnexpectedWaitOutcome, appErrType(err))
-	assert.Equal(t, ledger.StateFailed, m.lastFinish().State)
-}

@@ -86,7 +86,8 @@ func (w *spFirmware) firmwareSlot() uint16 { return 0 }
 // newer, the active and inactive versions as expected. Attempts 2..N do
 // not check the inactive slot: our earlier attempts wrote it. After
 // someone else's update only where it left the SP counts: at the target,
-// newer (never roll back), or still older (ours is needed).
+// newer (never roll back), not the expected active version, or still
+// older (ours is needed).
 func (w *spFirmware) precheck(ctx workflow.Context, when precheckWhen) (precheckStatus, error) {
 	var arts []Artifact
 	if when == precheckFirst {
@@ -110,7 +111,11 @@ func (w *spFirmware) precheck(ctx workflow.Context, when precheckWhen) (precheck
 				fmt.Sprintf("a concurrent update moved the SP to %s, newer than target %s: never roll back", pre.Active.Version, target),
 				failure.WouldDowngrade, nil)
 		}
-		return readyForUpdate, nil
+		// The caller's expected active version holds after it too: a
+		// concurrent update that left a third version fails the update
+		// (omicron driver_update.rs, wait_for_update_done:
+		// WrongActiveVersion is not waited out).
+		return readyForUpdate, checkVersions(target, w.in.ExpectedActive, "", pre)
 	}
 	if err := checkIdentity(w.in.SP, pre); err != nil {
 		return readyForUpdate, err
