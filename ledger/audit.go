@@ -179,7 +179,7 @@ type AuditVerifier struct {
 	RequireSigned bool `json:"-"`
 
 	cur          chainState
-	heads        map[chainKey]map[int64]string // signed heads: seq -> hash
+	heads        map[chainKey]map[int64]verifiedHead // signed heads by seq
 	seen         map[chainKey]bool
 	replays      map[string]string       // signed approvals' replay keys: the chain and seq that used each
 	earlierHeads map[earlierHeadKey]bool // the earlier export's heads today's ledger holds
@@ -191,6 +191,7 @@ type AuditVerifier struct {
 	SSH             int  `json:"ssh"`
 	OIDC            int  `json:"oidc"` // their token is not kept: see approval.VerifyStored
 	Unsigned        int  `json:"unsigned"`
+	Exposed         int  `json:"exposed"`                   // exposed marks (RecordExposed), which are not approvals
 	AllowedUnsigned bool `json:"allowedUnsigned,omitempty"` // unsigned approvals passed though a keyring was given (--allow-unsigned)
 	Heads           int  `json:"heads"`                     // signed head rows read
 	HeadChains      int  `json:"headChains"`                // chains whose rows verified heads name from their first signed row on
@@ -206,6 +207,9 @@ type chainState struct {
 	lastSeq  int64
 	prevHash string
 	signed   bool // a verified head names a row of the chain read so far
+	// lastSigned is the seq of the newest row read so far that a verified
+	// head names (0: none).
+	lastSigned int64
 }
 
 // Add checks the next record; the first error is the first broken link.
@@ -272,8 +276,17 @@ func (v *AuditVerifier) checkApproval(a Approval, link func(string, ...any) erro
 		v.SSH++
 	case "oidc":
 		v.OIDC++
+	case MethodExposed:
+		// A mark, not an approval (RecordExposed): nobody signed it and no
+		// gate counts it; its key is used once like a signature's.
+		if !strings.HasPrefix(a.Stage, ExposedStagePrefix) || !strings.HasPrefix(a.ReplayKey, ExposedStagePrefix) || a.By != MethodExposed ||
+			a.Principal != "" || a.Signature != "" || a.Payload != "" {
+			return link("an exposed mark not as a worker writes it (stage %q, by %q, replay key %s)", a.Stage, a.By, short(a.ReplayKey))
+		}
+		v.Exposed++
+		return v.useReplayKey(a, link)
 	default:
-		return link("unknown method %q: a worker records only ssh, oidc and unsigned approvals", a.Method)
+		return link("unknown method %q: a worker records only ssh, oidc, unsigned approvals and exposed marks", a.Method)
 	}
 	if err := v.useReplayKey(a, link); err != nil {
 		return err
