@@ -170,8 +170,9 @@ type AuditVerifier struct {
 	Against *EarlierExport `json:"-"`
 	// HeadKey, when set, is the worker's public key: every signed head
 	// must verify with it and name a row of today's chains, every chain
-	// must have a signed row, and every row after a chain's first signed
-	// one must be signed itself.
+	// must have a signed row, every row after a chain's first signed one
+	// must be signed itself, and the head a head names as the one before
+	// it (SignedHead.PrevSeq) must be held.
 	HeadKey ed25519.PublicKey `json:"-"`
 	// RequireSigned fails an unsigned approval: a keyring was given, and
 	// an unsigned row is one it cannot check (audit verify without

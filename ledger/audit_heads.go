@@ -128,7 +128,9 @@ type chainAppend struct {
 // appendToChain runs the insert and, with a head signer, signs the row it
 // inserted in the same transaction, so a row the worker appended is never
 // left unsigned by a crash between the two. It signs only a row that
-// follows the row this key signed last (or starts the chain): a head
+// follows the row this key signed last (or starts the chain), by a head
+// whose signature it checked with its own key (a head row anyone can
+// INSERT with its fingerprint proves nothing until then): a head
 // vouches for the whole chain up to it, so signing after a row the worker
 // did not sign would vouch for whoever wrote that. Such a row is committed
 // unsigned and reported to the signer's alarm: failing the append would
