@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/fleetsaga/fleetsaga/activities"
@@ -137,4 +138,37 @@ ALTER TABLE audit_head ENABLE TRIGGER audit_head_no_change;`)
 	v := &ledger.AuditVerifier{HeadKey: pub, Against: earlier, RequireSigned: true, CheckSignature: activities.CheckStoredApproval(allowed, nil)}
 	require.NoError(t, env.Store.ExportAudit(t.Context(), v.Add))
 	require.Error(t, v.Finish(), "a start nobody signed and the starter's own approval at a four-eyes gate: audit verify with every flag calls it intact (%d chains with heads, %d oidc rows)", v.HeadChains, v.OIDC)
+}
+
+func TestADeletedExposedMarkLetsAResealedRawStartTokenCount(t *testing.T) {
+	env := testenv.New(t)
+	iss := approvaltest.StartIssuer(t)
+	ts := approvaltest.NewTokenSealer(t)
+	keyring, err := approval.LoadKeyring(approval.KeyringConfig{OIDCIssuer: iss.URL, OIDCAudience: "fleetsaga", AllowHTTPIssuer: true, TokenKeys: []string{ts.Key}})
+	require.NoError(t, err)
+	acts := &activities.ApprovalActivities{Store: env.Store, Keyring: keyring}
+	var suite testsuite.WorkflowTestSuite
+	ae := suite.NewTestActivityEnvironment()
+	ae.RegisterActivity(acts)
+
+	rollout, digest := "fleetsaga/rollout/plan/rt2-"+strings.ReplaceAll(t.Name(), "/", "-"), strings.Repeat("a9", 32)
+	st := approvaltest.Statement(t, approval.Gate{TemporalNamespace: sdkTestNamespace, Rollout: rollout, PlanDigest: digest, Decision: approval.DecisionStart}, "start", time.Now())
+	tok := iss.Token(t, map[string]any{"iss": iss.URL, "aud": "fleetsaga", "sub": "victim", "iat": time.Now().Add(-time.Minute).Unix(),
+		"exp": time.Now().Add(30 * time.Minute).Unix(), "nonce": approval.StatementDigest(st)})
+
+	_, err = ae.ExecuteActivity(acts.RefuseRawStart, activities.RawStartInput{Rollout: rollout, RunID: "run-1", PlanDigest: digest, Payload: string(st.Payload())})
+	require.ErrorContains(t, err, string(approval.ReasonUnsealedToken))
+
+	resealed := ts.Seal(t, st, tok) // the history reader, with the public key
+	startRun2 := func() error {
+		_, err := ae.ExecuteActivity(acts.VerifyStart, activities.VerifyStartInput{Rollout: rollout, RunID: "run-2", PlanDigest: digest, Signed: resealed})
+		return err
+	}
+	require.ErrorContains(t, startRun2(), string(approval.ReasonReplayed), "held: the mark refuses the resealed copy")
+
+	_, err = env.Store.DB().Exec(`DELETE FROM exposed_statement WHERE rollout_id = $1`, rollout) // the owner; no trigger to drop
+	if err == nil {
+		err = startRun2()
+	}
+	require.Error(t, err, "the owner deleted the exposed mark (no trigger, no chain) and the resealed raw token started the plan as victim")
 }

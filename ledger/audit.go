@@ -170,8 +170,9 @@ type AuditVerifier struct {
 	Against *EarlierExport `json:"-"`
 	// HeadKey, when set, is the worker's public key: every signed head
 	// must verify with it and name a row of today's chains, every chain
-	// must have a signed row, and every row after a chain's first signed
-	// one must be signed itself.
+	// must have a signed row, every row after a chain's first signed one
+	// must be signed itself, and the head a head names as the one before
+	// it (SignedHead.PrevSeq) must be held.
 	HeadKey ed25519.PublicKey `json:"-"`
 	// RequireSigned fails an unsigned approval: a keyring was given, and
 	// an unsigned row is one it cannot check (audit verify without
@@ -179,7 +180,7 @@ type AuditVerifier struct {
 	RequireSigned bool `json:"-"`
 
 	cur          chainState
-	heads        map[chainKey]map[int64]string // signed heads: seq -> hash
+	heads        map[chainKey]map[int64]verifiedHead // signed heads by seq
 	seen         map[chainKey]bool
 	replays      map[string]string       // signed approvals' replay keys: the chain and seq that used each
 	earlierHeads map[earlierHeadKey]bool // the earlier export's heads today's ledger holds
@@ -191,6 +192,7 @@ type AuditVerifier struct {
 	SSH             int  `json:"ssh"`
 	OIDC            int  `json:"oidc"` // their token is not kept: see approval.VerifyStored
 	Unsigned        int  `json:"unsigned"`
+	Exposed         int  `json:"exposed"`                   // exposed marks (RecordExposed), which are not approvals
 	AllowedUnsigned bool `json:"allowedUnsigned,omitempty"` // unsigned approvals passed though a keyring was given (--allow-unsigned)
 	Heads           int  `json:"heads"`                     // signed head rows read
 	HeadChains      int  `json:"headChains"`                // chains whose rows verified heads name from their first signed row on
@@ -206,6 +208,9 @@ type chainState struct {
 	lastSeq  int64
 	prevHash string
 	signed   bool // a verified head names a row of the chain read so far
+	// lastSigned is the seq of the newest row read so far that a verified
+	// head names (0: none).
+	lastSigned int64
 }
 
 // Add checks the next record; the first error is the first broken link.
@@ -272,8 +277,17 @@ func (v *AuditVerifier) checkApproval(a Approval, link func(string, ...any) erro
 		v.SSH++
 	case "oidc":
 		v.OIDC++
+	case MethodExposed:
+		// A mark, not an approval (RecordExposed): nobody signed it and no
+		// gate counts it; its key is used once like a signature's.
+		if !strings.HasPrefix(a.Stage, ExposedStagePrefix) || !strings.HasPrefix(a.ReplayKey, ExposedStagePrefix) || a.By != MethodExposed ||
+			a.Principal != "" || a.Signature != "" || a.Payload != "" {
+			return link("an exposed mark not as a worker writes it (stage %q, by %q, replay key %s)", a.Stage, a.By, short(a.ReplayKey))
+		}
+		v.Exposed++
+		return v.useReplayKey(a, link)
 	default:
-		return link("unknown method %q: a worker records only ssh, oidc and unsigned approvals", a.Method)
+		return link("unknown method %q: a worker records only ssh, oidc, unsigned approvals and exposed marks", a.Method)
 	}
 	if err := v.useReplayKey(a, link); err != nil {
 		return err

@@ -1,8 +1,6 @@
 package ledger
 
 import (
-	"crypto/ed25519"
-	"encoding/base64"
 	"fmt"
 	"sort"
 
@@ -153,23 +151,29 @@ func (v *AuditVerifier) addHead(h SignedHead) error {
 	if err != nil {
 		return fmt.Errorf("the worker's public key: %w", err)
 	}
-	sig, err := base64.StdEncoding.DecodeString(h.Signature)
-	if fp := ssh.FingerprintSHA256(pub); err != nil || h.KeyFingerprint != fp || !ed25519.Verify(v.HeadKey, HeadMessage(h.Table, h.Chain, h.HeadSeq, h.HeadHash), sig) {
+	if !h.Verifies(v.HeadKey) {
 		return changed(k, "signed head %d (%s chain %s, seq %d) is not signed by the worker's key %s (it names key %s): written by someone else",
-			h.Seq, h.Table, h.Chain, h.HeadSeq, fp, h.KeyFingerprint)
+			h.Seq, h.Table, h.Chain, h.HeadSeq, ssh.FingerprintSHA256(pub), h.KeyFingerprint)
 	}
 	if v.heads == nil {
-		v.heads = map[chainKey]map[int64]string{}
+		v.heads = map[chainKey]map[int64]verifiedHead{}
 	}
 	if v.heads[k] == nil {
-		v.heads[k] = map[int64]string{}
+		v.heads[k] = map[int64]verifiedHead{}
 	}
-	v.heads[k][h.HeadSeq] = h.HeadHash
+	v.heads[k][h.HeadSeq] = verifiedHead{hash: h.HeadHash, prev: h.PrevSeq}
 	return nil
 }
 
+// verifiedHead is a head whose signature verified: the hash it names and
+// what it follows (SignedHead.PrevSeq; nil for an old head).
+type verifiedHead struct {
+	hash string
+	prev *int64
+}
+
 func (v *AuditVerifier) checkRowAgainstHeads(seq int64, hash string) error {
-	signed, ok := v.heads[v.cur.key][seq]
+	head, ok := v.heads[v.cur.key][seq]
 	if !ok {
 		if v.HeadKey != nil && v.cur.signed {
 			return changed(v.cur.key, "%s chain %s: its row seq %d is named by no head the worker signed, though rows before it are: written without the worker's key (the worker signs only a row that follows its own)",
@@ -177,12 +181,29 @@ func (v *AuditVerifier) checkRowAgainstHeads(seq int64, hash string) error {
 		}
 		return nil
 	}
-	if signed != hash {
+	if head.hash != hash {
 		return changed(v.cur.key, "%s chain %s: the worker signed head seq %d as hash %s, today's row seq %d has hash %s: the chain was rewritten and its hashes recomputed",
-			v.cur.key.table, v.cur.key.chain, seq, short(signed), seq, short(hash))
+			v.cur.key.table, v.cur.key.chain, seq, short(head.hash), seq, short(hash))
+	}
+	// Continuity (heads since schema/0017_audit_head_continuity.sql): the
+	// worker signed this row as following the row it had signed at prev,
+	// so that row must be the one before it and be signed too. An old head
+	// (prev nil) and a chain signed as found say nothing of the rows
+	// before them: those rows are vouched for only by the hash chain up to
+	// the head, as they were when it was signed.
+	if p := head.prev; p != nil && *p != PrevAsFound {
+		switch {
+		case *p == PrevChainStart && v.cur.rows != 1:
+			return changed(v.cur.key, "%s chain %s: the worker signed row seq %d as the chain's first, today's chain holds %d rows before it",
+				v.cur.key.table, v.cur.key.chain, seq, v.cur.rows-1)
+		case *p != PrevChainStart && v.cur.lastSigned != *p:
+			return changed(v.cur.key, "%s chain %s: the worker signed row seq %d after its own head of seq %d, which today's ledger does not hold (the newest signed row before it is seq %d): heads were removed, or the rows before were written without the key",
+				v.cur.key.table, v.cur.key.chain, seq, *p, v.cur.lastSigned)
+		}
 	}
 	delete(v.heads[v.cur.key], seq)
 	v.cur.signed = true
+	v.cur.lastSigned = seq
 	return nil
 }
 
@@ -197,7 +218,7 @@ func (v *AuditVerifier) endChain() error {
 	}
 	if left := sortedSeqs(v.heads[k]); len(left) > 0 {
 		return changed(k, "%s chain %s: the worker signed head seq %d (hash %s), which today's chain does not hold (its newest row is seq %d): rows were removed",
-			k.table, k.chain, left[0], short(v.heads[k][left[0]]), v.cur.lastSeq)
+			k.table, k.chain, left[0], short(v.heads[k][left[0]].hash), v.cur.lastSeq)
 	}
 	delete(v.heads, k)
 	if !v.cur.signed {
@@ -212,7 +233,7 @@ func (v *AuditVerifier) missingSignedChains() error {
 	for _, k := range sortedKeys(v.heads) {
 		if left := sortedSeqs(v.heads[k]); len(left) > 0 {
 			return changed(k, "the worker signed a head of %s chain %s (seq %d, hash %s) that today's ledger does not hold: the chain was removed (a TRUNCATE or a DELETE)",
-				k.table, k.chain, left[0], short(v.heads[k][left[0]]))
+				k.table, k.chain, left[0], short(v.heads[k][left[0]].hash))
 		}
 	}
 	return nil
@@ -232,7 +253,7 @@ func sortedKeys[V any](m map[chainKey]V) []chainKey {
 	return out
 }
 
-func sortedSeqs(m map[int64]string) []int64 {
+func sortedSeqs[V any](m map[int64]V) []int64 {
 	out := make([]int64, 0, len(m))
 	for s := range m {
 		out = append(out, s)

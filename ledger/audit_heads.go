@@ -19,7 +19,19 @@ import (
 // a chain as the worker wrote it; the verifier checks today's chains
 // against the worker's public key.
 
-const headTag = "fleetsaga-audit-head-v1"
+// headTag signs a head with no continuity: the heads of ledgers written
+// before schema/0017_audit_head_continuity.sql (prev_head_seq NULL). They
+// are still verified with it; headTagAfter signs every head since.
+const (
+	headTag      = "fleetsaga-audit-head-v1"
+	headTagAfter = "fleetsaga-audit-head-v2"
+)
+
+// What a head's PrevSeq says besides the seq of the row signed before it.
+const (
+	PrevChainStart int64 = 0  // the head's row is its chain's first
+	PrevAsFound    int64 = -1 // the chain was signed as found (SignHeads, SignUnheadedChains)
+)
 
 // SignedHead is one audit_head row.
 type SignedHead struct {
@@ -30,16 +42,52 @@ type SignedHead struct {
 	HeadHash       string `json:"headHash"`
 	KeyFingerprint string `json:"keyFingerprint"`
 	Signature      string `json:"signature"` // base64
+	// PrevSeq is the seq of the row this key had signed last in the chain
+	// when it signed this head (PrevChainStart, PrevAsFound); nil: a head
+	// signed in the old format, which says nothing of what it follows.
+	PrevSeq *int64 `json:"prevSeq,omitempty"`
 }
 
-// HeadMessage is what the worker signs for a head.
+// HeadMessage is what the worker signed for a head before heads named
+// what they follow (tag v1): such heads exist in deployed ledgers and
+// still verify with it (SignedHead.Message).
 func HeadMessage(table, chain string, headSeq int64, headHash string) []byte {
 	return []byte(headTag + "\n" + table + "\n" + chain + "\n" + strconv.FormatInt(headSeq, 10) + "\n" + headHash)
+}
+
+// HeadMessageAfter is what the worker signs for a head now: HeadMessage's
+// fields under the v2 tag, and prevSeq (SignedHead.PrevSeq). The tags
+// differ, so a v2 signature never verifies as a v1 head: clearing
+// prev_head_seq does not turn a head into one without continuity.
+func HeadMessageAfter(table, chain string, headSeq int64, headHash string, prevSeq int64) []byte {
+	return []byte(headTagAfter + "\n" + table + "\n" + chain + "\n" + strconv.FormatInt(headSeq, 10) + "\n" + headHash +
+		"\n" + strconv.FormatInt(prevSeq, 10))
+}
+
+// Message is what h's signature must verify over: v2 when it names a
+// PrevSeq, v1 (an old head) when it does not.
+func (h SignedHead) Message() []byte {
+	if h.PrevSeq == nil {
+		return HeadMessage(h.Table, h.Chain, h.HeadSeq, h.HeadHash)
+	}
+	return HeadMessageAfter(h.Table, h.Chain, h.HeadSeq, h.HeadHash, *h.PrevSeq)
+}
+
+// Verifies says whether h is signed by pub (its fingerprint, and its
+// signature over Message).
+func (h SignedHead) Verifies(pub ed25519.PublicKey) bool {
+	sshPub, err := ssh.NewPublicKey(pub)
+	if err != nil || h.KeyFingerprint != ssh.FingerprintSHA256(sshPub) {
+		return false
+	}
+	sig, err := base64.StdEncoding.DecodeString(h.Signature)
+	return err == nil && ed25519.Verify(pub, h.Message(), sig)
 }
 
 // headSigner is the worker's key.
 type headSigner struct {
 	key         ed25519.PrivateKey
+	pub         ed25519.PublicKey
 	fingerprint string
 	alarm       func(*UnsignedAppend) // OnUnsignedAppend
 }
@@ -52,7 +100,7 @@ func (s *Store) WithHeadSigner(key ed25519.PrivateKey) *Store {
 		panic(fmt.Sprintf("ledger: an ed25519 key's public key: %v", err)) // cannot fail for ed25519
 	}
 	c := *s
-	c.heads = &headSigner{key: key, fingerprint: ssh.FingerprintSHA256(pub)}
+	c.heads = &headSigner{key: key, pub: key.Public().(ed25519.PublicKey), fingerprint: ssh.FingerprintSHA256(pub)}
 	return &c
 }
 
@@ -80,7 +128,9 @@ type chainAppend struct {
 // appendToChain runs the insert and, with a head signer, signs the row it
 // inserted in the same transaction, so a row the worker appended is never
 // left unsigned by a crash between the two. It signs only a row that
-// follows the row this key signed last (or starts the chain): a head
+// follows the row this key signed last (or starts the chain), by a head
+// whose signature it checked with its own key (a head row anyone can
+// INSERT with its fingerprint proves nothing until then): a head
 // vouches for the whole chain up to it, so signing after a row the worker
 // did not sign would vouch for whoever wrote that. Such a row is committed
 // unsigned and reported to the signer's alarm: failing the append would
@@ -115,11 +165,13 @@ func (s *Store) appendToChain(ctx context.Context, c chainAppend) error {
 	return tx.Commit()
 }
 
-func (h *headSigner) sign(ctx context.Context, q execQuerier, table, chain string, seq int64, hash string) error {
-	sig := ed25519.Sign(h.key, HeadMessage(table, chain, seq, hash))
-	_, err := q.ExecContext(ctx, `INSERT INTO audit_head (tbl, chain, head_seq, head_hash, key_fingerprint, signature)
-		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tbl, chain, head_seq, key_fingerprint) DO NOTHING`,
-		table, chain, seq, hash, h.fingerprint, base64.StdEncoding.EncodeToString(sig))
+// sign signs row seq (hash) of chain as following the row this key
+// signed at prevSeq (PrevChainStart, PrevAsFound).
+func (h *headSigner) sign(ctx context.Context, q execQuerier, table, chain string, seq int64, hash string, prevSeq int64) error {
+	sig := ed25519.Sign(h.key, HeadMessageAfter(table, chain, seq, hash, prevSeq))
+	_, err := q.ExecContext(ctx, `INSERT INTO audit_head (tbl, chain, head_seq, head_hash, key_fingerprint, signature, prev_head_seq)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (tbl, chain, head_seq, key_fingerprint) DO NOTHING`,
+		table, chain, seq, hash, h.fingerprint, base64.StdEncoding.EncodeToString(sig), prevSeq)
 	if err != nil {
 		return fmt.Errorf("ledger: sign the head of %s: %w", chain, err)
 	}
@@ -205,17 +257,21 @@ func (s *Store) SignUnheadedChains(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("ledger: read chain heads: %w", err)
 	}
 	for _, h := range heads {
-		if err := s.heads.sign(ctx, s.db, h.table, h.chain, h.seq, h.hash); err != nil {
+		if err := s.heads.sign(ctx, s.db, h.table, h.chain, h.seq, h.hash, PrevAsFound); err != nil {
 			return 0, err
 		}
 	}
 	return len(heads), nil
 }
 
-const headColumns = `seq, tbl, chain, head_seq, head_hash, key_fingerprint, signature`
+const headColumns = `seq, tbl, chain, head_seq, head_hash, key_fingerprint, signature, prev_head_seq`
 
 func scanHead(row interface{ Scan(...any) error }) (SignedHead, error) {
 	var h SignedHead
-	err := row.Scan(&h.Seq, &h.Table, &h.Chain, &h.HeadSeq, &h.HeadHash, &h.KeyFingerprint, &h.Signature)
+	var prev sql.NullInt64
+	err := row.Scan(&h.Seq, &h.Table, &h.Chain, &h.HeadSeq, &h.HeadHash, &h.KeyFingerprint, &h.Signature, &prev)
+	if prev.Valid {
+		h.PrevSeq = &prev.Int64
+	}
 	return h, err
 }

@@ -22,6 +22,7 @@ import (
 type signedLedger struct {
 	env     *testenv.Env
 	pub     ed25519.PublicKey
+	key     ed25519.PrivateKey
 	signing *ledger.Store // the worker, with --audit-signing-key
 }
 
@@ -29,7 +30,7 @@ func newSignedLedger(t *testing.T) signedLedger {
 	env := testenv.New(t)
 	pub, key, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
-	return signedLedger{env: env, pub: pub, signing: env.Store.WithHeadSigner(key)}
+	return signedLedger{env: env, pub: pub, key: key, signing: env.Store.WithHeadSigner(key)}
 }
 
 // export is `starter audit export`, kept away from the database.

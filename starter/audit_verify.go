@@ -85,6 +85,9 @@ func reportAudit(a *app, v *ledger.AuditVerifier, withSigners, skipSignatures bo
 			}
 			fmt.Fprintf(w, "%d unsigned approvals (a worker without a keyring took them): who approved is as typed%s\n", v.Unsigned, allowed)
 		}
+		if v.Exposed > 0 {
+			fmt.Fprintf(w, "%d exposed marks (statements whose ID token was sent in plain text; no gate counts them)\n", v.Exposed)
+		}
 		if v.HeadKey != nil {
 			fmt.Fprintf(w, "%d chain heads signed by the worker's key hold (%d signed heads read)\n", v.HeadChains, v.Heads)
 		} else {

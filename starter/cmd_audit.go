@@ -31,8 +31,11 @@ principal is that signer, its replay key is the signed nonce); an OIDC one
 keeps no token, so only its statement, principal (the token's identity, or
 the person --people maps it to) and replay key's shape are checked, not who
 signed. Every signed row's approver must be its principal, its reason the
-signed one, its replay key on no other row. A row with any other method
-fails; with --allowed-signers an unsigned row fails unless --allow-unsigned.
+signed one, its replay key on no other row. A row of method exposed is a
+statement's exposed mark (its ID token was sent in plain text), not an
+approval: only its shape and its key's single use are checked. A row with
+any other method fails; with --allowed-signers an unsigned row fails unless
+--allow-unsigned.
 Without --allowed-signers verify exits 1 saying signatures were not
 checked, unless --skip-signatures says that is intended.
 
@@ -46,11 +49,15 @@ recompute every hash with the schema's own function:
   --audit-public-key FILE
                     the worker signs the row it appends with its
                     --audit-signing-key (ed25519, not in the database)
-                    only when the row before is one it signed (or none);
-                    every signed head must be in today's chains and
-                    verify with this key, every chain must have a signed
-                    row, and every row after its first signed one must be
-                    signed: a row the owner wrote is named.
+                    only when the row before is one it signed (or none),
+                    checking that head's signature with its own key; each
+                    head names the head it follows. Every signed head
+                    must be in today's chains and verify with this key,
+                    every chain must have a signed row, every row after
+                    its first signed one must be signed, and the head a
+                    head follows must be held: a row the owner wrote, or
+                    removed heads before a signed one, are named (heads
+                    signed before schema 0017 name no predecessor).
 What does not hold: a chain's newest rows (or the whole chain) deleted
 together with the signed heads that name them are named only by an
 export that holds them, so rows written after the last export can vanish

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/fleetsaga/fleetsaga/ledger"
@@ -24,7 +25,7 @@ type auditSigningFlags struct {
 // key no head names there, it refuses to start (a usage error): its rows
 // would be unsigned, and the chains it touched could never be signed
 // again.
-func signAuditHeads(ctx context.Context, store *ledger.Store, key ed25519.PrivateKey, f auditSigningFlags, log zerolog.Logger) (*ledger.Store, error) {
+func signAuditHeads(ctx context.Context, store *ledger.Store, key ed25519.PrivateKey, f auditSigningFlags, log zerolog.Logger, unsigned *prometheus.CounterVec) (*ledger.Store, error) {
 	if key == nil {
 		headed, err := store.HasSignedHeads(ctx)
 		if err != nil {
@@ -53,8 +54,18 @@ func signAuditHeads(ctx context.Context, store *ledger.Store, key ed25519.Privat
 		}
 	}
 	store.OnUnsignedAppend(func(u *ledger.UnsignedAppend) {
-		log.Error().Str("table", u.Table).Str("chain", u.Chain).Int64("seq", u.Seq).Str("why", u.Why).
-			Msg("audit: a row not signed with the worker's key; audit verify will fail this chain: someone without the key wrote to it")
+		// The row itself is committed (an update is not stopped half
+		// done); the log names the chain, never key material.
+		why := "unsigned"
+		msg := "audit: a row not signed with the worker's key; audit verify will fail this chain: someone without the key wrote to it"
+		if u.Bogus {
+			why = "bogus"
+			msg = "audit: a head row names this worker's key but is not signed with it (a forgery); the worker signs nothing more in this chain, and audit verify will fail it"
+		}
+		if unsigned != nil {
+			unsigned.WithLabelValues(u.Table, why).Inc()
+		}
+		log.Error().Str("table", u.Table).Str("chain", u.Chain).Int64("seq", u.Seq).Str("why", u.Why).Msg(msg)
 	})
 	sign := store.SignHeads
 	if f.signUnheaded {

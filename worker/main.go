@@ -137,12 +137,11 @@ func newCommand() *cobra.Command {
 			if len(applied) > 0 {
 				log.Info().Ints("versions", applied).Msg("ledger migrated")
 			}
-			if store, err = signAuditHeads(ctx, store, auditKey, auditFlags, log); err != nil {
-				return err
-			}
-
 			metrics, err := workerapp.NewMetrics()
 			if err != nil {
+				return err
+			}
+			if store, err = signAuditHeads(ctx, store, auditKey, auditFlags, log, metrics.AuditUnsigned); err != nil {
 				return err
 			}
 			if metricsAddr != "" {

@@ -26,6 +26,12 @@ type Metrics struct {
 	// it: alert on it). The SDK unwinding a workflow it evicted from its
 	// cache is not one (panics.go).
 	WorkflowPanics *prometheus.CounterVec
+	// AuditUnsigned counts rows the worker appended to the audit trail
+	// and did not sign (ledger.UnsignedAppend), by table and why ("bogus":
+	// a head row with the worker's fingerprint that its key did not sign;
+	// "unsigned": a row before it the worker never signed). Any is someone
+	// without the key writing to the ledger: alert on it.
+	AuditUnsigned *prometheus.CounterVec
 }
 
 // NewMetrics builds the registry and the SDK metrics handler.
@@ -46,8 +52,12 @@ func NewMetrics() (*Metrics, error) {
 		Name: "fleetsaga_workflow_panics_total",
 		Help: "Workflow tasks that panicked; each blocks its workflow until a worker with a fix runs it.",
 	}, []string{"workflow_type"})
-	reg.MustRegister(panics)
-	return &Metrics{Registry: reg, SDK: sdk, WorkflowPanics: panics}, nil
+	unsigned := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fleetsaga_audit_unsigned_appends_total",
+		Help: "Audit rows the worker appended and refused to sign: someone without the worker's key wrote to that chain (why: bogus head or unsigned row).",
+	}, []string{"table", "why"})
+	reg.MustRegister(panics, unsigned)
+	return &Metrics{Registry: reg, SDK: sdk, WorkflowPanics: panics, AuditUnsigned: unsigned}, nil
 }
 
 // Serve serves /metrics on addr in the background and returns the bound
