@@ -135,6 +135,10 @@ func (k *Keyring) verifyProof(ctx context.Context, s Signed, gate Gate) (Verifie
 		if v.Statement.Nonce == "" {
 			return Verified{}, refuse(ReasonMalformed, "the signed statement has no nonce")
 		}
+		if strings.HasPrefix(v.Statement.Nonce, exposedKeyPrefix) {
+			// The ledger keys its exposed marks so (ExposedKey).
+			return Verified{}, refuse(ReasonMalformed, "the signed statement's nonce starts with %q, which is reserved", exposedKeyPrefix)
+		}
 		v.ReplayKey = v.Statement.Nonce
 	}
 	if err := checkGate(v.Statement, gate); err != nil {

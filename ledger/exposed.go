@@ -35,7 +35,7 @@ func (s *Store) RecordExposed(ctx context.Context, key, rollout, stage string) e
 	}
 	if rows > 0 {
 		// Marked already (a retry), or a signed approval chose this key as
-		// its nonce (the mark in exposed_statement stands: Exposed reads it).
+		// its nonce: that row is chained too, and Exposed counts it.
 		return nil
 	}
 	err = s.RecordApproval(ctx, Approval{Rollout: rollout, Stage: ExposedStagePrefix + stage, By: MethodExposed,
@@ -47,11 +47,13 @@ func (s *Store) RecordExposed(ctx context.Context, key, rollout, stage string) e
 }
 
 // Exposed says whether RecordExposed marked key: either of its marks
-// holds it.
+// holds it. Any chained row holding key counts, whatever its method: an
+// older approval whose nonce took the key stood in for the chained mark
+// (SSH nonces may no longer take it: approval.ExposedKey).
 func (s *Store) Exposed(ctx context.Context, key string) (bool, error) {
 	var exposed bool
 	if err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM exposed_statement WHERE statement_key = $1)
-		OR EXISTS (SELECT 1 FROM rollout_approval WHERE replay_key = $1 AND method = $2)`, key, MethodExposed).Scan(&exposed); err != nil {
+		OR EXISTS (SELECT 1 FROM rollout_approval WHERE replay_key = $1)`, key).Scan(&exposed); err != nil {
 		return false, fmt.Errorf("ledger: exposed statement: %w", err)
 	}
 	return exposed, nil
