@@ -35,10 +35,6 @@ type StartUpdateInput struct {
 	// RackRelease: right before the image is sent, the SP's rack's target
 	// release is read, and one refuses the send (refuseBeforeSend).
 	RackRelease bool `json:"rackRelease,omitempty"`
-	// Overwrite (host flash) is someone else's complete update the start
-	// may write over (its takeover was due and declined); any other
-	// complete one is reported Busy.
-	Overwrite uuid.UUID `json:"overwrite,omitzero"`
 	// ThenWait, when set, makes an accepted start go on to the first leg
 	// of the wait for it (MGSWaitUpdate's), in the same activity.
 	ThenWait *WaitUpdateInput `json:"thenWait,omitempty"`
@@ -154,15 +150,13 @@ func (a *MGSActivities) startUpdate(ctx context.Context, in StartUpdateInput, n 
 		out.Started, out.Current = true, cur
 		return out, nil
 	}
-	if cur.State == mgs.UpdateComplete && in.Component == mgs.ComponentHostBootFlash && cur.ID != in.Overwrite {
-		// MGS would take ours over someone else's complete phase 1, which
-		// its driver is about to activate: it is watched instead, as
-		// omicron's driver does (driver_update.rs: a complete update of
-		// another ID is waited for, then taken over). The SP refuses an
-		// SP update itself.
-		out.Busy, out.Current = true, cur
-		return out, nil
-	}
+	// Someone else's complete host flash update is not in the way: the
+	// SP takes ours over it (omicron sp-sim/src/update.rs,
+	// component_update_prepare, refuses over a complete update only for
+	// the SP itself), and omicron's driver watches another update only
+	// when its start fails "update still in progress"
+	// (nexus/mgs-updates/src/driver_update.rs, apply_update). An SP
+	// firmware start over a complete one gets the SP's refusal, below.
 	if in.PollInterval <= 0 {
 		in.PollInterval = 3 * time.Second
 	}

@@ -54,7 +54,7 @@ func (u *mgsUpdate) start(ctx workflow.Context, fwSlot uint16) (StartUpdateResul
 	u.Phase(ctx, MGSPhaseUpdating)
 	in := StartUpdateInput{
 		SP: u.sp, Component: u.component, FirmwareSlot: fwSlot, UpdateID: u.AttemptID(), Artifact: u.artifact,
-		PollInterval: u.timing.PollInterval, RackRelease: u.rackRelease, Overwrite: u.overwrite,
+		PollInterval: u.timing.PollInterval, RackRelease: u.rackRelease,
 	}
 	bound, step := startBound, "start the update"
 	if u.startThenWait {

@@ -45,12 +45,9 @@ func (u *mgsUpdate) watchConcurrent(ctx workflow.Context, c mgsComponent, cur mg
 		case WaitReplaced:
 			cur = wr.Status
 		case WaitTakeover:
+			// Declined (not ours to activate, its driver gone): our
+			// start writes over it.
 			took, err := u.takeOver(ctx, c, cur.ID)
-			if err == nil && !took {
-				// Not ours to activate, and its driver is gone: our
-				// start may write over it.
-				u.overwrite = cur.ID
-			}
 			return concurrentEnd{update: cur.ID, tookOver: took}, err
 		default:
 			return concurrentEnd{update: cur.ID}, unexpectedWait(wr.Outcome)

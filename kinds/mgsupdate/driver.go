@@ -57,10 +57,6 @@ type mgsUpdate struct {
 	// rejected counts the step results rejected (results.go), naming
 	// each one's ledger step.
 	rejected int
-	// overwrite is someone else's complete update that was due for a
-	// takeover the component declined (host flash: not our phase 1): the
-	// start may write over it.
-	overwrite uuid.UUID
 }
 
 // mgsEnding says how an MGS update succeeded: the outcome and the device

@@ -112,6 +112,9 @@ type hostFlash struct {
 	// serial is the SP's serial (the sled's baseboard), read by the first
 	// precheck: how the sled's sled-agent is found.
 	serial string
+	// tookOver is the slot our takeover booted the host on (nil: none):
+	// its boot already saw sled-agent report that slot's disk.
+	tookOver *uint16
 }
 
 func (w *hostFlash) firmwareSlot() uint16 { return w.slot }

@@ -21,19 +21,27 @@ import (
 // it runs when the host does not come back in time (HostBootTimeout) and
 // on a cancel, unless the host already runs the new slot.
 func (w *hostFlash) postUpdate(ctx workflow.Context) (postUpdateStatus, error) {
+	return w.boot(ctx, true)
+}
+
+// boot is postUpdate; revert registers the undo that puts the host back
+// on the old slot (our own update only).
+func (w *hostFlash) boot(ctx workflow.Context, revert bool) (postUpdateStatus, error) {
 	w.Phase(ctx, MGSPhaseHostBoot)
 	if err := w.checkZoneSafety(ctx, "before the reboot"); err != nil {
 		return postUpdateStatus{}, err
 	}
 	old := w.active
-	w.BeforeAction("put the host back on slot "+strconv.Itoa(int(old)), func(ctx workflow.Context) error {
-		err := workflow.ExecuteActivity(w.longOpts(ctx, w.timing.NewVersionTimeout, "put the host back on slot "+strconv.Itoa(int(old))),
-			mgsActs.HostBootSlot, w.bootInput(ctx, old, "restore")).Get(ctx, nil)
-		if err == nil {
-			w.Undone(fmt.Sprintf("host put back on phase 1 slot %d, its old OS", old))
-		}
-		return err
-	})
+	if revert {
+		w.BeforeAction("put the host back on slot "+strconv.Itoa(int(old)), func(ctx workflow.Context) error {
+			err := workflow.ExecuteActivity(w.longOpts(ctx, w.timing.NewVersionTimeout, "put the host back on slot "+strconv.Itoa(int(old))),
+				mgsActs.HostBootSlot, w.bootInput(ctx, old, "restore")).Get(ctx, nil)
+			if err == nil {
+				w.Undone(fmt.Sprintf("host put back on phase 1 slot %d, its old OS", old))
+			}
+			return err
+		})
+	}
 	in := w.bootInput(ctx, w.slot, "activate")
 	in.RackRelease = true
 	actx := workflows.AwaitCancel(w.longOpts(ctx, w.timing.NewVersionTimeout, "make slot "+strconv.Itoa(int(w.slot))+" active, reset the SP, wait for the host on it"))
@@ -55,16 +63,33 @@ func (w *hostFlash) postUpdate(ctx workflow.Context) (postUpdateStatus, error) {
 // driver does (nexus/mgs-updates/src/driver_update.rs, apply_update: the
 // post-update of the request, here the slot made active and one SP
 // reset). Only an update that wrote our phase 1 to the slot whose disk
-// got our phase 2 is taken over; another is not activated (false).
+// got our phase 2 is taken over; another is not activated (false). That
+// slot may already be active with the host not booted on it: the other
+// driver set it and died before its SP reset (omicron waits out
+// MismatchedHostOsActiveSlot, then resets). The host is not put back
+// when the boot fails: omicron's driver never reverts (ResetTimeoutError,
+// the host left on the slot the update activated).
 func (w *hostFlash) takeOver(ctx workflow.Context, foreign uuid.UUID) (bool, error) {
 	pre, err := w.readDevice(ctx, nil)
 	if err != nil {
 		return false, err
 	}
-	if pre.Active.Slot != w.active || pre.Inactive.Slot != w.slot || !strings.EqualFold(pre.Inactive.SHA256, w.in.Phase1.SHA256) {
-		return false, nil
+	written := pre.Active.Slot == w.active && pre.Inactive.Slot == w.slot && strings.EqualFold(pre.Inactive.SHA256, w.in.Phase1.SHA256)
+	if !written {
+		if pre.Active.Slot != w.slot || !strings.EqualFold(pre.Active.SHA256, w.in.Phase1.SHA256) {
+			return false, nil
+		}
+		var booted bool
+		if err := workflow.ExecuteActivity(w.shortOpts(ctx, "does the host run the active slot?"), mgsActs.HostBootedOn,
+			w.bootInput(ctx, w.slot, "check")).Get(ctx, &booted); err != nil || booted {
+			return false, err
+		}
 	}
-	st, err := w.postUpdate(ctx)
+	st, err := w.boot(ctx, false)
+	if err == nil && st.activated {
+		slot := w.slot
+		w.tookOver = &slot
+	}
 	return err == nil && st.activated, err
 }
 
@@ -96,6 +121,10 @@ func (w *hostFlash) bootedDespiteCancel(ctx workflow.Context, in HostBootInput) 
 // host it restarted may still be booting: that is waited for, within the
 // host's boot timeout.
 func (w *hostFlash) confirmBooted(ctx workflow.Context, slot uint16, wait bool) error {
+	if wait && w.tookOver != nil && *w.tookOver == slot {
+		// Our takeover's boot of this slot saw sled-agent report its disk.
+		return nil
+	}
 	in := w.bootInput(ctx, slot, "check")
 	actx := w.shortOpts(ctx, "does the host run the active slot?")
 	if wait {
