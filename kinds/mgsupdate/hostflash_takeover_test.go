@@ -13,16 +13,16 @@ import (
 	"github.com/fleetsaga/fleetsaga/fleet/mgs"
 )
 
-// Review (rvdriver): the other driver wrote our phase 1 and made its slot
+// The other driver wrote our phase 1 and made its slot
 // active (host_phase1_updater.rs post_update_impl: sp_component_active_slot_set
 // first, then the SP reset), then died before the reset. The update status
 // stays complete (only a reset clears it), so the takeover comes due.
 // omicron (driver_update.rs apply_update): wait_for_update_done waits out
 // MismatchedHostOsActiveSlot until the progress timeout, then try_reset:
 // post_update (slot set again, one SP reset) and TookOverConcurrentUpdate.
-// fleetsaga's takeOver declines (the active slot is no longer w.active), the
-// precheck after it waits for a boot nobody will cause, and the update fails
-// HostBootDiskMismatch with the host never rebooted onto the new OS.
+// fleetsaga takes it over the same way: the active slot is the one we
+// wrote and holds our phase 1, the host does not run on it, so one reset
+// (once, takeOver declined and the update failed HostBootDiskMismatch).
 func TestReviewHostFlashTakesOverAForeignDriverThatDiedBetweenActivateAndReset(t *testing.T) {
 	m := newMGSTest(t)
 	m.script("MGSPrecheck", hostAt(1, "1.0.0", "ab"), hostSlots(0, "2.0.0", tSHA, "ab"))
@@ -36,12 +36,11 @@ func TestReviewHostFlashTakesOverAForeignDriverThatDiedBetweenActivateAndReset(t
 	assert.Equal(t, uint16(0), m.hostBoots[0].Slot)
 }
 
-// Review (rvdriver): a takeover whose boot times out puts the host back on
-// the old slot: fleetsaga's own-update undo, registered by postUpdate, also
-// runs for someone else's update it took over (a second host restart, and
-// the other driver's activated update reverted). omicron (driver_update.rs
-// apply_update) never reverts: the post-update wait's timeout is
-// ResetTimeoutError, the host left on the slot the request activated.
+// A takeover whose boot times out leaves the host on the slot the other
+// driver activated: the "put the host back" undo is our own update's only
+// (it once ran here too: a second restart, the other update reverted), as
+// omicron (driver_update.rs apply_update) never reverts: its post-update
+// wait's timeout is ResetTimeoutError.
 func TestReviewHostFlashTakeoverBootTimeoutDoesNotRevertTheOtherUpdate(t *testing.T) {
 	m := newMGSTest(t)
 	m.script("MGSPrecheck", hostAt(1, "1.0.0", "ab"), hostSlots(1, "1.0.0", "ab", tSHA))

@@ -14,15 +14,14 @@ import (
 	"github.com/fleetsaga/fleetsaga/kinds/mgsupdate"
 )
 
-// Review (rvdriver): a host flash update that is already complete when we
+// A host flash update that is already complete when we
 // start (a previous fleetsaga run delivered it, then failed before its
 // reset, e.g. zone safety) is not "update still in progress". omicron's
 // apply_update (nexus/mgs-updates/src/driver_update.rs) watches another
 // update only when the start fails with "update still in progress"; MGS
 // takes a new host flash update over a complete one, so omicron starts its
-// own at once. fleetsaga's MGSStartUpdate reports it Busy, and the driver
-// then watches it for the 600 s takeover timeout and ends TookOver of an
-// update that is its own earlier run's.
+// own at once, and so does MGSStartUpdate (it once reported it busy, and
+// the driver watched it for the 600 s takeover timeout).
 func TestReviewStartHostFlashOverACompleteOneAsOmicron(t *testing.T) {
 	m := newMGSAct(t)
 	p1sum, _, prev := m.flashHostPhase1(t)
