@@ -22,7 +22,7 @@ import (
 // takes a new host flash update over a complete one, so omicron starts its
 // own at once, and so does MGSStartUpdate (it once reported it busy, and
 // the driver watched it for the 600 s takeover timeout).
-func TestReviewStartHostFlashOverACompleteOneAsOmicron(t *testing.T) {
+func TestStartHostFlashOverACompleteOneAsOmicron(t *testing.T) {
 	m := newMGSAct(t)
 	p1sum, _, prev := m.flashHostPhase1(t)
 	p1 := mgsupdate.ArtifactRef{Version: "2", SHA256: p1sum, Path: filepath.Join(m.dir, "p1.bin")}

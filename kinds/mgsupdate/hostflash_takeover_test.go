@@ -23,7 +23,7 @@ import (
 // fleetsaga takes it over the same way: the active slot is the one we
 // wrote and holds our phase 1, the host does not run on it, so one reset
 // (once, takeOver declined and the update failed HostBootDiskMismatch).
-func TestReviewHostFlashTakesOverAForeignDriverThatDiedBetweenActivateAndReset(t *testing.T) {
+func TestHostFlashTakesOverAForeignDriverThatDiedBetweenActivateAndReset(t *testing.T) {
 	m := newMGSTest(t)
 	m.script("MGSPrecheck", hostAt(1, "1.0.0", "ab"), hostSlots(0, "2.0.0", tSHA, "ab"))
 	m.script("MGSStartUpdate", busyWith(mgs.UpdateComplete), started)
@@ -41,7 +41,7 @@ func TestReviewHostFlashTakesOverAForeignDriverThatDiedBetweenActivateAndReset(t
 // (it once ran here too: a second restart, the other update reverted), as
 // omicron (driver_update.rs apply_update) never reverts: its post-update
 // wait's timeout is ResetTimeoutError.
-func TestReviewHostFlashTakeoverBootTimeoutDoesNotRevertTheOtherUpdate(t *testing.T) {
+func TestHostFlashTakeoverBootTimeoutDoesNotRevertTheOtherUpdate(t *testing.T) {
 	m := newMGSTest(t)
 	m.script("MGSPrecheck", hostAt(1, "1.0.0", "ab"), hostSlots(1, "1.0.0", "ab", tSHA))
 	m.script("MGSStartUpdate", busyWith(mgs.UpdateComplete), started)
