@@ -162,3 +162,51 @@ func TestRedTeamWorkerRoleTempTableIsRefusedAfterDeployingsRevoke(t *testing.T) 
 	_, err = w.DB().ExecContext(ctx, `CREATE TEMP TABLE update_event (attempt_id uuid, step text)`)
 	requireRefused(t, err, "CREATE TEMP TABLE")
 }
+
+// The worker signs an append only when the row before it is one its key
+// signed (ledger/audit_unsigned.go, signAppended), and raises the alarm
+// (OnUnsignedAppend) otherwise. It reads "its key signed" from audit_head
+// by fingerprint alone, never checking the signature: the worker's
+// password appends a row, and a head naming that row with the worker's
+// (public) fingerprint and any signature, and the worker's next append is
+// signed without an alarm, vouching for the row before it. audit verify
+// --audit-public-key names the forged head later; the alarm, the one that
+// fires as it happens, stays silent. Want: the alarm is raised.
+func TestRedTeamWorkerRoleForgedHeadSilencesTheUnsignedAppendAlarm(t *testing.T) {
+	unsignedAppendAlarms(t, true)
+}
+
+// The control: without the forged head the alarm is raised.
+func TestRedTeamControlUnsignedAppendRaisesTheAlarm(t *testing.T) {
+	unsignedAppendAlarms(t, false)
+}
+
+func unsignedAppendAlarms(t *testing.T, forgeHead bool) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	w := env.WorkerRoleStore()
+	s := w.WithHeadSigner(key)
+	var alarms []*ledger.UnsignedAppend
+	s.OnUnsignedAppend(func(u *ledger.UnsignedAppend) { alarms = append(alarms, u) })
+	a := intent("rt-head-1", "sp/sled/11", 1)
+	require.NoError(t, s.RecordIntent(ctx, a))
+	require.NoError(t, s.AppendEvent(ctx, ledger.Event{AttemptID: a.ID, Step: "intent", Worker: "w"}))
+
+	// With the worker's password, without its key.
+	db := w.DB()
+	var seq int64
+	var hash, fp string
+	require.NoError(t, db.QueryRowContext(ctx, `INSERT INTO update_event (attempt_id, step, message, worker) VALUES ($1, 'sending-1', 'forged', 'w')
+		RETURNING seq, hash`, a.ID).Scan(&seq, &hash))
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT key_fingerprint FROM audit_head LIMIT 1`).Scan(&fp))
+	if forgeHead {
+		_, err = db.ExecContext(ctx, `INSERT INTO audit_head (tbl, chain, head_seq, head_hash, key_fingerprint, signature)
+			VALUES ('update_event', $1, $2, $3, $4, 'AAAA')`, "attempt "+a.ID.String(), seq, hash, fp)
+		require.NoError(t, err)
+	}
+
+	require.NoError(t, s.AppendEvent(ctx, ledger.Event{AttemptID: a.ID, Step: "start", Worker: "w"}))
+	assert.NotEmpty(t, alarms, "the worker's append after a row its key did not sign raises the alarm")
+}
