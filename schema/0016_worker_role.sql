@@ -8,8 +8,21 @@
 --
 -- Every table needs its line here, or in the migration that adds it
 -- (ledger/worker_role_test.go holds each table to its privileges).
+-- A role of that name made by hand must be the NOLOGIN group it is meant
+-- to be: a login, a superuser, or a role that bypasses row security or
+-- creates roles would get the grants below with more than they are meant
+-- to give (its password would append to the ledger), so it is refused.
 DO $$
+DECLARE
+    r pg_roles;
 BEGIN
+    SELECT * INTO r FROM pg_roles WHERE rolname = 'fleetsaga_worker';
+    IF FOUND AND (r.rolcanlogin OR r.rolsuper OR r.rolbypassrls OR r.rolcreaterole) THEN
+        RAISE EXCEPTION 'role fleetsaga_worker exists and %: it must be a NOLOGIN role that is none of these, to be granted to the workers'' logins',
+            concat_ws(', ', CASE WHEN r.rolcanlogin THEN 'can log in' END, CASE WHEN r.rolsuper THEN 'is a superuser' END,
+                      CASE WHEN r.rolbypassrls THEN 'has BYPASSRLS' END, CASE WHEN r.rolcreaterole THEN 'has CREATEROLE' END)
+            USING HINT = 'as a superuser: ALTER ROLE fleetsaga_worker NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEROLE (or give its login another name), then migrate again';
+    END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'fleetsaga_worker') THEN
         BEGIN
             CREATE ROLE fleetsaga_worker NOLOGIN;
