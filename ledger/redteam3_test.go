@@ -1,6 +1,6 @@
 package ledger_test
 
-// Red team 3: attacks on the fixes for red team 2 (fixhead). Each test
+// Red team 3: attacks on the fixes for red team 2. Each test
 // asserts the protection; a failing one is an attack that works.
 
 import (

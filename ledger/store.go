@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -104,10 +105,15 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err := CheckDSN(url); err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("postgres", url)
+	cfg, err := pq.NewConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger database: %w", RedactError(err, url))
 	}
+	connector, err := pq.NewConnectorConfig(pinSessionSettings(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("open ledger database: %w", RedactError(err, url))
+	}
+	db := sql.OpenDB(connector)
 	// Keep as many idle as open: a worker's activities write in bursts, and
 	// database/sql's default of two idle connections closes and reopens
 	// the rest around every burst (a backend fork and a login each).
@@ -121,6 +127,63 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("ledger database %s does not answer: %w", RedactURL(url), RedactError(err, url))
 	}
 	return &Store{db: db}, nil
+}
+
+// sessionSettings are the server settings the ledger relies on, sent in
+// every connection's startup packet, which takes precedence over the
+// login's and the database's own (ALTER ROLE … SET, ALTER DATABASE … SET):
+// a login may change its own defaults, and whoever holds a worker's
+// password could make every later session of that worker read-only (it
+// stops) or commit without waiting for the WAL flush (a crash of the
+// database server then loses a send record the worker acted on:
+// kinds/mgsupdate/activities_send_record.go). search_path is the schema
+// the migrations create (schema/0018_function_search_path.sql names it).
+var sessionSettings = map[string]string{
+	"default_transaction_read_only": "off",
+	"default_transaction_isolation": "read committed",
+	"synchronous_commit":            "on",
+	"search_path":                   "public",
+}
+
+// pinSessionSettings adds sessionSettings to cfg's run-time parameters,
+// except those the connection string already sets (as a parameter, or as
+// -c name=value in options): an operator's choice stays theirs.
+func pinSessionSettings(cfg pq.Config) pq.Config {
+	cfg = cfg.Clone()
+	if cfg.Runtime == nil {
+		cfg.Runtime = map[string]string{}
+	}
+	for k, v := range sessionSettings {
+		if _, set := cfg.Runtime[k]; set || optionsSet(cfg.Options, k) {
+			continue
+		}
+		cfg.Runtime[k] = v
+	}
+	return cfg
+}
+
+// optionsSet says whether a libpq options string ("-c a=b -c c=d",
+// "--a=b") sets name.
+func optionsSet(options, name string) bool {
+	fields := strings.Fields(options)
+	for i, f := range fields {
+		var kv string
+		switch {
+		case f == "-c" && i+1 < len(fields):
+			kv = fields[i+1]
+		case strings.HasPrefix(f, "-c"):
+			kv = f[2:]
+		case strings.HasPrefix(f, "--"):
+			kv = f[2:]
+		default:
+			continue
+		}
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.ReplaceAll(strings.ToLower(k), "-", "_") == name {
+			return true
+		}
+	}
+	return false
 }
 
 // NewStore wraps an open database.

@@ -39,8 +39,10 @@ any other method fails; with --allowed-signers an unsigned row fails unless
 Without --allowed-signers verify exits 1 saying signatures were not
 checked, unless --skip-signatures says that is intended.
 
-What holds against the database's owner, who can disable triggers and
-recompute every hash with the schema's own function:
+A worker on the workers' role (fleetsaga_worker, its --migrate=false) may
+only read and append these tables. What holds against the database's
+owner, who can disable triggers and recompute every hash with the
+schema's own function:
   --against EXPORT  each chain of an earlier audit export (kept away from
                     the database) must still be a prefix of today's, and
                     each of its signed heads still be held: a TRUNCATE, a

@@ -476,8 +476,8 @@ func migrateCmd(a *app) *cobra.Command {
 	var dbURL string
 	cmd := &cobra.Command{
 		Use:     "migrate",
-		Short:   "Apply the ledger's schema migrations (workers also do this at start)",
-		Example: "  DATABASE_URL=postgres://fleetsaga@db/fleetsaga starter migrate",
+		Short:   "Apply the ledger's schema migrations, as its owner (workers also do this at start, unless --migrate=false)",
+		Example: "  DATABASE_URL=postgres://fleetsaga_owner@db/fleetsaga starter migrate",
 		Args:    exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := config.ValidateDatabaseURL(dbURL); err != nil {

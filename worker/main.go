@@ -1,5 +1,6 @@
-// Command worker runs a fleetsaga worker: it migrates the ledger, connects to
-// Temporal and executes update workflows and their activities. Run several on
+// Command worker runs a fleetsaga worker: it migrates the ledger (or, with
+// --migrate=false, checks that its owner did), connects to Temporal and
+// executes update workflows and their activities. Run several on
 // different control-plane nodes; any may die at any moment.
 package main
 
@@ -16,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -65,7 +67,9 @@ func newCommand() *cobra.Command {
 		healthHosts    []string
 		auditKeyFile   string
 		auditFlags     auditSigningFlags
+		migrate        bool
 	)
+	migrateDefault, migrateEnvErr := envBool("FLEETSAGA_MIGRATE", true)
 	hostname, _ := os.Hostname()
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -76,6 +80,9 @@ func newCommand() *cobra.Command {
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if migrateEnvErr != nil {
+				return usageError{migrateEnvErr}
+			}
 			if err := tc.Validate(); err != nil {
 				return usageError{err}
 			}
@@ -130,12 +137,16 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			defer store.Close()
-			applied, err := store.Migrate(ctx)
-			if err != nil {
+			if migrate {
+				applied, err := store.Migrate(ctx)
+				if err != nil {
+					return err
+				}
+				if len(applied) > 0 {
+					log.Info().Ints("versions", applied).Msg("ledger migrated")
+				}
+			} else if err := ledger.CheckSchema(ctx, store.DB()); err != nil {
 				return err
-			}
-			if len(applied) > 0 {
-				log.Info().Ints("versions", applied).Msg("ledger migrated")
 			}
 			metrics, err := workerapp.NewMetrics()
 			if err != nil {
@@ -201,6 +212,7 @@ func newCommand() *cobra.Command {
 	fc.Bind(fs)
 	ac.Bind(fs)
 	fs.StringVar(&dbURL, "database-url", os.Getenv("DATABASE_URL"), "ledger PostgreSQL URL (env DATABASE_URL)")
+	fs.BoolVar(&migrate, "migrate", migrateDefault, "apply the ledger's migrations at start, as its owner; false: the database role is the workers' (fleetsaga_worker), starter migrate ran as the owner, and a ledger older than this build is refused (env FLEETSAGA_MIGRATE)")
 	fs.StringVar(&metricsAddr, "metrics-listen", envOr("FLEETSAGA_METRICS_LISTEN", "127.0.0.1:9464"), "Prometheus /metrics address; empty disables (env FLEETSAGA_METRICS_LISTEN)")
 	fs.StringVar(&metricsFile, "metrics-url-file", "", "write the /metrics URL to this file once it listens (with --metrics-listen 127.0.0.1:0)")
 	fs.StringArrayVar(&webhookSpecs, "webhook", nil, "a notification webhook plans may name: NAME=URL (repeatable)")
@@ -250,6 +262,19 @@ func envList(name string) []string {
 		return strings.Split(v, ",")
 	}
 	return nil
+}
+
+// envBool is the boolean in the environment variable name (def when unset).
+func envBool(name string, def bool) (bool, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return def, fmt.Errorf("%s=%q: want true or false", name, v)
+	}
+	return b, nil
 }
 
 func envOr(name, def string) string {
