@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
@@ -35,18 +36,25 @@ func TestZoneExpungeProofWaitUnderTheActivityTools(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		use  func(t *testing.T, env *testenv.Env, id, activityID string)
+		// retried: the tool ended the running attempt, so the step that
+		// completed is a later one (a reset starts its count again at 1).
+		retried bool
 	}{
 		{"pause-past-heartbeat-then-unpause", func(t *testing.T, env *testenv.Env, id, aid string) {
 			testenv.PauseActivity(t, env.Client, id, aid)
 			time.Sleep(4 * time.Second)
 			testenv.UnpauseActivity(t, env.Client, id, aid)
-		}},
-		{"reset", func(t *testing.T, env *testenv.Env, id, aid string) { testenv.ResetActivity(t, env.Client, id, aid, false) }},
-		{"reset-heartbeats", func(t *testing.T, env *testenv.Env, id, aid string) { testenv.ResetActivity(t, env.Client, id, aid, true) }},
+		}, true},
+		{"reset", func(t *testing.T, env *testenv.Env, id, aid string) {
+			testenv.ResetActivity(t, env.Client, id, aid, false)
+		}, false},
+		{"reset-heartbeats", func(t *testing.T, env *testenv.Env, id, aid string) {
+			testenv.ResetActivity(t, env.Client, id, aid, true)
+		}, false},
 		{"timeout-shortened", func(t *testing.T, env *testenv.Env, id, aid string) {
 			testenv.ShortenActivity(t, env.Client, id, aid, 500*time.Millisecond)
 			time.Sleep(time.Second) // the running attempt times out while the zone is still there
-		}},
+		}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			env := testenv.Parallel(t)
@@ -82,6 +90,30 @@ func TestZoneExpungeProofWaitUnderTheActivityTools(t *testing.T) {
 			atts, err := env.Store.Attempts(ctx, run.GetID())
 			require.NoError(t, err)
 			assert.Len(t, atts, 1, "the expunge ran once: %+v", atts)
+			if c.retried {
+				assert.Greater(t, lastAttempt(t, env, run.GetID(), proofActivity), int32(1), "the tool ended the running attempt")
+			}
 		})
 	}
+}
+
+// lastAttempt is the attempt number of the step of type name in workflow
+// id that started last (the one that completed).
+func lastAttempt(t *testing.T, env *testenv.Env, id, name string) int32 {
+	t.Helper()
+	it := env.Client.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	scheduled := map[int64]bool{}
+	var attempt int32
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == name {
+			scheduled[e.GetEventId()] = true
+		}
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] {
+			attempt = a.GetAttempt()
+		}
+	}
+	require.NotZero(t, attempt, "%s: no %s started", id, name)
+	return attempt
 }
