@@ -123,3 +123,25 @@ func FailActivity(t *testing.T, c client.Client, id, activityID string, reason e
 	})
 	require.NoError(t, err)
 }
+
+// LastActivityAttempt is the attempt number of the step of type name in
+// workflow id that started last (the one that completed): above 1 when a
+// tool ended the attempt that was running.
+func LastActivityAttempt(t *testing.T, c client.Client, id, name string) int32 {
+	t.Helper()
+	it := c.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	scheduled := map[int64]bool{}
+	var attempt int32
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == name {
+			scheduled[e.GetEventId()] = true
+		}
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] {
+			attempt = a.GetAttempt()
+		}
+	}
+	require.NotZero(t, attempt, "%s: no %s started", id, name)
+	return attempt
+}

@@ -125,29 +125,8 @@ func TestAgentInstallTaskWaitUnderTheActivityTools(t *testing.T) {
 			assert.Len(t, ok, 3)
 			checkAgreement(t, tr, "vm-agent", img, ok)
 			if c.retried {
-				assert.Greater(t, completedAttempt(t, s, child, installActivity), int32(1), "the tool ended the running attempt")
+				assert.Greater(t, testenv.LastActivityAttempt(t, s.env.Client, child, installActivity), int32(1), "the tool ended the running attempt")
 			}
 		})
 	}
-}
-
-// completedAttempt is the attempt number of the step of type name in
-// workflow id that started last (the one that completed).
-func completedAttempt(t *testing.T, s *agentStack, id, name string) int32 {
-	t.Helper()
-	it := s.env.Client.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	scheduled := map[int64]bool{}
-	var attempt int32
-	for it.HasNext() {
-		e, err := it.Next()
-		require.NoError(t, err)
-		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == name {
-			scheduled[e.GetEventId()] = true
-		}
-		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] {
-			attempt = a.GetAttempt()
-		}
-	}
-	require.NotZero(t, attempt, "%s: no %s started", id, name)
-	return attempt
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/fleetsaga/fleetsaga/fleetsim/faults"
 	"github.com/fleetsaga/fleetsaga/fleetsim/spec"
@@ -91,29 +90,8 @@ func TestZoneExpungeProofWaitUnderTheActivityTools(t *testing.T) {
 			require.NoError(t, err)
 			assert.Len(t, atts, 1, "the expunge ran once: %+v", atts)
 			if c.retried {
-				assert.Greater(t, lastAttempt(t, env, run.GetID(), proofActivity), int32(1), "the tool ended the running attempt")
+				assert.Greater(t, testenv.LastActivityAttempt(t, env.Client, run.GetID(), proofActivity), int32(1), "the tool ended the running attempt")
 			}
 		})
 	}
-}
-
-// lastAttempt is the attempt number of the step of type name in workflow
-// id that started last (the one that completed).
-func lastAttempt(t *testing.T, env *testenv.Env, id, name string) int32 {
-	t.Helper()
-	it := env.Client.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	scheduled := map[int64]bool{}
-	var attempt int32
-	for it.HasNext() {
-		e, err := it.Next()
-		require.NoError(t, err)
-		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == name {
-			scheduled[e.GetEventId()] = true
-		}
-		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] {
-			attempt = a.GetAttempt()
-		}
-	}
-	require.NotZero(t, attempt, "%s: no %s started", id, name)
-	return attempt
 }
