@@ -19,6 +19,7 @@ import (
 	"github.com/fleetsaga/fleetsaga/internal/replay"
 	"github.com/fleetsaga/fleetsaga/internal/testenv"
 	"github.com/fleetsaga/fleetsaga/kinds/rollout"
+	"github.com/fleetsaga/fleetsaga/ledger"
 	"github.com/fleetsaga/fleetsaga/workflows"
 )
 
@@ -133,5 +134,6 @@ func TestRawStartTokenSealedByAHistoryReaderStartsNothing(t *testing.T) {
 	require.ErrorContains(t, run2.Get(ctx, nil), string(approval.ReasonReplayed))
 	rows, err := env.Store.Approvals(ctx, id)
 	require.NoError(t, err)
-	require.Empty(t, rows)
+	require.Len(t, rows, 1, "no start counted: the ledger holds the exposed mark alone")
+	require.Equal(t, ledger.MethodExposed, rows[0].Method)
 }
