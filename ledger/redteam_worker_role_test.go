@@ -131,19 +131,12 @@ func TestWorkerRoleAppendsToTheChainedTablesAreNamedByAuditVerify(t *testing.T) 
 			require.NoError(t, err)
 			w := env.WorkerRoleStore()
 			workerWrites(t, w, key) // the worker's own rows, signed
-			v := &ledger.AuditVerifier{HeadKey: pub, CheckSignature: func(ledger.Approval) error { return nil }}
-			require.NoError(t, env.Store.ExportAudit(ctx, v.Add))
-			require.NoError(t, v.Finish(), "the worker's ledger verifies")
+			require.NoError(t, verifyHeads(ctx, env.Store, pub), "the worker's ledger verifies")
 
 			// With the worker's password, without its key.
 			_, err = w.DB().ExecContext(ctx, forge)
 			require.NoError(t, err)
-			v = &ledger.AuditVerifier{HeadKey: pub, CheckSignature: func(ledger.Approval) error { return nil }}
-			err = env.Store.ExportAudit(ctx, v.Add)
-			if err == nil {
-				err = v.Finish()
-			}
-			assert.Error(t, err, "audit verify --audit-public-key names the row the worker's key did not sign")
+			assert.Error(t, verifyHeads(ctx, env.Store, pub), "audit verify --audit-public-key names the row the worker's key did not sign")
 		})
 	}
 }
@@ -163,9 +156,7 @@ func TestRedTeamWorkerRoleAppendsToUnchainedTablesAreNamedByAuditVerify(t *testi
 	require.NoError(t, err)
 	w := env.WorkerRoleStore()
 	workerWrites(t, w, key) // the worker's own rows, signed
-	v := &ledger.AuditVerifier{HeadKey: pub, CheckSignature: func(ledger.Approval) error { return nil }}
-	require.NoError(t, env.Store.ExportAudit(ctx, v.Add))
-	require.NoError(t, v.Finish(), "the worker's ledger verifies")
+	require.NoError(t, verifyHeads(ctx, env.Store, pub), "the worker's ledger verifies")
 
 	// With the worker's password, without its key.
 	db := w.DB()
@@ -178,12 +169,7 @@ func TestRedTeamWorkerRoleAppendsToUnchainedTablesAreNamedByAuditVerify(t *testi
 	require.NoError(t, err)
 	assert.Equal(t, int64(math.MaxInt64), spent, "every approval of the stage, past and future, is spent")
 
-	v = &ledger.AuditVerifier{HeadKey: pub, CheckSignature: func(ledger.Approval) error { return nil }}
-	err = env.Store.ExportAudit(ctx, v.Add)
-	if err == nil {
-		err = v.Finish()
-	}
-	assert.Error(t, err, "audit verify --audit-public-key names the rows the worker's key did not sign")
+	assert.Error(t, verifyHeads(ctx, env.Store, pub), "audit verify --audit-public-key names the rows the worker's key did not sign")
 }
 
 // Held, with docs/DEPLOYING.md's SQL: REVOKE TEMPORARY ON DATABASE … FROM
