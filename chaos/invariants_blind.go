@@ -235,6 +235,9 @@ func checkNewBuild(e *evidence, iv *invariant) {
 		case w.ID == e.rolloutID:
 			// Its last workflow task came before the switch settled (a
 			// rollout that ended right after it): nothing to move on.
+		case w.Build == "":
+			// It completed no workflow task (terminated or failed at its
+			// first): it ran on no build; checkTerminal sees its end.
 		case w.Start.After(settled) && !madeByReset(e.resetRuns, w.RunID):
 			iv.Checked++
 			if w.Build != newBuild.BuildID {
