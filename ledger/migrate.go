@@ -57,6 +57,10 @@ func Migrations() ([]Migration, error) {
 // migrationLockKey (a worker migrating at the same time takes seconds).
 var migrationLockWait = 2 * time.Minute
 
+// migrationLockPoll is how often Migrate tries the lock meanwhile: short
+// beside a migration, cheap for the server.
+const migrationLockPoll = 100 * time.Millisecond
+
 // Migrate applies every embedded migration the database lacks, each in its
 // own transaction, holding an advisory lock so concurrent workers serialise.
 // It refuses a database that has a migration this binary does not know
@@ -105,8 +109,8 @@ func Migrate(ctx context.Context, db *sql.DB) ([]int, error) {
 	return done, nil
 }
 
-// takeMigrationLock takes migrationLockKey on conn, trying every 100 ms
-// for migrationLockWait; past it, the error names the sessions that hold
+// takeMigrationLock takes migrationLockKey on conn, trying every
+// migrationLockPoll for migrationLockWait; past it, the error names the sessions that hold
 // the lock (role, application, client address, pid).
 func takeMigrationLock(ctx context.Context, conn *sql.Conn, pending []Migration) error {
 	deadline := time.Now().Add(migrationLockWait)
@@ -124,7 +128,7 @@ func takeMigrationLock(ctx context.Context, conn *sql.Conn, pending []Migration)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("migrate: wait for the migration lock: %w", ctx.Err())
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(migrationLockPoll):
 		}
 	}
 	holders, err := migrationLockHolders(ctx, conn)
@@ -265,7 +269,7 @@ func ledgerOwner(ctx context.Context, conn *sql.Conn) (string, error) {
 }
 
 // describe names migrations: "migration 16 (0016_worker_role.sql)", or
-// "migrations 15-16 (0015_gate_pass_run.sql … 0016_worker_role.sql)".
+// "3 migrations, 16 (0016_worker_role.sql) to 18 (0018_function_search_path.sql)".
 func describe(ms []Migration) string {
 	if len(ms) == 1 {
 		return fmt.Sprintf("migration %d (%s)", ms[0].Version, ms[0].Name)
